@@ -1,0 +1,180 @@
+//! The on-disk layout of format version 1: constants, sizes and enumerations.
+//!
+//! `formats/FORMAT.md` is the normative description; every number here is
+//! pinned by a test in `tests/layout.rs` so the two cannot drift apart.
+
+/// The first eight bytes of every dump.
+pub const MAGIC: [u8; 8] = *b"RNGTRACE";
+/// Written in the writer's byte order; tells the reader which order the file uses.
+pub const ENDIAN_PROBE: u32 = 0x0102_0304;
+/// The major version this crate writes. A reader accepts every major up to this one.
+pub const VERSION_MAJOR: u16 = 1;
+/// The minor version this crate writes. Minor versions only append fields.
+pub const VERSION_MINOR: u16 = 0;
+/// The format versions this crate reads, oldest and newest major.
+pub const SUPPORTED_MAJORS: (u16, u16) = (1, 1);
+
+/// Size of the fixed file header.
+pub const FILE_HEADER_SIZE: usize = 32;
+/// Size of a section header (kind, flags, payload length).
+pub const SECTION_HEADER_SIZE: usize = 16;
+/// Size of the CRC-32 that follows every section payload.
+pub const SECTION_CRC_SIZE: usize = 4;
+/// Sections start at multiples of this many bytes from the start of the file.
+pub const SECTION_ALIGN: usize = 8;
+/// Size of one wide span record: key, enter ticks, exit ticks.
+pub const RECORD_SIZE: usize = 24;
+/// Size of one clock anchor: counter ticks, monotonic ns, realtime ns.
+pub const ANCHOR_SIZE: usize = 24;
+/// Size of the fixed part of a site descriptor, before its label and file bytes.
+pub const SITE_HEADER_SIZE: usize = 16;
+/// Identifies a site descriptor in memory and in the site section.
+pub const SITE_MAGIC: u32 = 0x5349_5445; // "SITE"
+/// Site descriptors are aligned to this many bytes.
+pub const SITE_ALIGN: usize = 8;
+
+/// Fixed part of a ring section before the thread name.
+pub const RING_FIXED_SIZE: usize = 8 + 8 + 8 + 8 + 4 + 4;
+
+/// What a section holds. Unknown kinds are skipped by readers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SectionKind {
+    /// Producer, process and why the dump was taken.
+    Meta,
+    /// Counter kind, width, rate and time anchors.
+    Clock,
+    /// Loaded modules: path, build-id, load bias, address range.
+    Modules,
+    /// One thread's ring of span records.
+    Ring,
+    /// A copy of the program's site-descriptor linker section.
+    Sites,
+    /// The end marker: the last section of a complete dump.
+    End,
+    /// A kind this reader does not know (written by a newer minor version).
+    Unknown(u32),
+}
+
+impl SectionKind {
+    /// The kind's number on disk.
+    pub const fn code(self) -> u32 {
+        match self {
+            SectionKind::Meta => 1,
+            SectionKind::Clock => 2,
+            SectionKind::Modules => 3,
+            SectionKind::Ring => 4,
+            SectionKind::Sites => 5,
+            SectionKind::End => 0xFFFF_FFFF,
+            SectionKind::Unknown(code) => code,
+        }
+    }
+
+    /// The kind for a number read from disk.
+    pub const fn from_code(code: u32) -> Self {
+        match code {
+            1 => SectionKind::Meta,
+            2 => SectionKind::Clock,
+            3 => SectionKind::Modules,
+            4 => SectionKind::Ring,
+            5 => SectionKind::Sites,
+            0xFFFF_FFFF => SectionKind::End,
+            other => SectionKind::Unknown(other),
+        }
+    }
+
+    /// A short lowercase name for messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SectionKind::Meta => "meta",
+            SectionKind::Clock => "clock",
+            SectionKind::Modules => "modules",
+            SectionKind::Ring => "ring",
+            SectionKind::Sites => "sites",
+            SectionKind::End => "end",
+            SectionKind::Unknown(_) => "unknown",
+        }
+    }
+}
+
+macro_rules! code_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $code:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)*
+            /// A value this reader does not know; kept as read.
+            Other(u32),
+        }
+
+        impl $name {
+            /// The value's number on disk.
+            pub const fn code(self) -> u32 {
+                match self {
+                    $($name::$variant => $code,)*
+                    $name::Other(code) => code,
+                }
+            }
+
+            /// The value for a number read from disk.
+            pub const fn from_code(code: u32) -> Self {
+                match code {
+                    $($code => $name::$variant,)*
+                    other => $name::Other(other),
+                }
+            }
+        }
+    };
+}
+
+code_enum!(
+    /// Which hardware or software counter produced the ticks.
+    CounterKind {
+        /// A counter supplied by the program through the `Clock` trait.
+        User = 0,
+        /// x86 time-stamp counter read with `rdtsc`.
+        X86Tsc = 1,
+        /// AArch64 virtual counter `CNTVCT_EL0`.
+        Aarch64Cntvct = 2,
+        /// The operating system's monotonic clock in nanoseconds.
+        MonotonicNs = 3,
+    }
+);
+
+code_enum!(
+    /// Where the nominal counter rate in the clock section came from.
+    RateSource {
+        /// No nominal rate; only the anchors give it.
+        Unknown = 0,
+        /// CPUID leaves 0x15/0x16.
+        Cpuid = 1,
+        /// Measured against the OS clock by the recorder.
+        Calibrated = 2,
+        /// An architectural register such as `CNTFRQ_EL0`.
+        Register = 3,
+        /// Exact by construction: the counter counts nanoseconds.
+        Exact = 4,
+        /// Given by the program.
+        User = 5,
+    }
+);
+
+code_enum!(
+    /// Why the dump was written.
+    DumpReason {
+        /// Not stated.
+        Unspecified = 0,
+        /// The program asked for it.
+        Requested = 1,
+        /// At process exit.
+        Exit = 2,
+        /// On a signal or crash.
+        Signal = 3,
+        /// A ring filled up.
+        RingFull = 4,
+    }
+);
+
+/// Flag bit in a module entry: this module is the main executable.
+pub const MODULE_FLAG_MAIN: u32 = 1;
+/// Flag bit in a ring section: the thread had exited when the dump was taken.
+pub const RING_FLAG_THREAD_EXITED: u32 = 1;

@@ -1,0 +1,99 @@
+//! The values a dump carries, shared by the writer and the reader.
+//!
+//! Strings are byte slices: the recorder writes what the OS gave it, and
+//! readers decide how to show bytes that are not UTF-8.
+
+use crate::layout::{CounterKind, DumpReason, RateSource};
+
+/// One finished span: its key and the counter at entry and exit.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Record {
+    /// A code address or the address of a site descriptor.
+    pub key: u64,
+    /// Counter ticks when the span began.
+    pub enter: u64,
+    /// Counter ticks when the span ended.
+    pub exit: u64,
+}
+
+/// One time anchor: the same instant on the span counter and the OS clocks.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Anchor {
+    /// Span counter ticks.
+    pub ticks: u64,
+    /// Monotonic clock, nanoseconds.
+    pub mono_ns: u64,
+    /// Realtime (wall) clock, nanoseconds since the Unix epoch.
+    pub real_ns: u64,
+}
+
+/// The meta section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaInfo<'a> {
+    /// Process id.
+    pub pid: u32,
+    /// Why the dump was written.
+    pub reason: DumpReason,
+    /// Name of the program that wrote the dump (normally "ringtrace").
+    pub producer: &'a [u8],
+    /// Its version.
+    pub producer_version: &'a [u8],
+    /// The recorded process's name.
+    pub process_name: &'a [u8],
+}
+
+/// The clock section, less its anchors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockInfo {
+    /// Which counter produced the ticks.
+    pub counter: CounterKind,
+    /// Significant bits of the counter (64, or 32 for a wrapping counter).
+    pub counter_bits: u32,
+    /// Nominal rate in ticks per second; 0 when unknown.
+    pub nominal_hz: u64,
+    /// Where `nominal_hz` came from.
+    pub rate_source: RateSource,
+}
+
+/// One loaded module (executable or shared library).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Module<'a> {
+    /// Lowest runtime address of its loaded segments.
+    pub start: u64,
+    /// One past the highest runtime address of its loaded segments.
+    pub end: u64,
+    /// Load bias: runtime address minus the ELF virtual address.
+    pub bias: u64,
+    /// `MODULE_FLAG_*` bits.
+    pub flags: u32,
+    /// GNU build-id note contents, empty if the module has none.
+    pub build_id: &'a [u8],
+    /// Path of the file it was loaded from.
+    pub path: &'a [u8],
+}
+
+impl Module<'_> {
+    /// Whether `addr` lies in this module's loaded range.
+    pub fn contains(&self, addr: u64) -> bool {
+        self.start <= addr && addr < self.end
+    }
+}
+
+/// A ring section's header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingInfo<'a> {
+    /// OS thread id.
+    pub tid: u64,
+    /// Capacity in records.
+    pub capacity: u64,
+    /// Records ever written to the ring.
+    pub written: u64,
+    /// Spans not written because the ring was full (stop-when-full mode).
+    pub dropped: u64,
+    /// `RING_FLAG_*` bits.
+    pub flags: u32,
+    /// Thread name, empty if it had none.
+    pub name: &'a [u8],
+}

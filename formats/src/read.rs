@@ -1,0 +1,471 @@
+//! A validating, zero-copy dump reader that never panics.
+//!
+//! [`Dump::parse`] checks the file header; [`Dump::sections`] walks the
+//! sections, checking each one's bounds and CRC before handing out its
+//! payload; [`Section::decode`] checks every length inside a payload against
+//! the bytes that are really there. Nothing is allocated, so no length read
+//! from the file can make the reader allocate.
+
+use crate::error::ReadError;
+use crate::layout::*;
+use crate::model::{Anchor, ClockInfo, MetaInfo, Module, Record, RingInfo};
+
+/// The byte order of a dump.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endian {
+    /// Least significant byte first.
+    Little,
+    /// Most significant byte first.
+    Big,
+}
+
+impl Endian {
+    /// Reads a `u16` from exactly two bytes.
+    pub fn u16(self, b: [u8; 2]) -> u16 {
+        match self {
+            Endian::Little => u16::from_le_bytes(b),
+            Endian::Big => u16::from_be_bytes(b),
+        }
+    }
+    /// Reads a `u32` from exactly four bytes.
+    pub fn u32(self, b: [u8; 4]) -> u32 {
+        match self {
+            Endian::Little => u32::from_le_bytes(b),
+            Endian::Big => u32::from_be_bytes(b),
+        }
+    }
+    /// Reads a `u64` from exactly eight bytes.
+    pub fn u64(self, b: [u8; 8]) -> u64 {
+        match self {
+            Endian::Little => u64::from_le_bytes(b),
+            Endian::Big => u64::from_be_bytes(b),
+        }
+    }
+}
+
+/// A validated file header over the dump's bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Dump<'a> {
+    bytes: &'a [u8],
+    /// Byte order of every integer in the file.
+    pub endian: Endian,
+    /// Major format version.
+    pub major: u16,
+    /// Minor format version.
+    pub minor: u16,
+    /// Target pointer width in bytes.
+    pub pointer_width: u8,
+    /// Where the first section starts.
+    pub header_size: usize,
+}
+
+fn array<const N: usize>(bytes: &[u8], at: usize) -> Option<[u8; N]> {
+    bytes.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+impl<'a> Dump<'a> {
+    /// Checks the file header.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, ReadError> {
+        let head = &bytes[..bytes.len().min(8)];
+        if head != &MAGIC[..head.len()] || bytes.is_empty() {
+            let mut found = [0u8; 8];
+            found[..head.len()].copy_from_slice(head);
+            return Err(ReadError::NotADump { found, len: head.len() });
+        }
+        let truncated = |needed: usize| ReadError::Truncated {
+            offset: 0,
+            what: "file header",
+            needed: needed as u64,
+            available: bytes.len() as u64,
+        };
+        let probe = array::<4>(bytes, 8).ok_or(truncated(FILE_HEADER_SIZE))?;
+        let endian = match (u32::from_le_bytes(probe), u32::from_be_bytes(probe)) {
+            (ENDIAN_PROBE, _) => Endian::Little,
+            (_, ENDIAN_PROBE) => Endian::Big,
+            (found, _) => return Err(ReadError::BadEndianProbe { found }),
+        };
+        let header = array::<FILE_HEADER_SIZE>(bytes, 0).ok_or(truncated(FILE_HEADER_SIZE))?;
+        let major = endian.u16([header[12], header[13]]);
+        let minor = endian.u16([header[14], header[15]]);
+        // Version first: a newer major may have changed everything after it.
+        if major > SUPPORTED_MAJORS.1 || major < SUPPORTED_MAJORS.0 {
+            return Err(ReadError::UnsupportedVersion { major, minor });
+        }
+        let stored = endian.u32([header[28], header[29], header[30], header[31]]);
+        let computed = crc32fast::hash(&header[..28]);
+        if stored != computed {
+            return Err(ReadError::Checksum { offset: 0, section: None, stored, computed });
+        }
+        let pointer_width = header[16];
+        if pointer_width != 4 && pointer_width != 8 {
+            return Err(ReadError::BadField {
+                offset: 16,
+                field: "pointer_width",
+                expected: "4 or 8",
+                found: pointer_width.into(),
+            });
+        }
+        let header_size = endian.u16([header[18], header[19]]) as usize;
+        if header_size < FILE_HEADER_SIZE || header_size % SECTION_ALIGN != 0 {
+            return Err(ReadError::BadField {
+                offset: 18,
+                field: "header_size",
+                expected: "a multiple of 8, at least 32",
+                found: header_size as u64,
+            });
+        }
+        if bytes.len() < header_size {
+            return Err(truncated(header_size));
+        }
+        Ok(Dump { bytes, endian, major, minor, pointer_width, header_size })
+    }
+
+    /// The sections in file order. The iterator ends after the end marker;
+    /// it yields one error and then ends if the file is cut short or damaged.
+    pub fn sections(&self) -> Sections<'a> {
+        Sections { bytes: self.bytes, endian: self.endian, pos: self.header_size, done: false }
+    }
+
+    /// The whole file.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+/// Iterator over a dump's sections. See [`Dump::sections`].
+#[derive(Clone, Debug)]
+pub struct Sections<'a> {
+    bytes: &'a [u8],
+    endian: Endian,
+    pos: usize,
+    done: bool,
+}
+
+/// One section whose bounds and CRC have been checked.
+#[derive(Clone, Copy, Debug)]
+pub struct Section<'a> {
+    /// What it holds.
+    pub kind: SectionKind,
+    /// Offset of its header in the file.
+    pub offset: u64,
+    /// Its payload.
+    pub payload: &'a [u8],
+    endian: Endian,
+}
+
+impl<'a> Iterator for Sections<'a> {
+    type Item = Result<Section<'a>, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let result = self.read_one();
+        match &result {
+            Ok(s) if s.kind == SectionKind::End => self.done = true,
+            Ok(_) => {}
+            Err(_) => self.done = true,
+        }
+        Some(result)
+    }
+}
+
+impl<'a> Sections<'a> {
+    fn read_one(&mut self) -> Result<Section<'a>, ReadError> {
+        let start = self.pos;
+        let available = self.bytes.len().saturating_sub(start) as u64;
+        if available == 0 {
+            return Err(ReadError::Truncated {
+                offset: start.min(self.bytes.len()) as u64,
+                what: "dump (no end marker)",
+                needed: (SECTION_HEADER_SIZE + SECTION_CRC_SIZE) as u64,
+                available: 0,
+            });
+        }
+        let header = array::<SECTION_HEADER_SIZE>(self.bytes, start).ok_or(ReadError::Truncated {
+            offset: start as u64,
+            what: "section header",
+            needed: SECTION_HEADER_SIZE as u64,
+            available,
+        })?;
+        let e = self.endian;
+        let kind = SectionKind::from_code(e.u32([header[0], header[1], header[2], header[3]]));
+        let len = e.u64(header[8..16].try_into().unwrap_or_default());
+        let needed = (SECTION_HEADER_SIZE + SECTION_CRC_SIZE) as u64;
+        let total = len.checked_add(needed).filter(|&t| t <= available).ok_or(ReadError::Truncated {
+            offset: start as u64,
+            what: section_what(kind),
+            needed: len.saturating_add(needed),
+            available,
+        })?;
+        // `total <= available <= usize::MAX`, so these casts are exact.
+        let payload_start = start + SECTION_HEADER_SIZE;
+        let crc_at = start + total as usize - SECTION_CRC_SIZE;
+        let payload = &self.bytes[payload_start..crc_at];
+        let stored = e.u32(array::<4>(self.bytes, crc_at).unwrap_or_default());
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&header);
+        hasher.update(payload);
+        let computed = hasher.finalize();
+        if stored != computed {
+            return Err(ReadError::Checksum { offset: start as u64, section: Some(kind), stored, computed });
+        }
+        let end = start + total as usize;
+        // Skip the padding; a cut inside it is reported at the end of the file.
+        self.pos = end.next_multiple_of(SECTION_ALIGN);
+        Ok(Section { kind, offset: start as u64, payload, endian: e })
+    }
+}
+
+fn section_what(kind: SectionKind) -> &'static str {
+    match kind {
+        SectionKind::Meta => "meta section",
+        SectionKind::Clock => "clock section",
+        SectionKind::Modules => "modules section",
+        SectionKind::Ring => "ring section",
+        SectionKind::Sites => "sites section",
+        SectionKind::End => "end marker",
+        SectionKind::Unknown(_) => "section of unknown kind",
+    }
+}
+
+/// A decoded section.
+#[derive(Clone, Debug)]
+pub enum SectionData<'a> {
+    /// See [`MetaInfo`].
+    Meta(MetaInfo<'a>),
+    /// See [`ClockInfo`]; anchors oldest first.
+    Clock(ClockInfo, Anchors<'a>),
+    /// The module table.
+    Modules(Modules<'a>),
+    /// One ring.
+    Ring(RingInfo<'a>, Records<'a>),
+    /// The site section: the address of its first byte in the target, and its bytes.
+    Sites {
+        /// Runtime address of `bytes[0]`.
+        base: u64,
+        /// The raw linker section.
+        bytes: &'a [u8],
+    },
+    /// The end marker.
+    End,
+    /// A section kind this reader does not know; skip it.
+    Unknown(u32),
+}
+
+/// A bounds-checked cursor over one section payload.
+struct Cur<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    offset: u64,
+    endian: Endian,
+    kind: SectionKind,
+}
+
+impl<'a> Cur<'a> {
+    fn malformed(&self, field: &'static str, reason: &'static str) -> ReadError {
+        ReadError::Malformed {
+            offset: self.offset + SECTION_HEADER_SIZE as u64 + self.pos as u64,
+            section: self.kind,
+            field,
+            reason,
+        }
+    }
+
+    fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], ReadError> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or_else(|| self.malformed(field, "runs past the end of the section"))?;
+        let s = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn u32(&mut self, field: &'static str) -> Result<u32, ReadError> {
+        let b = self.take(4, field)?;
+        Ok(self.endian.u32(b.try_into().unwrap_or_default()))
+    }
+
+    fn u64(&mut self, field: &'static str) -> Result<u64, ReadError> {
+        let b = self.take(8, field)?;
+        Ok(self.endian.u64(b.try_into().unwrap_or_default()))
+    }
+
+    fn str(&mut self, field: &'static str) -> Result<&'a [u8], ReadError> {
+        let len = self.u32(field)? as usize;
+        self.take(len, field)
+    }
+
+    /// A count of `size`-byte items that must fit in the rest of the payload.
+    fn items(&mut self, count: u64, size: usize, field: &'static str) -> Result<&'a [u8], ReadError> {
+        let n = count
+            .checked_mul(size as u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| self.malformed(field, "count overflows"))?;
+        self.take(n, field)
+    }
+}
+
+impl<'a> Section<'a> {
+    fn cur(&self) -> Cur<'a> {
+        Cur { bytes: self.payload, pos: 0, offset: self.offset, endian: self.endian, kind: self.kind }
+    }
+
+    /// Decodes the payload, checking every length against the bytes present.
+    /// Bytes after the known fields are ignored: later minor versions append there.
+    pub fn decode(&self) -> Result<SectionData<'a>, ReadError> {
+        let mut c = self.cur();
+        Ok(match self.kind {
+            SectionKind::Meta => SectionData::Meta(MetaInfo {
+                pid: c.u32("pid")?,
+                reason: DumpReason::from_code(c.u32("reason")?),
+                producer: c.str("producer")?,
+                producer_version: c.str("producer_version")?,
+                process_name: c.str("process_name")?,
+            }),
+            SectionKind::Clock => {
+                let info = ClockInfo {
+                    counter: CounterKind::from_code(c.u32("counter_kind")?),
+                    counter_bits: c.u32("counter_bits")?,
+                    nominal_hz: c.u64("nominal_hz")?,
+                    rate_source: RateSource::from_code(c.u32("rate_source")?),
+                };
+                if info.counter_bits == 0 || info.counter_bits > 64 {
+                    return Err(c.malformed("counter_bits", "must be 1 to 64"));
+                }
+                let n = c.u32("anchor_count")?;
+                let bytes = c.items(n.into(), ANCHOR_SIZE, "anchors")?;
+                SectionData::Clock(info, Anchors { bytes, endian: self.endian })
+            }
+            SectionKind::Modules => {
+                let count = c.u32("module_count")?;
+                // Validate every entry now so iteration cannot fail later.
+                let start = c.pos;
+                for _ in 0..count {
+                    c.take(28, "module")?;
+                    c.str("build_id")?;
+                    c.str("path")?;
+                }
+                SectionData::Modules(Modules {
+                    bytes: &self.payload[start..c.pos],
+                    count,
+                    endian: self.endian,
+                })
+            }
+            SectionKind::Ring => {
+                let tid = c.u64("tid")?;
+                let capacity = c.u64("capacity")?;
+                let written = c.u64("written")?;
+                let dropped = c.u64("dropped")?;
+                let flags = c.u32("flags")?;
+                let record_size = c.u32("record_size")?;
+                if record_size as usize != RECORD_SIZE {
+                    return Err(c.malformed("record_size", "must be 24 in format version 1"));
+                }
+                let name = c.str("thread_name")?;
+                let count = c.u64("record_count")?;
+                if count > written {
+                    return Err(c.malformed("record_count", "exceeds the count of records ever written"));
+                }
+                let bytes = c.items(count, RECORD_SIZE, "records")?;
+                let info = RingInfo { tid, capacity, written, dropped, flags, name };
+                SectionData::Ring(info, Records { bytes, endian: self.endian })
+            }
+            SectionKind::Sites => {
+                let base = c.u64("base")?;
+                let len = c.u64("length")?;
+                let bytes = c.items(len, 1, "site bytes")?;
+                SectionData::Sites { base, bytes }
+            }
+            SectionKind::End => SectionData::End,
+            SectionKind::Unknown(code) => SectionData::Unknown(code),
+        })
+    }
+}
+
+/// The anchors of a clock section, oldest first.
+#[derive(Clone, Copy, Debug)]
+pub struct Anchors<'a> {
+    bytes: &'a [u8],
+    endian: Endian,
+}
+
+impl<'a> Anchors<'a> {
+    /// How many anchors there are.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / ANCHOR_SIZE
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The anchors in file order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Anchor> + 'a {
+        let e = self.endian;
+        self.bytes.chunks_exact(ANCHOR_SIZE).map(move |c| Anchor {
+            ticks: e.u64(c[0..8].try_into().unwrap_or_default()),
+            mono_ns: e.u64(c[8..16].try_into().unwrap_or_default()),
+            real_ns: e.u64(c[16..24].try_into().unwrap_or_default()),
+        })
+    }
+}
+
+/// The records of a ring section, oldest first, decoded on the fly.
+#[derive(Clone, Copy, Debug)]
+pub struct Records<'a> {
+    bytes: &'a [u8],
+    endian: Endian,
+}
+
+impl<'a> Records<'a> {
+    /// How many records there are.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / RECORD_SIZE
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The records in file order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Record> + 'a {
+        let e = self.endian;
+        self.bytes.chunks_exact(RECORD_SIZE).map(move |c| Record {
+            key: e.u64(c[0..8].try_into().unwrap_or_default()),
+            enter: e.u64(c[8..16].try_into().unwrap_or_default()),
+            exit: e.u64(c[16..24].try_into().unwrap_or_default()),
+        })
+    }
+}
+
+/// The module table, validated on decode.
+#[derive(Clone, Copy, Debug)]
+pub struct Modules<'a> {
+    bytes: &'a [u8],
+    count: u32,
+    endian: Endian,
+}
+
+impl<'a> Modules<'a> {
+    /// How many modules there are.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// The modules in file order.
+    pub fn iter(&self) -> impl Iterator<Item = Module<'a>> + 'a {
+        let mut c = Cur { bytes: self.bytes, pos: 0, offset: 0, endian: self.endian, kind: SectionKind::Modules };
+        // Every entry was bounds-checked by `Section::decode`; `ok()?` only ends early on a bug.
+        (0..self.count).map_while(move |_| {
+            Some(Module {
+                start: c.u64("start").ok()?,
+                end: c.u64("end").ok()?,
+                bias: c.u64("bias").ok()?,
+                flags: c.u32("flags").ok()?,
+                build_id: c.str("build_id").ok()?,
+                path: c.str("path").ok()?,
+            })
+        })
+    }
+}

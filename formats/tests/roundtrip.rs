@@ -1,0 +1,246 @@
+//! Layout pins, round trips and truncation behaviour of format version 1.
+
+use core::mem::size_of;
+
+use ringtrace_format::layout::*;
+use ringtrace_format::*;
+
+struct VecSink(Vec<u8>);
+
+impl Sink for VecSink {
+    type Error = core::convert::Infallible;
+    fn write_all(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+#[test]
+fn on_disk_sizes_are_pinned() {
+    assert_eq!(size_of::<Record>(), 24);
+    assert_eq!(RECORD_SIZE, 24);
+    assert_eq!(size_of::<Anchor>(), 24);
+    assert_eq!(ANCHOR_SIZE, 24);
+    assert_eq!(FILE_HEADER_SIZE, 32);
+    assert_eq!(SECTION_HEADER_SIZE, 16);
+    assert_eq!(SECTION_CRC_SIZE, 4);
+    assert_eq!(SITE_HEADER_SIZE, 16);
+    assert_eq!(RING_FIXED_SIZE, 40);
+    // An empty dump is the header plus the end marker (16 + 4 bytes, padded to 24).
+    let w = Writer::new(VecSink(Vec::new()), 8).unwrap();
+    assert_eq!(w.finish().unwrap().0.len(), 32 + 24);
+}
+
+fn ring_records(thread: u64, n: u64) -> Vec<Record> {
+    (0..n).map(|i| Record { key: 0x4000 + thread * 16 + i % 5, enter: i * 100, exit: i * 100 + 50 + thread }).collect()
+}
+
+const SITE_LABEL: &str = "parse request";
+const SITE_FILE: &str = "src/server.rs";
+
+/// A dump with every section kind, `rings` rings and one unknown section.
+fn sample_dump(rings: u64) -> Vec<u8> {
+    let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
+    w.meta(&MetaInfo {
+        pid: 4242,
+        reason: DumpReason::Requested,
+        producer: b"ringtrace",
+        producer_version: b"0.1.0",
+        process_name: b"server",
+    })
+    .unwrap();
+    let clock = ClockInfo {
+        counter: CounterKind::X86Tsc,
+        counter_bits: 64,
+        nominal_hz: 2_100_000_000,
+        rate_source: RateSource::Cpuid,
+    };
+    let anchors = [
+        Anchor { ticks: 1_000, mono_ns: 5_000, real_ns: 1_700_000_000_000_000_000 },
+        Anchor { ticks: 2_100_001_000, mono_ns: 1_000_005_000, real_ns: 1_700_000_001_000_000_000 },
+    ];
+    w.clock(&clock, &anchors).unwrap();
+    w.modules(&[
+        Module { start: 0x1000, end: 0x9000, bias: 0x1000, flags: MODULE_FLAG_MAIN, build_id: &[0xab; 20], path: b"/bin/server" },
+        Module { start: 0x7f00_0000, end: 0x7f10_0000, bias: 0x7f00_0000, flags: 0, build_id: b"", path: b"/lib/libc.so.6" },
+    ])
+    .unwrap();
+    // An unknown kind, as a newer minor version might write it.
+    w.begin_section(SectionKind::Unknown(77), 3).unwrap();
+    w.payload(b"new").unwrap();
+    w.end_section().unwrap();
+    for t in 0..rings {
+        let name = format!("worker-{t}");
+        let records = ring_records(t, 10 + t);
+        let info = RingInfo { tid: 100 + t, capacity: 64, written: 10 + t + t * 1000, dropped: t, flags: 0, name: name.as_bytes() };
+        w.ring(&info, &records).unwrap();
+    }
+    const N: usize = site_len(SITE_LABEL, SITE_FILE);
+    let site: [u8; N] = encode_site(SITE_LABEL, SITE_FILE, 42);
+    w.sites(0x5000, &site).unwrap();
+    w.finish().unwrap().0
+}
+
+#[derive(Debug, Default, PartialEq)]
+struct Seen {
+    kinds: Vec<SectionKind>,
+    rings: Vec<(u64, Vec<u8>, u64, u64, Vec<Record>)>,
+    modules: Vec<(u64, Vec<u8>, Vec<u8>)>,
+    anchors: Vec<Anchor>,
+    pid: Option<u32>,
+    site: Option<(Vec<u8>, Vec<u8>, u32)>,
+}
+
+fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
+    let dump = match Dump::parse(bytes) {
+        Ok(d) => d,
+        Err(e) => return (Seen::default(), Some(e)),
+    };
+    let mut seen = Seen::default();
+    for s in dump.sections() {
+        let s = match s {
+            Ok(s) => s,
+            Err(e) => return (seen, Some(e)),
+        };
+        seen.kinds.push(s.kind);
+        match s.decode().unwrap() {
+            SectionData::Meta(m) => seen.pid = Some(m.pid),
+            SectionData::Clock(_, a) => seen.anchors = a.iter().collect(),
+            SectionData::Modules(m) => {
+                seen.modules = m.iter().map(|m| (m.bias, m.build_id.to_vec(), m.path.to_vec())).collect()
+            }
+            SectionData::Ring(info, recs) => {
+                seen.rings.push((info.tid, info.name.to_vec(), info.written, info.dropped, recs.iter().collect()))
+            }
+            SectionData::Sites { base, bytes } => {
+                let site = decode_site(bytes, (0x5000 - base) as usize, dump.endian).unwrap();
+                seen.site = Some((site.label.to_vec(), site.file.to_vec(), site.line));
+            }
+            SectionData::End | SectionData::Unknown(_) => {}
+        }
+    }
+    (seen, None)
+}
+
+fn check_round_trip(rings: u64) {
+    let bytes = sample_dump(rings);
+    let (seen, err) = read_all(&bytes);
+    assert_eq!(err, None);
+    assert_eq!(seen.pid, Some(4242));
+    assert_eq!(seen.anchors.len(), 2);
+    assert_eq!(seen.anchors[1].ticks, 2_100_001_000);
+    assert_eq!(seen.modules[0], (0x1000, vec![0xab; 20], b"/bin/server".to_vec()));
+    assert_eq!(seen.modules[1].2, b"/lib/libc.so.6");
+    assert_eq!(seen.rings.len() as u64, rings);
+    for (t, ring) in seen.rings.iter().enumerate() {
+        let t = t as u64;
+        assert_eq!(ring.0, 100 + t);
+        assert_eq!(ring.1, format!("worker-{t}").into_bytes());
+        assert_eq!((ring.2, ring.3), (10 + t + t * 1000, t));
+        assert_eq!(ring.4, ring_records(t, 10 + t));
+    }
+    assert_eq!(seen.site, Some((SITE_LABEL.as_bytes().to_vec(), SITE_FILE.as_bytes().to_vec(), 42)));
+    assert_eq!(seen.kinds.first(), Some(&SectionKind::Meta));
+    assert!(seen.kinds.contains(&SectionKind::Unknown(77)), "unknown sections are passed over, not fatal");
+    assert_eq!(seen.kinds.last(), Some(&SectionKind::End));
+}
+
+#[test]
+fn round_trip_one_ring() {
+    check_round_trip(1);
+}
+
+#[test]
+fn round_trip_eight_rings() {
+    check_round_trip(8);
+}
+
+/// Cutting the file anywhere yields exactly the sections that end before the
+/// cut, then a truncation error at the start of the cut section; a cut inside
+/// the file header is a clean error.
+#[test]
+fn truncation_at_every_offset_salvages_complete_sections() {
+    let full = sample_dump(8);
+    let (all, _) = read_all(&full);
+    // Section boundaries: where each section's header starts.
+    let dump = Dump::parse(&full).unwrap();
+    let bounds: Vec<(u64, u64)> = dump
+        .sections()
+        .map(|s| s.unwrap())
+        .map(|s| (s.offset, s.offset + (SECTION_HEADER_SIZE + s.payload.len() + SECTION_CRC_SIZE) as u64))
+        .collect();
+    for cut in 0..full.len() {
+        let (seen, err) = read_all(&full[..cut]);
+        if cut as u64 >= bounds.last().unwrap().1 {
+            // Only the padding after the end marker is gone: nothing is lost.
+            assert_eq!(err, None);
+            assert_eq!(seen, all);
+            continue;
+        }
+        let err = err.unwrap_or_else(|| panic!("cut at {cut} read as complete"));
+        if cut < FILE_HEADER_SIZE {
+            assert!(seen.kinds.is_empty());
+            assert!(matches!(err, ReadError::NotADump { .. } | ReadError::Truncated { offset: 0, .. }), "{cut}: {err}");
+            continue;
+        }
+        assert!(err.is_truncation(), "cut at {cut}: {err}");
+        // A cut inside the padding after a section still keeps that section.
+        let complete = bounds.iter().filter(|&&(_, end)| end <= cut as u64).count();
+        assert_eq!(seen.kinds.len(), complete, "cut at {cut}");
+        assert_eq!(seen.kinds[..], all.kinds[..complete]);
+        assert_eq!(err.offset(), bounds[complete].0.min(cut as u64), "cut at {cut}: {err}");
+        assert!(err.to_string().contains("truncated"), "{err}");
+    }
+}
+
+#[test]
+fn every_single_bit_flip_in_a_section_is_caught() {
+    let full = sample_dump(1);
+    let dump = Dump::parse(&full).unwrap();
+    let ring = dump.sections().map(|s| s.unwrap()).find(|s| s.kind == SectionKind::Ring).unwrap();
+    let start = ring.offset as usize;
+    let end = start + SECTION_HEADER_SIZE + ring.payload.len() + SECTION_CRC_SIZE;
+    for byte in start..end {
+        for bit in 0..8 {
+            let mut bad = full.clone();
+            bad[byte] ^= 1 << bit;
+            let (_, err) = read_all(&bad);
+            let err = err.unwrap_or_else(|| panic!("flip at {byte}.{bit} not detected"));
+            // A flip in the length field may also show as truncation; both name the section start.
+            assert_eq!(err.offset(), start as u64, "flip at {byte}.{bit}: {err}");
+        }
+    }
+}
+
+#[test]
+fn header_errors_name_what_is_wrong() {
+    let full = sample_dump(1);
+    let err = Dump::parse(b"ELF\x7f....................................").unwrap_err();
+    assert!(err.to_string().contains("not a ringtrace dump"), "{err}");
+
+    let mut newer = full.clone();
+    newer[12..14].copy_from_slice(&2u16.to_le_bytes());
+    let err = Dump::parse(&newer).unwrap_err();
+    assert_eq!(err, ReadError::UnsupportedVersion { major: 2, minor: 0 });
+    assert!(err.to_string().contains("version 2.0 is newer"), "{err}");
+
+    let mut damaged = full.clone();
+    damaged[16] = 8 ^ 0x40;
+    assert!(matches!(Dump::parse(&damaged).unwrap_err(), ReadError::Checksum { offset: 0, section: None, .. }));
+}
+
+#[test]
+fn writer_rejects_a_wrong_record_count() {
+    let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
+    let info = RingInfo { tid: 1, capacity: 4, written: 2, dropped: 0, flags: 0, name: b"" };
+    w.begin_ring(&info, 2).unwrap();
+    w.record(&Record::default()).unwrap();
+    assert!(matches!(w.end_section(), Err(WriteError::CountMismatch { .. })));
+}
+
+#[test]
+fn slice_sink_reports_full() {
+    let mut buf = [0u8; 40];
+    let w = Writer::new(SliceSink::new(&mut buf), 8).unwrap();
+    assert!(matches!(w.finish(), Err(WriteError::Sink(SliceFull))));
+}
