@@ -1,0 +1,135 @@
+//! What the recorder asks of the operating system: thread ids, clocks,
+//! process names and the map of loaded modules. Linux (glibc or musl).
+
+use std::ffi::CStr;
+use std::path::PathBuf;
+use std::string::String;
+use std::vec::Vec;
+
+use ringtrace_format::Anchor;
+
+/// The kernel's id of the calling thread.
+pub fn thread_id() -> u64 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as u64 }
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; the clock ids used here always exist on Linux.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+}
+
+/// The monotonic clock in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// One instant on the span counter and both OS clocks. The counter is read
+/// on both sides of the OS clock reads and the midpoint kept.
+pub fn anchor() -> Anchor {
+    let before = crate::clock::now();
+    let mono_ns = monotonic_ns();
+    let real_ns = clock_ns(libc::CLOCK_REALTIME);
+    let after = crate::clock::now();
+    Anchor { ticks: before + after.wrapping_sub(before) / 2, mono_ns, real_ns }
+}
+
+/// The process's name as the kernel shows it (`/proc/self/comm`).
+pub fn process_name() -> String {
+    std::fs::read_to_string("/proc/self/comm").map(|s| s.trim_end().into()).unwrap_or_default()
+}
+
+/// A loaded module as `dl_iterate_phdr` reports it.
+#[derive(Debug)]
+pub struct LoadedModule {
+    pub path: Vec<u8>,
+    pub build_id: Vec<u8>,
+    pub bias: u64,
+    pub start: u64,
+    pub end: u64,
+    pub is_main: bool,
+}
+
+/// Every module loaded in the process, main executable first, with its real path.
+pub fn loaded_modules() -> Vec<LoadedModule> {
+    let mut modules: Vec<LoadedModule> = Vec::new();
+    // SAFETY: the callback only reads the `dl_phdr_info` it is given, during the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut modules as *mut Vec<LoadedModule>).cast()) };
+    let exe: Option<PathBuf> = std::env::current_exe().ok();
+    for (i, m) in modules.iter_mut().enumerate() {
+        // glibc reports the main executable first, with an empty name.
+        if i == 0 && m.path.is_empty() {
+            m.is_main = true;
+            if let Some(exe) = &exe {
+                m.path = exe.as_os_str().as_encoded_bytes().to_vec();
+            }
+        }
+    }
+    modules
+}
+
+unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: dl_iterate_phdr passes a valid info pointer and our `data` for the duration of the call.
+    let (info, modules) = unsafe { (&*info, &mut *data.cast::<Vec<LoadedModule>>()) };
+    let bias = info.dlpi_addr;
+    let phdrs: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
+        &[]
+    } else {
+        // SAFETY: the loader guarantees dlpi_phnum headers at dlpi_phdr.
+        unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) }
+    };
+    let mut start = u64::MAX;
+    let mut end = 0u64;
+    let mut build_id = Vec::new();
+    for ph in phdrs {
+        match ph.p_type {
+            libc::PT_LOAD => {
+                start = start.min(bias.wrapping_add(ph.p_vaddr));
+                end = end.max(bias.wrapping_add(ph.p_vaddr).wrapping_add(ph.p_memsz));
+            }
+            libc::PT_NOTE if build_id.is_empty() => {
+                // SAFETY: PT_NOTE segments are mapped and readable for p_memsz bytes at bias + p_vaddr.
+                let notes = unsafe {
+                    std::slice::from_raw_parts(bias.wrapping_add(ph.p_vaddr) as *const u8, ph.p_memsz as usize)
+                };
+                if let Some(id) = gnu_build_id(notes) {
+                    build_id = id.to_vec();
+                }
+            }
+            _ => {}
+        }
+    }
+    let path = if info.dlpi_name.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: dlpi_name is a NUL-terminated string owned by the loader.
+        unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes().to_vec()
+    };
+    if start < end {
+        modules.push(LoadedModule { path, build_id, bias, start, end, is_main: false });
+    }
+    0
+}
+
+/// The descriptor of the `NT_GNU_BUILD_ID` note in a run of ELF notes.
+fn gnu_build_id(mut notes: &[u8]) -> Option<&[u8]> {
+    const NT_GNU_BUILD_ID: u32 = 3;
+    let word = |b: &[u8], at: usize| -> Option<u32> { Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?)) };
+    while notes.len() >= 12 {
+        let namesz = word(notes, 0)? as usize;
+        let descsz = word(notes, 4)? as usize;
+        let kind = word(notes, 8)?;
+        let name_end = 12usize.checked_add(namesz)?;
+        let desc_start = name_end.next_multiple_of(4);
+        let desc_end = desc_start.checked_add(descsz)?;
+        let name = notes.get(12..name_end)?;
+        let desc = notes.get(desc_start..desc_end)?;
+        if kind == NT_GNU_BUILD_ID && name == b"GNU\0" {
+            return Some(desc);
+        }
+        notes = notes.get(desc_end.next_multiple_of(4)..)?;
+    }
+    None
+}
