@@ -6,7 +6,9 @@ use std::path::Path;
 use std::vec::Vec;
 
 use ringtrace_format::layout::{MODULE_FLAG_MAIN, RING_FLAG_THREAD_EXITED};
-use ringtrace_format::{DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, WriteError, Writer};
+use ringtrace_format::{
+    DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, WriteError, Writer,
+};
 
 use crate::thread::{self, ThreadRing};
 use crate::{clock, os, sites};
@@ -49,6 +51,12 @@ pub fn dump_to_writer<W: Write>(out: W) -> io::Result<DumpStats> {
     })
     .map_err(io_error)?;
 
+    // Everything needed to name and time spans goes before the rings, so a
+    // dump cut short loses rings, never the means to read the others.
+    let now = os::anchor();
+    let anchors: Vec<_> = thread::start_anchor().into_iter().chain([now]).collect();
+    w.clock(&clock::info(), &anchors).map_err(io_error)?;
+
     let modules = os::loaded_modules();
     let table: Vec<Module<'_>> = modules
         .iter()
@@ -62,6 +70,9 @@ pub fn dump_to_writer<W: Write>(out: W) -> io::Result<DumpStats> {
         })
         .collect();
     w.modules(&table).map_err(io_error)?;
+
+    let (base, bytes) = sites::section();
+    w.sites(base, bytes).map_err(io_error)?;
 
     let mut stats = DumpStats::default();
     let rings: Vec<&'static ThreadRing> = thread::lock_registry().clone();
@@ -85,15 +96,6 @@ pub fn dump_to_writer<W: Write>(out: W) -> io::Result<DumpStats> {
         stats.records += snap.copied as u64;
         stats.lost += snap.written - snap.copied as u64;
     }
-
-    let (base, bytes) = sites::section();
-    w.sites(base, bytes).map_err(io_error)?;
-
-    // The clock goes last so its final anchor is as late as possible: the
-    // longer the span between anchors, the more exact the derived rate.
-    let end = os::anchor();
-    let anchors: Vec<_> = thread::start_anchor().into_iter().chain([end]).collect();
-    w.clock(&clock::info(), &anchors).map_err(io_error)?;
 
     stats.bytes = w.position();
     w.finish().map_err(io_error)?;

@@ -1,0 +1,48 @@
+//! Where a span key points: into the dump's site section, into a module, or nowhere known.
+//!
+//! This is the one place that turns a runtime address into a
+//! (module, file-relative address) pair.
+
+use crate::load::Trace;
+
+/// What a key is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// A site descriptor at this offset in the copied site section.
+    Site {
+        /// Offset from the section's start.
+        offset: usize,
+    },
+    /// A code address in a module.
+    Module {
+        /// Index into `Trace::modules`.
+        index: usize,
+        /// The address as the module's ELF file sees it (runtime minus load bias).
+        file_address: u64,
+    },
+    /// Outside every known range.
+    Unmapped,
+}
+
+/// Classifies `key`. Site descriptors win over modules, since the site
+/// section also lies inside a module's range.
+pub fn locate(trace: &Trace, key: u64) -> Location {
+    if let Some((base, bytes)) = &trace.sites {
+        if let Some(offset) = key.checked_sub(*base).filter(|&o| o < bytes.len() as u64) {
+            return Location::Site {
+                offset: offset as usize,
+            };
+        }
+    }
+    match trace
+        .modules
+        .iter()
+        .position(|m| m.start <= key && key < m.end)
+    {
+        Some(index) => Location::Module {
+            index,
+            file_address: key.wrapping_sub(trace.modules[index].bias),
+        },
+        None => Location::Unmapped,
+    }
+}

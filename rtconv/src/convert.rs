@@ -1,0 +1,116 @@
+//! `rtconv convert`: read one dump, name its keys, render it.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::load::{self, LoadError};
+use crate::render;
+use crate::symbolize::{self, Symbols};
+use crate::timebase::{Timebase, TimebaseError};
+use crate::timeline::Timeline;
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Chrome trace event JSON for Perfetto.
+    Chrome,
+}
+
+/// What a conversion did, and what it could not do.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Spans written.
+    pub spans: usize,
+    /// Threads written.
+    pub threads: usize,
+    /// Spans the recorder wrote but the dump does not hold (ring overwrote or dropped them).
+    pub lost_spans: u64,
+    /// One line each: data damaged, names missing, anomalies.
+    pub warnings: Vec<String>,
+    /// True when something the user asked for could not be delivered: a
+    /// damaged dump or unnamed keys. The output is still written.
+    pub degraded: bool,
+}
+
+/// Why nothing could be converted.
+#[derive(Debug, thiserror::Error)]
+pub enum ConvertError {
+    /// The dump could not be read.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// Ticks cannot be turned into time.
+    #[error("{}: {source}; the dump is unusable without it", path.display())]
+    Timebase {
+        /// The dump.
+        path: PathBuf,
+        /// Why.
+        source: TimebaseError,
+    },
+    /// Writing the output failed.
+    #[error("writing the output: {0}")]
+    Output(#[source] io::Error),
+}
+
+/// Converts the dump at `path` into `format` on `out`.
+pub fn convert(
+    path: &Path,
+    format: Format,
+    opts: &symbolize::Options,
+    out: &mut dyn Write,
+) -> Result<Report, ConvertError> {
+    let trace = load::load(path)?;
+    let mut report = Report::default();
+    let shown = path.display();
+    if let Some(damage) = &trace.damage {
+        report.degraded = true;
+        report.warnings.push(format!(
+            "{shown}: {damage}; converted the {} ring(s) before offset {}, the rest of the file is lost",
+            trace.threads.len(),
+            damage.offset()
+        ));
+    }
+    if !trace.skipped_sections.is_empty() {
+        report.warnings.push(format!(
+            "{shown}: skipped {} section(s) of kinds unknown to this rtconv ({:?}); a newer rtconv may show more",
+            trace.skipped_sections.len(),
+            trace.skipped_sections
+        ));
+    }
+    let (info, anchors) = trace.clock.as_ref().ok_or(ConvertError::Timebase {
+        path: path.into(),
+        source: TimebaseError::NoClock,
+    })?;
+    let (timebase, _) = Timebase::new(info, anchors).map_err(|source| ConvertError::Timebase {
+        path: path.into(),
+        source,
+    })?;
+
+    let (symbols, problems): (Symbols, _) = symbolize::symbolize(&trace, opts);
+    for p in &problems {
+        report.degraded = true;
+        report.warnings.push(format!("{shown}: {p}"));
+    }
+
+    let timeline = Timeline::new(&trace, &symbols, timebase);
+    if timeline.backwards > 0 {
+        report.warnings.push(format!(
+            "{shown}: {} span(s) end before they start (counter went backwards); shown with zero length",
+            timeline.backwards
+        ));
+    }
+    report.spans = timeline.span_count();
+    report.threads = timeline.threads.len();
+    report.lost_spans = trace.threads.iter().map(|t| t.lost()).sum();
+    if report.lost_spans > 0 {
+        report.warnings.push(format!(
+            "{shown}: {} span(s) were recorded but are not in the dump (the rings overwrote them); \
+             raise RINGTRACE_RING_RECORDS to keep more",
+            report.lost_spans
+        ));
+    }
+    match format {
+        Format::Chrome => render::chrome::write(&timeline, out).map_err(ConvertError::Output)?,
+    }
+    out.flush().map_err(ConvertError::Output)?;
+    Ok(report)
+}

@@ -1,0 +1,252 @@
+//! Reading a dump file into the decoded model, salvaging what a damaged file still holds.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use ringtrace_format::{
+    Anchor, ClockInfo, CounterKind, Dump, DumpReason, Endian, RateSource, ReadError, Record,
+    SectionData, SectionKind,
+};
+
+/// A dump, decoded.
+#[derive(Debug)]
+pub struct Trace {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Byte order of the target (site descriptors use it too).
+    pub endian: Endian,
+    /// Process id, name and producer.
+    pub process: Process,
+    /// Counter description and anchors, if the clock section was read.
+    pub clock: Option<(ClockInfo, Vec<Anchor>)>,
+    /// The module table.
+    pub modules: Vec<ModuleEntry>,
+    /// One entry per ring.
+    pub threads: Vec<ThreadTrace>,
+    /// The copied site section: its runtime address and bytes.
+    pub sites: Option<(u64, Vec<u8>)>,
+    /// Set when the file is damaged or cut short: everything from its offset on is lost.
+    pub damage: Option<ReadError>,
+    /// Section kinds this reader did not know and skipped.
+    pub skipped_sections: Vec<u32>,
+}
+
+/// The meta section.
+#[derive(Debug, Default)]
+pub struct Process {
+    /// Process id.
+    pub pid: u32,
+    /// Process name.
+    pub name: String,
+    /// Recorder name and version.
+    pub producer: String,
+    /// Why the dump was written.
+    pub reason: Option<DumpReason>,
+}
+
+/// One module of the module table.
+#[derive(Debug, Clone)]
+pub struct ModuleEntry {
+    /// Lowest runtime address.
+    pub start: u64,
+    /// One past the highest runtime address.
+    pub end: u64,
+    /// Runtime address minus ELF virtual address.
+    pub bias: u64,
+    /// GNU build-id, empty if none.
+    pub build_id: Vec<u8>,
+    /// File path as the target saw it.
+    pub path: PathBuf,
+    /// Whether this is the main executable.
+    pub is_main: bool,
+}
+
+/// One thread's ring.
+#[derive(Debug)]
+pub struct ThreadTrace {
+    /// OS thread id.
+    pub tid: u64,
+    /// Thread name, possibly empty.
+    pub name: String,
+    /// Records ever written to the ring.
+    pub written: u64,
+    /// Spans dropped because the ring was full.
+    pub dropped: u64,
+    /// The records the ring still held, oldest first.
+    pub records: Vec<Record>,
+}
+
+impl ThreadTrace {
+    /// Spans recorded but not in the dump (overwritten or dropped).
+    pub fn lost(&self) -> u64 {
+        (self.written - self.records.len() as u64).saturating_add(self.dropped)
+    }
+}
+
+/// Why a dump could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be opened or read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file header is unusable, so nothing can be salvaged.
+    #[error("{}: {source}", path.display())]
+    Header {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        source: ReadError,
+    },
+}
+
+/// The bytes of a file: mapped when possible, read otherwise.
+pub enum FileBytes {
+    /// A read-only mapping.
+    Mapped(memmap2::Mmap),
+    /// A copy (empty files and files that cannot be mapped).
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(m) => m,
+            FileBytes::Read(v) => v,
+        }
+    }
+}
+
+/// Maps `path` read-only, or reads it if it cannot be mapped.
+pub fn map_file(path: &Path) -> std::io::Result<FileBytes> {
+    let file = File::open(path)?;
+    // SAFETY: the mapping is read-only and private to this process. If another
+    // process truncates the file while we read it, we may fault (as every
+    // mmap-based tool does); dumps are written once and not modified after.
+    match unsafe { memmap2::Mmap::map(&file) } {
+        Ok(map) => Ok(FileBytes::Mapped(map)),
+        Err(_) => std::fs::read(path).map(FileBytes::Read),
+    }
+}
+
+/// Reads the dump at `path`. A damaged or truncated file still yields every
+/// complete section before the damage, with `damage` saying where it starts.
+pub fn load(path: &Path) -> Result<Trace, LoadError> {
+    let bytes = map_file(path).map_err(|source| LoadError::Io {
+        path: path.into(),
+        source,
+    })?;
+    decode(path, &bytes)
+}
+
+/// Decodes dump bytes; see [`load`].
+pub fn decode(path: &Path, bytes: &[u8]) -> Result<Trace, LoadError> {
+    let dump = Dump::parse(bytes).map_err(|source| LoadError::Header {
+        path: path.into(),
+        source,
+    })?;
+    let mut trace = Trace {
+        path: path.into(),
+        endian: dump.endian,
+        process: Process::default(),
+        clock: None,
+        modules: Vec::new(),
+        threads: Vec::new(),
+        sites: None,
+        damage: None,
+        skipped_sections: Vec::new(),
+    };
+    for section in dump.sections() {
+        let data = match section.and_then(|s| s.decode()) {
+            Ok(data) => data,
+            Err(e) => {
+                trace.damage = Some(e);
+                break;
+            }
+        };
+        match data {
+            SectionData::Meta(m) => {
+                trace.process = Process {
+                    pid: m.pid,
+                    name: lossy(m.process_name),
+                    producer: format!("{} {}", lossy(m.producer), lossy(m.producer_version)),
+                    reason: Some(m.reason),
+                }
+            }
+            SectionData::Clock(info, anchors) => {
+                trace.clock = Some((info, anchors.iter().collect()))
+            }
+            SectionData::Modules(mods) => {
+                trace.modules = mods
+                    .iter()
+                    .map(|m| ModuleEntry {
+                        start: m.start,
+                        end: m.end,
+                        bias: m.bias,
+                        build_id: m.build_id.to_vec(),
+                        path: path_from_bytes(m.path),
+                        is_main: m.flags & ringtrace_format::layout::MODULE_FLAG_MAIN != 0,
+                    })
+                    .collect()
+            }
+            SectionData::Ring(info, records) => trace.threads.push(ThreadTrace {
+                tid: info.tid,
+                name: lossy(info.name),
+                written: info.written,
+                dropped: info.dropped,
+                records: records.iter().collect(),
+            }),
+            SectionData::Sites { base, bytes } => trace.sites = Some((base, bytes.to_vec())),
+            SectionData::End => {}
+            SectionData::Unknown(code) => trace.skipped_sections.push(code),
+        }
+    }
+    Ok(trace)
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn path_from_bytes(b: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::OsStr::from_bytes(b).into()
+}
+
+/// A one-line description of the counter, for messages.
+pub fn describe_clock(info: &ClockInfo) -> String {
+    let counter = match info.counter {
+        CounterKind::X86Tsc => "x86 TSC".to_string(),
+        CounterKind::Aarch64Cntvct => "CNTVCT_EL0".to_string(),
+        CounterKind::MonotonicNs => "monotonic ns".to_string(),
+        CounterKind::User => "user counter".to_string(),
+        CounterKind::Other(c) => format!("counter kind {c}"),
+    };
+    let source = match info.rate_source {
+        RateSource::Unknown => "unknown",
+        RateSource::Cpuid => "cpuid",
+        RateSource::Calibrated => "calibrated",
+        RateSource::Register => "register",
+        RateSource::Exact => "exact",
+        RateSource::User => "user",
+        RateSource::Other(_) => "other",
+    };
+    format!(
+        "{counter}, {} bits, nominal {} Hz ({source})",
+        info.counter_bits, info.nominal_hz
+    )
+}
+
+/// The section kind named in a damage report, for messages.
+pub fn damage_section(e: &ReadError) -> Option<SectionKind> {
+    match e {
+        ReadError::Checksum { section, .. } => *section,
+        ReadError::Malformed { section, .. } => Some(*section),
+        _ => None,
+    }
+}

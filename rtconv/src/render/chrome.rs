@@ -1,0 +1,143 @@
+//! Chrome trace event JSON (object format), as Perfetto and chrome://tracing load it.
+//!
+//! - One complete (`X`) event per span; `ts` is microseconds since the
+//!   earliest span with exactly three decimals, computed from integer
+//!   nanoseconds, and `dur` is `exit_ns - enter_ns` in the same unit.
+//! - Events of a thread are sorted by start, longer first, so parents come
+//!   before the children that start with them.
+//! - `process_name` and `thread_name` metadata events name the tracks; a
+//!   thread that lost spans gets an instant event at its first span saying
+//!   how many, and the top-level `metadata` object carries the absolute
+//!   start time and where the trace came from.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use crate::timeline::Timeline;
+
+/// Writes `tl` as Chrome trace JSON to `out`.
+pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
+    let trace = tl.trace;
+    let pid = trace.process.pid;
+    // Each distinct name is escaped once.
+    let mut names: HashMap<u64, String> = HashMap::new();
+    for t in &tl.threads {
+        for s in &t.spans {
+            names.entry(s.key).or_insert_with(|| {
+                let name = tl.symbols.get(s.key).map_or("??", |n| n.name.as_str());
+                json_string(name)
+            });
+        }
+    }
+
+    out.write_all(b"{\"traceEvents\":[\n")?;
+    let process_name = if trace.process.name.is_empty() {
+        "process"
+    } else {
+        &trace.process.name
+    };
+    write!(
+        out,
+        "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{pid},\"args\":{{\"name\":{}}}}}",
+        json_string(process_name)
+    )?;
+    let mut num = itoa::Buffer::new();
+    for t in &tl.threads {
+        let thread = &trace.threads[t.thread];
+        let tid = thread.tid;
+        let name = if thread.name.is_empty() {
+            format!("thread {tid}")
+        } else {
+            thread.name.clone()
+        };
+        write!(
+            out,
+            ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}",
+            json_string(&name)
+        )?;
+        let lost = thread.lost();
+        if lost > 0 {
+            let at = t.spans.first().map_or(0, |s| s.enter_ns - tl.origin_ns);
+            write!(
+                out,
+                ",\n{{\"name\":\"ringtrace: {lost} earlier span(s) lost\",\"ph\":\"i\",\"s\":\"t\",\"ts\":"
+            )?;
+            write_us(out, at, &mut num)?;
+            write!(
+                out,
+                ",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"written\":{},\"in_dump\":{},\"dropped\":{}}}}}",
+                thread.written,
+                thread.records.len(),
+                thread.dropped
+            )?;
+        }
+        // The fixed part of every event of this thread, written once.
+        let tail = format!(",\"pid\":{pid},\"tid\":{tid}}}");
+        for s in &t.spans {
+            out.write_all(b",\n{\"ph\":\"X\",\"name\":")?;
+            out.write_all(names[&s.key].as_bytes())?;
+            out.write_all(b",\"ts\":")?;
+            write_us(out, s.enter_ns - tl.origin_ns, &mut num)?;
+            out.write_all(b",\"dur\":")?;
+            write_us(out, s.exit_ns - s.enter_ns, &mut num)?;
+            out.write_all(tail.as_bytes())?;
+        }
+    }
+    out.write_all(b"\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"ringtrace\":{")?;
+    write!(
+        out,
+        "\"dump\":{}",
+        json_string(&trace.path.to_string_lossy())
+    )?;
+    write!(
+        out,
+        ",\"producer\":{}",
+        json_string(&trace.process.producer)
+    )?;
+    write!(
+        out,
+        ",\"start_realtime_ns\":{}",
+        tl.timebase.realtime_ns(tl.origin_ns)
+    )?;
+    write!(out, ",\"start_monotonic_ns\":{}", tl.origin_ns)?;
+    write!(out, ",\"counter_hz\":{:.0}", tl.timebase.hz())?;
+    out.write_all(b"}}}\n")
+}
+
+/// Writes a non-negative nanosecond count as microseconds with three decimals.
+fn write_us(out: &mut dyn Write, ns: i128, num: &mut itoa::Buffer) -> io::Result<()> {
+    let ns = ns.max(0);
+    out.write_all(num.format(ns / 1000).as_bytes())?;
+    let frac = (ns % 1000) as u16;
+    out.write_all(&[
+        b'.',
+        b'0' + (frac / 100) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+    ])
+}
+
+fn json_string(s: &str) -> String {
+    // Serialising a &str cannot fail.
+    serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(ns: i128) -> String {
+        let mut v = Vec::new();
+        write_us(&mut v, ns, &mut itoa::Buffer::new()).unwrap();
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn microseconds_have_exactly_three_decimals() {
+        assert_eq!(us(0), "0.000");
+        assert_eq!(us(7), "0.007");
+        assert_eq!(us(1_234), "1.234");
+        assert_eq!(us(20_000_050), "20000.050");
+        assert_eq!(us(-5), "0.000");
+    }
+}

@@ -1,0 +1,3 @@
+//! Output formats, one file each, all streaming from one [`Timeline`](crate::timeline::Timeline).
+
+pub mod chrome;

@@ -1,0 +1,160 @@
+//! Helpers for the end-to-end tests: build the real binaries once, run them,
+//! and read Chrome JSON back into plain spans.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// Paths of the release binaries `workload` and `rtconv`, built on first use
+/// with the same cargo that runs the tests.
+pub fn binary(name: &str) -> PathBuf {
+    static BINARIES: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
+    let all = BINARIES.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = Command::new(cargo)
+            .args([
+                "build",
+                "--release",
+                "--locked",
+                "-p",
+                "samples",
+                "-p",
+                "rtconv",
+                "--bins",
+            ])
+            .arg("--message-format=json-render-diagnostics")
+            .current_dir(workspace_root())
+            .output()
+            .expect("cargo runs");
+        assert!(
+            out.status.success(),
+            "building the binaries failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut map = HashMap::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if let (Some(exe), Some(name)) =
+                (msg["executable"].as_str(), msg["target"]["name"].as_str())
+            {
+                map.insert(name.to_string(), PathBuf::from(exe));
+            }
+        }
+        map
+    });
+    all.get(name)
+        .unwrap_or_else(|| panic!("no binary named {name} was built"))
+        .clone()
+}
+
+/// The workspace's top folder.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// A fresh, empty folder for one test.
+pub fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ringtrace-e2e-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir is writable");
+    dir
+}
+
+/// Runs a program and returns its output, panicking if it cannot start.
+pub fn run(program: &Path, args: &[&str]) -> Output {
+    Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()))
+}
+
+/// One `X` event read back from Chrome JSON, in integer nanoseconds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Span name.
+    pub name: String,
+    /// Thread id.
+    pub tid: u64,
+    /// Start, ns since the trace start.
+    pub ts_ns: i64,
+    /// Duration, ns.
+    pub dur_ns: i64,
+}
+
+impl Event {
+    /// End, ns since the trace start.
+    pub fn end_ns(&self) -> i64 {
+        self.ts_ns + self.dur_ns
+    }
+}
+
+/// A parsed Chrome trace: its events and the thread names.
+pub struct ChromeTrace {
+    /// Complete events in file order.
+    pub events: Vec<Event>,
+    /// Thread id to name, from `thread_name` metadata.
+    pub thread_names: HashMap<u64, String>,
+    /// The `process_name` metadata.
+    pub process_name: Option<String>,
+    /// Instant events' names.
+    pub instants: Vec<String>,
+    /// The whole document.
+    pub json: serde_json::Value,
+}
+
+/// Microseconds with three decimals, as text, to integer nanoseconds.
+fn us_to_ns(v: &serde_json::Value) -> i64 {
+    let text = v.to_string();
+    let (int, frac) = text
+        .split_once('.')
+        .unwrap_or_else(|| panic!("{text} has no decimals"));
+    assert_eq!(frac.len(), 3, "{text} must have exactly three decimals");
+    int.parse::<i64>().unwrap() * 1000 + frac.parse::<i64>().unwrap()
+}
+
+/// Parses Chrome JSON text. Number text is kept so `ts` is read exactly.
+pub fn parse_chrome(text: &str) -> ChromeTrace {
+    let json: serde_json::Value = serde_json::from_str(text).expect("output is valid JSON");
+    let mut trace = ChromeTrace {
+        events: Vec::new(),
+        thread_names: HashMap::new(),
+        process_name: None,
+        instants: Vec::new(),
+        json,
+    };
+    for e in trace.json["traceEvents"]
+        .as_array()
+        .expect("traceEvents is an array")
+    {
+        let name = e["name"]
+            .as_str()
+            .expect("every event has a name")
+            .to_string();
+        match e["ph"].as_str() {
+            Some("X") => trace.events.push(Event {
+                name,
+                tid: e["tid"].as_u64().expect("numeric tid"),
+                ts_ns: us_to_ns(&e["ts"]),
+                dur_ns: us_to_ns(&e["dur"]),
+            }),
+            Some("M") if name == "thread_name" => {
+                let tid = e["tid"].as_u64().expect("numeric tid");
+                trace
+                    .thread_names
+                    .insert(tid, e["args"]["name"].as_str().unwrap().to_string());
+            }
+            Some("M") if name == "process_name" => {
+                trace.process_name = Some(e["args"]["name"].as_str().unwrap().to_string())
+            }
+            Some("i") => trace.instants.push(name),
+            other => panic!("unexpected event phase {other:?}"),
+        }
+    }
+    trace
+}

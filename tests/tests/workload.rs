@@ -1,0 +1,174 @@
+//! Record the sample workload, convert its dump to Chrome JSON, and check the
+//! result against what the workload is known to do.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use ringtrace_tests::{ChromeTrace, Event, binary, parse_chrome, run, scratch};
+
+const FIB_N: u32 = 18;
+const ROUNDS: u32 = 4;
+const LINES: u32 = 6;
+const SLEEP_MS: i64 = 50;
+
+/// Calls made by the naive recursive `fib(n)`: C(n) = 1 + C(n-1) + C(n-2), C(0) = C(1) = 1.
+fn fib_calls(n: u32) -> u64 {
+    let (mut a, mut b) = (1u64, 1u64);
+    for _ in 1..n {
+        (a, b) = (b, 1 + a + b);
+    }
+    if n == 0 { a } else { b }
+}
+
+fn record_and_convert(test: &str) -> ChromeTrace {
+    let dir = scratch(test);
+    let dump = dir.join("workload.rtd");
+    let json = dir.join("workload.json");
+    let out = run(
+        &binary("workload"),
+        &[
+            "--out",
+            dump.to_str().unwrap(),
+            "--fib",
+            &FIB_N.to_string(),
+            "--rounds",
+            &ROUNDS.to_string(),
+            "--lines",
+            &LINES.to_string(),
+            "--sleep-ms",
+            &SLEEP_MS.to_string(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "workload failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(
+        &binary("rtconv"),
+        &[
+            "convert",
+            dump.to_str().unwrap(),
+            "-f",
+            "chrome",
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "rtconv failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_chrome(&std::fs::read_to_string(&json).unwrap())
+}
+
+#[test]
+fn fib_calls_matches_the_recurrence() {
+    assert_eq!(
+        [
+            fib_calls(0),
+            fib_calls(1),
+            fib_calls(2),
+            fib_calls(3),
+            fib_calls(4)
+        ],
+        [1, 1, 3, 5, 9]
+    );
+}
+
+#[test]
+fn workload_converts_with_exact_counts_nesting_names_and_durations() {
+    let trace = record_and_convert("workload");
+
+    // Exact span count per name. `fib`, `tokenize` and `checksum` are named
+    // from DWARF; the others from the dump's site section.
+    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    for e in &trace.events {
+        *counts.entry(e.name.as_str()).or_default() += 1;
+    }
+    let parse_calls = 2 * u64::from(ROUNDS);
+    let expected: BTreeMap<&str, u64> = [
+        ("fib", 2 * fib_calls(FIB_N)),
+        ("tokenize", parse_calls * u64::from(LINES)),
+        ("checksum", parse_calls * u64::from(LINES)),
+        ("workload::parse_batch", parse_calls),
+        ("sleeper round", u64::from(ROUNDS)),
+        ("sleep", u64::from(ROUNDS)),
+        ("main done", 1),
+    ]
+    .into();
+    assert_eq!(counts, expected);
+
+    // Thread names, and the recursive function's call count per thread.
+    let names: BTreeSet<&str> = trace.thread_names.values().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        BTreeSet::from(["main", "fib-0", "fib-1", "sleeper", "parser-0", "parser-1"])
+    );
+    assert_eq!(trace.process_name.as_deref(), Some("workload"));
+    let mut per_thread: HashMap<u64, Vec<&Event>> = HashMap::new();
+    for e in &trace.events {
+        per_thread.entry(e.tid).or_default().push(e);
+    }
+    for (tid, events) in &per_thread {
+        let thread = &trace.thread_names[tid];
+        if thread.starts_with("fib-") {
+            assert_eq!(
+                events.len() as u64,
+                fib_calls(FIB_N),
+                "fib calls on {thread}"
+            );
+        }
+    }
+
+    // Nesting: within a thread, every span lies inside the span enclosing its
+    // start, and each kind of span has the parent the code gives it.
+    for (tid, events) in &per_thread {
+        let mut stack: Vec<&Event> = Vec::new();
+        let mut max_fib_depth = 0;
+        for e in events {
+            while stack.last().is_some_and(|top| top.end_ns() <= e.ts_ns) {
+                stack.pop();
+            }
+            if let Some(parent) = stack.last() {
+                assert!(
+                    e.end_ns() <= parent.end_ns(),
+                    "{e:?} partially overlaps {parent:?}"
+                );
+            }
+            let parent = stack.last().map(|p| p.name.as_str());
+            match e.name.as_str() {
+                "fib" => {
+                    assert!(
+                        parent.is_none() || parent == Some("fib"),
+                        "fib inside {parent:?}"
+                    );
+                    max_fib_depth = max_fib_depth.max(stack.len() + 1);
+                }
+                "tokenize" | "checksum" => assert_eq!(parent, Some("workload::parse_batch")),
+                "sleep" => assert_eq!(parent, Some("sleeper round")),
+                other => assert_eq!(parent, None, "{other} on thread {tid} should be top level"),
+            }
+            stack.push(e);
+        }
+        if trace.thread_names[tid].starts_with("fib-") {
+            // fib(n) recurses n levels deep below the outermost call: depth n.
+            assert_eq!(max_fib_depth, FIB_N as usize, "fib depth");
+        }
+    }
+
+    // Sleep spans last their known length: at least the request, within 5%.
+    let want = SLEEP_MS * 1_000_000;
+    for e in trace.events.iter().filter(|e| e.name == "sleep") {
+        assert!(
+            (want * 95 / 100..=want * 105 / 100).contains(&e.dur_ns),
+            "sleep span lasted {} ns, expected {want} ns within 5%",
+            e.dur_ns
+        );
+    }
+
+    // Nothing was lost, so no loss markers.
+    assert!(trace.instants.is_empty(), "{:?}", trace.instants);
+    // Timestamps are relative to the first event.
+    assert_eq!(trace.events.iter().map(|e| e.ts_ns).min(), Some(0));
+}
