@@ -100,10 +100,7 @@ impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             ReadError::NotADump { found, len } => {
-                write!(
-                    f,
-                    "offset 0: not a ringtrace dump: expected magic \"RNGTRACE\", found "
-                )?;
+                write!(f, "offset 0: not a ringtrace dump: expected magic \"RNGTRACE\", found ")?;
                 for b in &found[..len] {
                     write!(f, "{b:02x}")?;
                 }
@@ -112,12 +109,7 @@ impl fmt::Display for ReadError {
                 }
                 write!(f, "; pass a file written by the ringtrace recorder")
             }
-            ReadError::Truncated {
-                offset,
-                what,
-                needed,
-                available,
-            } => write!(
+            ReadError::Truncated { offset, what, needed, available } => write!(
                 f,
                 "offset {offset}: truncated {what}: needs {needed} bytes, the file has {available}; \
                  the dump was cut short (copy it again, or let the program finish writing it)"
@@ -134,21 +126,11 @@ impl fmt::Display for ReadError {
                 crate::layout::SUPPORTED_MAJORS.0,
                 crate::layout::SUPPORTED_MAJORS.1
             ),
-            ReadError::BadField {
-                offset,
-                field,
-                expected,
-                found,
-            } => write!(
+            ReadError::BadField { offset, field, expected, found } => write!(
                 f,
                 "offset {offset}: header field {field} is {found}, expected {expected}; the file header is damaged"
             ),
-            ReadError::Checksum {
-                offset,
-                section,
-                stored,
-                computed,
-            } => {
+            ReadError::Checksum { offset, section, stored, computed } => {
                 match section {
                     Some(kind) => write!(f, "offset {offset}: {} section", kind.name())?,
                     None => write!(f, "offset {offset}: file header")?,
@@ -159,16 +141,9 @@ impl fmt::Display for ReadError {
                      the bytes are damaged, nothing from here on can be trusted"
                 )
             }
-            ReadError::Malformed {
-                offset,
-                section,
-                field,
-                reason,
-            } => write!(
-                f,
-                "offset {offset}: {} section field {field}: {reason}; the section is damaged",
-                section.name()
-            ),
+            ReadError::Malformed { offset, section, field, reason } => {
+                write!(f, "offset {offset}: {} section field {field}: {reason}; the section is damaged", section.name())
+            }
         }
     }
 }
@@ -200,10 +175,7 @@ impl<E: fmt::Display> fmt::Display for WriteError<E> {
             WriteError::Sink(e) => write!(f, "writing the dump failed: {e}"),
             WriteError::TooLarge { field } => write!(f, "{field} is too large for the dump format"),
             WriteError::CountMismatch { declared, written } => {
-                write!(
-                    f,
-                    "declared {declared} records or bytes but wrote {written}"
-                )
+                write!(f, "declared {declared} records or bytes but wrote {written}")
             }
         }
     }

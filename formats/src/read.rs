@@ -70,10 +70,7 @@ impl<'a> Dump<'a> {
         if head != &MAGIC[..head.len()] || bytes.is_empty() {
             let mut found = [0u8; 8];
             found[..head.len()].copy_from_slice(head);
-            return Err(ReadError::NotADump {
-                found,
-                len: head.len(),
-            });
+            return Err(ReadError::NotADump { found, len: head.len() });
         }
         let truncated = |needed: usize| ReadError::Truncated {
             offset: 0,
@@ -97,12 +94,7 @@ impl<'a> Dump<'a> {
         let stored = endian.u32([header[28], header[29], header[30], header[31]]);
         let computed = crc32fast::hash(&header[..28]);
         if stored != computed {
-            return Err(ReadError::Checksum {
-                offset: 0,
-                section: None,
-                stored,
-                computed,
-            });
+            return Err(ReadError::Checksum { offset: 0, section: None, stored, computed });
         }
         let pointer_width = header[16];
         if pointer_width != 4 && pointer_width != 8 {
@@ -114,7 +106,7 @@ impl<'a> Dump<'a> {
             });
         }
         let header_size = endian.u16([header[18], header[19]]) as usize;
-        if header_size < FILE_HEADER_SIZE || header_size % SECTION_ALIGN != 0 {
+        if header_size < FILE_HEADER_SIZE || !header_size.is_multiple_of(SECTION_ALIGN) {
             return Err(ReadError::BadField {
                 offset: 18,
                 field: "header_size",
@@ -125,25 +117,13 @@ impl<'a> Dump<'a> {
         if bytes.len() < header_size {
             return Err(truncated(header_size));
         }
-        Ok(Dump {
-            bytes,
-            endian,
-            major,
-            minor,
-            pointer_width,
-            header_size,
-        })
+        Ok(Dump { bytes, endian, major, minor, pointer_width, header_size })
     }
 
     /// The sections in file order. The iterator ends after the end marker;
     /// it yields one error and then ends if the file is cut short or damaged.
     pub fn sections(&self) -> Sections<'a> {
-        Sections {
-            bytes: self.bytes,
-            endian: self.endian,
-            pos: self.header_size,
-            done: false,
-        }
+        Sections { bytes: self.bytes, endian: self.endian, pos: self.header_size, done: false }
     }
 
     /// The whole file.
@@ -202,26 +182,22 @@ impl<'a> Sections<'a> {
                 available: 0,
             });
         }
-        let header =
-            array::<SECTION_HEADER_SIZE>(self.bytes, start).ok_or(ReadError::Truncated {
-                offset: start as u64,
-                what: "section header",
-                needed: SECTION_HEADER_SIZE as u64,
-                available,
-            })?;
+        let header = array::<SECTION_HEADER_SIZE>(self.bytes, start).ok_or(ReadError::Truncated {
+            offset: start as u64,
+            what: "section header",
+            needed: SECTION_HEADER_SIZE as u64,
+            available,
+        })?;
         let e = self.endian;
         let kind = SectionKind::from_code(e.u32([header[0], header[1], header[2], header[3]]));
         let len = e.u64(header[8..16].try_into().unwrap_or_default());
         let needed = (SECTION_HEADER_SIZE + SECTION_CRC_SIZE) as u64;
-        let total =
-            len.checked_add(needed)
-                .filter(|&t| t <= available)
-                .ok_or(ReadError::Truncated {
-                    offset: start as u64,
-                    what: section_what(kind),
-                    needed: len.saturating_add(needed),
-                    available,
-                })?;
+        let total = len.checked_add(needed).filter(|&t| t <= available).ok_or(ReadError::Truncated {
+            offset: start as u64,
+            what: section_what(kind),
+            needed: len.saturating_add(needed),
+            available,
+        })?;
         // `total <= available <= usize::MAX`, so these casts are exact.
         let payload_start = start + SECTION_HEADER_SIZE;
         let crc_at = start + total as usize - SECTION_CRC_SIZE;
@@ -232,22 +208,12 @@ impl<'a> Sections<'a> {
         hasher.update(payload);
         let computed = hasher.finalize();
         if stored != computed {
-            return Err(ReadError::Checksum {
-                offset: start as u64,
-                section: Some(kind),
-                stored,
-                computed,
-            });
+            return Err(ReadError::Checksum { offset: start as u64, section: Some(kind), stored, computed });
         }
         let end = start + total as usize;
         // Skip the padding; a cut inside it is reported at the end of the file.
         self.pos = end.next_multiple_of(SECTION_ALIGN);
-        Ok(Section {
-            kind,
-            offset: start as u64,
-            payload,
-            endian: e,
-        })
+        Ok(Section { kind, offset: start as u64, payload, endian: e })
     }
 }
 
@@ -330,12 +296,7 @@ impl<'a> Cur<'a> {
     }
 
     /// A count of `size`-byte items that must fit in the rest of the payload.
-    fn items(
-        &mut self,
-        count: u64,
-        size: usize,
-        field: &'static str,
-    ) -> Result<&'a [u8], ReadError> {
+    fn items(&mut self, count: u64, size: usize, field: &'static str) -> Result<&'a [u8], ReadError> {
         let n = count
             .checked_mul(size as u64)
             .and_then(|n| usize::try_from(n).ok())
@@ -346,13 +307,7 @@ impl<'a> Cur<'a> {
 
 impl<'a> Section<'a> {
     fn cur(&self) -> Cur<'a> {
-        Cur {
-            bytes: self.payload,
-            pos: 0,
-            offset: self.offset,
-            endian: self.endian,
-            kind: self.kind,
-        }
+        Cur { bytes: self.payload, pos: 0, offset: self.offset, endian: self.endian, kind: self.kind }
     }
 
     /// Decodes the payload, checking every length against the bytes present.
@@ -379,13 +334,7 @@ impl<'a> Section<'a> {
                 }
                 let n = c.u32("anchor_count")?;
                 let bytes = c.items(n.into(), ANCHOR_SIZE, "anchors")?;
-                SectionData::Clock(
-                    info,
-                    Anchors {
-                        bytes,
-                        endian: self.endian,
-                    },
-                )
+                SectionData::Clock(info, Anchors { bytes, endian: self.endian })
             }
             SectionKind::Modules => {
                 let count = c.u32("module_count")?;
@@ -396,11 +345,7 @@ impl<'a> Section<'a> {
                     c.str("build_id")?;
                     c.str("path")?;
                 }
-                SectionData::Modules(Modules {
-                    bytes: &self.payload[start..c.pos],
-                    count,
-                    endian: self.endian,
-                })
+                SectionData::Modules(Modules { bytes: &self.payload[start..c.pos], count, endian: self.endian })
             }
             SectionKind::Ring => {
                 let tid = c.u64("tid")?;
@@ -415,26 +360,11 @@ impl<'a> Section<'a> {
                 let name = c.str("thread_name")?;
                 let count = c.u64("record_count")?;
                 if count > written {
-                    return Err(
-                        c.malformed("record_count", "exceeds the count of records ever written")
-                    );
+                    return Err(c.malformed("record_count", "exceeds the count of records ever written"));
                 }
                 let bytes = c.items(count, RECORD_SIZE, "records")?;
-                let info = RingInfo {
-                    tid,
-                    capacity,
-                    written,
-                    dropped,
-                    flags,
-                    name,
-                };
-                SectionData::Ring(
-                    info,
-                    Records {
-                        bytes,
-                        endian: self.endian,
-                    },
-                )
+                let info = RingInfo { tid, capacity, written, dropped, flags, name };
+                SectionData::Ring(info, Records { bytes, endian: self.endian })
             }
             SectionKind::Sites => {
                 let base = c.u64("base")?;
@@ -521,13 +451,7 @@ impl<'a> Modules<'a> {
     }
     /// The modules in file order.
     pub fn iter(&self) -> impl Iterator<Item = Module<'a>> + 'a {
-        let mut c = Cur {
-            bytes: self.bytes,
-            pos: 0,
-            offset: 0,
-            endian: self.endian,
-            kind: SectionKind::Modules,
-        };
+        let mut c = Cur { bytes: self.bytes, pos: 0, offset: 0, endian: self.endian, kind: SectionKind::Modules };
         // Every entry was bounds-checked by `Section::decode`; `ok()?` only ends early on a bug.
         (0..self.count).map_while(move |_| {
             Some(Module {

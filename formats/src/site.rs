@@ -21,20 +21,13 @@ pub const fn site_len(label: &str, file: &str) -> usize {
 }
 
 const fn clamp16(n: usize) -> usize {
-    if n > u16::MAX as usize {
-        u16::MAX as usize
-    } else {
-        n
-    }
+    if n > u16::MAX as usize { u16::MAX as usize } else { n }
 }
 
 /// The bytes of a site descriptor. `N` must be `site_len(label, file)`;
 /// labels and file names longer than 65535 bytes are cut.
 pub const fn encode_site<const N: usize>(label: &str, file: &str, line: u32) -> [u8; N] {
-    assert!(
-        N == site_len(label, file),
-        "site descriptor size does not match site_len"
-    );
+    assert!(N == site_len(label, file), "site descriptor size does not match site_len");
     let mut out = [0u8; N];
     let label_len = clamp16(label.len());
     let file_len = clamp16(file.len());
@@ -44,12 +37,7 @@ pub const fn encode_site<const N: usize>(label: &str, file: &str, line: u32) -> 
     put(&mut out, 10, &(file_len as u16).to_ne_bytes());
     // 12..16: column, not recorded by format version 1.
     copy(&mut out, SITE_HEADER_SIZE, label.as_bytes(), label_len);
-    copy(
-        &mut out,
-        SITE_HEADER_SIZE + label_len,
-        file.as_bytes(),
-        file_len,
-    );
+    copy(&mut out, SITE_HEADER_SIZE + label_len, file.as_bytes(), file_len);
     out
 }
 

@@ -90,13 +90,7 @@ impl<S: Sink> Writer<S> {
     /// Starts a dump: writes the file header. `pointer_width` is the target's
     /// pointer size in bytes (4 or 8).
     pub fn new(sink: S, pointer_width: u8) -> WResult<Self, S::Error> {
-        let mut w = Writer {
-            sink,
-            pos: 0,
-            crc: Hasher::new(),
-            remaining: 0,
-            declared: 0,
-        };
+        let mut w = Writer { sink, pos: 0, crc: Hasher::new(), remaining: 0, declared: 0 };
         let mut h = [0u8; FILE_HEADER_SIZE];
         h[0..8].copy_from_slice(&MAGIC);
         h[8..12].copy_from_slice(&ENDIAN_PROBE.to_ne_bytes());
@@ -161,10 +155,7 @@ impl<S: Sink> Writer<S> {
     /// Closes the open section: checks its length, writes its CRC and padding.
     pub fn end_section(&mut self) -> WResult<(), S::Error> {
         if self.remaining != 0 {
-            return Err(WriteError::CountMismatch {
-                declared: self.declared,
-                written: self.declared - self.remaining,
-            });
+            return Err(WriteError::CountMismatch { declared: self.declared, written: self.declared - self.remaining });
         }
         let crc = core::mem::replace(&mut self.crc, Hasher::new()).finalize();
         self.raw(&crc.to_ne_bytes())?;
@@ -186,8 +177,7 @@ impl<S: Sink> Writer<S> {
 
     /// Writes the clock section with its anchors in chronological order.
     pub fn clock(&mut self, c: &ClockInfo, anchors: &[Anchor]) -> WResult<(), S::Error> {
-        let n =
-            u32::try_from(anchors.len()).map_err(|_| WriteError::TooLarge { field: "anchors" })?;
+        let n = u32::try_from(anchors.len()).map_err(|_| WriteError::TooLarge { field: "anchors" })?;
         let len = 24 + u64::from(n) * ANCHOR_SIZE as u64;
         self.begin_section(SectionKind::Clock, len)?;
         self.u32(c.counter.code())?;
@@ -205,12 +195,8 @@ impl<S: Sink> Writer<S> {
 
     /// Writes the module table.
     pub fn modules(&mut self, modules: &[Module<'_>]) -> WResult<(), S::Error> {
-        let n =
-            u32::try_from(modules.len()).map_err(|_| WriteError::TooLarge { field: "modules" })?;
-        let len = 4 + modules
-            .iter()
-            .map(|m| 28 + str_len(m.build_id) + str_len(m.path))
-            .sum::<u64>();
+        let n = u32::try_from(modules.len()).map_err(|_| WriteError::TooLarge { field: "modules" })?;
+        let len = 4 + modules.iter().map(|m| 28 + str_len(m.build_id) + str_len(m.path)).sum::<u64>();
         self.begin_section(SectionKind::Modules, len)?;
         self.u32(n)?;
         for m in modules {
@@ -228,11 +214,8 @@ impl<S: Sink> Writer<S> {
     /// oldest first. Push them with [`Writer::record`], then call
     /// [`Writer::end_section`].
     pub fn begin_ring(&mut self, ring: &RingInfo<'_>, record_count: u64) -> WResult<(), S::Error> {
-        let records = record_count
-            .checked_mul(RECORD_SIZE as u64)
-            .ok_or(WriteError::TooLarge {
-                field: "record count",
-            })?;
+        let records =
+            record_count.checked_mul(RECORD_SIZE as u64).ok_or(WriteError::TooLarge { field: "record count" })?;
         let len = RING_FIXED_SIZE as u64 + str_len(ring.name) + 8 + records;
         self.begin_section(SectionKind::Ring, len)?;
         self.u64(ring.tid)?;

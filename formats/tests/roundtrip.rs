@@ -32,13 +32,7 @@ fn on_disk_sizes_are_pinned() {
 }
 
 fn ring_records(thread: u64, n: u64) -> Vec<Record> {
-    (0..n)
-        .map(|i| Record {
-            key: 0x4000 + thread * 16 + i % 5,
-            enter: i * 100,
-            exit: i * 100 + 50 + thread,
-        })
-        .collect()
+    (0..n).map(|i| Record { key: 0x4000 + thread * 16 + i % 5, enter: i * 100, exit: i * 100 + 50 + thread }).collect()
 }
 
 const SITE_LABEL: &str = "parse request";
@@ -62,16 +56,8 @@ fn sample_dump(rings: u64) -> Vec<u8> {
         rate_source: RateSource::Cpuid,
     };
     let anchors = [
-        Anchor {
-            ticks: 1_000,
-            mono_ns: 5_000,
-            real_ns: 1_700_000_000_000_000_000,
-        },
-        Anchor {
-            ticks: 2_100_001_000,
-            mono_ns: 1_000_005_000,
-            real_ns: 1_700_000_001_000_000_000,
-        },
+        Anchor { ticks: 1_000, mono_ns: 5_000, real_ns: 1_700_000_000_000_000_000 },
+        Anchor { ticks: 2_100_001_000, mono_ns: 1_000_005_000, real_ns: 1_700_000_001_000_000_000 },
     ];
     w.clock(&clock, &anchors).unwrap();
     w.modules(&[
@@ -116,10 +102,13 @@ fn sample_dump(rings: u64) -> Vec<u8> {
     w.finish().unwrap().0
 }
 
+/// A ring as read back: tid, name, written, dropped, records.
+type SeenRing = (u64, Vec<u8>, u64, u64, Vec<Record>);
+
 #[derive(Debug, Default, PartialEq)]
 struct Seen {
     kinds: Vec<SectionKind>,
-    rings: Vec<(u64, Vec<u8>, u64, u64, Vec<Record>)>,
+    rings: Vec<SeenRing>,
     modules: Vec<(u64, Vec<u8>, Vec<u8>)>,
     anchors: Vec<Anchor>,
     pid: Option<u32>,
@@ -142,18 +131,11 @@ fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
             SectionData::Meta(m) => seen.pid = Some(m.pid),
             SectionData::Clock(_, a) => seen.anchors = a.iter().collect(),
             SectionData::Modules(m) => {
-                seen.modules = m
-                    .iter()
-                    .map(|m| (m.bias, m.build_id.to_vec(), m.path.to_vec()))
-                    .collect()
+                seen.modules = m.iter().map(|m| (m.bias, m.build_id.to_vec(), m.path.to_vec())).collect()
             }
-            SectionData::Ring(info, recs) => seen.rings.push((
-                info.tid,
-                info.name.to_vec(),
-                info.written,
-                info.dropped,
-                recs.iter().collect(),
-            )),
+            SectionData::Ring(info, recs) => {
+                seen.rings.push((info.tid, info.name.to_vec(), info.written, info.dropped, recs.iter().collect()))
+            }
             SectionData::Sites { base, bytes } => {
                 let site = decode_site(bytes, (0x5000 - base) as usize, dump.endian).unwrap();
                 seen.site = Some((site.label.to_vec(), site.file.to_vec(), site.line));
@@ -171,10 +153,7 @@ fn check_round_trip(rings: u64) {
     assert_eq!(seen.pid, Some(4242));
     assert_eq!(seen.anchors.len(), 2);
     assert_eq!(seen.anchors[1].ticks, 2_100_001_000);
-    assert_eq!(
-        seen.modules[0],
-        (0x1000, vec![0xab; 20], b"/bin/server".to_vec())
-    );
+    assert_eq!(seen.modules[0], (0x1000, vec![0xab; 20], b"/bin/server".to_vec()));
     assert_eq!(seen.modules[1].2, b"/lib/libc.so.6");
     assert_eq!(seen.rings.len() as u64, rings);
     for (t, ring) in seen.rings.iter().enumerate() {
@@ -184,19 +163,9 @@ fn check_round_trip(rings: u64) {
         assert_eq!((ring.2, ring.3), (10 + t + t * 1000, t));
         assert_eq!(ring.4, ring_records(t, 10 + t));
     }
-    assert_eq!(
-        seen.site,
-        Some((
-            SITE_LABEL.as_bytes().to_vec(),
-            SITE_FILE.as_bytes().to_vec(),
-            42
-        ))
-    );
+    assert_eq!(seen.site, Some((SITE_LABEL.as_bytes().to_vec(), SITE_FILE.as_bytes().to_vec(), 42)));
     assert_eq!(seen.kinds.first(), Some(&SectionKind::Meta));
-    assert!(
-        seen.kinds.contains(&SectionKind::Unknown(77)),
-        "unknown sections are passed over, not fatal"
-    );
+    assert!(seen.kinds.contains(&SectionKind::Unknown(77)), "unknown sections are passed over, not fatal");
     assert_eq!(seen.kinds.last(), Some(&SectionKind::End));
 }
 
@@ -222,12 +191,7 @@ fn truncation_at_every_offset_salvages_complete_sections() {
     let bounds: Vec<(u64, u64)> = dump
         .sections()
         .map(|s| s.unwrap())
-        .map(|s| {
-            (
-                s.offset,
-                s.offset + (SECTION_HEADER_SIZE + s.payload.len() + SECTION_CRC_SIZE) as u64,
-            )
-        })
+        .map(|s| (s.offset, s.offset + (SECTION_HEADER_SIZE + s.payload.len() + SECTION_CRC_SIZE) as u64))
         .collect();
     for cut in 0..full.len() {
         let (seen, err) = read_all(&full[..cut]);
@@ -240,13 +204,7 @@ fn truncation_at_every_offset_salvages_complete_sections() {
         let err = err.unwrap_or_else(|| panic!("cut at {cut} read as complete"));
         if cut < FILE_HEADER_SIZE {
             assert!(seen.kinds.is_empty());
-            assert!(
-                matches!(
-                    err,
-                    ReadError::NotADump { .. } | ReadError::Truncated { offset: 0, .. }
-                ),
-                "{cut}: {err}"
-            );
+            assert!(matches!(err, ReadError::NotADump { .. } | ReadError::Truncated { offset: 0, .. }), "{cut}: {err}");
             continue;
         }
         assert!(err.is_truncation(), "cut at {cut}: {err}");
@@ -254,11 +212,7 @@ fn truncation_at_every_offset_salvages_complete_sections() {
         let complete = bounds.iter().filter(|&&(_, end)| end <= cut as u64).count();
         assert_eq!(seen.kinds.len(), complete, "cut at {cut}");
         assert_eq!(seen.kinds[..], all.kinds[..complete]);
-        assert_eq!(
-            err.offset(),
-            bounds[complete].0.min(cut as u64),
-            "cut at {cut}: {err}"
-        );
+        assert_eq!(err.offset(), bounds[complete].0.min(cut as u64), "cut at {cut}: {err}");
         assert!(err.to_string().contains("truncated"), "{err}");
     }
 }
@@ -267,11 +221,7 @@ fn truncation_at_every_offset_salvages_complete_sections() {
 fn every_single_bit_flip_in_a_section_is_caught() {
     let full = sample_dump(1);
     let dump = Dump::parse(&full).unwrap();
-    let ring = dump
-        .sections()
-        .map(|s| s.unwrap())
-        .find(|s| s.kind == SectionKind::Ring)
-        .unwrap();
+    let ring = dump.sections().map(|s| s.unwrap()).find(|s| s.kind == SectionKind::Ring).unwrap();
     let start = ring.offset as usize;
     let end = start + SECTION_HEADER_SIZE + ring.payload.len() + SECTION_CRC_SIZE;
     for byte in start..end {
@@ -300,33 +250,16 @@ fn header_errors_name_what_is_wrong() {
 
     let mut damaged = full.clone();
     damaged[16] = 8 ^ 0x40;
-    assert!(matches!(
-        Dump::parse(&damaged).unwrap_err(),
-        ReadError::Checksum {
-            offset: 0,
-            section: None,
-            ..
-        }
-    ));
+    assert!(matches!(Dump::parse(&damaged).unwrap_err(), ReadError::Checksum { offset: 0, section: None, .. }));
 }
 
 #[test]
 fn writer_rejects_a_wrong_record_count() {
     let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
-    let info = RingInfo {
-        tid: 1,
-        capacity: 4,
-        written: 2,
-        dropped: 0,
-        flags: 0,
-        name: b"",
-    };
+    let info = RingInfo { tid: 1, capacity: 4, written: 2, dropped: 0, flags: 0, name: b"" };
     w.begin_ring(&info, 2).unwrap();
     w.record(&Record::default()).unwrap();
-    assert!(matches!(
-        w.end_section(),
-        Err(WriteError::CountMismatch { .. })
-    ));
+    assert!(matches!(w.end_section(), Err(WriteError::CountMismatch { .. })));
 }
 
 #[test]

@@ -25,26 +25,16 @@ pub fn now() -> u64 {
     {
         let ticks: u64;
         // SAFETY: CNTVCT_EL0 is readable from EL0 on Linux and has no memory effects.
-        unsafe {
-            core::arch::asm!("mrs {0}, cntvct_el0", out(reg) ticks, options(nomem, nostack, preserves_flags))
-        };
+        unsafe { core::arch::asm!("mrs {0}, cntvct_el0", out(reg) ticks, options(nomem, nostack, preserves_flags)) };
         ticks
     }
-    #[cfg(all(
-        not(any(target_arch = "x86_64", target_arch = "aarch64")),
-        feature = "std"
-    ))]
+    #[cfg(all(not(any(target_arch = "x86_64", target_arch = "aarch64")), feature = "std"))]
     {
         crate::os::monotonic_ns()
     }
-    #[cfg(all(
-        not(any(target_arch = "x86_64", target_arch = "aarch64")),
-        not(feature = "std")
-    ))]
+    #[cfg(all(not(any(target_arch = "x86_64", target_arch = "aarch64")), not(feature = "std")))]
     {
-        compile_error!(
-            "ringtrace has no span counter for this target without `std`; see issue #6 (user clocks)"
-        )
+        compile_error!("ringtrace has no span counter for this target without `std`; see issue #6 (user clocks)")
     }
 }
 
@@ -56,20 +46,13 @@ pub fn info() -> ClockInfo {
             Some(hz) => (hz, RateSource::Cpuid),
             None => (0, RateSource::Unknown),
         };
-        ClockInfo {
-            counter: CounterKind::X86Tsc,
-            counter_bits: 64,
-            nominal_hz,
-            rate_source,
-        }
+        ClockInfo { counter: CounterKind::X86Tsc, counter_bits: 64, nominal_hz, rate_source }
     }
     #[cfg(target_arch = "aarch64")]
     {
         let hz: u64;
         // SAFETY: CNTFRQ_EL0 is readable from EL0 and has no memory effects.
-        unsafe {
-            core::arch::asm!("mrs {0}, cntfrq_el0", out(reg) hz, options(nomem, nostack, preserves_flags))
-        };
+        unsafe { core::arch::asm!("mrs {0}, cntfrq_el0", out(reg) hz, options(nomem, nostack, preserves_flags)) };
         ClockInfo {
             counter: CounterKind::Aarch64Cntvct,
             counter_bits: 64,
@@ -97,11 +80,7 @@ fn cpuid_tsc_hz() -> Option<u64> {
         return None;
     }
     let leaf = __cpuid(0x15);
-    let (denominator, numerator, crystal_hz) = (
-        u64::from(leaf.eax),
-        u64::from(leaf.ebx),
-        u64::from(leaf.ecx),
-    );
+    let (denominator, numerator, crystal_hz) = (u64::from(leaf.eax), u64::from(leaf.ebx), u64::from(leaf.ecx));
     if denominator == 0 || numerator == 0 || crystal_hz == 0 {
         return None;
     }

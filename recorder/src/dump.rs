@@ -6,9 +6,7 @@ use std::path::Path;
 use std::vec::Vec;
 
 use ringtrace_format::layout::{MODULE_FLAG_MAIN, RING_FLAG_THREAD_EXITED};
-use ringtrace_format::{
-    DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, WriteError, Writer,
-};
+use ringtrace_format::{DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, WriteError, Writer};
 
 use crate::thread::{self, ThreadRing};
 use crate::{clock, os, sites};

@@ -15,15 +15,10 @@ pub fn thread_id() -> u64 {
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; the clock ids used here always exist on Linux.
     unsafe { libc::clock_gettime(clock, &mut ts) };
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
 /// The monotonic clock in nanoseconds.
@@ -38,18 +33,12 @@ pub fn anchor() -> Anchor {
     let mono_ns = monotonic_ns();
     let real_ns = clock_ns(libc::CLOCK_REALTIME);
     let after = crate::clock::now();
-    Anchor {
-        ticks: before + after.wrapping_sub(before) / 2,
-        mono_ns,
-        real_ns,
-    }
+    Anchor { ticks: before + after.wrapping_sub(before) / 2, mono_ns, real_ns }
 }
 
 /// The process's name as the kernel shows it (`/proc/self/comm`).
 pub fn process_name() -> String {
-    std::fs::read_to_string("/proc/self/comm")
-        .map(|s| s.trim_end().into())
-        .unwrap_or_default()
+    std::fs::read_to_string("/proc/self/comm").map(|s| s.trim_end().into()).unwrap_or_default()
 }
 
 /// A loaded module as `dl_iterate_phdr` reports it.
@@ -81,11 +70,7 @@ pub fn loaded_modules() -> Vec<LoadedModule> {
     modules
 }
 
-unsafe extern "C" fn visit(
-    info: *mut libc::dl_phdr_info,
-    _size: libc::size_t,
-    data: *mut libc::c_void,
-) -> libc::c_int {
+unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
     // SAFETY: dl_iterate_phdr passes a valid info pointer and our `data` for the duration of the call.
     let (info, modules) = unsafe { (&*info, &mut *data.cast::<Vec<LoadedModule>>()) };
     let bias = info.dlpi_addr;
@@ -107,10 +92,7 @@ unsafe extern "C" fn visit(
             libc::PT_NOTE if build_id.is_empty() => {
                 // SAFETY: PT_NOTE segments are mapped and readable for p_memsz bytes at bias + p_vaddr.
                 let notes = unsafe {
-                    std::slice::from_raw_parts(
-                        bias.wrapping_add(ph.p_vaddr) as *const u8,
-                        ph.p_memsz as usize,
-                    )
+                    std::slice::from_raw_parts(bias.wrapping_add(ph.p_vaddr) as *const u8, ph.p_memsz as usize)
                 };
                 if let Some(id) = gnu_build_id(notes) {
                     build_id = id.to_vec();
@@ -123,19 +105,10 @@ unsafe extern "C" fn visit(
         Vec::new()
     } else {
         // SAFETY: dlpi_name is a NUL-terminated string owned by the loader.
-        unsafe { CStr::from_ptr(info.dlpi_name) }
-            .to_bytes()
-            .to_vec()
+        unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes().to_vec()
     };
     if start < end {
-        modules.push(LoadedModule {
-            path,
-            build_id,
-            bias,
-            start,
-            end,
-            is_main: false,
-        });
+        modules.push(LoadedModule { path, build_id, bias, start, end, is_main: false });
     }
     0
 }
@@ -143,9 +116,7 @@ unsafe extern "C" fn visit(
 /// The descriptor of the `NT_GNU_BUILD_ID` note in a run of ELF notes.
 fn gnu_build_id(mut notes: &[u8]) -> Option<&[u8]> {
     const NT_GNU_BUILD_ID: u32 = 3;
-    let word = |b: &[u8], at: usize| -> Option<u32> {
-        Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
-    };
+    let word = |b: &[u8], at: usize| -> Option<u32> { Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?)) };
     while notes.len() >= 12 {
         let namesz = word(notes, 0)? as usize;
         let descsz = word(notes, 4)? as usize;

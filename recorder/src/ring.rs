@@ -38,11 +38,7 @@ pub struct Slot {
 impl Slot {
     /// An empty slot, for rings in `static` storage.
     pub const fn new() -> Self {
-        Slot {
-            key: AtomicU64::new(0),
-            enter: AtomicU64::new(0),
-            exit: AtomicU64::new(0),
-        }
+        Slot { key: AtomicU64::new(0), enter: AtomicU64::new(0), exit: AtomicU64::new(0) }
     }
 }
 
@@ -69,15 +65,8 @@ impl Ring {
     /// # Panics
     /// If `slots.len()` is not a power of two.
     pub const fn new(slots: &'static [Slot]) -> Self {
-        assert!(
-            slots.len().is_power_of_two(),
-            "ring capacity must be a power of two"
-        );
-        Ring {
-            slots,
-            mask: slots.len() as u64 - 1,
-            head: AtomicU64::new(0),
-        }
+        assert!(slots.len().is_power_of_two(), "ring capacity must be a power of two");
+        Ring { slots, mask: slots.len() as u64 - 1, head: AtomicU64::new(0) }
     }
 
     /// Capacity in records.
@@ -124,17 +113,10 @@ impl Ring {
         }
         fence(Ordering::Acquire);
         let h2 = self.head.load(Ordering::Relaxed);
-        let safe_from = if writer_may_run {
-            (h2 + 1).saturating_sub(cap)
-        } else {
-            h2.saturating_sub(cap)
-        };
+        let safe_from = if writer_may_run { (h2 + 1).saturating_sub(cap) } else { h2.saturating_sub(cap) };
         let skip = safe_from.saturating_sub(first).min(n as u64) as usize;
         out.copy_within(skip..n, 0);
-        Snapshot {
-            written: h2,
-            copied: n - skip,
-        }
+        Snapshot { written: h2, copied: n - skip }
     }
 }
 
@@ -155,13 +137,7 @@ mod tests {
         }
         let mut out = [Record::default(); 8];
         let snap = ring.snapshot(&mut out, false);
-        assert_eq!(
-            snap,
-            Snapshot {
-                written: 20,
-                copied: 8
-            }
-        );
+        assert_eq!(snap, Snapshot { written: 20, copied: 8 });
         let keys: [u64; 8] = core::array::from_fn(|i| out[i].key);
         assert_eq!(keys, [12, 13, 14, 15, 16, 17, 18, 19]);
         assert_eq!(out[0].exit, 121);
@@ -179,13 +155,7 @@ mod tests {
         ring.push(3, 0, 0);
         ring.push(4, 0, 0);
         let snap = ring.snapshot(&mut out, true);
-        assert_eq!(
-            snap,
-            Snapshot {
-                written: 5,
-                copied: 3
-            }
-        );
+        assert_eq!(snap, Snapshot { written: 5, copied: 3 });
         assert_eq!(out[0].key, 2);
     }
 }

@@ -3,10 +3,7 @@
 /// The recorder's own descriptor, referenced from [`section`] so the section
 /// always exists in a program that can dump (otherwise the linker would not
 /// define its start and stop symbols).
-#[cfg_attr(
-    not(any(target_vendor = "apple", windows)),
-    unsafe(link_section = "ringtrace_sites")
-)]
+#[cfg_attr(not(any(target_vendor = "apple", windows)), unsafe(link_section = "ringtrace_sites"))]
 #[used]
 static ANCHOR: crate::SiteDescriptor<{ ringtrace_format::site_len("ringtrace", file!()) }> =
     crate::SiteDescriptor(ringtrace_format::encode_site("ringtrace", file!(), line!()));

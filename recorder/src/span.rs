@@ -15,10 +15,7 @@ impl Span {
     /// Starts a span with `key` (a code address or a site descriptor's address).
     #[inline(always)]
     pub fn enter(key: u64) -> Span {
-        Span {
-            key,
-            enter: clock::now(),
-        }
+        Span { key, enter: clock::now() }
     }
 }
 
@@ -107,13 +104,9 @@ macro_rules! site {
     ($label:expr) => {{
         const LABEL: &str = $label;
         const LEN: usize = $crate::__format::site_len(LABEL, ::core::file!());
-        #[cfg_attr(
-            not(any(target_vendor = "apple", windows)),
-            unsafe(link_section = "ringtrace_sites")
-        )]
-        static SITE: $crate::SiteDescriptor<LEN> = $crate::SiteDescriptor(
-            $crate::__format::encode_site(LABEL, ::core::file!(), ::core::line!()),
-        );
+        #[cfg_attr(not(any(target_vendor = "apple", windows)), unsafe(link_section = "ringtrace_sites"))]
+        static SITE: $crate::SiteDescriptor<LEN> =
+            $crate::SiteDescriptor($crate::__format::encode_site(LABEL, ::core::file!(), ::core::line!()));
         ::core::ptr::addr_of!(SITE) as usize as u64
     }};
 }

@@ -98,9 +98,7 @@ pub(crate) fn current_thread_ring() -> &'static ThreadRing {
 
 pub(crate) fn lock_registry() -> std::sync::MutexGuard<'static, Vec<&'static ThreadRing>> {
     // A panic while holding the lock cannot leave the list half-updated (push is the only mutation).
-    REGISTRY
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    REGISTRY.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Takes the start-of-recording time anchor now, if it was not taken yet.

@@ -27,22 +27,13 @@ pub enum Location {
 /// Classifies `key`. Site descriptors win over modules, since the site
 /// section also lies inside a module's range.
 pub fn locate(trace: &Trace, key: u64) -> Location {
-    if let Some((base, bytes)) = &trace.sites {
-        if let Some(offset) = key.checked_sub(*base).filter(|&o| o < bytes.len() as u64) {
-            return Location::Site {
-                offset: offset as usize,
-            };
-        }
-    }
-    match trace
-        .modules
-        .iter()
-        .position(|m| m.start <= key && key < m.end)
+    if let Some((base, bytes)) = &trace.sites
+        && let Some(offset) = key.checked_sub(*base).filter(|&o| o < bytes.len() as u64)
     {
-        Some(index) => Location::Module {
-            index,
-            file_address: key.wrapping_sub(trace.modules[index].bias),
-        },
+        return Location::Site { offset: offset as usize };
+    }
+    match trace.modules.iter().position(|m| m.start <= key && key < m.end) {
+        Some(index) => Location::Module { index, file_address: key.wrapping_sub(trace.modules[index].bias) },
         None => Location::Unmapped,
     }
 }

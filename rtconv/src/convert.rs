@@ -16,6 +16,24 @@ pub enum Format {
     Chrome,
 }
 
+/// How serious a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// Worth knowing; the output is complete for what the dump holds.
+    Warning,
+    /// Data or names the dump should have given are missing from the output.
+    Error,
+}
+
+/// One line for the user about something the conversion could not do perfectly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// How serious.
+    pub level: Level,
+    /// The line, naming the file.
+    pub message: String,
+}
+
 /// What a conversion did, and what it could not do.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -26,10 +44,19 @@ pub struct Report {
     /// Spans the recorder wrote but the dump does not hold (ring overwrote or dropped them).
     pub lost_spans: u64,
     /// One line each: data damaged, names missing, anomalies.
-    pub warnings: Vec<String>,
-    /// True when something the user asked for could not be delivered: a
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Report {
+    /// True when the output lacks something the dump should have given: a
     /// damaged dump or unnamed keys. The output is still written.
-    pub degraded: bool,
+    pub fn degraded(&self) -> bool {
+        self.diagnostics.iter().any(|d| d.level == Level::Error)
+    }
+
+    fn push(&mut self, level: Level, message: String) {
+        self.diagnostics.push(Diagnostic { level, message });
+    }
 }
 
 /// Why nothing could be converted.
@@ -62,51 +89,57 @@ pub fn convert(
     let mut report = Report::default();
     let shown = path.display();
     if let Some(damage) = &trace.damage {
-        report.degraded = true;
-        report.warnings.push(format!(
-            "{shown}: {damage}; converted the {} ring(s) before offset {}, the rest of the file is lost",
-            trace.threads.len(),
-            damage.offset()
-        ));
+        report.push(
+            Level::Error,
+            format!(
+                "{shown}: {damage}; converted the {} ring(s) before offset {}, the rest of the file is lost",
+                trace.threads.len(),
+                damage.offset()
+            ),
+        );
     }
     if !trace.skipped_sections.is_empty() {
-        report.warnings.push(format!(
-            "{shown}: skipped {} section(s) of kinds unknown to this rtconv ({:?}); a newer rtconv may show more",
-            trace.skipped_sections.len(),
-            trace.skipped_sections
-        ));
+        report.push(
+            Level::Warning,
+            format!(
+                "{shown}: skipped {} section(s) of kinds unknown to this rtconv ({:?}); a newer rtconv may show more",
+                trace.skipped_sections.len(),
+                trace.skipped_sections
+            ),
+        );
     }
-    let (info, anchors) = trace.clock.as_ref().ok_or(ConvertError::Timebase {
-        path: path.into(),
-        source: TimebaseError::NoClock,
-    })?;
-    let (timebase, _) = Timebase::new(info, anchors).map_err(|source| ConvertError::Timebase {
-        path: path.into(),
-        source,
-    })?;
+    let (info, anchors) =
+        trace.clock.as_ref().ok_or(ConvertError::Timebase { path: path.into(), source: TimebaseError::NoClock })?;
+    let (timebase, _) =
+        Timebase::new(info, anchors).map_err(|source| ConvertError::Timebase { path: path.into(), source })?;
 
     let (symbols, problems): (Symbols, _) = symbolize::symbolize(&trace, opts);
     for p in &problems {
-        report.degraded = true;
-        report.warnings.push(format!("{shown}: {p}"));
+        report.push(Level::Error, format!("{shown}: {p}"));
     }
 
     let timeline = Timeline::new(&trace, &symbols, timebase);
     if timeline.backwards > 0 {
-        report.warnings.push(format!(
-            "{shown}: {} span(s) end before they start (counter went backwards); shown with zero length",
-            timeline.backwards
-        ));
+        report.push(
+            Level::Warning,
+            format!(
+                "{shown}: {} span(s) end before they start (counter went backwards); shown with zero length",
+                timeline.backwards
+            ),
+        );
     }
     report.spans = timeline.span_count();
     report.threads = timeline.threads.len();
     report.lost_spans = trace.threads.iter().map(|t| t.lost()).sum();
     if report.lost_spans > 0 {
-        report.warnings.push(format!(
-            "{shown}: {} span(s) were recorded but are not in the dump (the rings overwrote them); \
+        report.push(
+            Level::Warning,
+            format!(
+                "{shown}: {} span(s) were recorded but are not in the dump (the rings overwrote them); \
              raise RINGTRACE_RING_RECORDS to keep more",
-            report.lost_spans
-        ));
+                report.lost_spans
+            ),
+        );
     }
     match format {
         Format::Chrome => render::chrome::write(&timeline, out).map_err(ConvertError::Output)?,

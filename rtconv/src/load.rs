@@ -3,10 +3,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use ringtrace_format::{
-    Anchor, ClockInfo, CounterKind, Dump, DumpReason, Endian, RateSource, ReadError, Record,
-    SectionData, SectionKind,
-};
+use ringtrace_format::{Anchor, ClockInfo, Dump, DumpReason, Endian, ReadError, Record, SectionData};
 
 /// A dump, decoded.
 #[derive(Debug)]
@@ -137,19 +134,13 @@ pub fn map_file(path: &Path) -> std::io::Result<FileBytes> {
 /// Reads the dump at `path`. A damaged or truncated file still yields every
 /// complete section before the damage, with `damage` saying where it starts.
 pub fn load(path: &Path) -> Result<Trace, LoadError> {
-    let bytes = map_file(path).map_err(|source| LoadError::Io {
-        path: path.into(),
-        source,
-    })?;
+    let bytes = map_file(path).map_err(|source| LoadError::Io { path: path.into(), source })?;
     decode(path, &bytes)
 }
 
 /// Decodes dump bytes; see [`load`].
 pub fn decode(path: &Path, bytes: &[u8]) -> Result<Trace, LoadError> {
-    let dump = Dump::parse(bytes).map_err(|source| LoadError::Header {
-        path: path.into(),
-        source,
-    })?;
+    let dump = Dump::parse(bytes).map_err(|source| LoadError::Header { path: path.into(), source })?;
     let mut trace = Trace {
         path: path.into(),
         endian: dump.endian,
@@ -178,9 +169,7 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Trace, LoadError> {
                     reason: Some(m.reason),
                 }
             }
-            SectionData::Clock(info, anchors) => {
-                trace.clock = Some((info, anchors.iter().collect()))
-            }
+            SectionData::Clock(info, anchors) => trace.clock = Some((info, anchors.iter().collect())),
             SectionData::Modules(mods) => {
                 trace.modules = mods
                     .iter()
@@ -216,37 +205,4 @@ fn lossy(b: &[u8]) -> String {
 fn path_from_bytes(b: &[u8]) -> PathBuf {
     use std::os::unix::ffi::OsStrExt;
     std::ffi::OsStr::from_bytes(b).into()
-}
-
-/// A one-line description of the counter, for messages.
-pub fn describe_clock(info: &ClockInfo) -> String {
-    let counter = match info.counter {
-        CounterKind::X86Tsc => "x86 TSC".to_string(),
-        CounterKind::Aarch64Cntvct => "CNTVCT_EL0".to_string(),
-        CounterKind::MonotonicNs => "monotonic ns".to_string(),
-        CounterKind::User => "user counter".to_string(),
-        CounterKind::Other(c) => format!("counter kind {c}"),
-    };
-    let source = match info.rate_source {
-        RateSource::Unknown => "unknown",
-        RateSource::Cpuid => "cpuid",
-        RateSource::Calibrated => "calibrated",
-        RateSource::Register => "register",
-        RateSource::Exact => "exact",
-        RateSource::User => "user",
-        RateSource::Other(_) => "other",
-    };
-    format!(
-        "{counter}, {} bits, nominal {} Hz ({source})",
-        info.counter_bits, info.nominal_hz
-    )
-}
-
-/// The section kind named in a damage report, for messages.
-pub fn damage_section(e: &ReadError) -> Option<SectionKind> {
-    match e {
-        ReadError::Checksum { section, .. } => *section,
-        ReadError::Malformed { section, .. } => Some(*section),
-        _ => None,
-    }
 }

@@ -6,18 +6,21 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use rtconv::convert::{self, ConvertError, Format};
+use rtconv::convert::{self, ConvertError, Format, Level};
 use rtconv::symbolize;
 
 /// Exit status: a conversion wrote its output but lost data or names on the way.
 const EXIT_DEGRADED: u8 = 3;
 
+/// The version line: the tool's version and the dump format versions it reads.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (reads dump format versions 1.x)");
+const _: () = assert!(
+    ringtrace_format::layout::SUPPORTED_MAJORS.0 == 1 && ringtrace_format::layout::SUPPORTED_MAJORS.1 == 1,
+    "update VERSION when the supported dump format versions change"
+);
+
 #[derive(Parser)]
-#[command(
-    name = "rtconv",
-    version,
-    about = "Convert ringtrace dumps into traces you can read"
-)]
+#[command(name = "rtconv", version = VERSION, about = "Convert ringtrace dumps into traces you can read")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -68,37 +71,30 @@ fn main() -> ExitCode {
 }
 
 fn run_convert(args: ConvertArgs) -> ExitCode {
-    let opts = symbolize::Options {
-        exe: args.binaries.exe,
-        allow_mismatch: args.binaries.allow_mismatch,
-    };
+    let opts = symbolize::Options { exe: args.binaries.exe, allow_mismatch: args.binaries.allow_mismatch };
     let format = match args.format {
         FormatArg::Chrome => Format::Chrome,
     };
     let result = match &args.output {
         Some(path) => match File::create(path) {
-            Ok(file) => convert::convert(
-                &args.dump,
-                format,
-                &opts,
-                &mut BufWriter::with_capacity(1 << 16, file),
-            ),
+            Ok(file) => convert::convert(&args.dump, format, &opts, &mut BufWriter::with_capacity(1 << 16, file)),
             Err(e) => {
                 eprintln!("rtconv: error: cannot create {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
         },
-        None => convert::convert(
-            &args.dump,
-            format,
-            &opts,
-            &mut BufWriter::with_capacity(1 << 16, io::stdout().lock()),
-        ),
+        None => {
+            convert::convert(&args.dump, format, &opts, &mut BufWriter::with_capacity(1 << 16, io::stdout().lock()))
+        }
     };
     match result {
         Ok(report) => {
-            for w in &report.warnings {
-                eprintln!("rtconv: warning: {w}");
+            for d in &report.diagnostics {
+                let level = match d.level {
+                    Level::Warning => "warning",
+                    Level::Error => "error",
+                };
+                eprintln!("rtconv: {level}: {}", d.message);
             }
             if let Some(path) = &args.output {
                 eprintln!(
@@ -109,11 +105,7 @@ fn run_convert(args: ConvertArgs) -> ExitCode {
                     path.display()
                 );
             }
-            if report.degraded {
-                ExitCode::from(EXIT_DEGRADED)
-            } else {
-                ExitCode::SUCCESS
-            }
+            if report.degraded() { ExitCode::from(EXIT_DEGRADED) } else { ExitCode::SUCCESS }
         }
         Err(ConvertError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {

@@ -26,9 +26,7 @@ pub enum TimebaseError {
     #[error("the dump has no clock section, so ticks cannot be converted to time")]
     NoClock,
     /// The anchors give no interval and there is no nominal rate.
-    #[error(
-        "the clock section has {anchors} usable anchor(s) and no nominal rate, so the counter rate is unknown"
-    )]
+    #[error("the clock section has {anchors} usable anchor(s) and no nominal rate, so the counter rate is unknown")]
     NoRate {
         /// Anchors present.
         anchors: usize,
@@ -46,10 +44,7 @@ pub enum RateOrigin {
 
 impl Timebase {
     /// The timebase for a clock section, and where its rate came from.
-    pub fn new(
-        info: &ClockInfo,
-        anchors: &[Anchor],
-    ) -> Result<(Timebase, RateOrigin), TimebaseError> {
+    pub fn new(info: &ClockInfo, anchors: &[Anchor]) -> Result<(Timebase, RateOrigin), TimebaseError> {
         let first = anchors.first().copied().unwrap_or_default();
         let last = anchors.last().copied().unwrap_or_default();
         let dticks = last.ticks.wrapping_sub(first.ticks);
@@ -69,16 +64,13 @@ impl Timebase {
         if info.nominal_hz > 0 && !anchors.is_empty() {
             return Ok((origin(1_000_000_000, info.nominal_hz), RateOrigin::Nominal));
         }
-        Err(TimebaseError::NoRate {
-            anchors: anchors.len(),
-        })
+        Err(TimebaseError::NoRate { anchors: anchors.len() })
     }
 
     /// Monotonic nanoseconds at `ticks` (negative before the clock's epoch is clamped to 0).
     pub fn ns(&self, ticks: u64) -> i128 {
         let delta = i128::from(ticks) - i128::from(self.origin_ticks);
-        i128::from(self.origin_mono_ns)
-            + (delta * i128::from(self.ns)).div_euclid(i128::from(self.ticks))
+        i128::from(self.origin_mono_ns) + (delta * i128::from(self.ns)).div_euclid(i128::from(self.ticks))
     }
 
     /// Ticks per second.
@@ -99,28 +91,15 @@ mod tests {
     use super::*;
 
     fn info(hz: u64) -> ClockInfo {
-        ClockInfo {
-            counter: CounterKind::X86Tsc,
-            counter_bits: 64,
-            nominal_hz: hz,
-            rate_source: RateSource::Cpuid,
-        }
+        ClockInfo { counter: CounterKind::X86Tsc, counter_bits: 64, nominal_hz: hz, rate_source: RateSource::Cpuid }
     }
 
     #[test]
     fn anchors_give_the_rate_over_the_whole_run() {
         // 3 GHz measured over 2 s, though the nominal rate says 2 GHz.
         let anchors = [
-            Anchor {
-                ticks: 1_000,
-                mono_ns: 10_000,
-                real_ns: 50_000,
-            },
-            Anchor {
-                ticks: 6_000_001_000,
-                mono_ns: 2_000_010_000,
-                real_ns: 2_000_050_000,
-            },
+            Anchor { ticks: 1_000, mono_ns: 10_000, real_ns: 50_000 },
+            Anchor { ticks: 6_000_001_000, mono_ns: 2_000_010_000, real_ns: 2_000_050_000 },
         ];
         let (tb, origin) = Timebase::new(&info(2_000_000_000), &anchors).unwrap();
         assert_eq!(origin, RateOrigin::Anchors);
@@ -133,17 +112,10 @@ mod tests {
 
     #[test]
     fn one_anchor_falls_back_to_the_nominal_rate() {
-        let anchors = [Anchor {
-            ticks: 0,
-            mono_ns: 0,
-            real_ns: 0,
-        }];
+        let anchors = [Anchor { ticks: 0, mono_ns: 0, real_ns: 0 }];
         let (tb, origin) = Timebase::new(&info(2_000_000_000), &anchors).unwrap();
         assert_eq!(origin, RateOrigin::Nominal);
         assert_eq!(tb.ns(2_000_000_000), 1_000_000_000);
-        assert_eq!(
-            Timebase::new(&info(0), &anchors),
-            Err(TimebaseError::NoRate { anchors: 1 })
-        );
+        assert_eq!(Timebase::new(&info(0), &anchors), Err(TimebaseError::NoRate { anchors: 1 }));
     }
 }

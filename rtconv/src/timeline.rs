@@ -63,28 +63,15 @@ impl<'a> Timeline<'a> {
                             exit_ns = enter_ns;
                         }
                         origin = origin.min(enter_ns);
-                        SpanNs {
-                            key: r.key,
-                            enter_ns,
-                            exit_ns,
-                        }
+                        SpanNs { key: r.key, enter_ns, exit_ns }
                     })
                     .collect();
-                spans.sort_unstable_by(|a, b| {
-                    a.enter_ns.cmp(&b.enter_ns).then(b.exit_ns.cmp(&a.exit_ns))
-                });
+                spans.sort_unstable_by(|a, b| a.enter_ns.cmp(&b.enter_ns).then(b.exit_ns.cmp(&a.exit_ns)));
                 ThreadSpans { thread: i, spans }
             })
             .collect();
         let origin_ns = if origin == i128::MAX { 0 } else { origin };
-        Timeline {
-            trace,
-            symbols,
-            timebase,
-            threads,
-            origin_ns,
-            backwards,
-        }
+        Timeline { trace, symbols, timebase, threads, origin_ns, backwards }
     }
 
     /// Total spans.

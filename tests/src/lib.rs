@@ -13,49 +13,29 @@ pub fn binary(name: &str) -> PathBuf {
     let all = BINARIES.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let out = Command::new(cargo)
-            .args([
-                "build",
-                "--release",
-                "--locked",
-                "-p",
-                "samples",
-                "-p",
-                "rtconv",
-                "--bins",
-            ])
+            .args(["build", "--release", "--locked", "-p", "samples", "-p", "rtconv", "--bins"])
             .arg("--message-format=json-render-diagnostics")
             .current_dir(workspace_root())
             .output()
             .expect("cargo runs");
-        assert!(
-            out.status.success(),
-            "building the binaries failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "building the binaries failed:\n{}", String::from_utf8_lossy(&out.stderr));
         let mut map = HashMap::new();
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
                 continue;
             };
-            if let (Some(exe), Some(name)) =
-                (msg["executable"].as_str(), msg["target"]["name"].as_str())
-            {
+            if let (Some(exe), Some(name)) = (msg["executable"].as_str(), msg["target"]["name"].as_str()) {
                 map.insert(name.to_string(), PathBuf::from(exe));
             }
         }
         map
     });
-    all.get(name)
-        .unwrap_or_else(|| panic!("no binary named {name} was built"))
-        .clone()
+    all.get(name).unwrap_or_else(|| panic!("no binary named {name} was built")).clone()
 }
 
 /// The workspace's top folder.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
 }
 
 /// A fresh, empty folder for one test.
@@ -68,10 +48,7 @@ pub fn scratch(test: &str) -> PathBuf {
 
 /// Runs a program and returns its output, panicking if it cannot start.
 pub fn run(program: &Path, args: &[&str]) -> Output {
-    Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()))
+    Command::new(program).args(args).output().unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()))
 }
 
 /// One `X` event read back from Chrome JSON, in integer nanoseconds.
@@ -111,9 +88,7 @@ pub struct ChromeTrace {
 /// Microseconds with three decimals, as text, to integer nanoseconds.
 fn us_to_ns(v: &serde_json::Value) -> i64 {
     let text = v.to_string();
-    let (int, frac) = text
-        .split_once('.')
-        .unwrap_or_else(|| panic!("{text} has no decimals"));
+    let (int, frac) = text.split_once('.').unwrap_or_else(|| panic!("{text} has no decimals"));
     assert_eq!(frac.len(), 3, "{text} must have exactly three decimals");
     int.parse::<i64>().unwrap() * 1000 + frac.parse::<i64>().unwrap()
 }
@@ -128,14 +103,8 @@ pub fn parse_chrome(text: &str) -> ChromeTrace {
         instants: Vec::new(),
         json,
     };
-    for e in trace.json["traceEvents"]
-        .as_array()
-        .expect("traceEvents is an array")
-    {
-        let name = e["name"]
-            .as_str()
-            .expect("every event has a name")
-            .to_string();
+    for e in trace.json["traceEvents"].as_array().expect("traceEvents is an array") {
+        let name = e["name"].as_str().expect("every event has a name").to_string();
         match e["ph"].as_str() {
             Some("X") => trace.events.push(Event {
                 name,
@@ -145,9 +114,7 @@ pub fn parse_chrome(text: &str) -> ChromeTrace {
             }),
             Some("M") if name == "thread_name" => {
                 let tid = e["tid"].as_u64().expect("numeric tid");
-                trace
-                    .thread_names
-                    .insert(tid, e["args"]["name"].as_str().unwrap().to_string());
+                trace.thread_names.insert(tid, e["args"]["name"].as_str().unwrap().to_string());
             }
             Some("M") if name == "process_name" => {
                 trace.process_name = Some(e["args"]["name"].as_str().unwrap().to_string())
@@ -157,4 +124,27 @@ pub fn parse_chrome(text: &str) -> ChromeTrace {
         }
     }
     trace
+}
+
+/// Runs the workload (small settings plus `args`) writing `dir/name`, and returns the dump's path.
+pub fn record_workload_with(program: &Path, dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let dump = dir.join(name);
+    let mut all = vec!["--out", dump.to_str().expect("UTF-8 temp path"), "--fib", "12", "--sleep-ms", "1"];
+    all.extend_from_slice(args);
+    let out = run(program, &all);
+    assert!(out.status.success(), "workload failed: {}", String::from_utf8_lossy(&out.stderr));
+    dump
+}
+
+/// `rtconv convert DUMP ARGS...` with stdout captured: (exit code, stdout, stderr lines).
+pub fn convert(dump: &Path, args: &[&str]) -> (i32, String, Vec<String>) {
+    let mut all = vec!["convert", dump.to_str().expect("UTF-8 temp path")];
+    all.extend_from_slice(args);
+    let out = run(&binary("rtconv"), &all);
+    let stderr = String::from_utf8_lossy(&out.stderr).lines().map(str::to_owned).collect();
+    (
+        out.status.code().expect("rtconv exited, not killed"),
+        String::from_utf8(out.stdout).expect("UTF-8 output"),
+        stderr,
+    )
 }

@@ -38,42 +38,16 @@ fn record_and_convert(test: &str) -> ChromeTrace {
             &SLEEP_MS.to_string(),
         ],
     );
-    assert!(
-        out.status.success(),
-        "workload failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = run(
-        &binary("rtconv"),
-        &[
-            "convert",
-            dump.to_str().unwrap(),
-            "-f",
-            "chrome",
-            "-o",
-            json.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "rtconv failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "workload failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out =
+        run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "-f", "chrome", "-o", json.to_str().unwrap()]);
+    assert!(out.status.success(), "rtconv failed: {}", String::from_utf8_lossy(&out.stderr));
     parse_chrome(&std::fs::read_to_string(&json).unwrap())
 }
 
 #[test]
 fn fib_calls_matches_the_recurrence() {
-    assert_eq!(
-        [
-            fib_calls(0),
-            fib_calls(1),
-            fib_calls(2),
-            fib_calls(3),
-            fib_calls(4)
-        ],
-        [1, 1, 3, 5, 9]
-    );
+    assert_eq!([fib_calls(0), fib_calls(1), fib_calls(2), fib_calls(3), fib_calls(4)], [1, 1, 3, 5, 9]);
 }
 
 #[test]
@@ -101,10 +75,7 @@ fn workload_converts_with_exact_counts_nesting_names_and_durations() {
 
     // Thread names, and the recursive function's call count per thread.
     let names: BTreeSet<&str> = trace.thread_names.values().map(String::as_str).collect();
-    assert_eq!(
-        names,
-        BTreeSet::from(["main", "fib-0", "fib-1", "sleeper", "parser-0", "parser-1"])
-    );
+    assert_eq!(names, BTreeSet::from(["main", "fib-0", "fib-1", "sleeper", "parser-0", "parser-1"]));
     assert_eq!(trace.process_name.as_deref(), Some("workload"));
     let mut per_thread: HashMap<u64, Vec<&Event>> = HashMap::new();
     for e in &trace.events {
@@ -113,11 +84,7 @@ fn workload_converts_with_exact_counts_nesting_names_and_durations() {
     for (tid, events) in &per_thread {
         let thread = &trace.thread_names[tid];
         if thread.starts_with("fib-") {
-            assert_eq!(
-                events.len() as u64,
-                fib_calls(FIB_N),
-                "fib calls on {thread}"
-            );
+            assert_eq!(events.len() as u64, fib_calls(FIB_N), "fib calls on {thread}");
         }
     }
 
@@ -131,18 +98,12 @@ fn workload_converts_with_exact_counts_nesting_names_and_durations() {
                 stack.pop();
             }
             if let Some(parent) = stack.last() {
-                assert!(
-                    e.end_ns() <= parent.end_ns(),
-                    "{e:?} partially overlaps {parent:?}"
-                );
+                assert!(e.end_ns() <= parent.end_ns(), "{e:?} partially overlaps {parent:?}");
             }
             let parent = stack.last().map(|p| p.name.as_str());
             match e.name.as_str() {
                 "fib" => {
-                    assert!(
-                        parent.is_none() || parent == Some("fib"),
-                        "fib inside {parent:?}"
-                    );
+                    assert!(parent.is_none() || parent == Some("fib"), "fib inside {parent:?}");
                     max_fib_depth = max_fib_depth.max(stack.len() + 1);
                 }
                 "tokenize" | "checksum" => assert_eq!(parent, Some("workload::parse_batch")),

@@ -18,9 +18,7 @@ use syn::{ItemFn, parse_macro_input};
 pub fn trace(attr: TokenStream, item: TokenStream) -> TokenStream {
     if !attr.is_empty() {
         let attr = proc_macro2::TokenStream::from(attr);
-        return syn::Error::new_spanned(attr, "#[trace] takes no arguments yet")
-            .to_compile_error()
-            .into();
+        return syn::Error::new_spanned(attr, "#[trace] takes no arguments yet").to_compile_error().into();
     }
     let mut function = parse_macro_input!(item as ItemFn);
     if let Some(asyncness) = &function.sig.asyncness {

@@ -31,11 +31,7 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
     }
 
     out.write_all(b"{\"traceEvents\":[\n")?;
-    let process_name = if trace.process.name.is_empty() {
-        "process"
-    } else {
-        &trace.process.name
-    };
+    let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
     write!(
         out,
         "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{pid},\"args\":{{\"name\":{}}}}}",
@@ -45,11 +41,7 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
     for t in &tl.threads {
         let thread = &trace.threads[t.thread];
         let tid = thread.tid;
-        let name = if thread.name.is_empty() {
-            format!("thread {tid}")
-        } else {
-            thread.name.clone()
-        };
+        let name = if thread.name.is_empty() { format!("thread {tid}") } else { thread.name.clone() };
         write!(
             out,
             ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}",
@@ -58,10 +50,7 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
         let lost = thread.lost();
         if lost > 0 {
             let at = t.spans.first().map_or(0, |s| s.enter_ns - tl.origin_ns);
-            write!(
-                out,
-                ",\n{{\"name\":\"ringtrace: {lost} earlier span(s) lost\",\"ph\":\"i\",\"s\":\"t\",\"ts\":"
-            )?;
+            write!(out, ",\n{{\"name\":\"ringtrace: {lost} earlier span(s) lost\",\"ph\":\"i\",\"s\":\"t\",\"ts\":")?;
             write_us(out, at, &mut num)?;
             write!(
                 out,
@@ -84,21 +73,9 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
         }
     }
     out.write_all(b"\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"ringtrace\":{")?;
-    write!(
-        out,
-        "\"dump\":{}",
-        json_string(&trace.path.to_string_lossy())
-    )?;
-    write!(
-        out,
-        ",\"producer\":{}",
-        json_string(&trace.process.producer)
-    )?;
-    write!(
-        out,
-        ",\"start_realtime_ns\":{}",
-        tl.timebase.realtime_ns(tl.origin_ns)
-    )?;
+    write!(out, "\"dump\":{}", json_string(&trace.path.to_string_lossy()))?;
+    write!(out, ",\"producer\":{}", json_string(&trace.process.producer))?;
+    write!(out, ",\"start_realtime_ns\":{}", tl.timebase.realtime_ns(tl.origin_ns))?;
     write!(out, ",\"start_monotonic_ns\":{}", tl.origin_ns)?;
     write!(out, ",\"counter_hz\":{:.0}", tl.timebase.hz())?;
     out.write_all(b"}}}\n")
@@ -109,12 +86,7 @@ fn write_us(out: &mut dyn Write, ns: i128, num: &mut itoa::Buffer) -> io::Result
     let ns = ns.max(0);
     out.write_all(num.format(ns / 1000).as_bytes())?;
     let frac = (ns % 1000) as u16;
-    out.write_all(&[
-        b'.',
-        b'0' + (frac / 100) as u8,
-        b'0' + (frac / 10 % 10) as u8,
-        b'0' + (frac % 10) as u8,
-    ])
+    out.write_all(&[b'.', b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8])
 }
 
 fn json_string(s: &str) -> String {

@@ -54,19 +54,12 @@ impl DwarfModule {
         if !path.exists() {
             return Err(ModuleError::Missing { path: path.into() });
         }
-        let unreadable = |reason: String| ModuleError::Unreadable {
-            path: path.into(),
-            reason,
-        };
+        let unreadable = |reason: String| ModuleError::Unreadable { path: path.into(), reason };
         let bytes = crate::load::map_file(path).map_err(|e| unreadable(e.to_string()))?;
         let file = object::File::parse(&*bytes).map_err(|e| unreadable(e.to_string()))?;
         let found = file.build_id().ok().flatten().unwrap_or_default();
         if !expected.is_empty() && !found.is_empty() && found != expected && !allow_mismatch {
-            return Err(ModuleError::BuildIdMismatch {
-                path: path.into(),
-                expected: hex(expected),
-                found: hex(found),
-            });
+            return Err(ModuleError::BuildIdMismatch { path: path.into(), expected: hex(expected), found: hex(found) });
         }
         let loader = addr2line::Loader::new(path).map_err(|e| unreadable(e.to_string()))?;
         Ok(DwarfModule { loader })
@@ -75,26 +68,20 @@ impl DwarfModule {
     /// The innermost function at `file_address`, with its file and line;
     /// from the symbol table when there is no DWARF for it.
     pub fn resolve(&self, file_address: u64) -> Option<SpanName> {
-        if let Ok(mut frames) = self.loader.find_frames(file_address) {
-            if let Ok(Some(frame)) = frames.next() {
-                if let Some(function) = frame.function.as_ref().and_then(|f| f.demangle().ok()) {
-                    let location = frame.location.as_ref();
-                    return Some(SpanName {
-                        name: function.into_owned(),
-                        file: location.and_then(|l| l.file).map(str::to_owned),
-                        line: location.and_then(|l| l.line),
-                        source: Source::Dwarf,
-                    });
-                }
-            }
+        if let Ok(mut frames) = self.loader.find_frames(file_address)
+            && let Ok(Some(frame)) = frames.next()
+            && let Some(function) = frame.function.as_ref().and_then(|f| f.demangle().ok())
+        {
+            let location = frame.location.as_ref();
+            return Some(SpanName {
+                name: function.into_owned(),
+                file: location.and_then(|l| l.file).map(str::to_owned),
+                line: location.and_then(|l| l.line),
+                source: Source::Dwarf,
+            });
         }
         let symbol = self.loader.find_symbol(file_address)?;
         let name = addr2line::demangle_auto(symbol.into(), None).into_owned();
-        Some(SpanName {
-            name,
-            file: None,
-            line: None,
-            source: Source::Symtab,
-        })
+        Some(SpanName { name, file: None, line: None, source: Source::Symtab })
     }
 }

@@ -60,11 +60,7 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}; {} distinct span key(s) left unnamed",
-            self.kind, self.keys
-        )
+        write!(f, "{}; {} distinct span key(s) left unnamed", self.kind, self.keys)
     }
 }
 
@@ -95,27 +91,16 @@ impl Symbols {
 /// Resolves every distinct key of `trace`, opening each module that holds
 /// one at most once.
 pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
-    let keys: BTreeSet<u64> = trace
-        .threads
-        .iter()
-        .flat_map(|t| t.records.iter().map(|r| r.key))
-        .collect();
+    let keys: BTreeSet<u64> = trace.threads.iter().flat_map(|t| t.records.iter().map(|r| r.key)).collect();
     let mut by_module: HashMap<usize, Vec<(u64, u64)>> = HashMap::new();
     let mut symbols = Symbols::default();
     for &key in &keys {
         match locate(trace, key) {
             Location::Site { offset } => {
-                let name = sites::resolve(trace, offset)
-                    .unwrap_or_else(|| unknown(format!("site+{offset:#x}")));
+                let name = sites::resolve(trace, offset).unwrap_or_else(|| unknown(format!("site+{offset:#x}")));
                 symbols.names.insert(key, name);
             }
-            Location::Module {
-                index,
-                file_address,
-            } => by_module
-                .entry(index)
-                .or_default()
-                .push((key, file_address)),
+            Location::Module { index, file_address } => by_module.entry(index).or_default().push((key, file_address)),
             Location::Unmapped => {
                 symbols.names.insert(key, unknown(format!("{key:#x}")));
             }
@@ -130,26 +115,17 @@ pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
             (Some(exe), true) => exe.clone(),
             _ => module.path.clone(),
         };
-        let base = module
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let base = module.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let unknown_in = |file_address: u64| unknown(format!("{base}+{file_address:#x}"));
         match dwarf::DwarfModule::open(&path, &module.build_id, opts.allow_mismatch) {
             Ok(dm) => {
                 for (key, file_address) in addrs {
-                    let name = dm
-                        .resolve(file_address)
-                        .unwrap_or_else(|| unknown_in(file_address));
+                    let name = dm.resolve(file_address).unwrap_or_else(|| unknown_in(file_address));
                     symbols.names.insert(key, name);
                 }
             }
             Err(kind) => {
-                problems.push(Problem {
-                    kind,
-                    keys: addrs.len(),
-                });
+                problems.push(Problem { kind, keys: addrs.len() });
                 for (key, file_address) in addrs {
                     symbols.names.insert(key, unknown_in(file_address));
                 }
@@ -160,10 +136,5 @@ pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
 }
 
 fn unknown(location: String) -> SpanName {
-    SpanName {
-        name: format!("?? ({location})"),
-        file: None,
-        line: None,
-        source: Source::Unknown,
-    }
+    SpanName { name: format!("?? ({location})"), file: None, line: None, source: Source::Unknown }
 }

@@ -27,22 +27,14 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        out: PathBuf::new(),
-        fib: 20,
-        sleep_ms: 20,
-        rounds: 5,
-        lines: 8,
-    };
+    let mut args = Args { out: PathBuf::new(), fib: 20, sleep_ms: 20, rounds: 5, lines: 8 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
             "--out" => args.out = value()?.into(),
             "--fib" => args.fib = value()?.parse().map_err(|e| format!("--fib: {e}"))?,
-            "--sleep-ms" => {
-                args.sleep_ms = value()?.parse().map_err(|e| format!("--sleep-ms: {e}"))?
-            }
+            "--sleep-ms" => args.sleep_ms = value()?.parse().map_err(|e| format!("--sleep-ms: {e}"))?,
             "--rounds" => args.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
             "--lines" => args.lines = value()?.parse().map_err(|e| format!("--lines: {e}"))?,
             other => return Err(format!("unknown argument {other}")),
@@ -57,11 +49,7 @@ fn parse_args() -> Result<Args, String> {
 /// The naive recursive Fibonacci: one span per call.
 fn fib(n: u32) -> u64 {
     let _span = ringtrace::span!();
-    if n < 2 {
-        u64::from(n)
-    } else {
-        fib(n - 1) + fib(n - 2)
-    }
+    if n < 2 { u64::from(n) } else { fib(n - 1) + fib(n - 2) }
 }
 
 fn tokenize(line: &str) -> usize {
@@ -71,17 +59,12 @@ fn tokenize(line: &str) -> usize {
 
 fn checksum(line: &str) -> u64 {
     let _span = ringtrace::span!();
-    line.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
+    line.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
 #[ringtrace::trace]
 fn parse_batch(lines: &[String]) -> u64 {
-    lines
-        .iter()
-        .map(|l| tokenize(l) as u64 ^ checksum(l))
-        .fold(0, u64::wrapping_add)
+    lines.iter().map(|l| tokenize(l) as u64 ^ checksum(l)).fold(0, u64::wrapping_add)
 }
 
 fn main() -> ExitCode {
@@ -89,49 +72,33 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!("workload: {e}");
-            eprintln!(
-                "usage: workload --out PATH [--fib N] [--sleep-ms MS] [--rounds R] [--lines L]"
-            );
+            eprintln!("usage: workload --out PATH [--fib N] [--sleep-ms MS] [--rounds R] [--lines L]");
             return ExitCode::from(2);
         }
     };
     ringtrace::start();
-    let lines: Vec<String> = (0..args.lines)
-        .map(|i| format!("line {i} of the batch with some words"))
-        .collect();
+    let lines: Vec<String> = (0..args.lines).map(|i| format!("line {i} of the batch with some words")).collect();
 
     let mut workers = Vec::new();
     for i in 0..2 {
         let n = args.fib;
-        workers.push(
-            thread::Builder::new()
-                .name(format!("fib-{i}"))
-                .spawn(move || std::hint::black_box(fib(n))),
-        );
+        workers.push(thread::Builder::new().name(format!("fib-{i}")).spawn(move || std::hint::black_box(fib(n))));
     }
     let (rounds, sleep) = (args.rounds, Duration::from_millis(args.sleep_ms));
-    workers.push(
-        thread::Builder::new()
-            .name("sleeper".into())
-            .spawn(move || {
-                for _ in 0..rounds {
-                    let _round = ringtrace::span!("sleeper round");
-                    let _sleep = ringtrace::span!("sleep");
-                    thread::sleep(sleep);
-                }
-                0
-            }),
-    );
+    workers.push(thread::Builder::new().name("sleeper".into()).spawn(move || {
+        for _ in 0..rounds {
+            let _round = ringtrace::span!("sleeper round");
+            let _sleep = ringtrace::span!("sleep");
+            thread::sleep(sleep);
+        }
+        0
+    }));
     for i in 0..2 {
         let lines = lines.clone();
         workers.push(
             thread::Builder::new()
                 .name(format!("parser-{i}"))
-                .spawn(move || {
-                    (0..rounds)
-                        .map(|_| parse_batch(&lines))
-                        .fold(0, u64::wrapping_add)
-                }),
+                .spawn(move || (0..rounds).map(|_| parse_batch(&lines)).fold(0, u64::wrapping_add)),
         );
     }
     for w in workers {
@@ -145,6 +112,12 @@ fn main() -> ExitCode {
     }
     {
         let _span = ringtrace::span!("main done");
+    }
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        eprintln!("workload: cannot create {}: {e}", dir.display());
+        return ExitCode::FAILURE;
     }
     match ringtrace::dump_to_file(&args.out) {
         Ok(stats) => {
