@@ -33,6 +33,9 @@ pub const SITE_MAGIC: u32 = 0x5349_5445; // "SITE"
 /// Site descriptors are aligned to this many bytes.
 pub const SITE_ALIGN: usize = 8;
 
+/// Size of the end marker section: header and CRC, padded to 8 bytes.
+pub const END_SECTION_SIZE: usize = 24;
+
 /// Fixed part of a ring section before the thread name.
 pub const RING_FIXED_SIZE: usize = 8 + 8 + 8 + 8 + 4 + 4;
 

@@ -27,8 +27,9 @@ fn on_disk_sizes_are_pinned() {
     assert_eq!(SITE_HEADER_SIZE, 16);
     assert_eq!(RING_FIXED_SIZE, 40);
     // An empty dump is the header plus the end marker (16 + 4 bytes, padded to 24).
+    assert_eq!(END_SECTION_SIZE, 24);
     let w = Writer::new(VecSink(Vec::new()), 8).unwrap();
-    assert_eq!(w.finish().unwrap().0.len(), 32 + 24);
+    assert_eq!(w.finish().unwrap().0.len(), FILE_HEADER_SIZE + END_SECTION_SIZE);
 }
 
 fn ring_records(thread: u64, n: u64) -> Vec<Record> {

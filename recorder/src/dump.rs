@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::vec::Vec;
 
-use ringtrace_format::layout::{MODULE_FLAG_MAIN, RING_FLAG_THREAD_EXITED};
+use ringtrace_format::layout::{END_SECTION_SIZE, MODULE_FLAG_MAIN, RING_FLAG_THREAD_EXITED};
 use ringtrace_format::{DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, WriteError, Writer};
 
 use crate::thread::{self, ThreadRing};
@@ -95,7 +95,7 @@ pub fn dump_to_writer<W: Write>(out: W) -> io::Result<DumpStats> {
         stats.lost += snap.written - snap.copied as u64;
     }
 
-    stats.bytes = w.position();
+    stats.bytes = w.position() + END_SECTION_SIZE as u64;
     w.finish().map_err(io_error)?;
     Ok(stats)
 }

@@ -85,8 +85,9 @@ impl Ring {
     #[inline(always)]
     pub fn push(&self, key: u64, enter: u64, exit: u64) {
         let n = self.head.load(Ordering::Relaxed);
-        // `mask == len - 1`, so the index is always in bounds and the check folds away.
-        let slot = &self.slots[(n & self.mask) as usize];
+        // SAFETY: `slots.len()` is a power of two and `mask == slots.len() - 1`
+        // (checked in `new`, never changed), so `n & mask < slots.len()`.
+        let slot = unsafe { self.slots.get_unchecked((n & self.mask) as usize) };
         fence(Ordering::Release);
         slot.key.store(key, Ordering::Relaxed);
         slot.enter.store(enter, Ordering::Relaxed);

@@ -1,0 +1,95 @@
+//! A dump written by the recorder reads back, through the format crate, with
+//! every thread (exited ones too), the module table, the clock anchors and
+//! the site section.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ringtrace_format::layout::{MODULE_FLAG_MAIN, RING_FLAG_THREAD_EXITED};
+use ringtrace_format::{Dump, SectionData, decode_site};
+
+/// Counts heap allocations, to show spans after a thread's first allocate nothing.
+struct Counting;
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts calls.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn leaf() {
+    let _span = ringtrace::span!();
+}
+
+#[test]
+fn dump_holds_every_thread_modules_clock_and_sites() {
+    let worker = std::thread::Builder::new()
+        .name("worker".into())
+        .spawn(|| {
+            drop(ringtrace::span!("first")); // creates the ring: allocations allowed here
+            let before = ALLOCATIONS.load(Ordering::Relaxed);
+            for _ in 0..1000 {
+                let _outer = ringtrace::span!("outer");
+                leaf();
+            }
+            ALLOCATIONS.load(Ordering::Relaxed) - before
+        })
+        .unwrap();
+    let allocations = worker.join().unwrap();
+    assert_eq!(allocations, 0, "spans after a thread's first must not allocate");
+    drop(ringtrace::span!("on main"));
+
+    let mut bytes = Vec::new();
+    let stats = ringtrace::dump_to_writer(&mut bytes).unwrap();
+    assert_eq!(stats.bytes, bytes.len() as u64);
+    assert_eq!(stats.lost, 0);
+
+    let dump = Dump::parse(&bytes).unwrap();
+    let mut rings = Vec::new();
+    let mut sites = None;
+    let mut modules = Vec::new();
+    let mut anchors = Vec::new();
+    for s in dump.sections() {
+        match s.unwrap().decode().unwrap() {
+            SectionData::Ring(info, records) => rings.push((info, records.iter().collect::<Vec<_>>())),
+            SectionData::Sites { base, bytes } => sites = Some((base, bytes)),
+            SectionData::Modules(m) => modules = m.iter().collect(),
+            SectionData::Clock(_, a) => anchors = a.iter().collect(),
+            _ => {}
+        }
+    }
+
+    // The exited worker's ring is there, marked exited, with all 2001 spans.
+    let (info, records) = rings.iter().find(|(i, _)| i.name == b"worker").expect("worker ring");
+    assert_ne!(info.flags & RING_FLAG_THREAD_EXITED, 0);
+    assert_eq!((info.written, records.len()), (2001, 2001));
+    assert!(records.iter().all(|r| r.exit >= r.enter));
+
+    // Named spans resolve from the copied site section alone.
+    let (base, section) = sites.expect("site section");
+    let label = |key: u64| decode_site(section, (key - base) as usize, dump.endian).map(|s| s.label.to_vec());
+    assert_eq!(label(records[0].key), Some(b"first".to_vec()));
+    assert_eq!(label(records[2].key), Some(b"outer".to_vec())); // leaf ends before outer
+    assert_eq!(label(records[1].key), None, "span!() keys are code addresses, not sites");
+
+    // The code address of `leaf`'s span lies in the main executable, which has a build-id.
+    let exe = std::env::current_exe().unwrap();
+    let main = modules.iter().find(|m| m.flags & MODULE_FLAG_MAIN != 0).expect("main module");
+    assert_eq!(main.path, exe.as_os_str().as_encoded_bytes());
+    assert!(main.contains(records[1].key));
+    assert!(!main.build_id.is_empty());
+
+    // Start and dump anchors, in order.
+    assert_eq!(anchors.len(), 2);
+    assert!(anchors[0].ticks < anchors[1].ticks && anchors[0].mono_ns < anchors[1].mono_ns);
+}
