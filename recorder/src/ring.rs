@@ -144,6 +144,57 @@ mod tests {
         assert_eq!(out[0].exit, 121);
     }
 
+    /// A reader snapshotting while the writer runs never sees a torn record
+    /// and never a gap: what it keeps is a run of consecutive, whole records.
+    #[test]
+    fn snapshots_during_writes_are_never_torn() {
+        extern crate std;
+        use std::sync::atomic::AtomicBool;
+        use std::vec;
+
+        let ring: &'static Ring = std::boxed::Box::leak(std::boxed::Box::new(Ring::new(leak(64))));
+        let stop: &'static AtomicBool = std::boxed::Box::leak(std::boxed::Box::new(AtomicBool::new(false)));
+        let writer = std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                ring.push(n, n.wrapping_mul(3), n.wrapping_mul(7));
+                n += 1;
+            }
+            n
+        });
+        let mut out = vec![Record::default(); 64];
+        while ring.written() == 0 {
+            std::thread::yield_now();
+        }
+        // Snapshot until 1,000 snapshots have raced the writer lapping the
+        // 64-slot ring (bounded, in case the writer is starved of CPU).
+        let mut overlapped = 0;
+        let mut previous = 0;
+        for _ in 0..10_000_000 {
+            if overlapped == 1_000 {
+                break;
+            }
+            let snap = ring.snapshot(&mut out, true);
+            if snap.written > previous + 1 {
+                overlapped += 1;
+            }
+            previous = snap.written;
+            let kept = &out[..snap.copied];
+            for (i, r) in kept.iter().enumerate() {
+                assert_eq!((r.enter, r.exit), (r.key.wrapping_mul(3), r.key.wrapping_mul(7)), "torn record");
+                if i > 0 {
+                    assert_eq!(r.key, kept[i - 1].key + 1, "gap in a snapshot");
+                }
+            }
+            if let Some(last) = kept.last() {
+                assert!(last.key < snap.written, "record beyond what was published");
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        assert_eq!(overlapped, 1_000, "only {overlapped} snapshots ran while the writer wrote");
+    }
+
     #[test]
     fn a_live_writer_costs_the_oldest_slot_of_a_full_ring_only() {
         let ring = Ring::new(leak(4));

@@ -122,12 +122,12 @@ fn a_missing_binary_leaves_code_addresses_unnamed_but_sites_named() {
     let names = counts(&json);
     assert!(names.contains_key("sleep") && names.contains_key("workload::parse_batch"), "{names:?}");
     assert!(names.keys().any(|n| n.starts_with("?? (workload+0x")), "{names:?}");
-    assert!(!names.contains_key("fib"));
+    assert!(!names.contains_key("workload::fib"));
 
     // The same build elsewhere, passed with --exe, names everything.
     let (code, json, stderr) = convert(&dump, &["--exe", binary("workload").to_str().unwrap()]);
     assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
-    assert!(counts(&json).contains_key("fib"));
+    assert!(counts(&json).contains_key("workload::fib"));
 }
 
 #[test]

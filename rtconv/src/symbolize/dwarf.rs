@@ -67,21 +67,41 @@ impl DwarfModule {
 
     /// The innermost function at `file_address`, with its file and line;
     /// from the symbol table when there is no DWARF for it.
+    ///
+    /// DWARF built with `line-tables-only` names functions without their
+    /// path (`fib`). When the address is not inside an inlined call, the
+    /// symbol table's name for it is the same function with its full path
+    /// (`workload::fib`), and is used instead, as GNU addr2line does.
     pub fn resolve(&self, file_address: u64) -> Option<SpanName> {
         if let Ok(mut frames) = self.loader.find_frames(file_address)
             && let Ok(Some(frame)) = frames.next()
             && let Some(function) = frame.function.as_ref().and_then(|f| f.demangle().ok())
         {
+            let inlined = matches!(frames.next(), Ok(Some(_)));
             let location = frame.location.as_ref();
+            let mut name = function.into_owned();
+            if !inlined
+                && let Some(full) = self.symbol_name(file_address)
+                && full.len() > name.len()
+                && full.ends_with(&name)
+                && full[..full.len() - name.len()].ends_with("::")
+            {
+                name = full;
+            }
             return Some(SpanName {
-                name: function.into_owned(),
+                name,
                 file: location.and_then(|l| l.file).map(str::to_owned),
                 line: location.and_then(|l| l.line),
                 source: Source::Dwarf,
             });
         }
-        let symbol = self.loader.find_symbol(file_address)?;
-        let name = addr2line::demangle_auto(symbol.into(), None).into_owned();
+        let name = self.symbol_name(file_address)?;
         Some(SpanName { name, file: None, line: None, source: Source::Symtab })
+    }
+
+    /// The demangled symbol-table name of the function holding `file_address`.
+    fn symbol_name(&self, file_address: u64) -> Option<String> {
+        let symbol = self.loader.find_symbol(file_address)?;
+        Some(addr2line::demangle_auto(symbol.into(), None).into_owned())
     }
 }

@@ -1,0 +1,65 @@
+//! rtconv's DWARF names agree with llvm-symbolizer's on the workload's real keys.
+//!
+//! llvm-symbolizer is the reference because it names the innermost inlined
+//! function first, as rtconv does; GNU addr2line 2.40 prints the enclosing
+//! symbol's name against the innermost line instead.
+
+use std::collections::BTreeMap;
+
+use ringtrace_tests::{binary, record_workload_with, run, scratch};
+use rtconv::address::{Location, locate};
+use rtconv::symbolize::{Source, symbolize};
+
+#[test]
+fn code_address_names_match_llvm_symbolizer() {
+    let dir = scratch("addr2line");
+    let exe = binary("workload");
+    let dump = record_workload_with(&exe, &dir, "w.rtd", &[]);
+    let trace = rtconv::load::load(&dump).unwrap();
+    let (symbols, problems) = symbolize(&trace, &Default::default());
+    assert!(problems.is_empty(), "{problems:?}");
+
+    // Every code-address key, by the address its ELF file uses.
+    let mut ours: BTreeMap<u64, (String, String)> = BTreeMap::new();
+    for t in &trace.threads {
+        for r in &t.records {
+            if let Location::Module { file_address, .. } = locate(&trace, r.key) {
+                let name = symbols.get(r.key).unwrap();
+                assert_eq!(name.source, Source::Dwarf, "{name:?}");
+                let line = format!("{}:{}", name.file.as_deref().unwrap(), name.line.unwrap());
+                ours.insert(file_address, (name.name.clone(), line));
+            }
+        }
+    }
+    // fib, tokenize and checksum each have one span!() call site.
+    assert_eq!(ours.len(), 3, "{ours:?}");
+
+    // One block per address, innermost frame first: function, then "file:line:column"; blank line between.
+    let mut args = vec![format!("--obj={}", exe.display())];
+    args.extend(ours.keys().map(|a| format!("{a:#x}")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run("llvm-symbolizer".as_ref(), &args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let theirs: Vec<(String, String)> = text
+        .split("\n\n")
+        .filter(|block| !block.trim().is_empty())
+        .map(|block| {
+            let mut lines = block.lines();
+            let function = without_rust_hash(lines.next().unwrap());
+            let location = lines.next().unwrap();
+            let file_line = location.rsplit_once(':').unwrap().0; // drop the column
+            (function.to_string(), file_line.to_string())
+        })
+        .collect();
+    let ours: Vec<(String, String)> = ours.into_values().collect();
+    assert_eq!(ours, theirs);
+}
+
+/// `path::name::h0123456789abcdef` to `path::name` (LLVM 14 keeps legacy Rust hashes).
+fn without_rust_hash(name: &str) -> &str {
+    match name.rsplit_once("::h") {
+        Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path,
+        _ => name,
+    }
+}
