@@ -37,7 +37,7 @@ pub const SITE_ALIGN: usize = 8;
 pub const END_SECTION_SIZE: usize = 24;
 
 /// Fixed part of a ring section before the thread name.
-pub const RING_FIXED_SIZE: usize = 8 + 8 + 8 + 8 + 4 + 4;
+pub const RING_FIXED_SIZE: usize = 8 + 8 + 8 + 8 + 8 + 4 + 4;
 
 /// What a section holds. Unknown kinds are skipped by readers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -177,7 +177,13 @@ code_enum!(
     }
 );
 
+/// A record with this key is not a span: it carries an integer argument
+/// (in its `enter` field) of the record that follows it in the same ring.
+pub const ARG_KEY: u64 = u64::MAX;
+
 /// Flag bit in a module entry: this module is the main executable.
 pub const MODULE_FLAG_MAIN: u32 = 1;
 /// Flag bit in a ring section: the thread had exited when the dump was taken.
 pub const RING_FLAG_THREAD_EXITED: u32 = 1;
+/// Flag bit in a ring section: the ring stops when full (it never overwrites).
+pub const RING_FLAG_STOP_WHEN_FULL: u32 = 2;

@@ -21,7 +21,7 @@
 //!
 //! let mut buf = [0u8; 512];
 //! let mut w = Writer::new(SliceSink::new(&mut buf), 8).unwrap();
-//! let ring = RingInfo { tid: 7, capacity: 4, written: 1, dropped: 0, flags: 0, name: b"main" };
+//! let ring = RingInfo { tid: 7, capacity: 4, written: 1, dropped: 0, aux: 0, flags: 0, name: b"main" };
 //! w.ring(&ring, &[Record { key: 0x1000, enter: 10, exit: 20 }]).unwrap();
 //! let sink = w.finish().unwrap();
 //!

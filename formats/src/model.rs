@@ -92,6 +92,8 @@ pub struct RingInfo<'a> {
     pub written: u64,
     /// Spans not written because the ring was full (stop-when-full mode).
     pub dropped: u64,
+    /// Of `written`, the records that are not spans (argument records).
+    pub aux: u64,
     /// `RING_FLAG_*` bits.
     pub flags: u32,
     /// Thread name, empty if it had none.

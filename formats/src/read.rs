@@ -352,6 +352,10 @@ impl<'a> Section<'a> {
                 let capacity = c.u64("capacity")?;
                 let written = c.u64("written")?;
                 let dropped = c.u64("dropped")?;
+                let aux = c.u64("aux")?;
+                if aux > written {
+                    return Err(c.malformed("aux", "exceeds the count of records ever written"));
+                }
                 let flags = c.u32("flags")?;
                 let record_size = c.u32("record_size")?;
                 if record_size as usize != RECORD_SIZE {
@@ -363,7 +367,7 @@ impl<'a> Section<'a> {
                     return Err(c.malformed("record_count", "exceeds the count of records ever written"));
                 }
                 let bytes = c.items(count, RECORD_SIZE, "records")?;
-                let info = RingInfo { tid, capacity, written, dropped, flags, name };
+                let info = RingInfo { tid, capacity, written, dropped, aux, flags, name };
                 SectionData::Ring(info, Records { bytes, endian: self.endian })
             }
             SectionKind::Sites => {

@@ -222,6 +222,7 @@ impl<S: Sink> Writer<S> {
         self.u64(ring.capacity)?;
         self.u64(ring.written)?;
         self.u64(ring.dropped)?;
+        self.u64(ring.aux)?;
         self.u32(ring.flags)?;
         self.u32(RECORD_SIZE as u32)?;
         self.bytes(ring.name)?;

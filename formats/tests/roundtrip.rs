@@ -25,7 +25,7 @@ fn on_disk_sizes_are_pinned() {
     assert_eq!(SECTION_HEADER_SIZE, 16);
     assert_eq!(SECTION_CRC_SIZE, 4);
     assert_eq!(SITE_HEADER_SIZE, 16);
-    assert_eq!(RING_FIXED_SIZE, 40);
+    assert_eq!(RING_FIXED_SIZE, 48);
     // An empty dump is the header plus the end marker (16 + 4 bytes, padded to 24).
     assert_eq!(END_SECTION_SIZE, 24);
     let w = Writer::new(VecSink(Vec::new()), 8).unwrap();
@@ -92,6 +92,7 @@ fn sample_dump(rings: u64) -> Vec<u8> {
             capacity: 64,
             written: 10 + t + t * 1000,
             dropped: t,
+            aux: t / 2,
             flags: 0,
             name: name.as_bytes(),
         };
@@ -110,6 +111,7 @@ type SeenRing = (u64, Vec<u8>, u64, u64, Vec<Record>);
 struct Seen {
     kinds: Vec<SectionKind>,
     rings: Vec<SeenRing>,
+    aux: Vec<u64>,
     modules: Vec<(u64, Vec<u8>, Vec<u8>)>,
     anchors: Vec<Anchor>,
     pid: Option<u32>,
@@ -135,6 +137,7 @@ fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
                 seen.modules = m.iter().map(|m| (m.bias, m.build_id.to_vec(), m.path.to_vec())).collect()
             }
             SectionData::Ring(info, recs) => {
+                seen.aux.push(info.aux);
                 seen.rings.push((info.tid, info.name.to_vec(), info.written, info.dropped, recs.iter().collect()))
             }
             SectionData::Sites { base, bytes } => {
@@ -157,6 +160,7 @@ fn check_round_trip(rings: u64) {
     assert_eq!(seen.modules[0], (0x1000, vec![0xab; 20], b"/bin/server".to_vec()));
     assert_eq!(seen.modules[1].2, b"/lib/libc.so.6");
     assert_eq!(seen.rings.len() as u64, rings);
+    assert_eq!(seen.aux, (0..rings).map(|t| t / 2).collect::<Vec<_>>());
     for (t, ring) in seen.rings.iter().enumerate() {
         let t = t as u64;
         assert_eq!(ring.0, 100 + t);
@@ -257,7 +261,7 @@ fn header_errors_name_what_is_wrong() {
 #[test]
 fn writer_rejects_a_wrong_record_count() {
     let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
-    let info = RingInfo { tid: 1, capacity: 4, written: 2, dropped: 0, flags: 0, name: b"" };
+    let info = RingInfo { tid: 1, capacity: 4, written: 2, dropped: 0, aux: 0, flags: 0, name: b"" };
     w.begin_ring(&info, 2).unwrap();
     w.record(&Record::default()).unwrap();
     assert!(matches!(w.end_section(), Err(WriteError::CountMismatch { .. })));

@@ -1,88 +1,233 @@
-//! The span counter: the cheapest monotonic tick source on each target.
+//! Span counters: the cheapest monotonic tick source on each target, and the
+//! [`Clock`] trait for counters the program supplies.
 //!
-//! | target | counter | rate in the dump |
-//! |---|---|---|
-//! | x86_64 | `rdtsc` (time-stamp counter) | derived offline from two anchors; nominal from CPUID 0x15 when the CPU reports it |
-//! | aarch64 | `CNTVCT_EL0` | `CNTFRQ_EL0` (compiled, not tested on this project's machines) |
-//! | other, with `std` | monotonic clock in ns | exact |
+//! | clock | target | instruction | ordering | caveat |
+//! |---|---|---|---|---|
+//! | [`Fast`] (default) | x86_64 | `rdtsc` | none: the CPU may execute it before earlier or after later instructions | cheapest; a span around a few instructions may be skewed by out-of-order execution |
+//! | [`Ordered`] | x86_64 | `rdtscp` | waits for all earlier instructions to execute; later ones may start | a few ns more per read |
+//! | [`Serialized`] | x86_64 | `lfence; rdtsc` | nothing earlier is still executing, nothing later has started | the most exact and the most costly (see docs/PERFORMANCE.md) |
+//! | [`Fast`], [`Ordered`], [`Serialized`] | aarch64 | `mrs CNTVCT_EL0` (`isb` first for Ordered and Serialized) | as for x86_64 | rate from `CNTFRQ_EL0`; **compiled, but not tested on this project's machines** |
+//! | [`Fast`] and the others | any other target, with `std` | OS monotonic clock | a syscall or vDSO call | nanoseconds, exact rate; ~20 ns per read |
+//! | your own [`Clock`] | anything, `no_std` | e.g. Cortex-M DWT `CYCCNT` | yours | 32-bit counters wrap; `rtconv` unwraps them |
 //!
-//! On x86_64 the TSC is assumed invariant (constant rate across P-states and
-//! cores), true of every x86 server CPU of the last decade and of KVM guests
-//! that expose `invtsc`; `rtconv` derives the rate over the whole run from
-//! the anchors, so a wrong nominal rate never skews durations.
+//! **Invariant TSC.** On x86_64 the TSC is assumed to tick at a constant rate
+//! on every core (CPUID `invtsc`, Linux `constant_tsc nonstop_tsc`), true of
+//! every x86 server CPU of the last decade. On an older CPU whose TSC follows
+//! the core clock, durations are skewed by frequency changes, and spans that
+//! migrate between cores may even go backwards; `rtconv` reports such spans
+//! as anomalies. **In VMs** the hypervisor usually passes the host TSC through
+//! with an offset (KVM with `invtsc`, as on this project's machines); where it
+//! traps `rdtsc` instead, every read costs a VM exit (microseconds), which the
+//! bench shows at once. The rate is never taken on trust: the dump carries
+//! time anchors {ticks, monotonic ns, realtime ns} from the start of recording
+//! and from dump time, and `rtconv` derives the rate over the whole run from
+//! them. Taking an anchor costs two counter reads and two `clock_gettime`
+//! calls; nothing calibrates at start-up.
 
 use ringtrace_format::{ClockInfo, CounterKind, RateSource};
 
-/// Reads the span counter.
+/// A span counter.
+pub trait Clock {
+    /// Which counter this is, for the dump.
+    const KIND: CounterKind;
+    /// Significant bits: 64, or fewer for a counter that wraps (a 32-bit
+    /// Cortex-M `CYCCNT` is 32).
+    const BITS: u32;
+    /// Reads the counter.
+    fn now() -> u64;
+    /// The nominal rate in Hz and where it came from; `(0, RateSource::Unknown)`
+    /// if unknown (the dump's anchors still give it).
+    fn nominal_hz() -> (u64, RateSource) {
+        (0, RateSource::Unknown)
+    }
+    /// The clock section's description of this counter.
+    fn info() -> ClockInfo {
+        let (nominal_hz, rate_source) = Self::nominal_hz();
+        ClockInfo { counter: Self::KIND, counter_bits: Self::BITS, nominal_hz, rate_source }
+    }
+}
+
+/// The cheapest counter read: `rdtsc` on x86_64, `CNTVCT_EL0` on aarch64.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fast;
+/// A read that waits for earlier instructions: `rdtscp`, or `isb; mrs`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ordered;
+/// A fully serialized read: `lfence; rdtsc` (both sides fenced), or `isb; mrs`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Serialized;
+
+/// The clock `span!()` and every other form use unless told otherwise.
+/// Cargo features `clock-ordered` and `clock-serialized` change it for the
+/// whole program.
+#[cfg(not(any(feature = "clock-ordered", feature = "clock-serialized")))]
+pub type DefaultClock = Fast;
+/// The clock `span!()` and every other form use unless told otherwise.
+#[cfg(all(feature = "clock-ordered", not(feature = "clock-serialized")))]
+pub type DefaultClock = Ordered;
+/// The clock `span!()` and every other form use unless told otherwise.
+#[cfg(feature = "clock-serialized")]
+pub type DefaultClock = Serialized;
+
+/// Reads the default clock.
 #[inline(always)]
 pub fn now() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: `rdtsc` is available on every x86_64 CPU and has no memory effects.
-        unsafe { core::arch::x86_64::_rdtsc() }
+    DefaultClock::now()
+}
+
+/// The default clock's description, for the dump.
+pub fn info() -> ClockInfo {
+    DefaultClock::info()
+}
+
+#[cfg(target_arch = "x86_64")]
+mod arch {
+    use super::*;
+    use core::arch::x86_64::{__rdtscp, _mm_lfence, _rdtsc};
+
+    fn cpuid_hz() -> (u64, RateSource) {
+        match cpuid_tsc_hz() {
+            Some(hz) => (hz, RateSource::Cpuid),
+            None => (0, RateSource::Unknown),
+        }
     }
-    #[cfg(target_arch = "aarch64")]
-    {
+
+    impl Clock for Fast {
+        const KIND: CounterKind = CounterKind::X86Tsc;
+        const BITS: u32 = 64;
+        #[inline(always)]
+        fn now() -> u64 {
+            // SAFETY: `rdtsc` exists on every x86_64 CPU and has no memory effects.
+            unsafe { _rdtsc() }
+        }
+        fn nominal_hz() -> (u64, RateSource) {
+            cpuid_hz()
+        }
+    }
+
+    impl Clock for Ordered {
+        const KIND: CounterKind = CounterKind::X86Tsc;
+        const BITS: u32 = 64;
+        #[inline(always)]
+        fn now() -> u64 {
+            let mut aux = 0u32;
+            // SAFETY: `rdtscp` exists on every x86_64 CPU this crate supports
+            // (all since 2006); it writes only `aux`, a valid local.
+            unsafe { __rdtscp(&mut aux) }
+        }
+        fn nominal_hz() -> (u64, RateSource) {
+            cpuid_hz()
+        }
+    }
+
+    impl Clock for Serialized {
+        const KIND: CounterKind = CounterKind::X86Tsc;
+        const BITS: u32 = 64;
+        #[inline(always)]
+        fn now() -> u64 {
+            // SAFETY: `lfence` and `rdtsc` exist on every x86_64 CPU (SSE2 is
+            // part of x86_64) and have no memory effects.
+            unsafe {
+                _mm_lfence();
+                let t = _rdtsc();
+                _mm_lfence();
+                t
+            }
+        }
+        fn nominal_hz() -> (u64, RateSource) {
+            cpuid_hz()
+        }
+    }
+
+    /// The TSC rate from CPUID leaf 0x15 (crystal ratio), if the CPU reports it.
+    fn cpuid_tsc_hz() -> Option<u64> {
+        use core::arch::x86_64::__cpuid;
+        if __cpuid(0).eax < 0x15 {
+            return None;
+        }
+        let leaf = __cpuid(0x15);
+        let (denominator, numerator, crystal_hz) = (u64::from(leaf.eax), u64::from(leaf.ebx), u64::from(leaf.ecx));
+        if denominator == 0 || numerator == 0 || crystal_hz == 0 {
+            return None;
+        }
+        Some(crystal_hz * numerator / denominator)
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arch {
+    //! Compiled on aarch64 targets, but not tested on this project's machines (x86_64 only).
+    use super::*;
+
+    #[inline(always)]
+    fn cntvct() -> u64 {
         let ticks: u64;
         // SAFETY: CNTVCT_EL0 is readable from EL0 on Linux and has no memory effects.
         unsafe { core::arch::asm!("mrs {0}, cntvct_el0", out(reg) ticks, options(nomem, nostack, preserves_flags)) };
         ticks
     }
-    #[cfg(all(not(any(target_arch = "x86_64", target_arch = "aarch64")), feature = "std"))]
-    {
-        crate::os::monotonic_ns()
-    }
-    #[cfg(all(not(any(target_arch = "x86_64", target_arch = "aarch64")), not(feature = "std")))]
-    {
-        compile_error!("ringtrace has no span counter for this target without `std`; see issue #6 (user clocks)")
-    }
-}
 
-/// What the counter is, for the dump's clock section.
-pub fn info() -> ClockInfo {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let (nominal_hz, rate_source) = match cpuid_tsc_hz() {
-            Some(hz) => (hz, RateSource::Cpuid),
-            None => (0, RateSource::Unknown),
+    #[inline(always)]
+    fn isb_cntvct() -> u64 {
+        let ticks: u64;
+        // SAFETY: `isb` only orders the instruction stream; reading CNTVCT_EL0 is as above.
+        unsafe {
+            core::arch::asm!("isb", "mrs {0}, cntvct_el0", out(reg) ticks, options(nomem, nostack, preserves_flags))
         };
-        ClockInfo { counter: CounterKind::X86Tsc, counter_bits: 64, nominal_hz, rate_source }
+        ticks
     }
-    #[cfg(target_arch = "aarch64")]
-    {
+
+    fn cntfrq() -> (u64, RateSource) {
         let hz: u64;
         // SAFETY: CNTFRQ_EL0 is readable from EL0 and has no memory effects.
         unsafe { core::arch::asm!("mrs {0}, cntfrq_el0", out(reg) hz, options(nomem, nostack, preserves_flags)) };
-        ClockInfo {
-            counter: CounterKind::Aarch64Cntvct,
-            counter_bits: 64,
-            nominal_hz: hz,
-            rate_source: RateSource::Register,
-        }
+        (hz, RateSource::Register)
     }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        ClockInfo {
-            counter: CounterKind::MonotonicNs,
-            counter_bits: 64,
-            nominal_hz: 1_000_000_000,
-            rate_source: RateSource::Exact,
-        }
+
+    macro_rules! aarch64_clock {
+        ($t:ty, $read:ident) => {
+            impl Clock for $t {
+                const KIND: CounterKind = CounterKind::Aarch64Cntvct;
+                const BITS: u32 = 64;
+                #[inline(always)]
+                fn now() -> u64 {
+                    $read()
+                }
+                fn nominal_hz() -> (u64, RateSource) {
+                    cntfrq()
+                }
+            }
+        };
     }
+    aarch64_clock!(Fast, cntvct);
+    aarch64_clock!(Ordered, isb_cntvct);
+    aarch64_clock!(Serialized, isb_cntvct);
 }
 
-/// The TSC rate from CPUID leaf 0x15 (crystal ratio), if the CPU reports it.
-#[cfg(target_arch = "x86_64")]
-fn cpuid_tsc_hz() -> Option<u64> {
-    use core::arch::x86_64::__cpuid;
-    let max_leaf = __cpuid(0).eax;
-    if max_leaf < 0x15 {
-        return None;
+#[cfg(all(not(any(target_arch = "x86_64", target_arch = "aarch64")), feature = "std"))]
+mod arch {
+    //! No cycle counter: the OS monotonic clock in nanoseconds.
+    use super::*;
+
+    macro_rules! monotonic_clock {
+        ($t:ty) => {
+            impl Clock for $t {
+                const KIND: CounterKind = CounterKind::MonotonicNs;
+                const BITS: u32 = 64;
+                #[inline(always)]
+                fn now() -> u64 {
+                    crate::os::monotonic_ns()
+                }
+                fn nominal_hz() -> (u64, RateSource) {
+                    (1_000_000_000, RateSource::Exact)
+                }
+            }
+        };
     }
-    let leaf = __cpuid(0x15);
-    let (denominator, numerator, crystal_hz) = (u64::from(leaf.eax), u64::from(leaf.ebx), u64::from(leaf.ecx));
-    if denominator == 0 || numerator == 0 || crystal_hz == 0 {
-        return None;
-    }
-    Some(crystal_hz * numerator / denominator)
+    monotonic_clock!(Fast);
+    monotonic_clock!(Ordered);
+    monotonic_clock!(Serialized);
 }
+
+#[cfg(all(not(any(target_arch = "x86_64", target_arch = "aarch64")), not(feature = "std")))]
+compile_error!("ringtrace has no built-in counter for this target without `std`: implement `Clock` for yours");

@@ -5,10 +5,13 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::vec::Vec;
 
-use ringtrace_format::layout::{END_SECTION_SIZE, MODULE_FLAG_MAIN, RING_FLAG_THREAD_EXITED};
+use ringtrace_format::layout::{
+    ARG_KEY, END_SECTION_SIZE, MODULE_FLAG_MAIN, RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED,
+};
 use ringtrace_format::{DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, WriteError, Writer};
 
-use crate::thread::{self, ThreadRing};
+use crate::ring::Mode;
+use crate::thread;
 use crate::{clock, os, sites};
 
 /// What a dump contained.
@@ -16,10 +19,11 @@ use crate::{clock, os, sites};
 pub struct DumpStats {
     /// Rings written (one per thread that recorded a span).
     pub rings: usize,
-    /// Records written.
+    /// Spans written.
     pub records: u64,
-    /// Records written by the threads but not in the dump: overwritten in a
-    /// full ring, or being overwritten while the dump copied the ring.
+    /// Spans recorded by the threads but not in the dump: overwritten in a
+    /// full ring, being overwritten while the dump copied the ring, or
+    /// dropped by a full stop-when-full ring.
     pub lost: u64,
     /// Bytes written.
     pub bytes: u64,
@@ -36,7 +40,8 @@ pub fn dump_to_file(path: impl AsRef<Path>) -> io::Result<DumpStats> {
 
 /// Writes a dump of every thread's ring to `out`. Threads may keep
 /// recording meanwhile; records they overwrite during the copy are counted
-/// as lost, never written torn.
+/// as lost, never written torn. The rings of threads that have exited are
+/// freed once written.
 pub fn dump_to_writer<W: Write>(out: W) -> io::Result<DumpStats> {
     let mut w = Writer::new(IoSink(out), core::mem::size_of::<usize>() as u8).map_err(io_error)?;
     let process_name = os::process_name();
@@ -51,8 +56,10 @@ pub fn dump_to_writer<W: Write>(out: W) -> io::Result<DumpStats> {
 
     // Everything needed to name and time spans goes before the rings, so a
     // dump cut short loses rings, never the means to read the others.
-    let now = os::anchor();
-    let anchors: Vec<_> = thread::start_anchor().into_iter().chain([now]).collect();
+    let anchors: Vec<_> = match thread::start_anchor() {
+        Some(start) => std::vec![start, dump_anchor(start)],
+        None => std::vec![os::anchor()],
+    };
     w.clock(&clock::info(), &anchors).map_err(io_error)?;
 
     let modules = os::loaded_modules();
@@ -73,31 +80,63 @@ pub fn dump_to_writer<W: Write>(out: W) -> io::Result<DumpStats> {
     w.sites(base, bytes).map_err(io_error)?;
 
     let mut stats = DumpStats::default();
-    let rings: Vec<&'static ThreadRing> = thread::lock_registry().clone();
+    // Held for the whole dump: dumps are serialised, and a thread starting
+    // its first span waits (once) until this one is written.
+    let mut rings = thread::lock_registry();
     let mut buf: Vec<Record> = Vec::new();
-    for t in rings {
+    let mut written_exited = Vec::new();
+    for (i, t) in rings.iter().enumerate() {
         buf.clear();
         buf.resize(t.ring.capacity(), Record::default());
         let exited = t.exited.load(core::sync::atomic::Ordering::Acquire);
         let writer_may_run = !exited && !thread::is_current(t);
         let snap = t.ring.snapshot(&mut buf, writer_may_run);
+        let mut flags = if exited { RING_FLAG_THREAD_EXITED } else { 0 };
+        if t.ring.mode() == Mode::StopWhenFull {
+            flags |= RING_FLAG_STOP_WHEN_FULL;
+        }
         let info = RingInfo {
             tid: t.tid,
             capacity: t.ring.capacity() as u64,
             written: snap.written,
-            dropped: 0,
-            flags: if exited { RING_FLAG_THREAD_EXITED } else { 0 },
+            dropped: snap.dropped,
+            aux: snap.aux,
+            flags,
             name: t.name.as_bytes(),
         };
         w.ring(&info, &buf[..snap.copied]).map_err(io_error)?;
         stats.rings += 1;
-        stats.records += snap.copied as u64;
-        stats.lost += snap.written - snap.copied as u64;
+        let spans_kept = buf[..snap.copied].iter().filter(|r| r.key != ARG_KEY).count() as u64;
+        stats.records += spans_kept;
+        stats.lost += (snap.written - snap.aux).saturating_sub(spans_kept) + snap.dropped;
+        if exited {
+            written_exited.push(i);
+        }
     }
 
     stats.bytes = w.position() + END_SECTION_SIZE as u64;
     w.finish().map_err(io_error)?;
+    // Rings of exited threads have been written: free them.
+    for i in written_exited.into_iter().rev() {
+        rings.swap_remove(i);
+    }
     Ok(stats)
+}
+
+/// Anchors closer together than this give too coarse a rate.
+const MIN_ANCHOR_SPAN_NS: u64 = 20_000_000;
+
+/// The dump-time anchor. A dump taken less than 20 ms after recording began
+/// waits out the rest, so the two anchors give the counter rate to about
+/// one part in 10^5 even on CPUs that do not report their TSC rate.
+fn dump_anchor(start: ringtrace_format::Anchor) -> ringtrace_format::Anchor {
+    let now = os::anchor();
+    let elapsed = now.mono_ns.saturating_sub(start.mono_ns);
+    if elapsed >= MIN_ANCHOR_SPAN_NS {
+        return now;
+    }
+    std::thread::sleep(core::time::Duration::from_nanos(MIN_ANCHOR_SPAN_NS - elapsed));
+    os::anchor()
 }
 
 fn io_error(e: WriteError<io::Error>) -> io::Error {

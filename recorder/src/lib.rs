@@ -40,9 +40,11 @@
 #![warn(missing_docs)]
 
 #[cfg(feature = "std")]
-extern crate std;
+#[doc(hidden)]
+pub extern crate std;
 
 pub mod clock;
+mod macros;
 pub mod ring;
 mod sink;
 mod span;
@@ -58,13 +60,21 @@ mod thread;
 
 #[cfg(feature = "std")]
 pub use dump::{DumpStats, dump_to_file, dump_to_writer};
+pub use ring::Mode;
 #[cfg(feature = "macros")]
 pub use ringtrace_macros::trace;
+pub use sink::enabled;
 #[cfg(not(feature = "std"))]
-pub use sink::install;
-pub use span::{SiteDescriptor, Span};
+pub use sink::{install, set_enabled};
+pub use span::{ArgSpan, Entered, Pulse, SiteDescriptor, Span, enter, exit};
 #[cfg(feature = "std")]
-pub use thread::{DEFAULT_RING_RECORDS, RING_RECORDS_ENV, start};
+pub use thread::{
+    AlreadyRecording, DEFAULT_RING_RECORDS, MAX_RING_RECORDS, MIN_RING_RECORDS, RING_MODE_ENV, RING_RECORDS_ENV,
+    RingConfig, set_default_ring, set_enabled, set_thread_enabled, set_thread_ring, start,
+};
 
 #[doc(hidden)]
 pub use ringtrace_format as __format;
+#[cfg(feature = "std")]
+#[doc(hidden)]
+pub use std as __std;

@@ -10,13 +10,19 @@
 //! reader:  h1 = head.load(Acquire); copy slots [h1 - cap, h1); fence(Acquire); h2 = head.load(Relaxed)
 //! ```
 //!
+//! In stop-when-full mode the writer never overwrites: once `head` reaches
+//! the capacity it counts each further span in `dropped` instead, and a
+//! reader keeps every record below `head`.
+//!
 //! The release fence at the start of each write orders the previous
 //! `head` store before this record's slot stores. So if the reader's copy saw
 //! any byte of record `m`, its fence makes `head >= m` visible, i.e.
 //! `h2 >= m`: every record the writer may have been writing during the copy
 //! has index `<= h2`, and it lives in the slot of the record `cap` earlier.
 //! The reader therefore keeps only records with index `>= h2 + 1 - cap`
-//! and counts the rest as lost. When the writer cannot be running (the reader
+//! and counts the rest as lost. A span with an argument is published as two
+//! records by one `head` store, so the reader allows for two records in
+//! flight and keeps records `>= h2 + 2 - cap`. When the writer cannot be running (the reader
 //! is the writer, or the thread has exited) it keeps everything from
 //! `h2 - cap` on. All slot accesses are atomic, so a race loses records but
 //! is never undefined behaviour; on x86_64 every one of these operations is
@@ -42,12 +48,26 @@ impl Slot {
     }
 }
 
+/// What a ring does when it is full.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Mode {
+    /// Overwrite the oldest record: a flight recorder that keeps the latest spans.
+    #[default]
+    Overwrite,
+    /// Keep the first records and count every later span as dropped.
+    StopWhenFull,
+}
+
 /// A ring of span records with a power-of-two capacity.
 #[derive(Debug)]
 pub struct Ring {
     slots: &'static [Slot],
     mask: u64,
+    stop_when_full: bool,
     head: AtomicU64,
+    dropped: AtomicU64,
+    aux: AtomicU64,
 }
 
 /// What a snapshot could take.
@@ -55,18 +75,48 @@ pub struct Ring {
 pub struct Snapshot {
     /// Records ever written when the snapshot finished.
     pub written: u64,
+    /// Spans not written because the ring was full (stop-when-full mode).
+    pub dropped: u64,
+    /// Of `written`, the argument records (not spans).
+    pub aux: u64,
     /// Records copied to the output, oldest first.
     pub copied: usize,
 }
 
 impl Ring {
-    /// A ring over `slots`, whose length must be a power of two.
+    /// An overwriting ring over `slots`, whose length must be a power of two.
     ///
     /// # Panics
     /// If `slots.len()` is not a power of two.
     pub const fn new(slots: &'static [Slot]) -> Self {
+        Self::with_mode(slots, Mode::Overwrite)
+    }
+
+    /// A ring over `slots` (a power of two long) that behaves as `mode` says when full.
+    ///
+    /// # Panics
+    /// If `slots.len()` is not a power of two.
+    pub const fn with_mode(slots: &'static [Slot], mode: Mode) -> Self {
         assert!(slots.len().is_power_of_two(), "ring capacity must be a power of two");
-        Ring { slots, mask: slots.len() as u64 - 1, head: AtomicU64::new(0) }
+        Ring {
+            slots,
+            mask: slots.len() as u64 - 1,
+            stop_when_full: matches!(mode, Mode::StopWhenFull),
+            head: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            aux: AtomicU64::new(0),
+        }
+    }
+
+    /// What the ring does when full.
+    pub fn mode(&self) -> Mode {
+        if self.stop_when_full { Mode::StopWhenFull } else { Mode::Overwrite }
+    }
+
+    /// The slot storage, for its owner to free.
+    #[cfg(feature = "std")]
+    pub(crate) fn slots(&self) -> &'static [Slot] {
+        self.slots
     }
 
     /// Capacity in records.
@@ -79,12 +129,22 @@ impl Ring {
         self.head.load(Ordering::Acquire)
     }
 
-    /// Appends one record, overwriting the oldest when full. Must only be
-    /// called by the ring's one writer; a second concurrent writer loses
-    /// records but causes no undefined behaviour.
+    /// Spans dropped because the ring was full (stop-when-full mode).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Appends one record; when full, overwrites the oldest or counts the span
+    /// as dropped, as the mode says. Must only be called by the ring's one
+    /// writer; a second concurrent writer loses records but causes no
+    /// undefined behaviour.
     #[inline(always)]
     pub fn push(&self, key: u64, enter: u64, exit: u64) {
         let n = self.head.load(Ordering::Relaxed);
+        if self.stop_when_full && n > self.mask {
+            self.dropped.store(self.dropped.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            return;
+        }
         // SAFETY: `slots.len()` is a power of two and `mask == slots.len() - 1`
         // (checked in `new`, never changed), so `n & mask < slots.len()`.
         let slot = unsafe { self.slots.get_unchecked((n & self.mask) as usize) };
@@ -93,6 +153,29 @@ impl Ring {
         slot.enter.store(enter, Ordering::Relaxed);
         slot.exit.store(exit, Ordering::Relaxed);
         self.head.store(n.wrapping_add(1), Ordering::Release);
+    }
+
+    /// Appends a span with an integer argument: an argument record (key
+    /// [`ARG_KEY`](ringtrace_format::layout::ARG_KEY)) then the span record,
+    /// published together.
+    #[inline(always)]
+    pub fn push_with_arg(&self, arg: u64, key: u64, enter: u64, exit: u64) {
+        let n = self.head.load(Ordering::Relaxed);
+        if self.stop_when_full && n + 1 > self.mask {
+            self.dropped.store(self.dropped.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            return;
+        }
+        fence(Ordering::Release);
+        for (i, (k, a, b)) in [(ringtrace_format::layout::ARG_KEY, arg, 0), (key, enter, exit)].into_iter().enumerate()
+        {
+            // SAFETY: as in `push`: the index is masked to the power-of-two length.
+            let slot = unsafe { self.slots.get_unchecked((n.wrapping_add(i as u64) & self.mask) as usize) };
+            slot.key.store(k, Ordering::Relaxed);
+            slot.enter.store(a, Ordering::Relaxed);
+            slot.exit.store(b, Ordering::Relaxed);
+        }
+        self.aux.store(self.aux.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.head.store(n.wrapping_add(2), Ordering::Release);
     }
 
     /// Copies the retained records, oldest first, into `out` (which must hold
@@ -114,10 +197,15 @@ impl Ring {
         }
         fence(Ordering::Acquire);
         let h2 = self.head.load(Ordering::Relaxed);
-        let safe_from = if writer_may_run { (h2 + 1).saturating_sub(cap) } else { h2.saturating_sub(cap) };
+        let safe_from = if self.stop_when_full || !writer_may_run {
+            // Nothing in [first, h1) can have been overwritten.
+            h2.saturating_sub(cap).min(first)
+        } else {
+            (h2 + 2).saturating_sub(cap)
+        };
         let skip = safe_from.saturating_sub(first).min(n as u64) as usize;
         out.copy_within(skip..n, 0);
-        Snapshot { written: h2, copied: n - skip }
+        Snapshot { written: h2, dropped: self.dropped(), aux: self.aux.load(Ordering::Relaxed), copied: n - skip }
     }
 }
 
@@ -131,6 +219,18 @@ mod tests {
     }
 
     #[test]
+    fn stop_when_full_keeps_the_first_records_and_counts_the_rest() {
+        let ring = Ring::with_mode(leak(4), Mode::StopWhenFull);
+        for i in 0..10u64 {
+            ring.push(i, 0, 0);
+        }
+        let mut out = [Record::default(); 4];
+        let snap = ring.snapshot(&mut out, true);
+        assert_eq!(snap, Snapshot { written: 4, dropped: 6, aux: 0, copied: 4 });
+        assert_eq!(out.map(|r| r.key), [0, 1, 2, 3]);
+    }
+
+    #[test]
     fn keeps_the_newest_capacity_records_in_order() {
         let ring = Ring::new(leak(8));
         for i in 0..20u64 {
@@ -138,7 +238,7 @@ mod tests {
         }
         let mut out = [Record::default(); 8];
         let snap = ring.snapshot(&mut out, false);
-        assert_eq!(snap, Snapshot { written: 20, copied: 8 });
+        assert_eq!(snap, Snapshot { written: 20, dropped: 0, aux: 0, copied: 8 });
         let keys: [u64; 8] = core::array::from_fn(|i| out[i].key);
         assert_eq!(keys, [12, 13, 14, 15, 16, 17, 18, 19]);
         assert_eq!(out[0].exit, 121);
@@ -155,9 +255,14 @@ mod tests {
         let ring: &'static Ring = std::boxed::Box::leak(std::boxed::Box::new(Ring::new(leak(64))));
         let stop: &'static AtomicBool = std::boxed::Box::leak(std::boxed::Box::new(AtomicBool::new(false)));
         let writer = std::thread::spawn(move || {
+            // Span n has enter 3n and exit 7n; every fourth carries the argument 5n.
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                ring.push(n, n.wrapping_mul(3), n.wrapping_mul(7));
+                if n % 4 == 3 {
+                    ring.push_with_arg(n * 5, n, n * 3, n * 7);
+                } else {
+                    ring.push(n, n * 3, n * 7);
+                }
                 n += 1;
             }
             n
@@ -180,14 +285,23 @@ mod tests {
             }
             previous = snap.written;
             let kept = &out[..snap.copied];
+            let mut previous_span: Option<u64> = None;
             for (i, r) in kept.iter().enumerate() {
-                assert_eq!((r.enter, r.exit), (r.key.wrapping_mul(3), r.key.wrapping_mul(7)), "torn record");
-                if i > 0 {
-                    assert_eq!(r.key, kept[i - 1].key + 1, "gap in a snapshot");
+                if r.key == ringtrace_format::layout::ARG_KEY {
+                    assert_eq!(r.exit, 0, "torn argument record");
+                    if let Some(span) = kept.get(i + 1) {
+                        assert_eq!(span.key * 5, r.enter, "argument not followed by its span");
+                    }
+                    continue;
                 }
+                assert_eq!((r.enter, r.exit), (r.key * 3, r.key * 7), "torn record");
+                if let Some(p) = previous_span {
+                    assert_eq!(r.key, p + 1, "gap in a snapshot");
+                }
+                previous_span = Some(r.key);
             }
-            if let Some(last) = kept.last() {
-                assert!(last.key < snap.written, "record beyond what was published");
+            if let Some(last) = previous_span {
+                assert!(last < snap.written, "record beyond what was published");
             }
         }
         stop.store(true, Ordering::Relaxed);
@@ -196,18 +310,30 @@ mod tests {
     }
 
     #[test]
-    fn a_live_writer_costs_the_oldest_slot_of_a_full_ring_only() {
+    fn a_live_writer_costs_the_two_slots_it_may_be_writing() {
         let ring = Ring::new(leak(4));
-        for i in 0..3u64 {
-            ring.push(i, 0, 0);
-        }
+        ring.push(0, 0, 0);
+        ring.push(1, 0, 0);
         let mut out = [Record::default(); 4];
-        // Not yet full: nothing can be overwritten, nothing is dropped.
-        assert_eq!(ring.snapshot(&mut out, true).copied, 3);
-        ring.push(3, 0, 0);
-        ring.push(4, 0, 0);
+        // Records 2 and 3 (a span with an argument) would go to empty slots: nothing at risk.
+        assert_eq!(ring.snapshot(&mut out, true).copied, 2);
+        ring.push(2, 0, 0);
+        // Records 3 and 4 may be in flight; record 4 reuses record 0's slot.
         let snap = ring.snapshot(&mut out, true);
-        assert_eq!(snap, Snapshot { written: 5, copied: 3 });
-        assert_eq!(out[0].key, 2);
+        assert_eq!((snap.written, snap.copied, out[0].key), (3, 2, 1));
+        // The writer's own snapshot, or one after it exited, keeps everything.
+        assert_eq!(ring.snapshot(&mut out, false).copied, 3);
+    }
+
+    #[test]
+    fn an_argument_record_precedes_its_span() {
+        let ring = Ring::new(leak(8));
+        ring.push(1, 10, 11);
+        ring.push_with_arg(42, 2, 20, 21);
+        let mut out = [Record::default(); 8];
+        let snap = ring.snapshot(&mut out, false);
+        assert_eq!((snap.written, snap.aux, snap.copied), (3, 1, 3));
+        assert_eq!(out[1], Record { key: ringtrace_format::layout::ARG_KEY, enter: 42, exit: 0 });
+        assert_eq!(out[2], Record { key: 2, enter: 20, exit: 21 });
     }
 }

@@ -1,29 +1,150 @@
-//! The span guard and the `span!` macros.
+//! The span guard, manual enter/exit pairs, and the instrumentation macros.
 
-use crate::clock;
+use core::marker::PhantomData;
+
+use crate::clock::{Clock, DefaultClock};
+use crate::sink;
 
 /// A running span: reads the counter when created and writes one record
-/// into the calling thread's ring when dropped.
+/// into the calling thread's ring when dropped. When recording is switched
+/// off at run time it reads no counter and writes nothing.
 #[must_use = "a span ends when this guard is dropped; bind it: `let _span = span!();`"]
 #[derive(Debug)]
-pub struct Span {
+pub struct Span<C: Clock = DefaultClock> {
+    /// 0 when recording was off at entry.
     key: u64,
     enter: u64,
+    clock: PhantomData<C>,
 }
 
-impl Span {
-    /// Starts a span with `key` (a code address or a site descriptor's address).
+impl<C: Clock> Span<C> {
+    /// Starts a span with `key` (a code address or a site descriptor's address; never 0).
     #[inline(always)]
-    pub fn enter(key: u64) -> Span {
-        Span { key, enter: clock::now() }
+    pub fn enter(key: u64) -> Self {
+        if !sink::enabled() {
+            return Span { key: 0, enter: 0, clock: PhantomData };
+        }
+        Span { key, enter: C::now(), clock: PhantomData }
     }
 }
 
-impl Drop for Span {
+impl<C: Clock> Drop for Span<C> {
     #[inline(always)]
     fn drop(&mut self) {
-        let exit = clock::now();
-        crate::sink::record(self.key, self.enter, exit);
+        if self.key != 0 {
+            let exit = C::now();
+            sink::record(self.key, self.enter, exit);
+        }
+    }
+}
+
+/// A span that also records one integer argument (`#[trace(arg = n)]`).
+#[must_use = "a span ends when this guard is dropped"]
+#[derive(Debug)]
+pub struct ArgSpan<C: Clock = DefaultClock> {
+    span: Span<C>,
+    arg: u64,
+}
+
+impl<C: Clock> ArgSpan<C> {
+    /// Starts a span with `key` that records `arg` with it.
+    #[inline(always)]
+    pub fn enter(key: u64, arg: u64) -> Self {
+        ArgSpan { span: Span::enter(key), arg }
+    }
+}
+
+impl<C: Clock> Drop for ArgSpan<C> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.span.key != 0 {
+            let exit = C::now();
+            sink::record_with_arg(self.arg, self.span.key, self.span.enter, exit);
+            // The inner guard must not write the span a second time.
+            self.span.key = 0;
+        }
+    }
+}
+
+/// A span begun with [`enter`] that must be ended with [`exit`], for spans
+/// that do not fit a scope (begun in one callback, ended in another).
+///
+/// In debug builds with `std`, dropping it without calling [`exit`] panics,
+/// so an unbalanced pair is found in tests.
+#[must_use = "end the span with ringtrace::exit(token)"]
+#[derive(Debug)]
+pub struct Entered<C: Clock = DefaultClock> {
+    key: u64,
+    enter: u64,
+    clock: PhantomData<C>,
+}
+
+/// Begins a manual span with `key`; end it with [`exit`]. Prefer the
+/// [`enter!`](crate::enter) macro, which makes the key.
+#[inline(always)]
+pub fn enter<C: Clock>(key: u64) -> Entered<C> {
+    if !sink::enabled() {
+        return Entered { key: 0, enter: 0, clock: PhantomData };
+    }
+    Entered { key, enter: C::now(), clock: PhantomData }
+}
+
+/// Ends a span begun with [`enter`].
+#[inline(always)]
+pub fn exit<C: Clock>(entered: Entered<C>) {
+    if entered.key != 0 {
+        let exit = C::now();
+        sink::record(entered.key, entered.enter, exit);
+    }
+    core::mem::forget(entered);
+}
+
+#[cfg(all(debug_assertions, feature = "std"))]
+impl<C: Clock> Drop for Entered<C> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("ringtrace: a span begun with enter!() was dropped without ringtrace::exit()");
+        }
+    }
+}
+
+/// Times the passes of a loop: each pass records the interval since the
+/// previous pass, with one counter read per pass.
+#[derive(Debug)]
+pub struct Pulse<C: Clock = DefaultClock> {
+    key: u64,
+    last: u64,
+    clock: PhantomData<C>,
+}
+
+impl<C: Clock> Pulse<C> {
+    /// A pulse whose intervals are recorded under `key`.
+    pub const fn new(key: u64) -> Self {
+        Self::resume(key, 0)
+    }
+
+    /// A pulse whose previous pass was at counter reading `last` (0: none yet).
+    pub const fn resume(key: u64, last: u64) -> Self {
+        Pulse { key, last, clock: PhantomData }
+    }
+
+    /// The counter reading at the latest pass (0 if none, or recording is off).
+    pub fn last_pass(&self) -> u64 {
+        self.last
+    }
+
+    /// Marks a pass: records the interval from the previous pass to now.
+    #[inline(always)]
+    pub fn pass(&mut self) {
+        if !sink::enabled() {
+            self.last = 0;
+            return;
+        }
+        let now = C::now();
+        if self.last != 0 {
+            sink::record(self.key, self.last, now);
+        }
+        self.last = now;
     }
 }
 
@@ -31,82 +152,3 @@ impl Drop for Span {
 #[repr(C, align(8))]
 #[derive(Debug)]
 pub struct SiteDescriptor<const N: usize>(pub [u8; N]);
-
-/// Starts a span that ends at the end of the enclosing scope.
-///
-/// - `span!()`: the key is the code address of the call site; `rtconv` names
-///   it from the binary's DWARF (function, file and line). No string lands in
-///   the binary.
-/// - `span!("label")`: the key is a per-call-site static descriptor holding
-///   the label, file and line, placed in the `ringtrace_sites` linker section
-///   and copied into every dump, so it is named even with no binary at hand.
-///
-/// ```
-/// fn parse(input: &str) -> usize {
-///     let _span = ringtrace::span!();
-///     let _inner = ringtrace::span!("count words");
-///     input.split_whitespace().count()
-/// }
-/// assert_eq!(parse("a b c"), 3);
-/// ```
-#[macro_export]
-macro_rules! span {
-    () => {
-        $crate::Span::enter($crate::code_address!())
-    };
-    ($label:expr) => {
-        $crate::Span::enter($crate::site!($label))
-    };
-}
-
-/// The address of this point in the code, as a span key.
-#[doc(hidden)]
-#[macro_export]
-#[cfg(target_arch = "x86_64")]
-macro_rules! code_address {
-    () => {{
-        let pc: u64;
-        // SAFETY: `lea` of a local label reads no memory and touches no flags.
-        unsafe {
-            ::core::arch::asm!("2: lea {0}, [rip + 2b]", out(reg) pc, options(nomem, nostack, preserves_flags))
-        };
-        pc
-    }};
-}
-
-/// The address of this point in the code, as a span key.
-#[doc(hidden)]
-#[macro_export]
-#[cfg(target_arch = "aarch64")]
-macro_rules! code_address {
-    () => {{
-        let pc: u64;
-        // SAFETY: `adr` reads no memory and touches no flags.
-        unsafe { ::core::arch::asm!("adr {0}, .", out(reg) pc, options(nomem, nostack, preserves_flags)) };
-        pc
-    }};
-}
-
-/// Without a way to read the program counter, name the span by its module.
-#[doc(hidden)]
-#[macro_export]
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-macro_rules! code_address {
-    () => {
-        $crate::site!(::core::module_path!())
-    };
-}
-
-/// A per-call-site descriptor in the `ringtrace_sites` section; evaluates to its address.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! site {
-    ($label:expr) => {{
-        const LABEL: &str = $label;
-        const LEN: usize = $crate::__format::site_len(LABEL, ::core::file!());
-        #[cfg_attr(not(any(target_vendor = "apple", windows)), unsafe(link_section = "ringtrace_sites"))]
-        static SITE: $crate::SiteDescriptor<LEN> =
-            $crate::SiteDescriptor($crate::__format::encode_site(LABEL, ::core::file!(), ::core::line!()));
-        ::core::ptr::addr_of!(SITE) as usize as u64
-    }};
-}

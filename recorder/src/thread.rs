@@ -1,25 +1,67 @@
-//! Per-thread rings and the registry that lets a dump see all of them.
+//! Per-thread rings, their configuration, the runtime switches, and the
+//! registry that lets a dump see every ring.
 //!
-//! A thread's ring is created on its first span (the only allocation it
-//! ever makes), registered in a global list, and never freed, so a dump sees
-//! the rings of threads that have already exited.
+//! A thread's ring is created on its first span (the only allocation the
+//! thread ever makes for recording) and registered in a global list. When
+//! the thread exits, its ring is marked exited and stays registered until a
+//! dump has written it; that dump then frees it.
 
 use std::boxed::Box;
 use std::cell::Cell;
 use std::string::String;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::vec::Vec;
 
 use ringtrace_format::Anchor;
 
 use crate::os;
-use crate::ring::{Ring, Slot};
+use crate::ring::{Mode, Ring, Slot};
 
 /// Default ring capacity in records (24 bytes each): 1.5 MiB per thread.
 pub const DEFAULT_RING_RECORDS: usize = 1 << 16;
-/// Environment variable that sets the ring capacity in records (rounded up to a power of two).
+/// The smallest ring: 16 records, 384 bytes.
+pub const MIN_RING_RECORDS: usize = 16;
+/// The largest ring: 2^28 records, 6 GiB.
+pub const MAX_RING_RECORDS: usize = 1 << 28;
+/// Environment variable: ring capacity in records (rounded up to a power of two).
 pub const RING_RECORDS_ENV: &str = "RINGTRACE_RING_RECORDS";
+/// Environment variable: `overwrite` (default) or `stop` (stop when full).
+pub const RING_MODE_ENV: &str = "RINGTRACE_RING_MODE";
+
+/// How a thread's ring is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingConfig {
+    /// Capacity in records; rounded up to a power of two and clamped to
+    /// [`MIN_RING_RECORDS`]..=[`MAX_RING_RECORDS`].
+    pub records: usize,
+    /// What the ring does when full.
+    pub mode: Mode,
+}
+
+impl Default for RingConfig {
+    fn default() -> Self {
+        RingConfig { records: DEFAULT_RING_RECORDS, mode: Mode::Overwrite }
+    }
+}
+
+impl RingConfig {
+    fn records_rounded(&self) -> usize {
+        self.records.clamp(MIN_RING_RECORDS, MAX_RING_RECORDS).next_power_of_two()
+    }
+}
+
+/// The calling thread already has a ring; its configuration can no longer change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlreadyRecording;
+
+impl core::fmt::Display for AlreadyRecording {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("this thread has already recorded a span; configure its ring before its first span")
+    }
+}
+
+impl std::error::Error for AlreadyRecording {}
 
 /// One thread's ring and what a dump needs to know about the thread.
 #[derive(Debug)]
@@ -30,13 +72,36 @@ pub(crate) struct ThreadRing {
     pub exited: AtomicBool,
 }
 
-static REGISTRY: Mutex<Vec<&'static ThreadRing>> = Mutex::new(Vec::new());
+impl Drop for ThreadRing {
+    fn drop(&mut self) {
+        let slots: *const [Slot] = self.ring.slots();
+        // SAFETY: the slots were allocated as a `Box<[Slot]>` and leaked in
+        // `current_thread_ring`; the ring, their only user, is being dropped.
+        drop(unsafe { Box::from_raw(slots.cast_mut()) });
+    }
+}
+
+/// Where spans go once their thread's ring is gone (during thread teardown):
+/// a one-slot ring that keeps nothing after its first record.
+static DISCARD: Ring = Ring::with_mode(&DISCARD_SLOTS, Mode::StopWhenFull);
+static DISCARD_SLOTS: [Slot; 1] = [Slot::new()];
+
+/// The registry: every ring a dump must see. Owned boxes, freed by the dump
+/// that writes an exited thread's ring.
+#[expect(clippy::vec_box, reason = "threads point into their ThreadRing; a box keeps it in place as the Vec grows")]
+static REGISTRY: Mutex<Vec<Box<ThreadRing>>> = Mutex::new(Vec::new());
 static START: OnceLock<Anchor> = OnceLock::new();
+static ENABLED: AtomicBool = AtomicBool::new(true);
+/// Process default ring size and mode; 0 / `u8::MAX` mean "not set by the program".
+static DEFAULT_RECORDS: AtomicUsize = AtomicUsize::new(0);
+static DEFAULT_MODE: AtomicU8 = AtomicU8::new(u8::MAX);
 
 std::thread_local! {
-    // Const-initialised and without a destructor: reading it is one TLS load.
-    static CURRENT: Cell<*const ThreadRing> = const { Cell::new(std::ptr::null()) };
-    // Marks the ring as belonging to an exited thread; touched only on the first span.
+    // Const-initialised and without destructors: reading them is one TLS load each.
+    static CURRENT: Cell<*const Ring> = const { Cell::new(std::ptr::null()) };
+    static THREAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+    static THREAD_CONFIG: Cell<Option<RingConfig>> = const { Cell::new(None) };
+    // Retires the ring when the thread exits; touched only on the first span.
     static EXIT: ExitMark = const { ExitMark(Cell::new(std::ptr::null())) };
 }
 
@@ -44,20 +109,57 @@ struct ExitMark(Cell<*const ThreadRing>);
 
 impl Drop for ExitMark {
     fn drop(&mut self) {
-        // SAFETY: the pointer, if set, came from a leaked `Box<ThreadRing>` that is never freed.
+        // Spans recorded by later TLS destructors go nowhere, so the ring is
+        // never written again once marked exited.
+        let _ = CURRENT.try_with(|c| c.set(&DISCARD));
+        // SAFETY: the pointer, if set, is a registered ThreadRing; it is freed
+        // only by a dump after it sees `exited`, which is set just below.
         if let Some(t) = unsafe { self.0.get().as_ref() } {
             t.exited.store(true, Ordering::Release);
         }
     }
 }
 
+/// Whether spans are recorded on this thread now (global and thread switch both on).
+#[inline(always)]
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed) && THREAD_ENABLED.with(Cell::get)
+}
+
+/// Turns recording on or off for every thread. Spans already running finish normally.
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Turns recording on or off for the calling thread.
+pub fn set_thread_enabled(on: bool) {
+    THREAD_ENABLED.with(|c| c.set(on));
+}
+
+/// Sets the ring size and mode for threads that have not recorded yet.
+/// Overrides the environment variables [`RING_RECORDS_ENV`] and [`RING_MODE_ENV`].
+pub fn set_default_ring(config: RingConfig) {
+    DEFAULT_RECORDS.store(config.records_rounded(), Ordering::Relaxed);
+    DEFAULT_MODE.store(config.mode as u8, Ordering::Relaxed);
+}
+
+/// Sets the calling thread's ring size and mode; must come before its first span.
+pub fn set_thread_ring(config: RingConfig) -> Result<(), AlreadyRecording> {
+    if !CURRENT.with(Cell::get).is_null() {
+        return Err(AlreadyRecording);
+    }
+    THREAD_CONFIG.with(|c| c.set(Some(config)));
+    Ok(())
+}
+
 /// Writes one finished span into the calling thread's ring.
 #[inline(always)]
 pub fn record(key: u64, enter: u64, exit: u64) {
     let current = CURRENT.with(Cell::get);
-    // SAFETY: CURRENT only ever holds null or a leaked, never-freed `ThreadRing`.
+    // SAFETY: CURRENT holds null, `&DISCARD`, or the ring of a registered
+    // ThreadRing, which is not freed while its thread runs (see ExitMark).
     match unsafe { current.as_ref() } {
-        Some(t) => t.ring.push(key, enter, exit),
+        Some(ring) => ring.push(key, enter, exit),
         None => record_first(key, enter, exit),
     }
 }
@@ -65,39 +167,70 @@ pub fn record(key: u64, enter: u64, exit: u64) {
 #[cold]
 #[inline(never)]
 fn record_first(key: u64, enter: u64, exit: u64) {
-    current_thread_ring().ring.push(key, enter, exit);
+    register_current_thread().push(key, enter, exit);
 }
 
-/// The calling thread's ring, created and registered on first use.
-pub(crate) fn current_thread_ring() -> &'static ThreadRing {
+/// Writes one finished span with an integer argument into the calling thread's ring.
+#[inline(always)]
+pub fn record_with_arg(arg: u64, key: u64, enter: u64, exit: u64) {
     let current = CURRENT.with(Cell::get);
     // SAFETY: as in `record`.
-    if let Some(t) = unsafe { current.as_ref() } {
-        return t;
-    }
-    start();
-    let capacity = ring_records();
-    let slots: &'static [Slot] = Box::leak((0..capacity).map(|_| Slot::new()).collect());
-    let thread = std::thread::current();
-    let name = match thread.name() {
-        Some(name) => name.into(),
-        None => String::new(),
+    let ring = match unsafe { current.as_ref() } {
+        Some(ring) => ring,
+        None => register_current_thread(),
     };
-    let t: &'static ThreadRing = Box::leak(Box::new(ThreadRing {
-        ring: Ring::new(slots),
+    ring.push_with_arg(arg, key, enter, exit);
+}
+
+/// Creates and registers the calling thread's ring.
+fn register_current_thread() -> &'static Ring {
+    start();
+    let config = THREAD_CONFIG.with(Cell::get).unwrap_or_else(process_default);
+    let slots: &'static [Slot] = Box::leak((0..config.records_rounded()).map(|_| Slot::new()).collect());
+    let name = std::thread::current().name().map(String::from).unwrap_or_default();
+    let t = Box::new(ThreadRing {
+        ring: Ring::with_mode(slots, config.mode),
         tid: os::thread_id(),
         name,
         exited: AtomicBool::new(false),
-    }));
-    CURRENT.with(|c| c.set(t));
-    // During thread teardown the mark may already be gone; the ring then stays "running".
-    let _ = EXIT.try_with(|m| m.0.set(t));
+    });
+    let ring: *const Ring = &t.ring;
+    let ptr: *const ThreadRing = &*t;
     lock_registry().push(t);
-    t
+    CURRENT.with(|c| c.set(ring));
+    // During thread teardown the mark may already be gone: the ring then is
+    // never marked exited and stays registered (no use-after-free, one leak).
+    let _ = EXIT.try_with(|m| m.0.set(ptr));
+    // SAFETY: the box now lives in the registry, which frees it only after
+    // this thread has exited (see ExitMark).
+    unsafe { &*ring }
 }
 
-pub(crate) fn lock_registry() -> std::sync::MutexGuard<'static, Vec<&'static ThreadRing>> {
-    // A panic while holding the lock cannot leave the list half-updated (push is the only mutation).
+fn process_default() -> RingConfig {
+    static FROM_ENV: OnceLock<RingConfig> = OnceLock::new();
+    let env = *FROM_ENV.get_or_init(|| {
+        let records = std::env::var(RING_RECORDS_ENV).ok().and_then(|v| v.trim().parse::<usize>().ok());
+        let mode = match std::env::var(RING_MODE_ENV).as_deref().map(str::trim) {
+            Ok("stop") => Mode::StopWhenFull,
+            _ => Mode::Overwrite,
+        };
+        RingConfig { records: records.unwrap_or(DEFAULT_RING_RECORDS), mode }
+    });
+    let records = match DEFAULT_RECORDS.load(Ordering::Relaxed) {
+        0 => env.records,
+        n => n,
+    };
+    let mode = match DEFAULT_MODE.load(Ordering::Relaxed) {
+        m if m == Mode::Overwrite as u8 => Mode::Overwrite,
+        m if m == Mode::StopWhenFull as u8 => Mode::StopWhenFull,
+        _ => env.mode,
+    };
+    RingConfig { records, mode }
+}
+
+#[expect(clippy::vec_box, reason = "see REGISTRY")]
+pub(crate) fn lock_registry() -> MutexGuard<'static, Vec<Box<ThreadRing>>> {
+    // A panic while holding the lock cannot leave the list half-updated.
     REGISTRY.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
@@ -112,18 +245,7 @@ pub(crate) fn start_anchor() -> Option<Anchor> {
     START.get().copied()
 }
 
-fn ring_records() -> usize {
-    static RECORDS: OnceLock<usize> = OnceLock::new();
-    *RECORDS.get_or_init(|| {
-        std::env::var(RING_RECORDS_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .map(|n| n.clamp(16, 1 << 28).next_power_of_two())
-            .unwrap_or(DEFAULT_RING_RECORDS)
-    })
-}
-
 /// Whether `t` is the calling thread's ring.
 pub(crate) fn is_current(t: &ThreadRing) -> bool {
-    std::ptr::eq(CURRENT.with(Cell::get), t)
+    std::ptr::eq(CURRENT.with(Cell::get), &t.ring)
 }

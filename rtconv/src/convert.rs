@@ -132,11 +132,13 @@ pub fn convert(
     report.threads = timeline.threads.len();
     report.lost_spans = trace.threads.iter().map(|t| t.lost()).sum();
     if report.lost_spans > 0 {
+        let overwritten: u64 = trace.threads.iter().map(|t| t.overwritten()).sum();
+        let dropped: u64 = trace.threads.iter().map(|t| t.dropped).sum();
         report.push(
             Level::Warning,
             format!(
-                "{shown}: {} span(s) were recorded but are not in the dump (the rings overwrote them); \
-             raise RINGTRACE_RING_RECORDS to keep more",
+                "{shown}: {} span(s) were recorded but are not in the dump ({overwritten} overwritten by full \
+                 rings, {dropped} dropped by full stop-when-full rings); raise RINGTRACE_RING_RECORDS to keep more",
                 report.lost_spans
             ),
         );

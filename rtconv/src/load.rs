@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use ringtrace_format::layout::ARG_KEY;
 use ringtrace_format::{Anchor, ClockInfo, Dump, DumpReason, Endian, ReadError, Record, SectionData};
 
 /// A dump, decoded.
@@ -69,15 +70,49 @@ pub struct ThreadTrace {
     pub written: u64,
     /// Spans dropped because the ring was full.
     pub dropped: u64,
-    /// The records the ring still held, oldest first.
-    pub records: Vec<Record>,
+    /// Of `written`, the records that were not spans (argument records).
+    pub aux: u64,
+    /// The spans the ring still held, in the order they ended.
+    pub spans: Vec<SpanRecord>,
+}
+
+/// One span as recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpanRecord {
+    /// Code address or site descriptor address.
+    pub key: u64,
+    /// Counter at entry.
+    pub enter: u64,
+    /// Counter at exit.
+    pub exit: u64,
+    /// The integer argument recorded with it, if any.
+    pub arg: Option<u64>,
 }
 
 impl ThreadTrace {
-    /// Spans recorded but not in the dump (overwritten or dropped).
-    pub fn lost(&self) -> u64 {
-        (self.written - self.records.len() as u64).saturating_add(self.dropped)
+    /// Spans the ring recorded and later overwrote (or lost while the dump copied it).
+    pub fn overwritten(&self) -> u64 {
+        self.written.saturating_sub(self.aux).saturating_sub(self.spans.len() as u64)
     }
+
+    /// Spans recorded but not in the dump: overwritten or dropped.
+    pub fn lost(&self) -> u64 {
+        self.overwritten().saturating_add(self.dropped)
+    }
+}
+
+/// Spans from ring records: each argument record is attached to the span record after it.
+fn spans_of(records: impl Iterator<Item = Record>) -> Vec<SpanRecord> {
+    let mut spans = Vec::with_capacity(records.size_hint().0);
+    let mut arg = None;
+    for r in records {
+        if r.key == ARG_KEY {
+            arg = Some(r.enter);
+        } else {
+            spans.push(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: arg.take() });
+        }
+    }
+    spans
 }
 
 /// Why a dump could not be read at all.
@@ -188,7 +223,8 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Trace, LoadError> {
                 name: lossy(info.name),
                 written: info.written,
                 dropped: info.dropped,
-                records: records.iter().collect(),
+                aux: info.aux,
+                spans: spans_of(records.iter()),
             }),
             SectionData::Sites { base, bytes } => trace.sites = Some((base, bytes.to_vec())),
             SectionData::End => {}

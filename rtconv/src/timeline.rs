@@ -14,6 +14,8 @@ pub struct SpanNs {
     pub enter_ns: i128,
     /// End, monotonic ns; never before `enter_ns`.
     pub exit_ns: i128,
+    /// The integer argument recorded with the span.
+    pub arg: Option<u64>,
 }
 
 /// One thread's spans, sorted by start, longer first on ties (so a parent
@@ -53,7 +55,7 @@ impl<'a> Timeline<'a> {
             .enumerate()
             .map(|(i, t)| {
                 let mut spans: Vec<SpanNs> = t
-                    .records
+                    .spans
                     .iter()
                     .map(|r| {
                         let enter_ns = timebase.ns(r.enter);
@@ -63,7 +65,7 @@ impl<'a> Timeline<'a> {
                             exit_ns = enter_ns;
                         }
                         origin = origin.min(enter_ns);
-                        SpanNs { key: r.key, enter_ns, exit_ns }
+                        SpanNs { key: r.key, enter_ns, exit_ns, arg: r.arg }
                     })
                     .collect();
                 spans.sort_unstable_by(|a, b| a.enter_ns.cmp(&b.enter_ns).then(b.exit_ns.cmp(&a.exit_ns)));

@@ -22,7 +22,7 @@ fn code_address_names_match_llvm_symbolizer() {
     // Every code-address key, by the address its ELF file uses.
     let mut ours: BTreeMap<u64, (String, String)> = BTreeMap::new();
     for t in &trace.threads {
-        for r in &t.records {
+        for r in &t.spans {
             if let Location::Module { file_address, .. } = locate(&trace, r.key) {
                 let name = symbols.get(r.key).unwrap();
                 assert_eq!(name.source, Source::Dwarf, "{name:?}");

@@ -1,6 +1,7 @@
 //! Chrome trace event JSON (object format), as Perfetto and chrome://tracing load it.
 //!
-//! - One complete (`X`) event per span; `ts` is microseconds since the
+//! - One complete (`X`) event per span, with `args.arg` when the span
+//!   recorded an integer argument; `ts` is microseconds since the
 //!   earliest span with exactly three decimals, computed from integer
 //!   nanoseconds, and `dur` is `exit_ns - enter_ns` in the same unit.
 //! - Events of a thread are sorted by start, longer first, so parents come
@@ -47,16 +48,23 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
             ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}",
             json_string(&name)
         )?;
-        let lost = thread.lost();
-        if lost > 0 {
-            let at = t.spans.first().map_or(0, |s| s.enter_ns - tl.origin_ns);
-            write!(out, ",\n{{\"name\":\"ringtrace: {lost} earlier span(s) lost\",\"ph\":\"i\",\"s\":\"t\",\"ts\":")?;
-            write_us(out, at, &mut num)?;
+        // Losses, where they happened: overwritten spans before the first
+        // one kept, dropped spans after the last one.
+        let losses = [
+            (thread.overwritten(), "earlier span(s) overwritten", t.spans.first().map(|s| s.enter_ns)),
+            (thread.dropped, "later span(s) dropped (ring full)", t.spans.iter().map(|s| s.exit_ns).max()),
+        ];
+        for (count, what, at) in losses {
+            if count == 0 {
+                continue;
+            }
+            write!(out, ",\n{{\"name\":\"ringtrace: {count} {what}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":")?;
+            write_us(out, at.map_or(0, |at| at - tl.origin_ns), &mut num)?;
             write!(
                 out,
-                ",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"written\":{},\"in_dump\":{},\"dropped\":{}}}}}",
-                thread.written,
-                thread.records.len(),
+                ",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"spans_in_dump\":{},\"overwritten\":{},\"dropped\":{}}}}}",
+                thread.spans.len(),
+                thread.overwritten(),
                 thread.dropped
             )?;
         }
@@ -69,6 +77,10 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
             write_us(out, s.enter_ns - tl.origin_ns, &mut num)?;
             out.write_all(b",\"dur\":")?;
             write_us(out, s.exit_ns - s.enter_ns, &mut num)?;
+            if let Some(arg) = s.arg {
+                // Shown signed: arguments are recorded as `value as u64`, so a negative one wraps.
+                write!(out, ",\"args\":{{\"arg\":{}}}", arg as i64)?;
+            }
             out.write_all(tail.as_bytes())?;
         }
     }

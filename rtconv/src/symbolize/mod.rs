@@ -91,7 +91,7 @@ impl Symbols {
 /// Resolves every distinct key of `trace`, opening each module that holds
 /// one at most once.
 pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
-    let keys: BTreeSet<u64> = trace.threads.iter().flat_map(|t| t.records.iter().map(|r| r.key)).collect();
+    let keys: BTreeSet<u64> = trace.threads.iter().flat_map(|t| t.spans.iter().map(|r| r.key)).collect();
     let mut by_module: HashMap<usize, Vec<(u64, u64)>> = HashMap::new();
     let mut symbols = Symbols::default();
     for &key in &keys {

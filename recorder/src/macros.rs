@@ -1,0 +1,245 @@
+//! The instrumentation macros. With the `off` feature each expands to
+//! nothing (or to its expression), so instrumented code carries no trace of
+//! the recorder.
+
+/// Starts a span that ends at the end of the enclosing scope.
+///
+/// - `span!()`: the key is the code address of the call site; `rtconv` names
+///   it from the binary's DWARF (function, file and line). No string lands in
+///   the binary.
+/// - `span!("label")`: the key is a per-call-site static descriptor holding
+///   the label, file and line, placed in the `ringtrace_sites` linker section
+///   and copied into every dump, so it is named even with no binary at hand.
+/// - `span!(clock = Ordered)` / `span!(clock = Ordered, "label")`: the same,
+///   reading the counter with another [`Clock`](crate::clock::Clock).
+///
+/// ```
+/// use ringtrace::clock::Serialized;
+///
+/// fn parse(input: &str) -> usize {
+///     let _span = ringtrace::span!();
+///     let _inner = ringtrace::span!(clock = Serialized, "count words");
+///     input.split_whitespace().count()
+/// }
+/// assert_eq!(parse("a b c"), 3);
+/// ```
+#[cfg(not(feature = "off"))]
+#[macro_export]
+macro_rules! span {
+    () => {
+        $crate::Span::<$crate::clock::DefaultClock>::enter($crate::code_address!())
+    };
+    (clock = $clock:ty) => {
+        $crate::Span::<$clock>::enter($crate::code_address!())
+    };
+    (clock = $clock:ty, $label:expr) => {
+        $crate::Span::<$clock>::enter($crate::site!($label))
+    };
+    ($label:expr) => {
+        $crate::Span::<$crate::clock::DefaultClock>::enter($crate::site!($label))
+    };
+}
+
+/// Compiled out by the `off` feature: expands to `()`.
+#[cfg(feature = "off")]
+#[macro_export]
+macro_rules! span {
+    ($($anything:tt)*) => {
+        ()
+    };
+}
+
+/// Begins a span to be ended by [`exit`](crate::exit), for spans that do not
+/// fit a scope. Keys as for [`span!`].
+///
+/// ```
+/// let token = ringtrace::enter!("request");
+/// // ... later, perhaps in another function ...
+/// ringtrace::exit(token);
+/// ```
+#[cfg(not(feature = "off"))]
+#[macro_export]
+macro_rules! enter {
+    () => {
+        $crate::enter::<$crate::clock::DefaultClock>($crate::code_address!())
+    };
+    ($label:expr) => {
+        $crate::enter::<$crate::clock::DefaultClock>($crate::site!($label))
+    };
+}
+
+/// Compiled out by the `off` feature: expands to `()` (and `exit(())` does nothing).
+#[cfg(feature = "off")]
+#[macro_export]
+macro_rules! enter {
+    ($($anything:tt)*) => {
+        ()
+    };
+}
+
+/// Times an expression and returns its value unchanged. Time a place by
+/// borrowing it: `timed!(&mut v[i])` returns the `&mut`.
+///
+/// ```
+/// let mut v = vec![1, 2, 3];
+/// let total: i32 = ringtrace::timed!(v.iter().sum());
+/// *ringtrace::timed!("first", &mut v[0]) += total;
+/// assert_eq!(v, [7, 2, 3]);
+/// ```
+#[cfg(not(feature = "off"))]
+#[macro_export]
+macro_rules! timed {
+    ($label:literal, $e:expr) => {{
+        let _ringtrace_span = $crate::span!($label);
+        $e
+    }};
+    ($e:expr) => {{
+        let _ringtrace_span = $crate::span!();
+        $e
+    }};
+}
+
+/// Compiled out by the `off` feature: expands to the expression.
+#[cfg(feature = "off")]
+#[macro_export]
+macro_rules! timed {
+    ($label:literal, $e:expr) => {
+        $e
+    };
+    ($e:expr) => {
+        $e
+    };
+}
+
+/// Records the interval between successive passes of a loop, with one
+/// counter read per pass. The first pass records nothing.
+///
+/// ```
+/// for frame in 0..3 {
+///     ringtrace::pulse!("frame");
+///     std::hint::black_box(frame);
+/// }
+/// ```
+#[cfg(all(not(feature = "off"), feature = "std"))]
+#[macro_export]
+macro_rules! pulse {
+    () => {
+        $crate::pulse!(@key $crate::code_address!())
+    };
+    (@key $key:expr) => {{
+        $crate::__std::thread_local! {
+            static PULSE: ::core::cell::Cell<u64> = const { ::core::cell::Cell::new(0) };
+        }
+        PULSE.with(|last| {
+            let mut pulse = $crate::Pulse::<$crate::clock::DefaultClock>::resume($key, last.get());
+            pulse.pass();
+            last.set(pulse.last_pass());
+        })
+    }};
+    ($label:expr) => {
+        $crate::pulse!(@key $crate::site!($label))
+    };
+}
+
+/// Records the interval between successive passes of a loop (single-core
+/// targets without `std`: one state per call site, shared by all contexts).
+#[cfg(all(not(feature = "off"), not(feature = "std")))]
+#[macro_export]
+macro_rules! pulse {
+    () => {
+        $crate::pulse!(@key $crate::code_address!())
+    };
+    (@key $key:expr) => {{
+        static PULSE: ::core::sync::atomic::AtomicU64 = ::core::sync::atomic::AtomicU64::new(0);
+        let mut pulse = $crate::Pulse::<$crate::clock::DefaultClock>::resume(
+            $key,
+            PULSE.load(::core::sync::atomic::Ordering::Relaxed),
+        );
+        pulse.pass();
+        PULSE.store(pulse.last_pass(), ::core::sync::atomic::Ordering::Relaxed);
+    }};
+    ($label:expr) => {
+        $crate::pulse!(@key $crate::site!($label))
+    };
+}
+
+/// Compiled out by the `off` feature: expands to `()`.
+#[cfg(feature = "off")]
+#[macro_export]
+macro_rules! pulse {
+    ($($anything:tt)*) => {
+        ()
+    };
+}
+
+/// The guard `#[trace]` puts in a function: the guard itself, or `()` with `off`.
+#[doc(hidden)]
+#[macro_export]
+#[cfg(not(feature = "off"))]
+macro_rules! __traced {
+    ($guard:expr) => {
+        $guard
+    };
+}
+
+/// The guard `#[trace]` puts in a function: the guard itself, or `()` with `off`.
+#[doc(hidden)]
+#[macro_export]
+#[cfg(feature = "off")]
+macro_rules! __traced {
+    ($guard:expr) => {
+        ()
+    };
+}
+
+/// The address of this point in the code, as a span key.
+#[doc(hidden)]
+#[macro_export]
+#[cfg(target_arch = "x86_64")]
+macro_rules! code_address {
+    () => {{
+        let pc: u64;
+        // SAFETY: `lea` of a local label reads no memory and touches no flags.
+        unsafe {
+            ::core::arch::asm!("2: lea {0}, [rip + 2b]", out(reg) pc, options(nomem, nostack, preserves_flags))
+        };
+        pc
+    }};
+}
+
+/// The address of this point in the code, as a span key.
+#[doc(hidden)]
+#[macro_export]
+#[cfg(target_arch = "aarch64")]
+macro_rules! code_address {
+    () => {{
+        let pc: u64;
+        // SAFETY: `adr` reads no memory and touches no flags.
+        unsafe { ::core::arch::asm!("adr {0}, .", out(reg) pc, options(nomem, nostack, preserves_flags)) };
+        pc
+    }};
+}
+
+/// Without a way to read the program counter, name the span by its module.
+#[doc(hidden)]
+#[macro_export]
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+macro_rules! code_address {
+    () => {
+        $crate::site!(::core::module_path!())
+    };
+}
+
+/// A per-call-site descriptor in the `ringtrace_sites` section; evaluates to its address.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! site {
+    ($label:expr) => {{
+        const LABEL: &str = $label;
+        const LEN: usize = $crate::__format::site_len(LABEL, ::core::file!());
+        #[cfg_attr(not(any(target_vendor = "apple", windows)), unsafe(link_section = "ringtrace_sites"))]
+        static SITE: $crate::SiteDescriptor<LEN> =
+            $crate::SiteDescriptor($crate::__format::encode_site(LABEL, ::core::file!(), ::core::line!()));
+        ::core::ptr::addr_of!(SITE) as usize as u64
+    }};
+}

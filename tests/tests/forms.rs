@@ -1,0 +1,85 @@
+//! Every instrumentation form gives the right name, count, nesting and
+//! arguments in a converted dump; stop and overwrite rings lose exactly what
+//! they report; switched-off spans leave nothing.
+
+use std::collections::BTreeMap;
+
+use ringtrace_tests::{binary, convert, parse_chrome, run, scratch};
+
+#[test]
+fn every_form_converts_with_exact_counts() {
+    let dir = scratch("forms");
+    let dump = dir.join("forms.rtd");
+    let out = run(&binary("forms"), &["--out", dump.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (code, json, stderr) = convert(&dump, &[]);
+    assert_eq!(code, 0, "{stderr:?}");
+    assert_eq!(stderr.len(), 1, "only the loss warning: {stderr:?}");
+    assert!(stderr[0].contains("48 span(s) were recorded but are not in the dump (24 overwritten"), "{stderr:?}");
+    let trace = parse_chrome(&json);
+
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in &trace.events {
+        *counts.entry(e.name.as_str()).or_default() += 1;
+    }
+    let expected: BTreeMap<&str, usize> = [
+        ("forms::free_fn", 3),
+        ("forms::generic", 2),
+        ("forms::Stack::push", 4),
+        ("forms::Stack::pop", 2),
+        ("forms::by_address", 5), // #[trace(addr)]: named from DWARF
+        ("forms::with_arg", 3),
+        ("outer", 1),
+        ("forms::main", 2), // span!(clock = Ordered) and timed!(expr): code addresses in main
+        ("serialized", 1),
+        ("manual", 2),
+        ("timed place", 1),
+        ("tick", 5), // 6 passes, 5 intervals
+        ("stop mode", 16),
+        ("overwrite mode", 16),
+    ]
+    .into();
+    assert_eq!(counts, expected, "no `hidden` span: switched off by thread and by process");
+
+    // Arguments, in call order.
+    let args: Vec<i64> = trace.json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "forms::with_arg")
+        .map(|e| e["args"]["arg"].as_i64().unwrap())
+        .collect();
+    assert_eq!(args, [10, 20, 30]);
+
+    // Everything traced inside `outer` lies inside it.
+    let outer = trace.events.iter().find(|e| e.name == "outer").unwrap();
+    for e in &trace.events {
+        if e.name.starts_with("forms::") && e.name != "forms::main" {
+            assert!(e.ts_ns >= outer.ts_ns && e.end_ns() <= outer.end_ns(), "{e:?} outside {outer:?}");
+        }
+    }
+    // Pulse intervals tile the loop: each starts where the previous ended.
+    let ticks: Vec<_> = trace.events.iter().filter(|e| e.name == "tick").collect();
+    for pair in ticks.windows(2) {
+        assert_eq!(pair[0].end_ns(), pair[1].ts_ns, "one counter read per pass");
+    }
+
+    // Losses: the stop ring dropped the 24 spans after its first 16; the
+    // overwriting ring overwrote the 24 before its last 16.
+    let mut losses: Vec<(String, u64, u64)> = trace.json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "i")
+        .map(|e| {
+            let tid = e["tid"].as_u64().unwrap();
+            (
+                trace.thread_names[&tid].clone(),
+                e["args"]["overwritten"].as_u64().unwrap(),
+                e["args"]["dropped"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    losses.sort();
+    assert_eq!(losses, [("overwrite-16".to_string(), 24, 0), ("stop-16".to_string(), 0, 24)]);
+}
