@@ -31,7 +31,7 @@ fn traces_of_the_recorder(binary: &Path) -> (bool, usize, usize) {
     let file = object::File::parse(&*data).unwrap();
     let sites = file.section_by_name("ringtrace_sites").is_some();
     let symbols =
-        file.symbols().filter_map(|s| s.name().ok().map(|n| demangled(n))).filter(|n| n.contains("ringtrace")).count();
+        file.symbols().filter_map(|s| s.name().ok().map(demangled)).filter(|n| n.contains("ringtrace")).count();
     // Counter reads, by disassembly (a byte search would match inside other instructions).
     let out = run("objdump".as_ref(), &["-d", "--no-show-raw-insn", binary.to_str().unwrap()]);
     assert!(out.status.success());
