@@ -33,6 +33,9 @@ pub const SITE_MAGIC: u32 = 0x5349_5445; // "SITE"
 /// Site descriptors are aligned to this many bytes.
 pub const SITE_ALIGN: usize = 8;
 
+/// Size of one calibration entry.
+pub const CALIBRATION_ENTRY_SIZE: usize = 4 + 4 + 8 + 8;
+
 /// Size of the end marker section: header and CRC, padded to 8 bytes.
 pub const END_SECTION_SIZE: usize = 24;
 
@@ -52,6 +55,10 @@ pub enum SectionKind {
     Ring,
     /// A copy of the program's site-descriptor linker section.
     Sites,
+    /// The recorder's own measured cost per span, per clock.
+    Calibration,
+    /// `dladdr` results for the dump's code-address keys.
+    Dladdr,
     /// The end marker: the last section of a complete dump.
     End,
     /// A kind this reader does not know (written by a newer minor version).
@@ -67,6 +74,8 @@ impl SectionKind {
             SectionKind::Modules => 3,
             SectionKind::Ring => 4,
             SectionKind::Sites => 5,
+            SectionKind::Calibration => 6,
+            SectionKind::Dladdr => 7,
             SectionKind::End => 0xFFFF_FFFF,
             SectionKind::Unknown(code) => code,
         }
@@ -80,6 +89,8 @@ impl SectionKind {
             3 => SectionKind::Modules,
             4 => SectionKind::Ring,
             5 => SectionKind::Sites,
+            6 => SectionKind::Calibration,
+            7 => SectionKind::Dladdr,
             0xFFFF_FFFF => SectionKind::End,
             other => SectionKind::Unknown(other),
         }
@@ -93,6 +104,8 @@ impl SectionKind {
             SectionKind::Modules => "modules",
             SectionKind::Ring => "ring",
             SectionKind::Sites => "sites",
+            SectionKind::Calibration => "calibration",
+            SectionKind::Dladdr => "dladdr",
             SectionKind::End => "end",
             SectionKind::Unknown(_) => "unknown",
         }
@@ -174,6 +187,8 @@ code_enum!(
         Signal = 3,
         /// A ring filled up.
         RingFull = 4,
+        /// The program panicked.
+        Panic = 5,
     }
 );
 
@@ -187,3 +202,15 @@ pub const MODULE_FLAG_MAIN: u32 = 1;
 pub const RING_FLAG_THREAD_EXITED: u32 = 1;
 /// Flag bit in a ring section: the ring stops when full (it never overwrites).
 pub const RING_FLAG_STOP_WHEN_FULL: u32 = 2;
+
+code_enum!(
+    /// Which counter read a calibration entry measured.
+    ClockMode {
+        /// `rdtsc` (or the target's plain counter read).
+        Fast = 1,
+        /// `rdtscp`.
+        Ordered = 2,
+        /// `lfence; rdtsc`.
+        Serialized = 3,
+    }
+);

@@ -47,8 +47,8 @@ pub mod site;
 mod write;
 
 pub use error::{ReadError, WriteError};
-pub use layout::{CounterKind, DumpReason, RateSource, SectionKind};
-pub use model::{Anchor, ClockInfo, MetaInfo, Module, Record, RingInfo};
+pub use layout::{ClockMode, CounterKind, DumpReason, RateSource, SectionKind};
+pub use model::{Anchor, Calibration, ClockInfo, DladdrEntry, MetaInfo, Module, Record, RingInfo};
 pub use read::{Dump, Endian, Section, SectionData};
 pub use site::{Site, decode_site, encode_site, site_len};
 #[cfg(feature = "std")]

@@ -57,6 +57,34 @@ pub struct ClockInfo {
     pub rate_source: RateSource,
 }
 
+/// The recorder's measured cost for one clock mode, in counter ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Calibration {
+    /// Which counter read.
+    pub mode: crate::layout::ClockMode,
+    /// Samples behind each median.
+    pub samples: u32,
+    /// Median ticks an empty span adds to the span around it: what to
+    /// subtract from a parent for each child.
+    pub span_cost: u64,
+    /// Median ticks between two back-to-back counter reads: what an empty
+    /// span itself measures, to subtract from each span's own duration.
+    pub read_cost: u64,
+}
+
+/// What `dladdr` said about one code-address key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DladdrEntry<'a> {
+    /// The key (a runtime code address).
+    pub key: u64,
+    /// Runtime address of the nearest symbol at or below the key, 0 if none.
+    pub symbol_address: u64,
+    /// Path of the module holding the key.
+    pub module: &'a [u8],
+    /// The symbol's (mangled) name, empty if none.
+    pub symbol: &'a [u8],
+}
+
 /// One loaded module (executable or shared library).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Module<'a> {

@@ -8,7 +8,7 @@
 
 use crate::error::ReadError;
 use crate::layout::*;
-use crate::model::{Anchor, ClockInfo, MetaInfo, Module, Record, RingInfo};
+use crate::model::{Anchor, Calibration, ClockInfo, DladdrEntry, MetaInfo, Module, Record, RingInfo};
 
 /// The byte order of a dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,6 +224,8 @@ fn section_what(kind: SectionKind) -> &'static str {
         SectionKind::Modules => "modules section",
         SectionKind::Ring => "ring section",
         SectionKind::Sites => "sites section",
+        SectionKind::Calibration => "calibration section",
+        SectionKind::Dladdr => "dladdr section",
         SectionKind::End => "end marker",
         SectionKind::Unknown(_) => "section of unknown kind",
     }
@@ -247,6 +249,10 @@ pub enum SectionData<'a> {
         /// The raw linker section.
         bytes: &'a [u8],
     },
+    /// The recorder's measured costs.
+    Calibration(Calibrations<'a>),
+    /// `dladdr` results for code-address keys.
+    Dladdr(DladdrTable<'a>),
     /// The end marker.
     End,
     /// A section kind this reader does not know; skip it.
@@ -376,6 +382,21 @@ impl<'a> Section<'a> {
                 let bytes = c.items(len, 1, "site bytes")?;
                 SectionData::Sites { base, bytes }
             }
+            SectionKind::Calibration => {
+                let n = c.u32("entry_count")?;
+                let bytes = c.items(n.into(), CALIBRATION_ENTRY_SIZE, "entries")?;
+                SectionData::Calibration(Calibrations { bytes, endian: self.endian })
+            }
+            SectionKind::Dladdr => {
+                let count = c.u32("entry_count")?;
+                let start = c.pos;
+                for _ in 0..count {
+                    c.take(16, "entry")?;
+                    c.str("module")?;
+                    c.str("symbol")?;
+                }
+                SectionData::Dladdr(DladdrTable { bytes: &self.payload[start..c.pos], count, endian: self.endian })
+            }
             SectionKind::End => SectionData::End,
             SectionKind::Unknown(code) => SectionData::Unknown(code),
         })
@@ -432,6 +453,58 @@ impl<'a> Records<'a> {
             key: e.u64(c[0..8].try_into().unwrap_or_default()),
             enter: e.u64(c[8..16].try_into().unwrap_or_default()),
             exit: e.u64(c[16..24].try_into().unwrap_or_default()),
+        })
+    }
+}
+
+/// The calibration entries.
+#[derive(Clone, Copy, Debug)]
+pub struct Calibrations<'a> {
+    bytes: &'a [u8],
+    endian: Endian,
+}
+
+impl<'a> Calibrations<'a> {
+    /// The entries in file order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Calibration> + 'a {
+        let e = self.endian;
+        self.bytes.chunks_exact(CALIBRATION_ENTRY_SIZE).map(move |c| Calibration {
+            mode: ClockMode::from_code(e.u32(c[0..4].try_into().unwrap_or_default())),
+            samples: e.u32(c[4..8].try_into().unwrap_or_default()),
+            span_cost: e.u64(c[8..16].try_into().unwrap_or_default()),
+            read_cost: e.u64(c[16..24].try_into().unwrap_or_default()),
+        })
+    }
+}
+
+/// The dladdr table, validated on decode.
+#[derive(Clone, Copy, Debug)]
+pub struct DladdrTable<'a> {
+    bytes: &'a [u8],
+    count: u32,
+    endian: Endian,
+}
+
+impl<'a> DladdrTable<'a> {
+    /// How many entries there are.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// The entries in file order.
+    pub fn iter(&self) -> impl Iterator<Item = DladdrEntry<'a>> + 'a {
+        let mut c = Cur { bytes: self.bytes, pos: 0, offset: 0, endian: self.endian, kind: SectionKind::Dladdr };
+        // Every entry was bounds-checked by `Section::decode`.
+        (0..self.count).map_while(move |_| {
+            Some(DladdrEntry {
+                key: c.u64("key").ok()?,
+                symbol_address: c.u64("symbol_address").ok()?,
+                module: c.str("module").ok()?,
+                symbol: c.str("symbol").ok()?,
+            })
         })
     }
 }

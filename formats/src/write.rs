@@ -9,7 +9,7 @@ use crc32fast::Hasher;
 
 use crate::error::WriteError;
 use crate::layout::*;
-use crate::model::{Anchor, ClockInfo, MetaInfo, Module, Record, RingInfo};
+use crate::model::{Anchor, Calibration, ClockInfo, DladdrEntry, MetaInfo, Module, Record, RingInfo};
 
 /// Where dump bytes go: a file, a socket, a UART, a buffer.
 pub trait Sink {
@@ -254,6 +254,35 @@ impl<S: Sink> Writer<S> {
         self.u64(base)?;
         self.u64(bytes.len() as u64)?;
         self.payload(bytes)?;
+        self.end_section()
+    }
+
+    /// Writes the calibration section.
+    pub fn calibration(&mut self, entries: &[Calibration]) -> WResult<(), S::Error> {
+        let n = u32::try_from(entries.len()).map_err(|_| WriteError::TooLarge { field: "calibration" })?;
+        self.begin_section(SectionKind::Calibration, 4 + u64::from(n) * CALIBRATION_ENTRY_SIZE as u64)?;
+        self.u32(n)?;
+        for e in entries {
+            self.u32(e.mode.code())?;
+            self.u32(e.samples)?;
+            self.u64(e.span_cost)?;
+            self.u64(e.read_cost)?;
+        }
+        self.end_section()
+    }
+
+    /// Writes the dladdr table.
+    pub fn dladdr(&mut self, entries: &[DladdrEntry<'_>]) -> WResult<(), S::Error> {
+        let n = u32::try_from(entries.len()).map_err(|_| WriteError::TooLarge { field: "dladdr" })?;
+        let len = 4 + entries.iter().map(|e| 16 + str_len(e.module) + str_len(e.symbol)).sum::<u64>();
+        self.begin_section(SectionKind::Dladdr, len)?;
+        self.u32(n)?;
+        for e in entries {
+            self.u64(e.key)?;
+            self.u64(e.symbol_address)?;
+            self.bytes(e.module)?;
+            self.bytes(e.symbol)?;
+        }
         self.end_section()
     }
 

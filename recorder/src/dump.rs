@@ -1,5 +1,6 @@
 //! Writing a complete dump of every thread's ring.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -8,11 +9,11 @@ use std::vec::Vec;
 use ringtrace_format::layout::{
     ARG_KEY, END_SECTION_SIZE, MODULE_FLAG_MAIN, RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED,
 };
-use ringtrace_format::{DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, WriteError, Writer};
+use ringtrace_format::{DladdrEntry, DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, WriteError, Writer};
 
 use crate::ring::Mode;
 use crate::thread;
-use crate::{clock, os, sites};
+use crate::{calibrate, clock, os, sites};
 
 /// What a dump contained.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,12 +34,16 @@ pub struct DumpStats {
 ///
 /// With the `off` feature it writes nothing and returns empty stats.
 pub fn dump_to_file(path: impl AsRef<Path>) -> io::Result<DumpStats> {
+    dump_to_file_for(path.as_ref(), DumpReason::Requested)
+}
+
+pub(crate) fn dump_to_file_for(path: &Path, reason: DumpReason) -> io::Result<DumpStats> {
     if cfg!(feature = "off") {
         return Ok(DumpStats::default());
     }
     let file = File::create(path)?;
     let mut out = BufWriter::with_capacity(1 << 16, file);
-    let stats = dump_to_writer(&mut out)?;
+    let stats = dump(&mut out, reason)?;
     out.flush()?;
     Ok(stats)
 }
@@ -53,11 +58,17 @@ pub fn dump_to_writer<W: Write>(out: W) -> io::Result<DumpStats> {
     if cfg!(feature = "off") {
         return Ok(DumpStats::default());
     }
+    dump(out, DumpReason::Requested)
+}
+
+fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
+    // Measured before taking the registry lock, on this thread's clock reads.
+    let calibration = calibrate::measure_all();
     let mut w = Writer::new(IoSink(out), core::mem::size_of::<usize>() as u8).map_err(io_error)?;
     let process_name = os::process_name();
     w.meta(&MetaInfo {
         pid: std::process::id(),
-        reason: DumpReason::Requested,
+        reason,
         producer: b"ringtrace",
         producer_version: env!("CARGO_PKG_VERSION").as_bytes(),
         process_name: process_name.as_bytes(),
@@ -95,6 +106,7 @@ pub fn dump_to_writer<W: Write>(out: W) -> io::Result<DumpStats> {
     let mut rings = thread::lock_registry();
     let mut buf: Vec<Record> = Vec::new();
     let mut written_exited = Vec::new();
+    let mut code_keys = BTreeSet::new();
     for (i, t) in rings.iter().enumerate() {
         buf.clear();
         buf.resize(t.ring.capacity(), Record::default());
@@ -117,12 +129,22 @@ pub fn dump_to_writer<W: Write>(out: W) -> io::Result<DumpStats> {
         w.ring(&info, &buf[..snap.copied]).map_err(io_error)?;
         stats.rings += 1;
         let spans_kept = buf[..snap.copied].iter().filter(|r| r.key != ARG_KEY).count() as u64;
+        let is_site = |key: u64| key.wrapping_sub(base) < bytes.len() as u64;
+        code_keys.extend(buf[..snap.copied].iter().map(|r| r.key).filter(|&k| k != ARG_KEY && !is_site(k)));
         stats.records += spans_kept;
         stats.lost += (snap.written - snap.aux).saturating_sub(spans_kept) + snap.dropped;
         if exited {
             written_exited.push(i);
         }
     }
+
+    w.calibration(&calibration).map_err(io_error)?;
+    let resolved: Vec<_> = code_keys.into_iter().filter_map(os::dladdr).collect();
+    let table: Vec<DladdrEntry<'_>> = resolved
+        .iter()
+        .map(|d| DladdrEntry { key: d.key, symbol_address: d.symbol_address, module: &d.module, symbol: &d.symbol })
+        .collect();
+    w.dladdr(&table).map_err(io_error)?;
 
     stats.bytes = w.position() + END_SECTION_SIZE as u64;
     w.finish().map_err(io_error)?;

@@ -49,8 +49,11 @@ pub mod ring;
 mod sink;
 mod span;
 
+pub mod calibrate;
 #[cfg(feature = "std")]
 mod dump;
+#[cfg(feature = "std")]
+mod lifecycle;
 #[cfg(feature = "std")]
 mod os;
 #[cfg(feature = "std")]
@@ -60,6 +63,8 @@ mod thread;
 
 #[cfg(feature = "std")]
 pub use dump::{DumpStats, dump_to_file, dump_to_writer};
+#[cfg(feature = "std")]
+pub use lifecycle::{DumpOnExit, dump_on_exit, dump_on_panic, dump_on_signal};
 pub use ring::Mode;
 #[cfg(feature = "macros")]
 pub use ringtrace_macros::trace;

@@ -41,6 +41,35 @@ pub fn process_name() -> String {
     std::fs::read_to_string("/proc/self/comm").map(|s| s.trim_end().into()).unwrap_or_default()
 }
 
+/// What `dladdr` says about a code address.
+#[derive(Debug)]
+pub struct Resolved {
+    pub key: u64,
+    pub symbol_address: u64,
+    pub module: Vec<u8>,
+    pub symbol: Vec<u8>,
+}
+
+/// `dladdr(key)`: the module and the nearest dynamic symbol, if the loader knows the address.
+pub fn dladdr(key: u64) -> Option<Resolved> {
+    // SAFETY: `info` is plain data dladdr fills in; dladdr accepts any address.
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    // SAFETY: as above; the strings it returns are owned by the loader and copied at once.
+    if unsafe { libc::dladdr(key as usize as *const libc::c_void, &mut info) } == 0 {
+        return None;
+    }
+    let copy = |p: *const libc::c_char| {
+        // SAFETY: a non-null pointer from dladdr is a NUL-terminated string.
+        if p.is_null() { Vec::new() } else { unsafe { CStr::from_ptr(p) }.to_bytes().to_vec() }
+    };
+    Some(Resolved {
+        key,
+        symbol_address: info.dli_saddr as usize as u64,
+        module: copy(info.dli_fname),
+        symbol: copy(info.dli_sname),
+    })
+}
+
 /// A loaded module as `dl_iterate_phdr` reports it.
 #[derive(Debug)]
 pub struct LoadedModule {

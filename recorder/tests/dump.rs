@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ringtrace_format::layout::{MODULE_FLAG_MAIN, RING_FLAG_THREAD_EXITED};
-use ringtrace_format::{Dump, SectionData, decode_site};
+use ringtrace_format::{ClockMode, Dump, SectionData, decode_site};
 
 /// Counts heap allocations, to show spans after a thread's first allocate nothing.
 struct Counting;
@@ -59,12 +59,16 @@ fn dump_holds_every_thread_modules_clock_and_sites() {
     let mut sites = None;
     let mut modules = Vec::new();
     let mut anchors = Vec::new();
+    let mut calibration = Vec::new();
+    let mut dladdr = Vec::new();
     for s in dump.sections() {
         match s.unwrap().decode().unwrap() {
             SectionData::Ring(info, records) => rings.push((info, records.iter().collect::<Vec<_>>())),
             SectionData::Sites { base, bytes } => sites = Some((base, bytes)),
             SectionData::Modules(m) => modules = m.iter().collect(),
             SectionData::Clock(_, a) => anchors = a.iter().collect(),
+            SectionData::Calibration(c) => calibration = c.iter().collect(),
+            SectionData::Dladdr(d) => dladdr = d.iter().map(|e| (e.key, e.module.to_vec())).collect(),
             _ => {}
         }
     }
@@ -88,6 +92,20 @@ fn dump_holds_every_thread_modules_clock_and_sites() {
     assert_eq!(main.path, exe.as_os_str().as_encoded_bytes());
     assert!(main.contains(records[1].key));
     assert!(!main.build_id.is_empty());
+
+    // The recorder measured itself for each clock mode: a counter read
+    // costs something, and an empty span adds less than a microsecond.
+    let modes: Vec<_> = calibration.iter().map(|c| c.mode).collect();
+    assert_eq!(modes, [ClockMode::Fast, ClockMode::Ordered, ClockMode::Serialized]);
+    for c in &calibration {
+        assert!(c.read_cost > 0 && c.span_cost < 10_000, "{c:?}");
+        assert_eq!(c.samples, 1001);
+    }
+
+    // dladdr knew the code-address key: it lies in this test binary.
+    let leaf_key = records[1].key;
+    let module = dladdr.iter().find(|(k, _)| *k == leaf_key).map(|(_, m)| m.clone()).expect("dladdr entry");
+    assert!(module.ends_with(exe.file_name().unwrap().as_encoded_bytes()), "{}", String::from_utf8_lossy(&module));
 
     // Start and dump anchors, in order.
     assert_eq!(anchors.len(), 2);

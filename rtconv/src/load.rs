@@ -1,10 +1,11 @@
 //! Reading a dump file into the decoded model, salvaging what a damaged file still holds.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use ringtrace_format::layout::ARG_KEY;
-use ringtrace_format::{Anchor, ClockInfo, Dump, DumpReason, Endian, ReadError, Record, SectionData};
+use ringtrace_format::{Anchor, Calibration, ClockInfo, Dump, DumpReason, Endian, ReadError, Record, SectionData};
 
 /// A dump, decoded.
 #[derive(Debug)]
@@ -23,10 +24,25 @@ pub struct Trace {
     pub threads: Vec<ThreadTrace>,
     /// The copied site section: its runtime address and bytes.
     pub sites: Option<(u64, Vec<u8>)>,
+    /// The recorder's measured per-span costs, per clock mode.
+    pub calibration: Vec<Calibration>,
+    /// What `dladdr` said about each code-address key at dump time.
+    pub dladdr: HashMap<u64, DladdrName>,
     /// Set when the file is damaged or cut short: everything from its offset on is lost.
     pub damage: Option<ReadError>,
     /// Section kinds this reader did not know and skipped.
     pub skipped_sections: Vec<u32>,
+}
+
+/// One `dladdr` result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DladdrName {
+    /// Module path.
+    pub module: PathBuf,
+    /// Mangled symbol name, empty if the loader knew none.
+    pub symbol: String,
+    /// The symbol's runtime address.
+    pub symbol_address: u64,
 }
 
 /// The meta section.
@@ -184,6 +200,8 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Trace, LoadError> {
         modules: Vec::new(),
         threads: Vec::new(),
         sites: None,
+        calibration: Vec::new(),
+        dladdr: HashMap::new(),
         damage: None,
         skipped_sections: Vec::new(),
     };
@@ -227,6 +245,20 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Trace, LoadError> {
                 spans: spans_of(records.iter()),
             }),
             SectionData::Sites { base, bytes } => trace.sites = Some((base, bytes.to_vec())),
+            SectionData::Calibration(c) => trace.calibration = c.iter().collect(),
+            SectionData::Dladdr(table) => {
+                trace.dladdr = table
+                    .iter()
+                    .map(|e| {
+                        let name = DladdrName {
+                            module: path_from_bytes(e.module),
+                            symbol: lossy(e.symbol),
+                            symbol_address: e.symbol_address,
+                        };
+                        (e.key, name)
+                    })
+                    .collect()
+            }
             SectionData::End => {}
             SectionData::Unknown(code) => trace.skipped_sections.push(code),
         }

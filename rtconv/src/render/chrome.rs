@@ -87,10 +87,26 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
     out.write_all(b"\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"ringtrace\":{")?;
     write!(out, "\"dump\":{}", json_string(&trace.path.to_string_lossy()))?;
     write!(out, ",\"producer\":{}", json_string(&trace.process.producer))?;
+    if let Some(reason) = trace.process.reason {
+        write!(out, ",\"dump_reason\":\"{}\"", reason_name(reason))?;
+    }
     write!(out, ",\"start_realtime_ns\":{}", tl.timebase.realtime_ns(tl.origin_ns))?;
     write!(out, ",\"start_monotonic_ns\":{}", tl.origin_ns)?;
     write!(out, ",\"counter_hz\":{:.0}", tl.timebase.hz())?;
     out.write_all(b"}}}\n")
+}
+
+fn reason_name(reason: ringtrace_format::DumpReason) -> &'static str {
+    use ringtrace_format::DumpReason::*;
+    match reason {
+        Unspecified => "unspecified",
+        Requested => "requested",
+        Exit => "exit",
+        Signal => "signal",
+        RingFull => "ring full",
+        Panic => "panic",
+        Other(_) => "other",
+    }
 }
 
 /// Writes a non-negative nanosecond count as microseconds with three decimals.

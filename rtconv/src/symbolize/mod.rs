@@ -1,9 +1,11 @@
 //! Naming span keys: each unique key is resolved once.
 //!
 //! Backends, best first: the dump's own site section ([`sites`]), then the
-//! module's DWARF and symbol table ([`dwarf`]). A key nothing resolves is
-//! named `?? (module+0xoffset)`.
+//! module's DWARF and symbol table ([`dwarf`]), then — when the binary is
+//! missing or of another build — the dump's dladdr table ([`dladdr`]). A key
+//! nothing resolves is named `?? (module+0xoffset)`.
 
+pub mod dladdr;
 pub mod dwarf;
 pub mod sites;
 
@@ -36,6 +38,8 @@ pub enum Source {
     Dwarf,
     /// The module's ELF symbol table.
     Symtab,
+    /// The dump's dladdr table (dynamic symbols, resolved on the target).
+    Dladdr,
     /// Nothing: shown as `??`.
     Unknown,
 }
@@ -49,18 +53,24 @@ pub struct Options {
     pub allow_mismatch: bool,
 }
 
-/// A reason some keys stay unnamed.
+/// A reason some keys are not named from their binary.
 #[derive(Debug)]
 pub struct Problem {
     /// What went wrong with the module.
     pub kind: dwarf::ModuleError,
-    /// How many distinct keys it leaves unnamed.
+    /// Distinct keys in the module.
     pub keys: usize,
+    /// Of those, the keys the dump's dladdr table named instead.
+    pub from_dladdr: usize,
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}; {} distinct span key(s) left unnamed", self.kind, self.keys)
+        write!(f, "{}; {} distinct span key(s) left unnamed", self.kind, self.keys - self.from_dladdr)?;
+        if self.from_dladdr > 0 {
+            write!(f, ", {} named from the dump's dladdr table", self.from_dladdr)?;
+        }
+        Ok(())
     }
 }
 
@@ -125,10 +135,18 @@ pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
                 }
             }
             Err(kind) => {
-                problems.push(Problem { kind, keys: addrs.len() });
-                for (key, file_address) in addrs {
-                    symbols.names.insert(key, unknown_in(file_address));
+                let mut from_dladdr = 0;
+                for &(key, file_address) in &addrs {
+                    let name = match dladdr::resolve(trace, key) {
+                        Some(name) => {
+                            from_dladdr += 1;
+                            name
+                        }
+                        None => unknown_in(file_address),
+                    };
+                    symbols.names.insert(key, name);
                 }
+                problems.push(Problem { kind, keys: addrs.len(), from_dladdr });
             }
         }
     }
