@@ -26,6 +26,7 @@ fn on_disk_sizes_are_pinned() {
     assert_eq!(SECTION_CRC_SIZE, 4);
     assert_eq!(SITE_HEADER_SIZE, 16);
     assert_eq!(RING_FIXED_SIZE, 48);
+    assert_eq!(CALIBRATION_ENTRY_SIZE, 24);
     // An empty dump is the header plus the end marker (16 + 4 bytes, padded to 24).
     assert_eq!(END_SECTION_SIZE, 24);
     let w = Writer::new(VecSink(Vec::new()), 8).unwrap();
@@ -101,6 +102,13 @@ fn sample_dump(rings: u64) -> Vec<u8> {
     const N: usize = site_len(SITE_LABEL, SITE_FILE);
     let site: [u8; N] = encode_site(SITE_LABEL, SITE_FILE, 42);
     w.sites(0x5000, &site).unwrap();
+    w.calibration(&[
+        Calibration { mode: ClockMode::Fast, samples: 1001, span_cost: 40, read_cost: 30 },
+        Calibration { mode: ClockMode::Serialized, samples: 1001, span_cost: 90, read_cost: 70 },
+    ])
+    .unwrap();
+    w.dladdr(&[DladdrEntry { key: 0x1234, symbol_address: 0x1200, module: b"/bin/server", symbol: b"handle" }])
+        .unwrap();
     w.finish().unwrap().0
 }
 
@@ -116,6 +124,8 @@ struct Seen {
     anchors: Vec<Anchor>,
     pid: Option<u32>,
     site: Option<(Vec<u8>, Vec<u8>, u32)>,
+    calibration: Vec<Calibration>,
+    dladdr: Vec<(u64, u64, Vec<u8>, Vec<u8>)>,
 }
 
 fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
@@ -144,6 +154,11 @@ fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
                 let site = decode_site(bytes, (0x5000 - base) as usize, dump.endian).unwrap();
                 seen.site = Some((site.label.to_vec(), site.file.to_vec(), site.line));
             }
+            SectionData::Calibration(c) => seen.calibration = c.iter().collect(),
+            SectionData::Dladdr(d) => {
+                seen.dladdr =
+                    d.iter().map(|e| (e.key, e.symbol_address, e.module.to_vec(), e.symbol.to_vec())).collect()
+            }
             SectionData::End | SectionData::Unknown(_) => {}
         }
     }
@@ -169,6 +184,12 @@ fn check_round_trip(rings: u64) {
         assert_eq!(ring.4, ring_records(t, 10 + t));
     }
     assert_eq!(seen.site, Some((SITE_LABEL.as_bytes().to_vec(), SITE_FILE.as_bytes().to_vec(), 42)));
+    assert_eq!(seen.calibration.len(), 2);
+    assert_eq!(
+        seen.calibration[1],
+        Calibration { mode: ClockMode::Serialized, samples: 1001, span_cost: 90, read_cost: 70 }
+    );
+    assert_eq!(seen.dladdr, [(0x1234, 0x1200, b"/bin/server".to_vec(), b"handle".to_vec())]);
     assert_eq!(seen.kinds.first(), Some(&SectionKind::Meta));
     assert!(seen.kinds.contains(&SectionKind::Unknown(77)), "unknown sections are passed over, not fatal");
     assert_eq!(seen.kinds.last(), Some(&SectionKind::End));

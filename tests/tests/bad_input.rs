@@ -96,7 +96,15 @@ fn a_truncated_dump_converts_its_complete_rings_and_says_what_was_lost() {
 fn a_corrupted_ring_is_caught_by_its_checksum() {
     let (dir, dump) = workload_dump("corrupt");
     let mut bytes = std::fs::read(&dump).unwrap();
-    let at = bytes.len() - 100; // inside the last ring's records
+    // A byte in the middle of the last ring's payload.
+    let last_ring = ringtrace_format::Dump::parse(&bytes)
+        .unwrap()
+        .sections()
+        .map(Result::unwrap)
+        .filter(|s| s.kind == ringtrace_format::SectionKind::Ring)
+        .last()
+        .unwrap();
+    let at = last_ring.offset as usize + 16 + last_ring.payload.len() / 2;
     bytes[at] ^= 0x10;
     let bad = dir.join("bad.rtd");
     std::fs::write(&bad, bytes).unwrap();
