@@ -24,6 +24,8 @@ pub const SECTION_CRC_SIZE: usize = 4;
 pub const SECTION_ALIGN: usize = 8;
 /// Size of one wide span record: key, enter ticks, exit ticks.
 pub const RECORD_SIZE: usize = 24;
+/// Size of one open span in a ring section: key, enter ticks.
+pub const OPEN_SPAN_SIZE: usize = 16;
 /// Size of one clock anchor: counter ticks, monotonic ns, realtime ns.
 pub const ANCHOR_SIZE: usize = 24;
 /// Size of the fixed part of a site descriptor, before its label and file bytes.

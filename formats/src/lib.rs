@@ -22,12 +22,12 @@
 //! let mut buf = [0u8; 512];
 //! let mut w = Writer::new(SliceSink::new(&mut buf), 8).unwrap();
 //! let ring = RingInfo { tid: 7, capacity: 4, written: 1, dropped: 0, aux: 0, flags: 0, name: b"main" };
-//! w.ring(&ring, &[Record { key: 0x1000, enter: 10, exit: 20 }]).unwrap();
+//! w.ring(&ring, &[Record { key: 0x1000, enter: 10, exit: 20 }], &[]).unwrap();
 //! let sink = w.finish().unwrap();
 //!
 //! let dump = Dump::parse(sink.written()).unwrap();
 //! for section in dump.sections() {
-//!     if let SectionData::Ring(info, records) = section.unwrap().decode().unwrap() {
+//!     if let SectionData::Ring(info, records, _open) = section.unwrap().decode().unwrap() {
 //!         assert_eq!(info.name, b"main");
 //!         assert_eq!(records.iter().next().unwrap().exit, 20);
 //!     }

@@ -240,8 +240,8 @@ pub enum SectionData<'a> {
     Clock(ClockInfo, Anchors<'a>),
     /// The module table.
     Modules(Modules<'a>),
-    /// One ring.
-    Ring(RingInfo<'a>, Records<'a>),
+    /// One ring: its finished spans and the spans open at dump time.
+    Ring(RingInfo<'a>, Records<'a>, OpenSpans<'a>),
     /// The site section: the address of its first byte in the target, and its bytes.
     Sites {
         /// Runtime address of `bytes[0]`.
@@ -372,9 +372,13 @@ impl<'a> Section<'a> {
                 if count > written {
                     return Err(c.malformed("record_count", "exceeds the count of records ever written"));
                 }
+                let open_count = c.u64("open_count")?;
                 let bytes = c.items(count, RECORD_SIZE, "records")?;
+                let open = c.items(open_count, OPEN_SPAN_SIZE, "open spans")?;
                 let info = RingInfo { tid, capacity, written, dropped, aux, flags, name };
-                SectionData::Ring(info, Records { bytes, endian: self.endian })
+                let (records, open) =
+                    (Records { bytes, endian: self.endian }, OpenSpans { bytes: open, endian: self.endian });
+                SectionData::Ring(info, records, open)
             }
             SectionKind::Sites => {
                 let base = c.u64("base")?;
@@ -505,6 +509,31 @@ impl<'a> DladdrTable<'a> {
                 module: c.str("module").ok()?,
                 symbol: c.str("symbol").ok()?,
             })
+        })
+    }
+}
+
+/// The spans a ring's thread had open at dump time, outermost first: (key, enter ticks).
+#[derive(Clone, Copy, Debug)]
+pub struct OpenSpans<'a> {
+    bytes: &'a [u8],
+    endian: Endian,
+}
+
+impl<'a> OpenSpans<'a> {
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / OPEN_SPAN_SIZE
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+    /// The open spans, outermost first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + 'a {
+        let e = self.endian;
+        self.bytes.chunks_exact(OPEN_SPAN_SIZE).map(move |c| {
+            (e.u64(c[0..8].try_into().unwrap_or_default()), e.u64(c[8..16].try_into().unwrap_or_default()))
         })
     }
 }

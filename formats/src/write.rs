@@ -211,12 +211,15 @@ impl<S: Sink> Writer<S> {
     }
 
     /// Opens a ring section that will hold exactly `record_count` records,
-    /// oldest first. Push them with [`Writer::record`], then call
+    /// oldest first, then `open_count` open spans, outermost first. Write them
+    /// with [`Writer::record`] and [`Writer::open_span`], then call
     /// [`Writer::end_section`].
-    pub fn begin_ring(&mut self, ring: &RingInfo<'_>, record_count: u64) -> WResult<(), S::Error> {
-        let records =
-            record_count.checked_mul(RECORD_SIZE as u64).ok_or(WriteError::TooLarge { field: "record count" })?;
-        let len = RING_FIXED_SIZE as u64 + str_len(ring.name) + 8 + records;
+    pub fn begin_ring(&mut self, ring: &RingInfo<'_>, record_count: u64, open_count: u64) -> WResult<(), S::Error> {
+        let body = record_count
+            .checked_mul(RECORD_SIZE as u64)
+            .and_then(|r| r.checked_add(open_count.checked_mul(OPEN_SPAN_SIZE as u64)?))
+            .ok_or(WriteError::TooLarge { field: "record count" })?;
+        let len = RING_FIXED_SIZE as u64 + str_len(ring.name) + 16 + body;
         self.begin_section(SectionKind::Ring, len)?;
         self.u64(ring.tid)?;
         self.u64(ring.capacity)?;
@@ -226,7 +229,16 @@ impl<S: Sink> Writer<S> {
         self.u32(ring.flags)?;
         self.u32(RECORD_SIZE as u32)?;
         self.bytes(ring.name)?;
-        self.u64(record_count)
+        self.u64(record_count)?;
+        self.u64(open_count)
+    }
+
+    /// Writes one open span (key, enter ticks) into the open ring section, after its records.
+    pub fn open_span(&mut self, key: u64, enter: u64) -> WResult<(), S::Error> {
+        let mut b = [0u8; OPEN_SPAN_SIZE];
+        b[0..8].copy_from_slice(&key.to_ne_bytes());
+        b[8..16].copy_from_slice(&enter.to_ne_bytes());
+        self.payload(&b)
     }
 
     /// Writes one record into the open ring section.
@@ -238,11 +250,14 @@ impl<S: Sink> Writer<S> {
         self.payload(&b)
     }
 
-    /// Writes a whole ring section from a slice of records.
-    pub fn ring(&mut self, ring: &RingInfo<'_>, records: &[Record]) -> WResult<(), S::Error> {
-        self.begin_ring(ring, records.len() as u64)?;
+    /// Writes a whole ring section: its records, then its open spans (key, enter ticks).
+    pub fn ring(&mut self, ring: &RingInfo<'_>, records: &[Record], open: &[(u64, u64)]) -> WResult<(), S::Error> {
+        self.begin_ring(ring, records.len() as u64, open.len() as u64)?;
         for r in records {
             self.record(r)?;
+        }
+        for &(key, enter) in open {
+            self.open_span(key, enter)?;
         }
         self.end_section()
     }

@@ -97,7 +97,7 @@ fn sample_dump(rings: u64) -> Vec<u8> {
             flags: 0,
             name: name.as_bytes(),
         };
-        w.ring(&info, &records).unwrap();
+        w.ring(&info, &records, &[(0x4000 + t, 7 * t)][..(t % 2) as usize]).unwrap();
     }
     const N: usize = site_len(SITE_LABEL, SITE_FILE);
     let site: [u8; N] = encode_site(SITE_LABEL, SITE_FILE, 42);
@@ -120,6 +120,7 @@ struct Seen {
     kinds: Vec<SectionKind>,
     rings: Vec<SeenRing>,
     aux: Vec<u64>,
+    open: Vec<Vec<(u64, u64)>>,
     modules: Vec<(u64, Vec<u8>, Vec<u8>)>,
     anchors: Vec<Anchor>,
     pid: Option<u32>,
@@ -146,8 +147,9 @@ fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
             SectionData::Modules(m) => {
                 seen.modules = m.iter().map(|m| (m.bias, m.build_id.to_vec(), m.path.to_vec())).collect()
             }
-            SectionData::Ring(info, recs) => {
+            SectionData::Ring(info, recs, open) => {
                 seen.aux.push(info.aux);
+                seen.open.push(open.iter().collect());
                 seen.rings.push((info.tid, info.name.to_vec(), info.written, info.dropped, recs.iter().collect()))
             }
             SectionData::Sites { base, bytes } => {
@@ -176,6 +178,10 @@ fn check_round_trip(rings: u64) {
     assert_eq!(seen.modules[1].2, b"/lib/libc.so.6");
     assert_eq!(seen.rings.len() as u64, rings);
     assert_eq!(seen.aux, (0..rings).map(|t| t / 2).collect::<Vec<_>>());
+    // Odd-numbered rings have one open span.
+    let open: Vec<Vec<(u64, u64)>> =
+        (0..rings).map(|t| if t % 2 == 1 { vec![(0x4000 + t, 7 * t)] } else { vec![] }).collect();
+    assert_eq!(seen.open, open);
     for (t, ring) in seen.rings.iter().enumerate() {
         let t = t as u64;
         assert_eq!(ring.0, 100 + t);
@@ -283,7 +289,7 @@ fn header_errors_name_what_is_wrong() {
 fn writer_rejects_a_wrong_record_count() {
     let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
     let info = RingInfo { tid: 1, capacity: 4, written: 2, dropped: 0, aux: 0, flags: 0, name: b"" };
-    w.begin_ring(&info, 2).unwrap();
+    w.begin_ring(&info, 2, 0).unwrap();
     w.record(&Record::default()).unwrap();
     assert!(matches!(w.end_section(), Err(WriteError::CountMismatch { .. })));
 }

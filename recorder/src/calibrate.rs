@@ -12,12 +12,13 @@ use core::hint::black_box;
 use ringtrace_format::{Calibration, ClockMode};
 
 use crate::clock::{Clock, Fast, Ordered, Serialized};
-use crate::ring::{Mode, Ring, Slot};
+use crate::ring::{Mode, Slot};
+use crate::track::Track;
 
 const SAMPLES: usize = 1001;
 
 /// Where the measured spans go: a private ring nobody dumps.
-static SCRATCH: Ring = Ring::with_mode(&SCRATCH_SLOTS, Mode::Overwrite);
+static SCRATCH: Track = Track::with_mode(&SCRATCH_SLOTS, Mode::Overwrite);
 static SCRATCH_SLOTS: [Slot; 64] = [const { Slot::new() }; 64];
 
 /// The cost of a span for every clock mode of this target.
@@ -40,11 +41,12 @@ pub fn measure<C: Clock>(mode: ClockMode) -> Calibration {
         bare[i] = b.wrapping_sub(a);
 
         let a = C::now();
-        // What `Span` does: check the switch, read, read, push.
+        // What `Span` does: check the switch, read, note it open, read, push, close.
         if crate::sink::enabled() {
             let enter = C::now();
+            let token = SCRATCH.begin(key, enter);
             let exit = C::now();
-            SCRATCH.push(key, enter, exit);
+            SCRATCH.end(token, key, enter, exit);
         }
         let b = C::now();
         with_span[i] = b.wrapping_sub(a);

@@ -11,6 +11,7 @@ use ringtrace_format::layout::{
 };
 use ringtrace_format::{DladdrEntry, DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, WriteError, Writer};
 
+use crate::open::OPEN_DEPTH;
 use crate::ring::Mode;
 use crate::thread;
 use crate::{calibrate, clock, os, sites};
@@ -107,30 +108,36 @@ fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
     let mut buf: Vec<Record> = Vec::new();
     let mut written_exited = Vec::new();
     let mut code_keys = BTreeSet::new();
+    let mut open = [(0u64, 0u64); OPEN_DEPTH];
     for (i, t) in rings.iter().enumerate() {
+        let ring = t.track.ring();
+        // Open spans first, then finished ones: a span ending in between is
+        // then in both (rtconv drops the open copy), never in neither.
+        let open_count = t.track.open().snapshot(&mut open).unwrap_or(0);
         buf.clear();
-        buf.resize(t.ring.capacity(), Record::default());
+        buf.resize(ring.capacity(), Record::default());
         let exited = t.exited.load(core::sync::atomic::Ordering::Acquire);
         let writer_may_run = !exited && !thread::is_current(t);
-        let snap = t.ring.snapshot(&mut buf, writer_may_run);
+        let snap = ring.snapshot(&mut buf, writer_may_run);
         let mut flags = if exited { RING_FLAG_THREAD_EXITED } else { 0 };
-        if t.ring.mode() == Mode::StopWhenFull {
+        if ring.mode() == Mode::StopWhenFull {
             flags |= RING_FLAG_STOP_WHEN_FULL;
         }
         let info = RingInfo {
             tid: t.tid,
-            capacity: t.ring.capacity() as u64,
+            capacity: ring.capacity() as u64,
             written: snap.written,
             dropped: snap.dropped,
             aux: snap.aux,
             flags,
             name: t.name.as_bytes(),
         };
-        w.ring(&info, &buf[..snap.copied]).map_err(io_error)?;
+        w.ring(&info, &buf[..snap.copied], &open[..open_count]).map_err(io_error)?;
         stats.rings += 1;
         let spans_kept = buf[..snap.copied].iter().filter(|r| r.key != ARG_KEY).count() as u64;
         let is_site = |key: u64| key.wrapping_sub(base) < bytes.len() as u64;
-        code_keys.extend(buf[..snap.copied].iter().map(|r| r.key).filter(|&k| k != ARG_KEY && !is_site(k)));
+        let keys = buf[..snap.copied].iter().map(|r| r.key).chain(open[..open_count].iter().map(|o| o.0));
+        code_keys.extend(keys.filter(|&k| k != ARG_KEY && !is_site(k)));
         stats.records += spans_kept;
         stats.lost += (snap.written - snap.aux).saturating_sub(spans_kept) + snap.dropped;
         if exited {

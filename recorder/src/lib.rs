@@ -45,9 +45,11 @@ pub extern crate std;
 
 pub mod clock;
 mod macros;
+pub mod open;
 pub mod ring;
 mod sink;
 mod span;
+mod track;
 
 pub mod calibrate;
 #[cfg(feature = "std")]
@@ -77,6 +79,7 @@ pub use thread::{
     AlreadyRecording, DEFAULT_RING_RECORDS, MAX_RING_RECORDS, MIN_RING_RECORDS, RING_MODE_ENV, RING_RECORDS_ENV,
     RingConfig, set_default_ring, set_enabled, set_thread_enabled, set_thread_ring, start,
 };
+pub use track::Track;
 
 #[doc(hidden)]
 pub use ringtrace_format as __format;

@@ -4,36 +4,42 @@ use core::marker::PhantomData;
 
 use crate::clock::{Clock, DefaultClock};
 use crate::sink;
+use crate::track::Track;
 
 /// A running span: reads the counter when created and writes one record
-/// into the calling thread's ring when dropped. When recording is switched
-/// off at run time it reads no counter and writes nothing.
+/// into the calling thread's ring when dropped; while it runs, a dump shows
+/// it as open. When recording is switched off it reads no counter and
+/// writes nothing.
 #[must_use = "a span ends when this guard is dropped; bind it: `let _span = span!();`"]
 #[derive(Debug)]
 pub struct Span<C: Clock = DefaultClock> {
-    /// 0 when recording was off at entry.
+    /// `None` when recording was off at entry.
+    track: Option<&'static Track>,
     key: u64,
     enter: u64,
+    token: u64,
     clock: PhantomData<C>,
 }
 
 impl<C: Clock> Span<C> {
-    /// Starts a span with `key` (a code address or a site descriptor's address; never 0).
+    /// Starts a span with `key` (a code address or a site descriptor's address).
     #[inline(always)]
     pub fn enter(key: u64) -> Self {
-        if !sink::enabled() {
-            return Span { key: 0, enter: 0, clock: PhantomData };
-        }
-        Span { key, enter: C::now(), clock: PhantomData }
+        let Some(track) = sink::current() else {
+            return Span { track: None, key, enter: 0, token: 0, clock: PhantomData };
+        };
+        let enter = C::now();
+        let token = track.begin(key, enter);
+        Span { track: Some(track), key, enter, token, clock: PhantomData }
     }
 }
 
 impl<C: Clock> Drop for Span<C> {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.key != 0 {
+        if let Some(track) = self.track {
             let exit = C::now();
-            sink::record(self.key, self.enter, exit);
+            track.end(self.token, self.key, self.enter, exit);
         }
     }
 }
@@ -57,17 +63,17 @@ impl<C: Clock> ArgSpan<C> {
 impl<C: Clock> Drop for ArgSpan<C> {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.span.key != 0 {
+        // Taken, so the inner guard does not write the span a second time.
+        if let Some(track) = self.span.track.take() {
             let exit = C::now();
-            sink::record_with_arg(self.arg, self.span.key, self.span.enter, exit);
-            // The inner guard must not write the span a second time.
-            self.span.key = 0;
+            track.end_with_arg(self.span.token, self.arg, self.span.key, self.span.enter, exit);
         }
     }
 }
 
 /// A span begun with [`enter`] that must be ended with [`exit`], for spans
-/// that do not fit a scope (begun in one callback, ended in another).
+/// that do not fit a scope (begun in one callback, ended in another). It
+/// need not nest with other spans, so a dump does not show it as open.
 ///
 /// In debug builds with `std`, dropping it without calling [`exit`] panics,
 /// so an unbalanced pair is found in tests.
@@ -75,6 +81,7 @@ impl<C: Clock> Drop for ArgSpan<C> {
 #[derive(Debug)]
 #[cfg_attr(feature = "off", allow(dead_code))]
 pub struct Entered<C: Clock = DefaultClock> {
+    track: Option<&'static Track>,
     key: u64,
     enter: u64,
     clock: PhantomData<C>,
@@ -84,19 +91,19 @@ pub struct Entered<C: Clock = DefaultClock> {
 /// [`enter!`](crate::enter) macro, which makes the key.
 #[inline(always)]
 pub fn enter<C: Clock>(key: u64) -> Entered<C> {
-    if !sink::enabled() {
-        return Entered { key: 0, enter: 0, clock: PhantomData };
-    }
-    Entered { key, enter: C::now(), clock: PhantomData }
+    let track = sink::current();
+    let enter = if track.is_some() { C::now() } else { 0 };
+    Entered { track, key, enter, clock: PhantomData }
 }
 
-/// Ends a span begun with [`enter`].
+/// Ends a span begun with [`enter`], on any thread: the record goes to the
+/// ring of the thread that began it.
 #[cfg(not(feature = "off"))]
 #[inline(always)]
-pub fn exit<C: Clock>(entered: Entered<C>) {
-    if entered.key != 0 {
+pub fn exit<C: Clock>(mut entered: Entered<C>) {
+    if let Some(track) = entered.track.take() {
         let exit = C::now();
-        sink::record(entered.key, entered.enter, exit);
+        track.ring().push(entered.key, entered.enter, exit);
     }
     core::mem::forget(entered);
 }
@@ -143,13 +150,13 @@ impl<C: Clock> Pulse<C> {
     /// Marks a pass: records the interval from the previous pass to now.
     #[inline(always)]
     pub fn pass(&mut self) {
-        if !sink::enabled() {
+        let Some(track) = sink::current() else {
             self.last = 0;
             return;
-        }
+        };
         let now = C::now();
         if self.last != 0 {
-            sink::record(self.key, self.last, now);
+            track.ring().push(self.key, self.last, now);
         }
         self.last = now;
     }

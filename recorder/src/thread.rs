@@ -16,7 +16,8 @@ use std::vec::Vec;
 use ringtrace_format::Anchor;
 
 use crate::os;
-use crate::ring::{Mode, Ring, Slot};
+use crate::ring::{Mode, Slot};
+use crate::track::Track;
 
 /// Default ring capacity in records (24 bytes each): 1.5 MiB per thread.
 pub const DEFAULT_RING_RECORDS: usize = 1 << 16;
@@ -66,7 +67,7 @@ impl std::error::Error for AlreadyRecording {}
 /// One thread's ring and what a dump needs to know about the thread.
 #[derive(Debug)]
 pub(crate) struct ThreadRing {
-    pub ring: Ring,
+    pub track: Track,
     pub tid: u64,
     pub name: String,
     pub exited: AtomicBool,
@@ -74,7 +75,7 @@ pub(crate) struct ThreadRing {
 
 impl Drop for ThreadRing {
     fn drop(&mut self) {
-        let slots: *const [Slot] = self.ring.slots();
+        let slots: *const [Slot] = self.track.ring().slots();
         // SAFETY: the slots were allocated as a `Box<[Slot]>` and leaked in
         // `current_thread_ring`; the ring, their only user, is being dropped.
         drop(unsafe { Box::from_raw(slots.cast_mut()) });
@@ -83,7 +84,7 @@ impl Drop for ThreadRing {
 
 /// Where spans go once their thread's ring is gone (during thread teardown):
 /// a one-slot ring that keeps nothing after its first record.
-static DISCARD: Ring = Ring::with_mode(&DISCARD_SLOTS, Mode::StopWhenFull);
+static DISCARD: Track = Track::with_mode(&DISCARD_SLOTS, Mode::StopWhenFull);
 static DISCARD_SLOTS: [Slot; 1] = [Slot::new()];
 
 /// The registry: every ring a dump must see. Owned boxes, freed by the dump
@@ -98,7 +99,7 @@ static DEFAULT_MODE: AtomicU8 = AtomicU8::new(u8::MAX);
 
 std::thread_local! {
     // Const-initialised and without destructors: reading them is one TLS load each.
-    static CURRENT: Cell<*const Ring> = const { Cell::new(std::ptr::null()) };
+    static CURRENT: Cell<*const Track> = const { Cell::new(std::ptr::null()) };
     static THREAD_ENABLED: Cell<bool> = const { Cell::new(true) };
     static THREAD_CONFIG: Cell<Option<RingConfig>> = const { Cell::new(None) };
     // Retires the ring when the thread exits; touched only on the first span.
@@ -124,6 +125,21 @@ impl Drop for ExitMark {
 #[inline(always)]
 pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed) && THREAD_ENABLED.with(Cell::get)
+}
+
+/// The calling thread's track if recording is on (creating it on first use).
+#[inline(always)]
+pub fn current() -> Option<&'static Track> {
+    if !enabled() {
+        return None;
+    }
+    let current = CURRENT.with(Cell::get);
+    // SAFETY: CURRENT holds null, `&DISCARD`, or the track of a registered
+    // ThreadRing, which is not freed while its thread runs (see ExitMark).
+    match unsafe { current.as_ref() } {
+        Some(track) => Some(track),
+        None => Some(register_current_thread()),
+    }
 }
 
 /// Turns recording on or off for every thread. Spans already running finish normally.
@@ -152,58 +168,30 @@ pub fn set_thread_ring(config: RingConfig) -> Result<(), AlreadyRecording> {
     Ok(())
 }
 
-/// Writes one finished span into the calling thread's ring.
-#[inline(always)]
-pub fn record(key: u64, enter: u64, exit: u64) {
-    let current = CURRENT.with(Cell::get);
-    // SAFETY: CURRENT holds null, `&DISCARD`, or the ring of a registered
-    // ThreadRing, which is not freed while its thread runs (see ExitMark).
-    match unsafe { current.as_ref() } {
-        Some(ring) => ring.push(key, enter, exit),
-        None => record_first(key, enter, exit),
-    }
-}
-
+/// Creates and registers the calling thread's track.
 #[cold]
 #[inline(never)]
-fn record_first(key: u64, enter: u64, exit: u64) {
-    register_current_thread().push(key, enter, exit);
-}
-
-/// Writes one finished span with an integer argument into the calling thread's ring.
-#[inline(always)]
-pub fn record_with_arg(arg: u64, key: u64, enter: u64, exit: u64) {
-    let current = CURRENT.with(Cell::get);
-    // SAFETY: as in `record`.
-    let ring = match unsafe { current.as_ref() } {
-        Some(ring) => ring,
-        None => register_current_thread(),
-    };
-    ring.push_with_arg(arg, key, enter, exit);
-}
-
-/// Creates and registers the calling thread's ring.
-fn register_current_thread() -> &'static Ring {
+fn register_current_thread() -> &'static Track {
     start();
     let config = THREAD_CONFIG.with(Cell::get).unwrap_or_else(process_default);
     let slots: &'static [Slot] = Box::leak((0..config.records_rounded()).map(|_| Slot::new()).collect());
     let name = std::thread::current().name().map(String::from).unwrap_or_default();
     let t = Box::new(ThreadRing {
-        ring: Ring::with_mode(slots, config.mode),
+        track: Track::with_mode(slots, config.mode),
         tid: os::thread_id(),
         name,
         exited: AtomicBool::new(false),
     });
-    let ring: *const Ring = &t.ring;
+    let track: *const Track = &t.track;
     let ptr: *const ThreadRing = &*t;
     lock_registry().push(t);
-    CURRENT.with(|c| c.set(ring));
+    CURRENT.with(|c| c.set(track));
     // During thread teardown the mark may already be gone: the ring then is
     // never marked exited and stays registered (no use-after-free, one leak).
     let _ = EXIT.try_with(|m| m.0.set(ptr));
     // SAFETY: the box now lives in the registry, which frees it only after
     // this thread has exited (see ExitMark).
-    unsafe { &*ring }
+    unsafe { &*track }
 }
 
 fn process_default() -> RingConfig {
@@ -247,5 +235,5 @@ pub(crate) fn start_anchor() -> Option<Anchor> {
 
 /// Whether `t` is the calling thread's ring.
 pub(crate) fn is_current(t: &ThreadRing) -> bool {
-    std::ptr::eq(CURRENT.with(Cell::get), &t.ring)
+    std::ptr::eq(CURRENT.with(Cell::get), &t.track)
 }

@@ -49,6 +49,8 @@ fn dump_holds_every_thread_modules_clock_and_sites() {
     assert_eq!(allocations, 0, "spans after a thread's first must not allocate");
     drop(ringtrace::span!("on main"));
 
+    let _open_outer = ringtrace::span!("open at dump");
+    let _open_inner = ringtrace::span!();
     let mut bytes = Vec::new();
     let stats = ringtrace::dump_to_writer(&mut bytes).unwrap();
     assert_eq!(stats.bytes, bytes.len() as u64);
@@ -63,7 +65,9 @@ fn dump_holds_every_thread_modules_clock_and_sites() {
     let mut dladdr = Vec::new();
     for s in dump.sections() {
         match s.unwrap().decode().unwrap() {
-            SectionData::Ring(info, records) => rings.push((info, records.iter().collect::<Vec<_>>())),
+            SectionData::Ring(info, records, open) => {
+                rings.push((info, records.iter().collect::<Vec<_>>(), open.iter().collect::<Vec<_>>()))
+            }
             SectionData::Sites { base, bytes } => sites = Some((base, bytes)),
             SectionData::Modules(m) => modules = m.iter().collect(),
             SectionData::Clock(_, a) => anchors = a.iter().collect(),
@@ -74,16 +78,23 @@ fn dump_holds_every_thread_modules_clock_and_sites() {
     }
 
     // The exited worker's ring is there, marked exited, with all 2001 spans.
-    let (info, records) = rings.iter().find(|(i, _)| i.name == b"worker").expect("worker ring");
+    let (info, records, _) = rings.iter().find(|(i, _, _)| i.name == b"worker").expect("worker ring");
     assert_ne!(info.flags & RING_FLAG_THREAD_EXITED, 0);
     assert_eq!((info.written, records.len()), (2001, 2001));
     assert!(records.iter().all(|r| r.exit >= r.enter));
 
+    // The dumping thread's two open spans are in its ring section, outermost first.
+    let this_thread = std::thread::current().name().unwrap_or_default().as_bytes().to_vec();
+    let (_, _, open) = rings.iter().find(|(i, _, _)| i.name == this_thread).expect("this thread's ring");
+    assert_eq!(open.len(), 2, "{open:?}");
+    assert!(open[0].1 <= open[1].1, "outer entered first");
     // Named spans resolve from the copied site section alone.
     let (base, section) = sites.expect("site section");
     let label = |key: u64| decode_site(section, (key - base) as usize, dump.endian).map(|s| s.label.to_vec());
     assert_eq!(label(records[0].key), Some(b"first".to_vec()));
     assert_eq!(label(records[2].key), Some(b"outer".to_vec())); // leaf ends before outer
+    assert_eq!(label(open[0].0), Some(b"open at dump".to_vec()));
+    assert_eq!(label(open[1].0), None, "span!() is a code address");
     assert_eq!(label(records[1].key), None, "span!() keys are code addresses, not sites");
 
     // The code address of `leaf`'s span lies in the main executable, which has a build-id.

@@ -103,18 +103,39 @@ pub struct SpanRecord {
     pub exit: u64,
     /// The integer argument recorded with it, if any.
     pub arg: Option<u64>,
+    /// Still running when the dump was taken: `exit` is the dump time.
+    pub open: bool,
 }
 
 impl ThreadTrace {
     /// Spans the ring recorded and later overwrote (or lost while the dump copied it).
     pub fn overwritten(&self) -> u64 {
-        self.written.saturating_sub(self.aux).saturating_sub(self.spans.len() as u64)
+        let finished = self.spans.iter().filter(|s| !s.open).count() as u64;
+        self.written.saturating_sub(self.aux).saturating_sub(finished)
     }
 
     /// Spans recorded but not in the dump: overwritten or dropped.
     pub fn lost(&self) -> u64 {
         self.overwritten().saturating_add(self.dropped)
     }
+}
+
+/// The counter at dump time: the last anchor, if the clock section came first.
+fn dump_ticks(clock: &Option<(ClockInfo, Vec<Anchor>)>) -> u64 {
+    clock.as_ref().and_then(|(_, anchors)| anchors.last()).map_or(0, |a| a.ticks)
+}
+
+/// Adds the spans open at dump time, ending them at the dump (or at their
+/// own start, if they began after the dump's anchor). An open span that is
+/// also among the finished ones ended while the dump was taken: dropped.
+fn with_open(mut spans: Vec<SpanRecord>, open: impl Iterator<Item = (u64, u64)>, dump_ticks: u64) -> Vec<SpanRecord> {
+    let finished: std::collections::HashSet<(u64, u64)> = spans.iter().map(|s| (s.key, s.enter)).collect();
+    for (key, enter) in open {
+        if !finished.contains(&(key, enter)) {
+            spans.push(SpanRecord { key, enter, exit: dump_ticks.max(enter), arg: None, open: true });
+        }
+    }
+    spans
 }
 
 /// Spans from ring records: each argument record is attached to the span record after it.
@@ -125,7 +146,7 @@ fn spans_of(records: impl Iterator<Item = Record>) -> Vec<SpanRecord> {
         if r.key == ARG_KEY {
             arg = Some(r.enter);
         } else {
-            spans.push(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: arg.take() });
+            spans.push(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: arg.take(), open: false });
         }
     }
     spans
@@ -236,13 +257,13 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Trace, LoadError> {
                     })
                     .collect()
             }
-            SectionData::Ring(info, records) => trace.threads.push(ThreadTrace {
+            SectionData::Ring(info, records, open) => trace.threads.push(ThreadTrace {
                 tid: info.tid,
                 name: lossy(info.name),
                 written: info.written,
                 dropped: info.dropped,
                 aux: info.aux,
-                spans: spans_of(records.iter()),
+                spans: with_open(spans_of(records.iter()), open.iter(), dump_ticks(&trace.clock)),
             }),
             SectionData::Sites { base, bytes } => trace.sites = Some((base, bytes.to_vec())),
             SectionData::Calibration(c) => trace.calibration = c.iter().collect(),

@@ -16,6 +16,8 @@ pub struct SpanNs {
     pub exit_ns: i128,
     /// The integer argument recorded with the span.
     pub arg: Option<u64>,
+    /// Still running at dump time; `exit_ns` is the dump time.
+    pub open: bool,
 }
 
 /// One thread's spans, sorted by start, longer first on ties (so a parent
@@ -65,7 +67,7 @@ impl<'a> Timeline<'a> {
                             exit_ns = enter_ns;
                         }
                         origin = origin.min(enter_ns);
-                        SpanNs { key: r.key, enter_ns, exit_ns, arg: r.arg }
+                        SpanNs { key: r.key, enter_ns, exit_ns, arg: r.arg, open: r.open }
                     })
                     .collect();
                 spans.sort_unstable_by(|a, b| a.enter_ns.cmp(&b.enter_ns).then(b.exit_ns.cmp(&a.exit_ns)));

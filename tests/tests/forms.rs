@@ -37,6 +37,7 @@ fn every_form_converts_with_exact_counts() {
         ("tick", 5), // 6 passes, 5 intervals
         ("stop mode", 16),
         ("overwrite mode", 16),
+        ("open at dump", 1),
     ]
     .into();
     assert_eq!(counts, expected, "no `hidden` span: switched off by thread and by process");
@@ -50,6 +51,11 @@ fn every_form_converts_with_exact_counts() {
         .map(|e| e["args"]["arg"].as_i64().unwrap())
         .collect();
     assert_eq!(args, [10, 20, 30]);
+    // The span running during the dump is there, marked open, ending after everything else on main.
+    let open: Vec<_> =
+        trace.json["traceEvents"].as_array().unwrap().iter().filter(|e| e["args"]["open"] == true).collect();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0]["name"], "open at dump");
 
     // Everything traced inside `outer` lies inside it.
     let outer = trace.events.iter().find(|e| e.name == "outer").unwrap();

@@ -1,7 +1,8 @@
 //! Chrome trace event JSON (object format), as Perfetto and chrome://tracing load it.
 //!
 //! - One complete (`X`) event per span, with `args.arg` when the span
-//!   recorded an integer argument; `ts` is microseconds since the
+//!   recorded an integer argument and `args.open` when it was still running
+//!   at dump time (it then ends at the dump); `ts` is microseconds since the
 //!   earliest span with exactly three decimals, computed from integer
 //!   nanoseconds, and `dur` is `exit_ns - enter_ns` in the same unit.
 //! - Events of a thread are sorted by start, longer first, so parents come
@@ -77,9 +78,12 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
             write_us(out, s.enter_ns - tl.origin_ns, &mut num)?;
             out.write_all(b",\"dur\":")?;
             write_us(out, s.exit_ns - s.enter_ns, &mut num)?;
-            if let Some(arg) = s.arg {
+            match (s.arg, s.open) {
+                (None, false) => {}
                 // Shown signed: arguments are recorded as `value as u64`, so a negative one wraps.
-                write!(out, ",\"args\":{{\"arg\":{}}}", arg as i64)?;
+                (Some(arg), false) => write!(out, ",\"args\":{{\"arg\":{}}}", arg as i64)?,
+                (None, true) => out.write_all(b",\"args\":{\"open\":true}")?,
+                (Some(arg), true) => write!(out, ",\"args\":{{\"arg\":{},\"open\":true}}", arg as i64)?,
             }
             out.write_all(tail.as_bytes())?;
         }

@@ -17,6 +17,7 @@
 //! | `span!("hidden")` with the thread, then the process, switched off | — | 0 |
 //! | thread `stop-16`: stop-when-full ring of 16, 40 × `span!("stop mode")` | `stop mode` | 16 kept, 24 dropped |
 //! | thread `overwrite-16`: overwriting ring of 16, 40 × `span!("overwrite mode")` | `overwrite mode` | 16 kept, 24 lost |
+//! | `span!("open at dump")` still running when the dump is written | `open at dump`, marked open | 1 |
 
 use std::fmt::Debug;
 use std::hint::black_box;
@@ -137,6 +138,7 @@ fn main() {
     ] {
         t.join().expect("thread");
     }
+    let _open = ringtrace::span!("open at dump");
     match ringtrace::dump_to_file(&out) {
         Ok(stats) => eprintln!("forms: wrote {out} ({} spans, {} lost)", stats.records, stats.lost),
         Err(e) => {

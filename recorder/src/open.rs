@@ -1,0 +1,129 @@
+//! The spans a thread has begun and not yet ended, readable by a dump.
+//!
+//! A span's record is written when it ends; without this stack a dump could
+//! not show what a thread was doing when it was taken. Each thread keeps the
+//! key and entry ticks of its outermost [`OPEN_DEPTH`] open spans.
+//!
+//! # Protocol
+//!
+//! One atomic `state` holds `pushes << 8 | depth` (pushes ever made, current
+//! depth). The owning thread pushes by first storing `state` with `pushes`
+//! bumped (announcing the write), then the entry, then `state` with the
+//! depth bumped; it pops by storing `state` with the depth lowered. A reader
+//! loads `state`, copies the entries below its depth, and loads `state`
+//! again after an acquire fence: if `pushes` did not change, no entry it
+//! copied can have been rewritten (pops never touch entries), and the
+//! entries below the smaller of the two depths are still open.
+
+use core::sync::atomic::{AtomicU64, Ordering, fence};
+
+/// How many nested open spans a thread tracks; deeper ones are not shown as open.
+pub const OPEN_DEPTH: usize = 64;
+const DEPTH_BITS: u32 = 8;
+const DEPTH_MASK: u64 = (1 << DEPTH_BITS) - 1;
+
+#[derive(Debug)]
+struct Entry {
+    key: AtomicU64,
+    enter: AtomicU64,
+}
+
+/// A thread's stack of open spans.
+#[derive(Debug)]
+pub struct OpenStack {
+    state: AtomicU64,
+    entries: [Entry; OPEN_DEPTH],
+}
+
+impl Default for OpenStack {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OpenStack {
+    /// An empty stack.
+    pub const fn new() -> Self {
+        OpenStack {
+            state: AtomicU64::new(0),
+            entries: [const { Entry { key: AtomicU64::new(0), enter: AtomicU64::new(0) } }; OPEN_DEPTH],
+        }
+    }
+
+    /// Records that a span began; returns the token to pass to [`pop`](Self::pop).
+    /// Owner thread only.
+    #[inline(always)]
+    pub fn push(&self, key: u64, enter: u64) -> u64 {
+        let state = self.state.load(Ordering::Relaxed);
+        let depth = state & DEPTH_MASK;
+        let announced = state + (1 << DEPTH_BITS);
+        self.state.store(announced, Ordering::Relaxed);
+        fence(Ordering::Release);
+        if let Some(entry) = self.entries.get(depth as usize) {
+            entry.key.store(key, Ordering::Relaxed);
+            entry.enter.store(enter, Ordering::Relaxed);
+        }
+        // Saturate rather than carry into `pushes` (depth 255 is far past OPEN_DEPTH).
+        self.state.store(announced + u64::from(depth < DEPTH_MASK), Ordering::Release);
+        depth
+    }
+
+    /// Records that the span whose [`push`](Self::push) returned `depth` ended.
+    #[inline(always)]
+    pub fn pop(&self, depth: u64) {
+        let state = self.state.load(Ordering::Relaxed);
+        self.state.store((state & !DEPTH_MASK) | depth, Ordering::Release);
+    }
+
+    /// Copies the open spans, outermost first, into `out`; returns how many,
+    /// or `None` if the owner kept pushing so no consistent copy was had.
+    pub fn snapshot(&self, out: &mut [(u64, u64); OPEN_DEPTH]) -> Option<usize> {
+        for _ in 0..8 {
+            let before = self.state.load(Ordering::Acquire);
+            let depth = ((before & DEPTH_MASK) as usize).min(OPEN_DEPTH);
+            for (slot, entry) in out.iter_mut().zip(&self.entries[..depth]) {
+                *slot = (entry.key.load(Ordering::Relaxed), entry.enter.load(Ordering::Relaxed));
+            }
+            fence(Ordering::Acquire);
+            let after = self.state.load(Ordering::Relaxed);
+            if before >> DEPTH_BITS == after >> DEPTH_BITS {
+                return Some(depth.min((after & DEPTH_MASK) as usize));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shows_what_is_open_outermost_first() {
+        let stack = OpenStack::new();
+        let outer = stack.push(1, 100);
+        let inner = stack.push(2, 200);
+        let mut out = [(0, 0); OPEN_DEPTH];
+        assert_eq!(stack.snapshot(&mut out), Some(2));
+        assert_eq!(&out[..2], &[(1, 100), (2, 200)]);
+        stack.pop(inner);
+        let sibling = stack.push(3, 300);
+        assert_eq!(stack.snapshot(&mut out), Some(2));
+        assert_eq!(&out[..2], &[(1, 100), (3, 300)]);
+        stack.pop(sibling);
+        stack.pop(outer);
+        assert_eq!(stack.snapshot(&mut out), Some(0));
+    }
+
+    #[test]
+    fn deeper_than_tracked_is_counted_but_not_shown() {
+        let stack = OpenStack::new();
+        let tokens: [u64; 70] = core::array::from_fn(|i| stack.push(i as u64, 0));
+        let mut out = [(0, 0); OPEN_DEPTH];
+        assert_eq!(stack.snapshot(&mut out), Some(OPEN_DEPTH));
+        for &t in tokens.iter().rev() {
+            stack.pop(t);
+        }
+        assert_eq!(stack.snapshot(&mut out), Some(0));
+    }
+}

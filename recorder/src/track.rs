@@ -1,0 +1,55 @@
+//! A track: one ring of finished spans plus the stack of open ones. Each
+//! thread has one (with `std`); a program without `std` installs one.
+
+use crate::open::OpenStack;
+use crate::ring::{Mode, Ring, Slot};
+
+/// Where one thread's spans go: finished ones into the ring, open ones onto the stack.
+#[derive(Debug)]
+pub struct Track {
+    ring: Ring,
+    open: OpenStack,
+}
+
+impl Track {
+    /// An overwriting track over `slots` (a power of two long).
+    pub const fn new(slots: &'static [Slot]) -> Self {
+        Self::with_mode(slots, Mode::Overwrite)
+    }
+
+    /// A track over `slots` (a power of two long) whose ring behaves as `mode` says when full.
+    pub const fn with_mode(slots: &'static [Slot], mode: Mode) -> Self {
+        Track { ring: Ring::with_mode(slots, mode), open: OpenStack::new() }
+    }
+
+    /// The ring of finished spans.
+    pub fn ring(&self) -> &Ring {
+        &self.ring
+    }
+
+    /// The stack of open spans.
+    pub fn open(&self) -> &OpenStack {
+        &self.open
+    }
+
+    /// A span began: note it as open. Returns the token for [`end`](Self::end).
+    #[inline(always)]
+    pub fn begin(&self, key: u64, enter: u64) -> u64 {
+        self.open.push(key, enter)
+    }
+
+    /// A span ended: write its record, then stop showing it as open (in that
+    /// order, so a dump in between sees it twice rather than not at all).
+    #[inline(always)]
+    pub fn end(&self, token: u64, key: u64, enter: u64, exit: u64) {
+        self.ring.push(key, enter, exit);
+        self.open.pop(token);
+    }
+
+    /// As [`end`](Self::end), for a span with an integer argument.
+    #[inline(always)]
+    pub fn end_with_arg(&self, token: u64, arg: u64, key: u64, enter: u64, exit: u64) {
+        self.ring.push_with_arg(arg, key, enter, exit);
+        self.open.pop(token);
+    }
+}
