@@ -9,13 +9,26 @@
 //! One atomic `state` holds `pushes << 8 | depth` (pushes ever made, current
 //! depth). The owning thread pushes by first storing `state` with `pushes`
 //! bumped (announcing the write), then the entry, then `state` with the
-//! depth bumped; it pops by storing `state` with the depth lowered. A reader
-//! loads `state`, copies the entries below its depth, and loads `state`
-//! again after an acquire fence: if `pushes` did not change, no entry it
-//! copied can have been rewritten (pops never touch entries), and the
-//! entries below the smaller of the two depths are still open.
+//! depth bumped; it pops by storing `state` with the depth lowered. Every
+//! store is a release store, so a reader that loads any `state` sees the
+//! entries below its depth, and a reader that sees a new entry value (after
+//! its acquire fence) also sees the announcement. A reader loads `state`,
+//! copies the entries below its depth, and loads `state` again after an
+//! acquire fence: if `pushes` did not change, no entry it copied can have
+//! been rewritten (pops never touch entries), and the entries below the
+//! smaller of the two depths are still open.
+//!
+//! Model-checked with loom (`recorder/tests/loom.rs`), which found that the
+//! announcement must be a release store too.
 
-use core::sync::atomic::{AtomicU64, Ordering, fence};
+use core::sync::atomic::Ordering;
+#[cfg(not(loom))]
+use core::sync::atomic::{AtomicU64, fence};
+
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU64, fence};
+
+use crate::ring::own_load;
 
 /// How many nested open spans a thread tracks; deeper ones are not shown as open.
 pub const OPEN_DEPTH: usize = 64;
@@ -43,6 +56,7 @@ impl Default for OpenStack {
 
 impl OpenStack {
     /// An empty stack.
+    #[cfg(not(loom))]
     pub const fn new() -> Self {
         OpenStack {
             state: AtomicU64::new(0),
@@ -50,18 +64,28 @@ impl OpenStack {
         }
     }
 
+    /// An empty stack (loom's atomics cannot be made in `const`).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        OpenStack {
+            state: AtomicU64::new(0),
+            entries: core::array::from_fn(|_| Entry { key: AtomicU64::new(0), enter: AtomicU64::new(0) }),
+        }
+    }
+
     /// Records that a span began; returns the token to pass to [`pop`](Self::pop).
     /// Owner thread only.
     #[inline(always)]
     pub fn push(&self, key: u64, enter: u64) -> u64 {
-        let state = self.state.load(Ordering::Relaxed);
+        let state = own_load(&self.state);
         let depth = state & DEPTH_MASK;
         let announced = state + (1 << DEPTH_BITS);
-        self.state.store(announced, Ordering::Relaxed);
-        fence(Ordering::Release);
+        // Release: a reader that loads this state sees the entries below its depth.
+        self.state.store(announced, Ordering::Release);
+        // Release stores: a reader that sees either field sees the announcement too.
         if let Some(entry) = self.entries.get(depth as usize) {
-            entry.key.store(key, Ordering::Relaxed);
-            entry.enter.store(enter, Ordering::Relaxed);
+            entry.key.store(key, Ordering::Release);
+            entry.enter.store(enter, Ordering::Release);
         }
         // Saturate rather than carry into `pushes` (depth 255 is far past OPEN_DEPTH).
         self.state.store(announced + u64::from(depth < DEPTH_MASK), Ordering::Release);
@@ -71,7 +95,7 @@ impl OpenStack {
     /// Records that the span whose [`push`](Self::push) returned `depth` ended.
     #[inline(always)]
     pub fn pop(&self, depth: u64) {
-        let state = self.state.load(Ordering::Relaxed);
+        let state = own_load(&self.state);
         self.state.store((state & !DEPTH_MASK) | depth, Ordering::Release);
     }
 

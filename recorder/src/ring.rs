@@ -6,18 +6,18 @@
 //! into slot `n & mask` and then publishes `head = n + 1`:
 //!
 //! ```text
-//! writer:  fence(Release); slot.{key,enter,exit}.store(Relaxed); head.store(n + 1, Release)
-//! reader:  h1 = head.load(Acquire); copy slots [h1 - cap, h1); fence(Acquire); h2 = head.load(Relaxed)
+//! writer:  slot.{key,enter,exit}.store(Release); head.store(n + 1, Release)
+//! reader:  h1 = head.load(Acquire); copy slots [h1 - cap, h1) (Relaxed); fence(Acquire); h2 = head.load(Relaxed)
 //! ```
 //!
 //! In stop-when-full mode the writer never overwrites: once `head` reaches
 //! the capacity it counts each further span in `dropped` instead, and a
 //! reader keeps every record below `head`.
 //!
-//! The release fence at the start of each write orders the previous
-//! `head` store before this record's slot stores. So if the reader's copy saw
-//! any byte of record `m`, its fence makes `head >= m` visible, i.e.
-//! `h2 >= m`: every record the writer may have been writing during the copy
+//! Each slot store is a release store, so everything the writer did before
+//! it, including publishing `head = m` after the previous record, happens
+//! before any reader that saw the store and then ran its acquire fence. So if
+//! the reader's copy saw any field of record `m`, then `h2 >= m`: every record the writer may have been writing during the copy
 //! has index `<= h2`, and it lives in the slot of the record `cap` earlier.
 //! The reader therefore keeps only records with index `>= h2 + 1 - cap`
 //! and counts the rest as lost. A span with an argument is published as two
@@ -26,9 +26,31 @@
 //! is the writer, or the thread has exited) it keeps everything from
 //! `h2 - cap` on. All slot accesses are atomic, so a race loses records but
 //! is never undefined behaviour; on x86_64 every one of these operations is
-//! a plain `mov`.
+//! a plain `mov` (release stores and acquire loads are free under TSO).
 
-use core::sync::atomic::{AtomicU64, Ordering, fence};
+use core::sync::atomic::Ordering;
+#[cfg(not(loom))]
+use core::sync::atomic::{AtomicU64, fence};
+
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU64, fence};
+
+/// Reads an atomic that only the calling thread ever writes (the writer's
+/// own `head`, `dropped`, `aux`, `state`). A relaxed load in production;
+/// under loom its `unsync_load`, which states exactly that, and keeps loom's
+/// partial-order reduction from losing interleavings (tokio-rs/loom#166).
+#[inline(always)]
+pub(crate) fn own_load(a: &AtomicU64) -> u64 {
+    #[cfg(not(loom))]
+    {
+        a.load(Ordering::Relaxed)
+    }
+    #[cfg(loom)]
+    // SAFETY: called only by the one thread that stores to `a`.
+    unsafe {
+        a.unsync_load()
+    }
+}
 
 use ringtrace_format::Record;
 
@@ -43,7 +65,14 @@ pub struct Slot {
 
 impl Slot {
     /// An empty slot, for rings in `static` storage.
+    #[cfg(not(loom))]
     pub const fn new() -> Self {
+        Slot { key: AtomicU64::new(0), enter: AtomicU64::new(0), exit: AtomicU64::new(0) }
+    }
+
+    /// An empty slot (loom's atomics cannot be made in `const`).
+    #[cfg(loom)]
+    pub fn new() -> Self {
         Slot { key: AtomicU64::new(0), enter: AtomicU64::new(0), exit: AtomicU64::new(0) }
     }
 }
@@ -57,6 +86,20 @@ pub enum Mode {
     Overwrite,
     /// Keep the first records and count every later span as dropped.
     StopWhenFull,
+}
+
+/// One body for the `const` and the loom constructors of a ring.
+macro_rules! ring_with_mode {
+    ($slots:expr, $mode:expr) => {
+        Ring {
+            slots: $slots,
+            mask: $slots.len() as u64 - 1,
+            stop_when_full: matches!($mode, Mode::StopWhenFull),
+            head: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            aux: AtomicU64::new(0),
+        }
+    };
 }
 
 /// A ring of span records with a power-of-two capacity.
@@ -88,6 +131,7 @@ impl Ring {
     ///
     /// # Panics
     /// If `slots.len()` is not a power of two.
+    #[cfg(not(loom))]
     pub const fn new(slots: &'static [Slot]) -> Self {
         Self::with_mode(slots, Mode::Overwrite)
     }
@@ -96,16 +140,17 @@ impl Ring {
     ///
     /// # Panics
     /// If `slots.len()` is not a power of two.
+    #[cfg(not(loom))]
     pub const fn with_mode(slots: &'static [Slot], mode: Mode) -> Self {
         assert!(slots.len().is_power_of_two(), "ring capacity must be a power of two");
-        Ring {
-            slots,
-            mask: slots.len() as u64 - 1,
-            stop_when_full: matches!(mode, Mode::StopWhenFull),
-            head: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
-            aux: AtomicU64::new(0),
-        }
+        ring_with_mode!(slots, mode)
+    }
+
+    /// A ring over `slots` (a power of two long) that behaves as `mode` says when full.
+    #[cfg(loom)]
+    pub fn with_mode(slots: &'static [Slot], mode: Mode) -> Self {
+        assert!(slots.len().is_power_of_two(), "ring capacity must be a power of two");
+        ring_with_mode!(slots, mode)
     }
 
     /// What the ring does when full.
@@ -114,7 +159,7 @@ impl Ring {
     }
 
     /// The slot storage, for its owner to free.
-    #[cfg(feature = "std")]
+    #[cfg(all(feature = "std", not(loom)))]
     pub(crate) fn slots(&self) -> &'static [Slot] {
         self.slots
     }
@@ -140,18 +185,17 @@ impl Ring {
     /// undefined behaviour.
     #[inline(always)]
     pub fn push(&self, key: u64, enter: u64, exit: u64) {
-        let n = self.head.load(Ordering::Relaxed);
+        let n = own_load(&self.head);
         if self.stop_when_full && n > self.mask {
-            self.dropped.store(self.dropped.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            self.dropped.store(own_load(&self.dropped) + 1, Ordering::Relaxed);
             return;
         }
         // SAFETY: `slots.len()` is a power of two and `mask == slots.len() - 1`
         // (checked in `new`, never changed), so `n & mask < slots.len()`.
         let slot = unsafe { self.slots.get_unchecked((n & self.mask) as usize) };
-        fence(Ordering::Release);
-        slot.key.store(key, Ordering::Relaxed);
-        slot.enter.store(enter, Ordering::Relaxed);
-        slot.exit.store(exit, Ordering::Relaxed);
+        slot.key.store(key, Ordering::Release);
+        slot.enter.store(enter, Ordering::Release);
+        slot.exit.store(exit, Ordering::Release);
         self.head.store(n.wrapping_add(1), Ordering::Release);
     }
 
@@ -160,21 +204,20 @@ impl Ring {
     /// published together.
     #[inline(always)]
     pub fn push_with_arg(&self, arg: u64, key: u64, enter: u64, exit: u64) {
-        let n = self.head.load(Ordering::Relaxed);
+        let n = own_load(&self.head);
         if self.stop_when_full && n + 1 > self.mask {
-            self.dropped.store(self.dropped.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            self.dropped.store(own_load(&self.dropped) + 1, Ordering::Relaxed);
             return;
         }
-        fence(Ordering::Release);
         for (i, (k, a, b)) in [(ringtrace_format::layout::ARG_KEY, arg, 0), (key, enter, exit)].into_iter().enumerate()
         {
             // SAFETY: as in `push`: the index is masked to the power-of-two length.
             let slot = unsafe { self.slots.get_unchecked((n.wrapping_add(i as u64) & self.mask) as usize) };
-            slot.key.store(k, Ordering::Relaxed);
-            slot.enter.store(a, Ordering::Relaxed);
-            slot.exit.store(b, Ordering::Relaxed);
+            slot.key.store(k, Ordering::Release);
+            slot.enter.store(a, Ordering::Release);
+            slot.exit.store(b, Ordering::Release);
         }
-        self.aux.store(self.aux.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.aux.store(own_load(&self.aux) + 1, Ordering::Relaxed);
         self.head.store(n.wrapping_add(2), Ordering::Release);
     }
 
