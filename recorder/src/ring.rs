@@ -116,7 +116,7 @@ pub struct Ring {
 /// What a snapshot could take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Snapshot {
-    /// Records ever written when the snapshot finished.
+    /// Records ever written when the snapshot began: the copy is of these.
     pub written: u64,
     /// Spans not written because the ring was full (stop-when-full mode).
     pub dropped: u64,
@@ -248,7 +248,9 @@ impl Ring {
         };
         let skip = safe_from.saturating_sub(first).min(n as u64) as usize;
         out.copy_within(skip..n, 0);
-        Snapshot { written: h2, dropped: self.dropped(), aux: self.aux.load(Ordering::Relaxed), copied: n - skip }
+        // The snapshot is of the ring as it was at `h1`: records written
+        // during the copy belong to the next dump, not to this one's losses.
+        Snapshot { written: h1, dropped: self.dropped(), aux: self.aux.load(Ordering::Relaxed), copied: n - skip }
     }
 }
 
