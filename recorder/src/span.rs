@@ -81,7 +81,8 @@ impl<C: Clock> Drop for ArgSpan<C> {
 #[derive(Debug)]
 #[cfg_attr(feature = "off", allow(dead_code))]
 pub struct Entered<C: Clock = DefaultClock> {
-    track: Option<&'static Track>,
+    /// Whether recording was on when it began.
+    began: bool,
     key: u64,
     enter: u64,
     clock: PhantomData<C>,
@@ -91,20 +92,24 @@ pub struct Entered<C: Clock = DefaultClock> {
 /// [`enter!`](crate::enter) macro, which makes the key.
 #[inline(always)]
 pub fn enter<C: Clock>(key: u64) -> Entered<C> {
-    let track = sink::current();
-    let enter = if track.is_some() { C::now() } else { 0 };
-    Entered { track, key, enter, clock: PhantomData }
+    let began = sink::current().is_some();
+    let enter = if began { C::now() } else { 0 };
+    Entered { began, key, enter, clock: PhantomData }
 }
 
 /// Ends a span begun with [`enter`], on any thread: the record goes to the
-/// ring of the thread that began it.
+/// ring of the thread that ends it (each ring has one writer), and is
+/// dropped if recording was off when it began.
 #[cfg(not(feature = "off"))]
 #[inline(always)]
 pub fn exit<C: Clock>(mut entered: Entered<C>) {
-    if let Some(track) = entered.track.take() {
+    if entered.began
+        && let Some(track) = sink::current()
+    {
         let exit = C::now();
         track.ring().push(entered.key, entered.enter, exit);
     }
+    entered.began = false;
     core::mem::forget(entered);
 }
 
