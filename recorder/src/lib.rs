@@ -2,22 +2,51 @@
 //! counter reads, and dumps the raw rings for `rtconv` to convert offline.
 //!
 //! Design constraints:
-//! - `#![no_std]` always. The hot path reads the counter, writes one 24-byte
-//!   record {key, enter, exit} into the calling thread's ring and bumps an
-//!   index: no locks, no read-modify-write atomics, no strings, no allocation
-//!   after a thread's first span.
-//! - Keys are addresses. `span!()` records the program counter of the call
-//!   site, named offline from DWARF; `span!("label")` records the address of a
-//!   per-call-site descriptor in the `ringtrace_sites` linker section, which
-//!   every dump carries, so named spans resolve without the binary.
-//! - Time is raw counter ticks; the dump carries anchors pairing ticks with
-//!   the OS clocks, and `rtconv` derives the rate over the whole run.
-//! - Feature `std` (default): one ring per thread, created on its first span,
-//!   registered so a dump sees every thread including exited ones, and
-//!   [`dump_to_file`]. Without `std`, spans go to one ring the program
-//!   installs with `install`.
+//! - `#![no_std]` always. The hot path reads the counter, notes the span
+//!   open, and at its end writes one 24-byte record {key, enter, exit} into
+//!   the calling thread's ring: no locks, no read-modify-write atomics, no
+//!   strings, no allocation after a thread's first span. Measured at 1.00×
+//!   the bare `rdtsc` pair (docs/PERFORMANCE.md).
+//! - Keys are addresses: a code address (named offline from DWARF), or the
+//!   address of a per-call-site descriptor in the `ringtrace_sites` linker
+//!   section, which every dump carries, so named spans resolve without the
+//!   binary.
+//! - Time is raw counter ticks ([`clock`]); the dump carries anchors pairing
+//!   ticks with the OS clocks, and `rtconv` derives the rate over the run.
+//! - With `std` (default): each thread gets its own [`Track`] (ring plus
+//!   open-span stack) on its first span; dumps see every thread, including
+//!   exited ones, whose rings they free once written. Without `std`, spans
+//!   go to one track the program installs with `install`.
 //!
-//! The ring's publish/snapshot protocol is described in [`ring`].
+//! # Instrumentation forms
+//!
+//! | form | key | notes |
+//! |---|---|---|
+//! | `let _s = span!();` | code address | no string in the binary |
+//! | `let _s = span!("label");` | site descriptor | named without debug info |
+//! | `span!(clock = Ordered)`, `span!(clock = Serialized, "label")` | as above | another [`clock::Clock`] |
+//! | `#[trace]` on a fn, a method, or a whole `impl` block | site: `module::Type::fn` | generic fns and impls too; `async fn` is refused |
+//! | `#[trace(addr)]` | code address | names from DWARF only |
+//! | `#[trace(arg = n)]` | site | also records the integer `n` |
+//! | `let t = enter!("x"); … exit(t);` | as `span!` | need not nest; ends on any thread |
+//! | `timed!(expr)`, `timed!("label", expr)` | as `span!` | returns the value; `timed!(&mut v[i])` keeps the place |
+//! | `pulse!()` / `pulse!("label")` in a loop | as `span!` | one counter read per pass |
+//!
+//! # Switches and dumps
+//!
+//! - Compile time: the additive `off` feature turns every form into nothing.
+//! - Run time: [`set_enabled`] (process) and [`set_thread_enabled`]; a
+//!   switched-off span costs two predictable branches.
+//! - Rings: [`set_default_ring`], [`set_thread_ring`], or the environment
+//!   variables `RINGTRACE_RING_RECORDS` and `RINGTRACE_RING_MODE=stop`;
+//!   overwrite-oldest (default) or stop-when-full, losses counted exactly.
+//! - Dumps: [`dump_to_file`], [`dump_to_writer`], [`dump_on_exit`],
+//!   [`dump_on_panic`], [`dump_on_signal`]. Every dump also carries the
+//!   recorder's measured cost per span ([`calibrate`]) and `dladdr` names for
+//!   its code addresses.
+//!
+//! The lock-free protocols are described in [`ring`] and [`open`], and
+//! model-checked with loom.
 //!
 //! # Example
 //!

@@ -89,7 +89,7 @@ pub struct Entered<C: Clock = DefaultClock> {
 }
 
 /// Begins a manual span with `key`; end it with [`exit`]. Prefer the
-/// [`enter!`](crate::enter) macro, which makes the key.
+/// [`enter!`](macro@crate::enter) macro, which makes the key.
 #[inline(always)]
 pub fn enter<C: Clock>(key: u64) -> Entered<C> {
     let began = sink::current().is_some();
