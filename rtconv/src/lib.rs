@@ -24,6 +24,7 @@
 
 pub mod address;
 pub mod convert;
+pub mod info;
 pub mod load;
 pub mod render;
 pub mod symbolize;

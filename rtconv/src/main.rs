@@ -1,13 +1,13 @@
 //! The `rtconv` command line.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufRead, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use rtconv::convert::{self, ConvertError, Format, Level};
-use rtconv::symbolize;
+use rtconv::symbolize::{self, ModuleFiles, Source};
 
 /// Exit status: a conversion wrote its output but lost data or names on the way.
 const EXIT_DEGRADED: u8 = 3;
@@ -30,6 +30,11 @@ struct Cli {
 enum Command {
     /// Convert a dump into a trace (Chrome JSON for Perfetto).
     Convert(ConvertArgs),
+    /// Describe a dump: process, clock, modules, threads, losses, and how its keys were named.
+    Info(InfoArgs),
+    /// Name addresses in a binary, as `addr2line -f -i -C` does (addresses from the
+    /// command line, or one per line on stdin).
+    Symbolize(SymbolizeArgs),
 }
 
 #[derive(clap::Args)]
@@ -43,18 +48,72 @@ struct ConvertArgs {
     #[arg(short = 'o', long, value_name = "PATH")]
     output: Option<PathBuf>,
     #[command(flatten)]
-    binaries: BinaryArgs,
+    symbols: SymbolArgs,
 }
 
-/// Where the recorded binaries are.
 #[derive(clap::Args)]
-struct BinaryArgs {
+struct InfoArgs {
+    /// The dump to describe.
+    dump: PathBuf,
+    #[command(flatten)]
+    symbols: SymbolArgs,
+}
+
+#[derive(clap::Args)]
+struct SymbolizeArgs {
+    /// The binary (or debug file) the addresses are in.
+    #[arg(short = 'e', long, value_name = "BIN")]
+    exe: PathBuf,
+    /// Addresses as the file sees them (ELF virtual addresses), hex with or without 0x.
+    addresses: Vec<String>,
+    /// Print each address before its names, as `addr2line -a` does.
+    #[arg(short = 'a', long)]
+    addresses_too: bool,
+    #[command(flatten)]
+    naming: NamingArgs,
+}
+
+/// Where the recorded binaries are, and how to name.
+#[derive(clap::Args)]
+struct SymbolArgs {
     /// The main executable, when it is not at the path recorded in the dump.
     #[arg(long, value_name = "PATH")]
     exe: Option<PathBuf>,
+    /// A directory of binaries and debug files, found by build-id (repeatable).
+    #[arg(long, value_name = "DIR")]
+    sym_dir: Vec<PathBuf>,
     /// Use binaries whose build-id differs from the one recorded (names may be wrong).
     #[arg(long)]
     allow_mismatch: bool,
+    #[command(flatten)]
+    naming: NamingArgs,
+}
+
+#[derive(clap::Args)]
+struct NamingArgs {
+    /// Backends to name keys with, in order (default: sites, addr2line if given, dwarf, symtab, dladdr).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "BACKEND,...")]
+    symbolizer: Vec<BackendArg>,
+    /// An addr2line-compatible program (GNU addr2line, llvm-addr2line, arm-none-eabi-addr2line, ...).
+    #[arg(long, value_name = "CMD")]
+    addr2line: Option<PathBuf>,
+    /// Keep Rust and C++ names mangled.
+    #[arg(long)]
+    no_demangle: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendArg {
+    /// The dump's site section (named spans, #[trace]).
+    Sites,
+    /// DWARF line and inline info.
+    Dwarf,
+    /// ELF symbol tables.
+    Symtab,
+    /// The dump's dladdr table.
+    Dladdr,
+    /// The program given with --addr2line.
+    Addr2line,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -63,15 +122,48 @@ enum FormatArg {
     Chrome,
 }
 
+impl NamingArgs {
+    fn options(self, search: symbolize::Search) -> symbolize::Options {
+        let order = (!self.symbolizer.is_empty()).then(|| {
+            self.symbolizer
+                .iter()
+                .map(|b| match b {
+                    BackendArg::Sites => Source::Site,
+                    BackendArg::Dwarf => Source::Dwarf,
+                    BackendArg::Symtab => Source::Symtab,
+                    BackendArg::Dladdr => Source::Dladdr,
+                    BackendArg::Addr2line => Source::Addr2line,
+                })
+                .collect()
+        });
+        symbolize::Options { search, order, addr2line: self.addr2line, demangle: !self.no_demangle }
+    }
+}
+
+impl SymbolArgs {
+    fn options(self) -> symbolize::Options {
+        let defaults = symbolize::Options::default();
+        let search = symbolize::Search {
+            exe: self.exe,
+            sym_dirs: self.sym_dir,
+            allow_mismatch: self.allow_mismatch,
+            ..defaults.search
+        };
+        self.naming.options(search)
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Convert(args) => run_convert(args),
+        Command::Info(args) => run_info(args),
+        Command::Symbolize(args) => run_symbolize(args),
     }
 }
 
 fn run_convert(args: ConvertArgs) -> ExitCode {
-    let opts = symbolize::Options { exe: args.binaries.exe, allow_mismatch: args.binaries.allow_mismatch };
+    let opts = args.symbols.options();
     let format = match args.format {
         FormatArg::Chrome => Format::Chrome,
     };
@@ -111,6 +203,87 @@ fn run_convert(args: ConvertArgs) -> ExitCode {
         Err(e) => {
             let _ = io::stdout().flush();
             eprintln!("rtconv: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_info(args: InfoArgs) -> ExitCode {
+    let opts = args.symbols.options();
+    let mut out = BufWriter::new(io::stdout().lock());
+    match rtconv::info::info(&args.dump, &opts, &mut out)
+        .and_then(|()| out.flush().map_err(rtconv::info::InfoError::Output))
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(rtconv::info::InfoError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rtconv: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
+    let opts = args.naming.options(symbolize::Search::default());
+    let mut texts = args.addresses;
+    if texts.is_empty() {
+        texts = io::stdin().lock().lines().map_while(Result::ok).filter(|l| !l.trim().is_empty()).collect();
+    }
+    let mut addresses = Vec::with_capacity(texts.len());
+    for text in &texts {
+        let digits = text.trim().trim_start_matches("0x").trim_start_matches("0X");
+        match u64::from_str_radix(digits, 16) {
+            Ok(a) => addresses.push(a),
+            Err(_) => {
+                eprintln!("rtconv: error: {text:?} is not a hex address; give addresses like 0x1d59f");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if !args.exe.is_file() {
+        eprintln!("rtconv: error: {}: no such file; pass the binary with -e", args.exe.display());
+        return ExitCode::FAILURE;
+    }
+    let files = ModuleFiles { binary: args.exe.clone(), debug: Some(args.exe.clone()) };
+    let mut names: Vec<Option<symbolize::SpanName>> = vec![None; addresses.len()];
+    for backend in opts.backends() {
+        let pending: Vec<usize> = (0..addresses.len()).filter(|&i| names[i].is_none()).collect();
+        if pending.is_empty() {
+            break;
+        }
+        let wanted: Vec<u64> = pending.iter().map(|&i| addresses[i]).collect();
+        if let Some(found) = symbolize::resolve_file(&files, &wanted, backend, &opts) {
+            for (i, name) in pending.into_iter().zip(found) {
+                names[i] = name;
+            }
+        }
+    }
+    let mut out = BufWriter::new(io::stdout().lock());
+    let written = (|| -> io::Result<()> {
+        for (address, name) in addresses.iter().zip(&names) {
+            if args.addresses_too {
+                writeln!(out, "{address:#018x}")?;
+            }
+            let location = |file: &Option<String>, line: Option<u32>| {
+                format!("{}:{}", file.as_deref().unwrap_or("??"), line.map_or("?".to_string(), |l| l.to_string()))
+            };
+            match name {
+                Some(n) => {
+                    writeln!(out, "{}\n{}", n.name, location(&n.file, n.line))?;
+                    for f in &n.inlined_into {
+                        writeln!(out, "{}\n{}", f.function, location(&f.file, f.line))?;
+                    }
+                }
+                None => writeln!(out, "??\n??:0")?,
+            }
+        }
+        out.flush()
+    })();
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rtconv: error: writing the output: {e}");
             ExitCode::FAILURE
         }
     }

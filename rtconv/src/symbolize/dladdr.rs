@@ -4,15 +4,15 @@
 //! program linked with `-rdynamic`), so this names fewer keys than DWARF,
 //! but it needs no binary at all.
 
-use super::{Source, SpanName};
+use super::{Source, SpanName, demangled};
 use crate::load::Trace;
 
 /// The function the loader found for `key`, if it found one.
-pub fn resolve(trace: &Trace, key: u64) -> Option<SpanName> {
+pub fn resolve(trace: &Trace, key: u64, demangle: bool) -> Option<SpanName> {
     let entry = trace.dladdr.get(&key)?;
     if entry.symbol.is_empty() {
         return None;
     }
-    let name = addr2line::demangle_auto(entry.symbol.as_str().into(), None).into_owned();
-    Some(SpanName { name, file: None, line: None, source: Source::Dladdr })
+    let name = demangled(&entry.symbol, demangle);
+    Some(SpanName { name, file: None, line: None, source: Source::Dladdr, inlined_into: Vec::new() })
 }

@@ -1,25 +1,48 @@
-//! Naming span keys: each unique key is resolved once.
+//! Naming span keys: each distinct key is resolved once, by the best
+//! backend that can.
 //!
-//! Backends, best first: the dump's own site section ([`sites`]), then the
-//! module's DWARF and symbol table ([`dwarf`]), then — when the binary is
-//! missing or of another build — the dump's dladdr table ([`dladdr`]). A key
-//! nothing resolves is named `?? (module+0xoffset)`.
+//! Backends, one module each, in the automatic order:
+//! 1. [`sites`]: the dump's own site section (named spans, `#[trace]`);
+//! 2. [`external`]: an addr2line-compatible program, when `--addr2line` names one;
+//! 3. [`dwarf`]: the module's DWARF (function, file:line, inline chain),
+//!    from the binary or a separate debug file ([`files`] finds them);
+//! 4. [`symtab`]: the module's ELF symbol tables;
+//! 5. [`dladdr`]: the dump's dladdr table (no binary needed).
+//!
+//! `--symbolizer` replaces the order. A key nothing names is shown as
+//! `?? (module+0xoffset)`.
 
 pub mod dladdr;
 pub mod dwarf;
+pub mod external;
+pub mod files;
 pub mod sites;
+pub mod symtab;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::PathBuf;
+
+pub use files::{ModuleError, ModuleFiles, Search};
 
 use crate::address::{Location, locate};
 use crate::load::Trace;
 
+/// One function in an inline chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Function name.
+    pub function: String,
+    /// Source file, when known.
+    pub file: Option<String>,
+    /// Source line, when known.
+    pub line: Option<u32>,
+}
+
 /// The name of one span key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpanName {
-    /// Function or label.
+    /// The innermost function, or the label.
     pub name: String,
     /// Source file, when known.
     pub file: Option<String>,
@@ -27,48 +50,96 @@ pub struct SpanName {
     pub line: Option<u32>,
     /// Which backend named it.
     pub source: Source,
+    /// The functions the innermost one was inlined into, innermost first.
+    pub inlined_into: Vec<Frame>,
 }
 
-/// Which backend named a key.
+/// A way of naming keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Source {
     /// A site descriptor in the dump.
     Site,
-    /// DWARF debug info of the module.
+    /// DWARF debug info.
     Dwarf,
-    /// The module's ELF symbol table.
+    /// ELF symbol tables.
     Symtab,
     /// The dump's dladdr table (dynamic symbols, resolved on the target).
     Dladdr,
+    /// An external addr2line-compatible program.
+    Addr2line,
     /// Nothing: shown as `??`.
     Unknown,
 }
 
-/// Options for finding binaries.
-#[derive(Clone, Debug, Default)]
-pub struct Options {
-    /// The main executable to use instead of the path in the dump.
-    pub exe: Option<PathBuf>,
-    /// Use a binary even when its build-id differs from the dump's.
-    pub allow_mismatch: bool,
+impl Source {
+    /// Its name in messages and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Site => "sites",
+            Source::Dwarf => "dwarf",
+            Source::Symtab => "symtab",
+            Source::Dladdr => "dladdr",
+            Source::Addr2line => "addr2line",
+            Source::Unknown => "unknown",
+        }
+    }
 }
 
-/// A reason some keys are not named from their binary.
+/// How to name keys.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Where binaries are.
+    pub search: Search,
+    /// The backends to try, in order; `None` for the automatic order.
+    pub order: Option<Vec<Source>>,
+    /// An addr2line-compatible program for the [`external`] backend.
+    pub addr2line: Option<PathBuf>,
+    /// Demangle Rust and C++ names.
+    pub demangle: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            search: Search { debug_roots: vec!["/usr/lib/debug".into()], ..Search::default() },
+            order: None,
+            addr2line: None,
+            demangle: true,
+        }
+    }
+}
+
+impl Options {
+    /// The backends to try, in order.
+    pub fn backends(&self) -> Vec<Source> {
+        if let Some(order) = &self.order {
+            return order.clone();
+        }
+        let mut order = vec![Source::Site];
+        if self.addr2line.is_some() {
+            order.push(Source::Addr2line);
+        }
+        order.extend([Source::Dwarf, Source::Symtab, Source::Dladdr]);
+        order
+    }
+}
+
+/// A module whose files could not be used.
 #[derive(Debug)]
 pub struct Problem {
-    /// What went wrong with the module.
-    pub kind: dwarf::ModuleError,
+    /// What went wrong.
+    pub kind: ModuleError,
     /// Distinct keys in the module.
     pub keys: usize,
-    /// Of those, the keys the dump's dladdr table named instead.
-    pub from_dladdr: usize,
+    /// Of those, the keys some other backend (the dump's tables) named.
+    pub named_otherwise: usize,
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}; {} distinct span key(s) left unnamed", self.kind, self.keys - self.from_dladdr)?;
-        if self.from_dladdr > 0 {
-            write!(f, ", {} named from the dump's dladdr table", self.from_dladdr)?;
+        write!(f, "{}; {} distinct span key(s) left unnamed", self.kind, self.keys - self.named_otherwise)?;
+        if self.named_otherwise > 0 {
+            write!(f, ", {} named from the dump's dladdr table", self.named_otherwise)?;
         }
         Ok(())
     }
@@ -78,6 +149,8 @@ impl fmt::Display for Problem {
 #[derive(Debug, Default)]
 pub struct Symbols {
     names: HashMap<u64, SpanName>,
+    /// The files found for each module index.
+    pub files: BTreeMap<usize, Result<ModuleFiles, ModuleError>>,
 }
 
 impl Symbols {
@@ -86,73 +159,143 @@ impl Symbols {
         self.names.get(&key)
     }
 
-    /// How many keys each backend named.
+    /// How many keys each backend named, and how many none did.
     pub fn counts(&self) -> Vec<(Source, usize)> {
-        let mut counts: HashMap<Source, usize> = HashMap::new();
+        let mut counts: BTreeMap<Source, usize> = BTreeMap::new();
         for n in self.names.values() {
             *counts.entry(n.source).or_default() += 1;
         }
-        let mut v: Vec<_> = counts.into_iter().collect();
-        v.sort();
-        v
+        counts.into_iter().collect()
     }
 }
 
-/// Resolves every distinct key of `trace`, opening each module that holds
-/// one at most once.
+/// A name, demangled (Rust legacy and v0, C++) when asked.
+pub fn demangled(name: &str, demangle: bool) -> String {
+    if demangle { addr2line::demangle_auto(name.into(), None).into_owned() } else { name.to_string() }
+}
+
+/// Resolves every distinct key of `trace`, opening each module's files at most once.
 pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
     let keys: BTreeSet<u64> = trace.threads.iter().flat_map(|t| t.spans.iter().map(|r| r.key)).collect();
-    let mut by_module: HashMap<usize, Vec<(u64, u64)>> = HashMap::new();
+    let queries: Vec<(u64, Location)> = keys.iter().map(|&k| (k, locate(trace, k))).collect();
     let mut symbols = Symbols::default();
-    for &key in &keys {
-        match locate(trace, key) {
-            Location::Site { offset } => {
-                let name = sites::resolve(trace, offset).unwrap_or_else(|| unknown(format!("site+{offset:#x}")));
-                symbols.names.insert(key, name);
-            }
-            Location::Module { index, file_address } => by_module.entry(index).or_default().push((key, file_address)),
-            Location::Unmapped => {
-                symbols.names.insert(key, unknown(format!("{key:#x}")));
-            }
+    for &(_, location) in &queries {
+        if let Location::Module { index, .. } = location {
+            symbols.files.entry(index).or_insert_with(|| opts.search.find(&trace.modules[index]));
         }
     }
+    for backend in opts.backends() {
+        let pending: Vec<(u64, Location)> =
+            queries.iter().copied().filter(|(k, _)| !symbols.names.contains_key(k)).collect();
+        if pending.is_empty() {
+            break;
+        }
+        match backend {
+            Source::Site => {
+                for (key, location) in pending {
+                    if let Location::Site { offset } = location
+                        && let Some(name) = sites::resolve(trace, offset)
+                    {
+                        symbols.names.insert(key, name);
+                    }
+                }
+            }
+            Source::Dladdr => {
+                for (key, _) in pending {
+                    if let Some(name) = dladdr::resolve(trace, key, opts.demangle) {
+                        symbols.names.insert(key, name);
+                    }
+                }
+            }
+            Source::Dwarf | Source::Symtab | Source::Addr2line => {
+                per_module(&pending, &symbols.files, backend, opts, &mut symbols.names);
+            }
+            Source::Unknown => {}
+        }
+    }
+    // Whatever is left is unknown, shown with where it points.
+    for &(key, location) in &queries {
+        symbols.names.entry(key).or_insert_with(|| {
+            let place = match location {
+                Location::Site { offset } => format!("site+{offset:#x}"),
+                Location::Module { index, file_address } => {
+                    let module = &trace.modules[index].path;
+                    let base = module.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    format!("{base}+{file_address:#x}")
+                }
+                Location::Unmapped => format!("{key:#x}"),
+            };
+            SpanName {
+                name: format!("?? ({place})"),
+                file: None,
+                line: None,
+                source: Source::Unknown,
+                inlined_into: Vec::new(),
+            }
+        });
+    }
     let mut problems = Vec::new();
-    let mut modules: Vec<_> = by_module.into_iter().collect();
-    modules.sort_by_key(|(index, _)| *index);
-    for (index, addrs) in modules {
-        let module = &trace.modules[index];
-        let path = match (&opts.exe, module.is_main) {
-            (Some(exe), true) => exe.clone(),
-            _ => module.path.clone(),
-        };
-        let base = module.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let unknown_in = |file_address: u64| unknown(format!("{base}+{file_address:#x}"));
-        match dwarf::DwarfModule::open(&path, &module.build_id, opts.allow_mismatch) {
-            Ok(dm) => {
-                for (key, file_address) in addrs {
-                    let name = dm.resolve(file_address).unwrap_or_else(|| unknown_in(file_address));
-                    symbols.names.insert(key, name);
-                }
-            }
-            Err(kind) => {
-                let mut from_dladdr = 0;
-                for &(key, file_address) in &addrs {
-                    let name = match dladdr::resolve(trace, key) {
-                        Some(name) => {
-                            from_dladdr += 1;
-                            name
-                        }
-                        None => unknown_in(file_address),
-                    };
-                    symbols.names.insert(key, name);
-                }
-                problems.push(Problem { kind, keys: addrs.len(), from_dladdr });
-            }
+    for (&index, found) in &symbols.files {
+        if let Err(kind) = found {
+            let in_module: Vec<u64> = queries
+                .iter()
+                .filter(|(_, l)| matches!(l, Location::Module { index: i, .. } if *i == index))
+                .map(|(k, _)| *k)
+                .collect();
+            let named_otherwise = in_module.iter().filter(|k| symbols.names[*k].source != Source::Unknown).count();
+            problems.push(Problem { kind: kind.clone(), keys: in_module.len(), named_otherwise });
         }
     }
     (symbols, problems)
 }
 
-fn unknown(location: String) -> SpanName {
-    SpanName { name: format!("?? ({location})"), file: None, line: None, source: Source::Unknown }
+/// Runs a file-based backend over the pending keys of each module with usable files.
+fn per_module(
+    pending: &[(u64, Location)],
+    files: &BTreeMap<usize, Result<ModuleFiles, ModuleError>>,
+    backend: Source,
+    opts: &Options,
+    names: &mut HashMap<u64, SpanName>,
+) {
+    for (&index, found) in files {
+        let Ok(found) = found else { continue };
+        let (keys, addresses): (Vec<u64>, Vec<u64>) = pending
+            .iter()
+            .filter_map(|&(k, l)| match l {
+                Location::Module { index: i, file_address } if i == index => Some((k, file_address)),
+                _ => None,
+            })
+            .unzip();
+        if keys.is_empty() {
+            continue;
+        }
+        let resolved = resolve_file(found, &addresses, backend, opts);
+        for (key, name) in keys.into_iter().zip(resolved.into_iter().flatten()) {
+            if let Some(name) = name {
+                names.insert(key, name);
+            }
+        }
+    }
+}
+
+/// Names file addresses in one module's files with one backend; `None` if
+/// the backend cannot run on them (no DWARF, no program given, …).
+pub fn resolve_file(
+    files: &ModuleFiles,
+    addresses: &[u64],
+    backend: Source,
+    opts: &Options,
+) -> Option<Vec<Option<SpanName>>> {
+    let result = match backend {
+        Source::Dwarf => dwarf::resolve(files.debug.as_ref()?, addresses, opts.demangle),
+        Source::Symtab => symtab::resolve(files.debug.as_ref().unwrap_or(&files.binary), addresses, opts.demangle),
+        Source::Addr2line => external::resolve(
+            opts.addr2line.as_ref()?,
+            files.debug.as_ref().unwrap_or(&files.binary),
+            addresses,
+            opts.demangle,
+        ),
+        _ => return None,
+    };
+    result.ok()
 }

@@ -14,5 +14,6 @@ pub fn resolve(trace: &Trace, offset: usize) -> Option<SpanName> {
         file: Some(String::from_utf8_lossy(site.file).into_owned()),
         line: Some(site.line),
         source: Source::Site,
+        inlined_into: Vec::new(),
     })
 }

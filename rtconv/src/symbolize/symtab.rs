@@ -1,0 +1,38 @@
+//! Names from a module's ELF symbol tables (`.symtab`, else `.dynsym`): the
+//! function whose symbol covers the address, without file or line.
+
+use std::path::Path;
+
+use object::{Object, ObjectSymbol};
+
+use super::{Source, SpanName, demangled};
+use crate::load::map_file;
+
+/// Names `file_addresses` from the symbols of `binary`, one entry per address.
+pub fn resolve(binary: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, String> {
+    let bytes = map_file(binary).map_err(|e| e.to_string())?;
+    let file = object::File::parse(&*bytes).map_err(|e| e.to_string())?;
+    // Function symbols with a size; an address past a symbol's end is not in it.
+    let mut symbols: Vec<(u64, u64, &str)> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition() && s.size() > 0)
+        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?)))
+        .collect();
+    symbols.sort_unstable();
+    symbols.dedup_by_key(|s| s.0);
+    Ok(file_addresses
+        .iter()
+        .map(|&a| {
+            let i = symbols.partition_point(|s| s.0 <= a).checked_sub(1)?;
+            let (start, size, name) = symbols[i];
+            (a < start + size).then(|| SpanName {
+                name: demangled(name, demangle),
+                file: None,
+                line: None,
+                source: Source::Symtab,
+                inlined_into: Vec::new(),
+            })
+        })
+        .collect())
+}
