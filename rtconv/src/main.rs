@@ -264,8 +264,11 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
             if args.addresses_too {
                 writeln!(out, "{address:#018x}")?;
             }
-            let location = |file: &Option<String>, line: Option<u32>| {
-                format!("{}:{}", file.as_deref().unwrap_or("??"), line.map_or("?".to_string(), |l| l.to_string()))
+            // As GNU addr2line prints them: `??:0` for no place, `file:?` for no line.
+            let location = |file: &Option<String>, line: Option<u32>| match (file, line) {
+                (None, _) => "??:0".to_string(),
+                (Some(f), None) => format!("{f}:?"),
+                (Some(f), Some(l)) => format!("{f}:{l}"),
             };
             match name {
                 Some(n) => {

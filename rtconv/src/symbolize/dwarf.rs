@@ -36,10 +36,11 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
     Ok(out)
 }
 
-/// One address. `line-tables-only` DWARF names functions without their path
-/// (`fib`); outside inlined code the symbol table has the same function with
-/// its full path (`workload::fib`), which is used instead, as GNU addr2line
-/// and llvm-symbolizer do.
+/// One address. Outside inlined code the innermost frame is the function
+/// the symbol table names, and the symbol's (demangled) name is used: it has
+/// the full path and generic arguments, which `line-tables-only` DWARF
+/// omits (`fib` there, `workload::fib` in the symbol table), as GNU
+/// addr2line and llvm-symbolizer do.
 fn lookup(loader: &addr2line::Loader, address: u64, demangle: bool) -> Option<SpanName> {
     let mut frames = loader.find_frames(address).ok()?;
     let mut chain: Vec<Frame> = Vec::new();
@@ -54,18 +55,18 @@ fn lookup(loader: &addr2line::Loader, address: u64, demangle: bool) -> Option<Sp
             line: location.and_then(|l| l.line),
         });
     }
-    if chain.is_empty() || chain[0].function == "??" {
-        return None;
+    if chain.first().is_none_or(|f| f.function == "??") {
+        // Line info without function entries (code from a crate built with
+        // line tables only): the symbol's name with the line table's place.
+        let location = loader.find_location(address).ok().flatten()?;
+        let name = demangled(loader.find_symbol(address)?, demangle);
+        let (file, line) = (location.file.map(str::to_owned), location.line);
+        return Some(SpanName { name, file, line, source: Source::Dwarf, inlined_into: Vec::new() });
     }
     let innermost = chain.remove(0);
-    let mut name = innermost.function;
-    if chain.is_empty()
-        && let Some(full) = loader.find_symbol(address).map(|s| demangled(s, demangle))
-        && full.len() > name.len()
-        && full.ends_with(&name)
-        && full[..full.len() - name.len()].ends_with("::")
-    {
-        name = full;
-    }
+    let name = match (chain.is_empty(), loader.find_symbol(address)) {
+        (true, Some(symbol)) => demangled(symbol, demangle),
+        _ => innermost.function,
+    };
     Some(SpanName { name, file: innermost.file, line: innermost.line, source: Source::Dwarf, inlined_into: chain })
 }

@@ -1,0 +1,230 @@
+//! Symbolization against independent truth: llvm-symbolizer on many
+//! addresses, a dlopen'ed library's own DWARF, a stripped binary whose debug
+//! file is found by build-id or .gnu_debuglink, an external addr2line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ringtrace_tests::{binary, convert, parse_chrome, record_workload_with, run, scratch};
+
+fn names(json: &str) -> BTreeMap<String, usize> {
+    let mut c = BTreeMap::new();
+    for e in parse_chrome(json).events {
+        *c.entry(e.name).or_default() += 1;
+    }
+    c
+}
+
+/// `path::name::h0123456789abcdef` to `path::name` (LLVM 14 keeps legacy Rust hashes).
+fn without_rust_hash(name: &str) -> &str {
+    match name.rsplit_once("::h") {
+        Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path,
+        _ => name,
+    }
+}
+
+/// A raw name as rustc-demangle shows it without the hash (LLVM 14 leaves
+/// Rust's `$LT$`-style escapes in place, so llvm-symbolizer runs with
+/// `--no-demangle` and its names are demangled here).
+fn demangled(raw: &str) -> String {
+    format!("{:#}", rustc_demangle::demangle(raw))
+}
+
+fn must_run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Addresses inside the binary's functions: each function's start and a few bytes in.
+fn function_addresses(bin: &Path, limit: usize) -> Vec<u64> {
+    let nm = must_run(Command::new("nm").args(["--defined-only", "-S"]).arg(bin));
+    let mut addresses = Vec::new();
+    for line in nm.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if let [addr, size, kind, _name] = fields[..]
+            && (kind == "t" || kind == "T")
+        {
+            let (addr, size) = (u64::from_str_radix(addr, 16).unwrap(), u64::from_str_radix(size, 16).unwrap());
+            addresses.extend([addr, addr + size / 2].into_iter().filter(|&a| a < addr + size.max(1)));
+        }
+    }
+    addresses.sort_unstable();
+    addresses.dedup();
+    let step = addresses.len().div_ceil(limit).max(1);
+    addresses.into_iter().step_by(step).collect()
+}
+
+/// One address's frames, innermost first: (function, "file:line").
+type Frames = Vec<(String, String)>;
+
+fn blocks(text: &str, pairs_after_address: bool) -> Vec<Frames> {
+    let mut out: Vec<Frames> = Vec::new();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        if pairs_after_address {
+            if lines[i].starts_with("0x") {
+                out.push(Vec::new());
+                i += 1;
+                continue;
+            }
+        } else if lines[i].is_empty() {
+            i += 1;
+            continue;
+        } else if i == 0 || lines[i - 1].is_empty() {
+            out.push(Vec::new());
+        }
+        let function = if pairs_after_address { lines[i].to_string() } else { demangled(lines[i]) };
+        let location = lines.get(i + 1).copied().unwrap_or("??:0");
+        // llvm-symbolizer adds ":column"; GNU-style output may add " (discriminator N)".
+        let location = location.split(" (").next().unwrap();
+        let location = if pairs_after_address { location.to_string() } else { drop_column(location) };
+        out.last_mut().unwrap().push((function, location));
+        i += 2;
+    }
+    out
+}
+
+/// llvm-symbolizer's `file:line:column` as GNU addr2line prints it:
+/// `file:line`, with line 0 (no line) as `?` and no file as `??:0`.
+fn drop_column(location: &str) -> String {
+    match location.rsplitn(3, ':').collect::<Vec<_>>()[..] {
+        [_col, "0", "??"] => "??:0".to_string(),
+        [_col, "0", file] => format!("{file}:?"),
+        [_col, line, file] => format!("{file}:{line}"),
+        _ => location.to_string(),
+    }
+}
+
+#[test]
+fn rtconv_symbolize_agrees_with_llvm_symbolizer() {
+    let bin = binary("rtconv"); // the largest binary here with line tables and inlining
+    let addresses = function_addresses(&bin, 1000);
+    assert!(addresses.len() >= 500, "{} addresses", addresses.len());
+    let hex: Vec<String> = addresses.iter().map(|a| format!("{a:#x}")).collect();
+    let ours = must_run(Command::new(binary("rtconv")).args(["symbolize", "-a", "-e"]).arg(&bin).args(&hex));
+    let theirs = must_run(
+        Command::new("llvm-symbolizer").arg("--no-demangle").arg(format!("--obj={}", bin.display())).args(&hex),
+    );
+    let (ours, theirs) = (blocks(&ours, true), blocks(&theirs, false));
+    assert_eq!((ours.len(), theirs.len()), (addresses.len(), addresses.len()));
+    let mut name_differences = Vec::new();
+    let mut chain_differences = Vec::new();
+    for ((a, o), t) in addresses.iter().zip(&ours).zip(&theirs) {
+        if o[0].0 != t[0].0 {
+            name_differences.push(format!("{a:#x}: rtconv {:?}, llvm-symbolizer {:?}", o[0], t[0]));
+        }
+        if o.len() != t.len() || o.iter().zip(t).any(|(x, y)| x.1 != y.1) {
+            chain_differences.push(format!("{a:#x}: rtconv {o:?}, llvm-symbolizer {t:?}"));
+        }
+    }
+    let agree = addresses.len() - name_differences.len();
+    assert!(
+        agree * 100 >= addresses.len() * 99,
+        "innermost names agree on {agree} of {} addresses:\n{}",
+        addresses.len(),
+        name_differences.join("\n")
+    );
+    // Known difference: for a function with DWARF but no line for the address,
+    // GNU addr2line and llvm-symbolizer print the compilation unit's name as
+    // the file (`crate.hash-cgu.0:?`), rtconv prints `??:0` (~1.3% here).
+    assert!(
+        chain_differences.len() * 100 <= addresses.len() * 2,
+        "{} of {} inline chains differ in file:line:\n{}",
+        chain_differences.len(),
+        addresses.len(),
+        chain_differences.join("\n")
+    );
+}
+
+#[test]
+fn a_dlopened_library_is_named_from_its_own_file() {
+    let dir = scratch("dlopen");
+    let lib = dir.join("libdemo.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let source = ringtrace_tests::workspace_root().join("samples/c/demo.c");
+    must_run(Command::new(cc).args(["-shared", "-fPIC", "-g", "-O1", "-o"]).arg(&lib).arg(source));
+    let dump = dir.join("d.rtd");
+    let out = run(&binary("dlopen"), &["--lib", lib.to_str().unwrap(), "--out", dump.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (code, json, stderr) = convert(&dump, &[]);
+    assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
+    let expected: BTreeMap<String, usize> = [("demo_work".into(), 5), ("demo_other".into(), 3)].into();
+    assert_eq!(names(&json), expected);
+}
+
+/// A copy of the workload stripped of DWARF and symbols, its debug file
+/// elsewhere; returns (stripped binary, debug file).
+fn stripped_workload(dir: &Path) -> (PathBuf, PathBuf) {
+    let bin = dir.join("workload");
+    let debug = dir.join("workload.debug");
+    std::fs::copy(binary("workload"), &bin).unwrap();
+    must_run(Command::new("objcopy").arg("--only-keep-debug").arg(&bin).arg(&debug));
+    must_run(Command::new("objcopy").arg("--strip-all").arg(&bin));
+    (bin, debug)
+}
+
+#[test]
+fn a_stripped_binary_is_named_from_its_debug_file_found_by_build_id() {
+    let dir = scratch("stripped");
+    let (bin, debug) = stripped_workload(&dir);
+    let dump = record_workload_with(&bin, &dir, "w.rtd", &[]);
+    // Without the debug file: only the dump's own tables name anything.
+    let (_, json, _) = convert(&dump, &[]);
+    assert!(!names(&json).contains_key("workload::fib"));
+    // A symbol directory laid out as .build-id/xx/rest.debug.
+    let id = must_run(Command::new("readelf").arg("-n").arg(&debug));
+    let id = id.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).unwrap().trim().to_string();
+    let tree = dir.join("syms/.build-id").join(&id[..2]);
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::rename(&debug, tree.join(format!("{}.debug", &id[2..]))).unwrap();
+    let (code, json, stderr) = convert(&dump, &["--sym-dir", dir.join("syms").to_str().unwrap()]);
+    assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
+    let names = names(&json);
+    assert_eq!(names.get("workload::fib"), Some(&(2 * 465)), "{names:?}"); // fib(12): 465 calls per thread
+    assert!(names.contains_key("tokenize"));
+}
+
+#[test]
+fn a_stripped_binary_is_named_from_its_gnu_debuglink() {
+    let dir = scratch("debuglink");
+    let (bin, debug) = stripped_workload(&dir);
+    // objcopy records the debug file's name and CRC; rtconv looks for it next to the binary.
+    let linked = dir.join("linked");
+    std::fs::create_dir_all(&linked).unwrap();
+    let linked_bin = linked.join("workload");
+    std::fs::copy(&bin, &linked_bin).unwrap();
+    let link_target = linked.join("workload.debug");
+    std::fs::rename(&debug, &link_target).unwrap();
+    let mut cmd = Command::new("objcopy");
+    must_run(cmd.current_dir(&linked).arg("--add-gnu-debuglink=workload.debug").arg(&linked_bin));
+    let dump = record_workload_with(&linked_bin, &dir, "w.rtd", &[]);
+    let (code, json, stderr) = convert(&dump, &[]);
+    assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
+    assert_eq!(names(&json).get("workload::fib"), Some(&(2 * 465)));
+}
+
+#[test]
+fn an_external_addr2line_names_as_the_dwarf_backend_does() {
+    let dir = scratch("external");
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
+    let (_, ours, _) = convert(&dump, &["--symbolizer", "sites,dwarf"]);
+    let (code, external, stderr) =
+        convert(&dump, &["--symbolizer", "sites,addr2line", "--addr2line", "llvm-addr2line"]);
+    assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
+    let strip = |m: BTreeMap<String, usize>| -> BTreeMap<String, usize> {
+        m.into_iter().map(|(k, v)| (without_rust_hash(&k).to_string(), v)).collect()
+    };
+    assert_eq!(strip(names(&external)), names(&ours));
+}
+
+#[test]
+fn no_demangle_keeps_mangled_names() {
+    let dir = scratch("no-demangle");
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
+    let (_, json, _) = convert(&dump, &["--no-demangle"]);
+    let names = names(&json);
+    assert!(names.keys().any(|n| n.starts_with("_ZN8workload3fib")), "{names:?}");
+}
