@@ -228,3 +228,79 @@ fn no_demangle_keeps_mangled_names() {
     let names = names(&json);
     assert!(names.keys().any(|n| n.starts_with("_ZN8workload3fib")), "{names:?}");
 }
+
+#[test]
+fn compressed_debug_sections_are_read() {
+    let dir = scratch("compressed");
+    let bin = dir.join("workload");
+    std::fs::copy(binary("workload"), &bin).unwrap();
+    must_run(Command::new("objcopy").arg("--compress-debug-sections=zlib").arg(&bin));
+    let sections = must_run(Command::new("readelf").arg("-S").arg("-W").arg(&bin));
+    assert!(sections.lines().any(|l| l.contains(".debug_line") && l.contains(" C ")), "not compressed");
+    let dump = record_workload_with(&bin, &dir, "w.rtd", &[]);
+    let (code, json, stderr) = convert(&dump, &[]);
+    assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
+    assert_eq!(names(&json).get("tokenize"), Some(&80)); // an inlined function: needs .debug_info and .debug_line
+}
+
+#[test]
+fn split_dwarf_is_found_through_the_skeleton() {
+    let dir = scratch("split-dwarf");
+    let lib = dir.join("libdemo.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let source = ringtrace_tests::workspace_root().join("samples/c/demo.c");
+    // -gsplit-dwarf leaves the function DWARF in a .dwo beside the build; the .so keeps a skeleton.
+    must_run(
+        Command::new(cc)
+            .current_dir(&dir)
+            .args(["-shared", "-fPIC", "-g", "-gsplit-dwarf", "-O1", "-o"])
+            .arg(&lib)
+            .arg(source),
+    );
+    let dwo: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "dwo"))
+        .collect();
+    assert_eq!(dwo.len(), 1, "one .dwo written");
+
+    // An address in demo_work's loop where llvm-symbolizer sees the inlined `square`.
+    let nm = must_run(Command::new("nm").arg(&lib));
+    let start = nm.lines().find(|l| l.ends_with(" T demo_work")).unwrap();
+    let start = u64::from_str_radix(start.split_whitespace().next().unwrap(), 16).unwrap();
+    let obj = format!("--obj={}", lib.display());
+    let inlined = (start..start + 64)
+        .find(|a| must_run(Command::new("llvm-symbolizer").arg(&obj).arg(format!("{a:#x}"))).starts_with("square\n"))
+        .expect("an address inside the inlined square");
+    let rtconv = |extra: &[&str]| {
+        let mut cmd = Command::new(binary("rtconv"));
+        must_run(
+            cmd.args(["symbolize", "--symbolizer", "dwarf", "-e"]).arg(&lib).args(extra).arg(format!("{inlined:#x}")),
+        )
+    };
+    let with_dwo: Vec<String> = rtconv(&[]).lines().step_by(2).map(str::to_owned).collect();
+    assert_eq!(with_dwo, ["square", "demo_work"], "the inline chain comes from the .dwo");
+    // Without the .dwo only the skeleton's line table is left: no inline chain.
+    std::fs::remove_file(&dwo[0]).unwrap();
+    let without: Vec<String> = rtconv(&[]).lines().step_by(2).map(str::to_owned).collect();
+    assert_eq!(without, ["demo_work"]);
+}
+
+#[test]
+fn info_reports_how_keys_were_named() {
+    let dir = scratch("info");
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
+    let out = run(&binary("rtconv"), &["info", dump.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    // 4 site keys (sleeper round, sleep, parse_batch, main done), 3 code keys (fib, tokenize, checksum).
+    assert!(
+        text.contains("keys       7 distinct, named by: sites 4, dwarf 3, symtab 0, dladdr 0, addr2line 0, unknown 0"),
+        "{text}"
+    );
+    // fib(12) twice (2 × 465), 5 rounds of parse_batch + 8 tokenize + 8 checksum on two threads (170),
+    // 5 × 2 sleeper spans, main's one: 1111.
+    assert!(text.contains("threads    6, 1111 spans (0 open at dump), 0 overwritten, 0 dropped"), "{text}");
+    assert!(text.contains("(with DWARF)"), "{text}");
+}
