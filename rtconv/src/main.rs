@@ -258,26 +258,32 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
             }
         }
     }
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let written = (|| -> io::Result<()> {
+        // As GNU addr2line prints a place: `??:0` for none, `file:?` for no line.
+        fn place(out: &mut impl Write, file: &Option<String>, line: Option<u32>) -> io::Result<()> {
+            match (file, line) {
+                (None, _) => out.write_all(b"??:0\n"),
+                (Some(f), None) => writeln!(out, "{f}:?"),
+                (Some(f), Some(l)) => writeln!(out, "{f}:{l}"),
+            }
+        }
         for (address, name) in addresses.iter().zip(&names) {
             if args.addresses_too {
                 writeln!(out, "{address:#018x}")?;
             }
-            // As GNU addr2line prints them: `??:0` for no place, `file:?` for no line.
-            let location = |file: &Option<String>, line: Option<u32>| match (file, line) {
-                (None, _) => "??:0".to_string(),
-                (Some(f), None) => format!("{f}:?"),
-                (Some(f), Some(l)) => format!("{f}:{l}"),
-            };
             match name {
                 Some(n) => {
-                    writeln!(out, "{}\n{}", n.name, location(&n.file, n.line))?;
+                    out.write_all(n.name.as_bytes())?;
+                    out.write_all(b"\n")?;
+                    place(&mut out, &n.file, n.line)?;
                     for f in &n.inlined_into {
-                        writeln!(out, "{}\n{}", f.function, location(&f.file, f.line))?;
+                        out.write_all(f.function.as_bytes())?;
+                        out.write_all(b"\n")?;
+                        place(&mut out, &f.file, f.line)?;
                     }
                 }
-                None => writeln!(out, "??\n??:0")?,
+                None => out.write_all(b"??\n??:0\n")?,
             }
         }
         out.flush()

@@ -1,34 +1,53 @@
 //! Names from DWARF: the innermost function at an address (inlined or
 //! not), its file and line, and the chain of functions it was inlined into.
 //!
-//! A module's addresses are sorted and split into one run per worker
-//! thread; each worker builds its own `addr2line` context over the same
-//! mapped file and parses only the compilation units its run touches, so
-//! the work divides across cores instead of being repeated.
+//! A module's addresses are sorted and cut into one share of neighbours
+//! per core (rayon's thread count); each share gets a thread with its own
+//! `addr2line` context over the same file, which parses only the
+//! compilation units its share touches, so the work divides across cores
+//! instead of being repeated. A thread that finishes early takes work from
+//! the far end of another's share.
 
+use std::collections::HashMap;
 use std::path::Path;
 
-use rayon::prelude::*;
+use super::{Frame, Source, SpanName};
 
-use super::{Frame, Source, SpanName, demangled};
-
-/// Fewer addresses than this per worker are not worth a second context.
+/// Addresses per unit of parallel work; fewer than two runs' worth are done on one thread.
 const MIN_PER_WORKER: usize = 256;
 
 /// Names `file_addresses` (ELF virtual addresses, sorted or not) from the
 /// DWARF in `debug`. Returns one entry per address, in order.
 pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, String> {
+    // The first context is made here, so a file that cannot be loaded fails once, early.
+    let first = addr2line::Loader::new(debug).map_err(|e| e.to_string())?;
     let mut order: Vec<usize> = (0..file_addresses.len()).collect();
     order.sort_unstable_by_key(|&i| file_addresses[i]);
-    let workers = rayon::current_num_threads().clamp(1, file_addresses.len().div_ceil(MIN_PER_WORKER).max(1));
-    let chunk = order.len().div_ceil(workers).max(1);
-    let resolved: Vec<Vec<(usize, Option<SpanName>)>> = order
-        .par_chunks(chunk)
-        .map(|run| {
-            let loader = addr2line::Loader::new(debug).map_err(|e| e.to_string())?;
-            Ok(run.iter().map(|&i| (i, lookup(&loader, file_addresses[i], demangle))).collect())
-        })
-        .collect::<Result<_, String>>()?;
+    let workers = rayon::current_num_threads().min(file_addresses.len() / MIN_PER_WORKER).max(1);
+    let segment_len = order.len().div_ceil(workers).max(1);
+    let segments: Vec<Segment> =
+        (0..workers).map(|w| Segment::new(w * segment_len, ((w + 1) * segment_len).min(order.len()))).collect();
+    let work = |mut worker: Worker, own: usize| {
+        let mut named = Vec::new();
+        while let Some(run) = segments[own].take_front().or_else(|| steal(&segments)) {
+            named.extend(order[run].iter().map(|&i| (i, worker.lookup(file_addresses[i]))));
+        }
+        named
+    };
+    let resolved: Vec<Vec<(usize, Option<SpanName>)>> = std::thread::scope(|scope| {
+        let others: Vec<_> = (1..workers)
+            .map(|own| {
+                let work = &work;
+                scope.spawn(move || match addr2line::Loader::new(debug) {
+                    Ok(loader) => work(Worker::new(loader, demangle), own),
+                    Err(_) => Vec::new(),
+                })
+            })
+            .collect();
+        let mut all = vec![work(Worker::new(first, demangle), 0)];
+        all.extend(others.into_iter().map(|h| h.join().unwrap_or_default()));
+        all
+    });
     let mut out = vec![None; file_addresses.len()];
     for (i, name) in resolved.into_iter().flatten() {
         out[i] = name;
@@ -36,37 +55,117 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
     Ok(out)
 }
 
-/// One address. Outside inlined code the innermost frame is the function
-/// the symbol table names, and the symbol's (demangled) name is used: it has
-/// the full path and generic arguments, which `line-tables-only` DWARF
-/// omits (`fib` there, `workload::fib` in the symbol table), as GNU
-/// addr2line and llvm-symbolizer do.
-fn lookup(loader: &addr2line::Loader, address: u64, demangle: bool) -> Option<SpanName> {
-    let mut frames = loader.find_frames(address).ok()?;
-    let mut chain: Vec<Frame> = Vec::new();
-    while let Ok(Some(frame)) = frames.next() {
-        let function = frame.function.as_ref().and_then(|f| {
-            if demangle { f.demangle().ok().map(|n| n.into_owned()) } else { f.raw_name().ok().map(|n| n.into_owned()) }
-        });
-        let location = frame.location.as_ref();
-        chain.push(Frame {
-            function: function.unwrap_or_else(|| "??".into()),
-            file: location.and_then(|l| l.file).map(str::to_owned),
-            line: location.and_then(|l| l.line),
-        });
+/// Addresses taken at a time.
+const RUN: usize = 32;
+
+/// A worker's share of the sorted addresses: it takes runs from the front;
+/// a worker that has finished its own takes runs from the back of the
+/// largest other share, so shares stay apart (each compilation unit parsed
+/// by one thread) until the very end.
+struct Segment(std::sync::Mutex<(usize, usize)>);
+
+impl Segment {
+    fn new(front: usize, back: usize) -> Self {
+        Segment(std::sync::Mutex::new((front, back)))
     }
-    if chain.first().is_none_or(|f| f.function == "??") {
-        // Line info without function entries (code from a crate built with
-        // line tables only): the symbol's name with the line table's place.
-        let location = loader.find_location(address).ok().flatten()?;
-        let name = demangled(loader.find_symbol(address)?, demangle);
-        let (file, line) = (location.file.map(str::to_owned), location.line);
-        return Some(SpanName { name, file, line, source: Source::Dwarf, inlined_into: Vec::new() });
+
+    fn remaining(&self) -> usize {
+        let (front, back) = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        back - front
     }
-    let innermost = chain.remove(0);
-    let name = match (chain.is_empty(), loader.find_symbol(address)) {
-        (true, Some(symbol)) => demangled(symbol, demangle),
-        _ => innermost.function,
-    };
-    Some(SpanName { name, file: innermost.file, line: innermost.line, source: Source::Dwarf, inlined_into: chain })
+
+    fn take_front(&self) -> Option<std::ops::Range<usize>> {
+        let mut range = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let (front, back) = *range;
+        (front < back).then(|| {
+            range.0 = (front + RUN).min(back);
+            front..range.0
+        })
+    }
+
+    fn take_back(&self) -> Option<std::ops::Range<usize>> {
+        let mut range = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let (front, back) = *range;
+        (front < back).then(|| {
+            range.1 = back.saturating_sub(RUN).max(front);
+            range.1..back
+        })
+    }
+}
+
+fn steal(segments: &[Segment]) -> Option<std::ops::Range<usize>> {
+    segments.iter().max_by_key(|s| s.remaining()).and_then(Segment::take_back)
+}
+
+/// One thread's context, and the names it has already demangled: inlined
+/// library functions recur in thousands of chains, and demangling them
+/// again each time was a third of the work.
+struct Worker {
+    loader: addr2line::Loader,
+    names: NameCache,
+}
+
+/// Raw name to shown name, per DWARF language.
+struct NameCache {
+    demangle: bool,
+    by_language: HashMap<Option<u16>, HashMap<Box<str>, Box<str>>>,
+}
+
+impl NameCache {
+    fn name(&mut self, raw: &str, language: Option<u16>) -> String {
+        if !self.demangle {
+            return raw.to_string();
+        }
+        let names = self.by_language.entry(language).or_default();
+        if let Some(name) = names.get(raw) {
+            return name.to_string();
+        }
+        let name: Box<str> = addr2line::demangle_auto(raw.into(), language.map(addr2line::gimli::DwLang)).into();
+        names.insert(raw.into(), name.clone());
+        name.into()
+    }
+}
+
+impl Worker {
+    fn new(loader: addr2line::Loader, demangle: bool) -> Self {
+        Worker { loader, names: NameCache { demangle, by_language: HashMap::new() } }
+    }
+
+    /// One address. Outside inlined code the innermost frame is the function
+    /// the symbol table names, and the symbol's (demangled) name is used: it
+    /// has the full path and generic arguments, which `line-tables-only`
+    /// DWARF omits (`fib` there, `workload::fib` in the symbol table), as
+    /// GNU addr2line and llvm-symbolizer do.
+    fn lookup(&mut self, address: u64) -> Option<SpanName> {
+        let (loader, names) = (&self.loader, &mut self.names);
+        let mut chain: Vec<Frame> = Vec::new();
+        let mut frames = loader.find_frames(address).ok()?;
+        let mut has_function = false;
+        while let Ok(Some(frame)) = frames.next() {
+            let function = frame.function.as_ref().and_then(|f| Some((f.raw_name().ok()?, f.language.map(|l| l.0))));
+            if chain.is_empty() {
+                has_function = function.is_some();
+            }
+            let location = frame.location.as_ref();
+            chain.push(Frame {
+                function: function.map_or_else(|| "??".to_string(), |(raw, language)| names.name(&raw, language)),
+                file: location.and_then(|l| l.file).map(str::to_owned),
+                line: location.and_then(|l| l.line),
+            });
+        }
+        if !has_function {
+            // Line info without function entries (code from a crate built with
+            // line tables only): the symbol's name with the line table's place.
+            let location = loader.find_location(address).ok().flatten()?;
+            let (file, line) = (location.file.map(str::to_owned), location.line);
+            let name = names.name(loader.find_symbol(address)?, None);
+            return Some(SpanName { name, file, line, source: Source::Dwarf, inlined_into: Vec::new() });
+        }
+        let innermost = chain.remove(0);
+        let name = match (chain.is_empty(), loader.find_symbol(address)) {
+            (true, Some(symbol)) => names.name(symbol, None),
+            _ => innermost.function,
+        };
+        Some(SpanName { name, file: innermost.file, line: innermost.line, source: Source::Dwarf, inlined_into: chain })
+    }
 }
