@@ -304,3 +304,89 @@ fn info_reports_how_keys_were_named() {
     assert!(text.contains("threads    6, 1111 spans (0 open at dump), 0 overwritten, 0 dropped"), "{text}");
     assert!(text.contains("(with DWARF)"), "{text}");
 }
+
+/// (address, mangled name) of the first `count` global text symbols of `bin` whose names start with `prefix`
+/// and contain `part`.
+fn text_symbols(bin: &Path, prefix: &str, part: &str, count: usize) -> Vec<(u64, String)> {
+    must_run(Command::new("nm").arg("--defined-only").arg(bin))
+        .lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [addr, "T" | "W", name] if name.starts_with(prefix) && name.contains(part) => {
+                Some((u64::from_str_radix(addr, 16).ok()?, name.to_string()))
+            }
+            _ => None,
+        })
+        .take(count)
+        .collect()
+}
+
+/// Names of the symbols at `symbols` per `rtconv symbolize --symbolizer symtab`, and per c++filt.
+fn demangled_both_ways(bin: &Path, symbols: &[(u64, String)]) -> (Vec<String>, Vec<String>) {
+    let addresses: Vec<String> = symbols.iter().map(|(a, _)| format!("{a:#x}")).collect();
+    let mut cmd = Command::new(binary("rtconv"));
+    let ours = must_run(cmd.args(["symbolize", "--symbolizer", "symtab", "-e"]).arg(bin).args(&addresses));
+    let ours: Vec<String> = ours.lines().step_by(2).map(str::to_owned).collect();
+    let mangled: Vec<&str> = symbols.iter().map(|(_, n)| n.as_str()).collect();
+    let theirs = must_run(Command::new("c++filt").args(&mangled));
+    (ours, theirs.lines().map(str::to_owned).collect())
+}
+
+#[test]
+fn rust_v0_names_are_demangled_as_cxxfilt_does() {
+    let dir = scratch("v0");
+    let source = dir.join("v0.rs");
+    std::fs::write(&source, "fn main() { println!(\"{}\", std::env::args().count()); }\n").unwrap();
+    let bin = dir.join("v0bin");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    must_run(Command::new(rustc).args(["-C", "symbol-mangling-version=v0", "-o"]).arg(&bin).arg(&source));
+    let symbols = text_symbols(&bin, "_R", "", 50);
+    assert!(symbols.len() >= 10, "{symbols:?}");
+    let (ours, theirs) = demangled_both_ways(&bin, &symbols);
+    // c++filt names each crate with its disambiguator (`core[c1f1a4ba060b9bfa]`);
+    // rtconv, like rustc-demangle's alternate form, leaves it out.
+    let theirs: Vec<String> = theirs.iter().map(|n| without_disambiguators(n)).collect();
+    assert_eq!(ours, theirs);
+}
+
+/// `core[c1f1a4ba060b9bfa]::x` to `core::x`.
+fn without_disambiguators(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(open) = rest.find('[') {
+        let close = rest[open..].find(']').map(|c| open + c);
+        match close {
+            Some(close) if close > open + 1 && rest[open + 1..close].bytes().all(|b| b.is_ascii_hexdigit()) => {
+                out.push_str(&rest[..open]);
+                rest = &rest[close + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..=open]);
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn cxx_names_are_demangled_as_cxxfilt_does() {
+    let dir = scratch("cxx");
+    let source = dir.join("lib.cpp");
+    std::fs::write(
+        &source,
+        "namespace demo { int work(int n) { return n * 2; }\n\
+         template <typename T> T twice(T x) { return x + x; }\n\
+         struct Box { long get(long x) const { return twice(x); } };\n\
+         long use() { Box b; return b.get(3) + twice<short>(1) + work(1); } }\n",
+    )
+    .unwrap();
+    let lib = dir.join("libcxx.so");
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    must_run(Command::new(cxx).args(["-shared", "-fPIC", "-g", "-O0", "-o"]).arg(&lib).arg(&source));
+    let symbols = text_symbols(&lib, "_Z", "4demo", 10);
+    assert!(symbols.len() >= 4, "{symbols:?}");
+    let (ours, theirs) = demangled_both_ways(&lib, &symbols);
+    assert_eq!(ours, theirs);
+    assert!(ours.iter().any(|n| n == "demo::Box::get(long) const"), "{ours:?}");
+}
