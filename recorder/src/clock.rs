@@ -92,52 +92,38 @@ mod arch {
         }
     }
 
-    impl Clock for Fast {
-        const KIND: CounterKind = CounterKind::X86Tsc;
-        const BITS: u32 = 64;
-        #[inline(always)]
-        fn now() -> u64 {
-            // SAFETY: `rdtsc` exists on every x86_64 CPU and has no memory effects.
-            unsafe { _rdtsc() }
-        }
-        fn nominal_hz() -> (u64, RateSource) {
-            cpuid_hz()
-        }
-    }
-
-    impl Clock for Ordered {
-        const KIND: CounterKind = CounterKind::X86Tsc;
-        const BITS: u32 = 64;
-        #[inline(always)]
-        fn now() -> u64 {
-            let mut aux = 0u32;
-            // SAFETY: `rdtscp` exists on every x86_64 CPU this crate supports
-            // (all since 2006); it writes only `aux`, a valid local.
-            unsafe { __rdtscp(&mut aux) }
-        }
-        fn nominal_hz() -> (u64, RateSource) {
-            cpuid_hz()
-        }
-    }
-
-    impl Clock for Serialized {
-        const KIND: CounterKind = CounterKind::X86Tsc;
-        const BITS: u32 = 64;
-        #[inline(always)]
-        fn now() -> u64 {
-            // SAFETY: `lfence` and `rdtsc` exist on every x86_64 CPU (SSE2 is
-            // part of x86_64) and have no memory effects.
-            unsafe {
-                _mm_lfence();
-                let t = _rdtsc();
-                _mm_lfence();
-                t
+    macro_rules! tsc_clock {
+        ($t:ty, $read:expr) => {
+            impl Clock for $t {
+                const KIND: CounterKind = CounterKind::X86Tsc;
+                const BITS: u32 = 64;
+                #[inline(always)]
+                fn now() -> u64 {
+                    $read
+                }
+                fn nominal_hz() -> (u64, RateSource) {
+                    cpuid_hz()
+                }
             }
-        }
-        fn nominal_hz() -> (u64, RateSource) {
-            cpuid_hz()
-        }
+        };
     }
+
+    // SAFETY: `rdtsc` exists on every x86_64 CPU and has no memory effects.
+    tsc_clock!(Fast, unsafe { _rdtsc() });
+    tsc_clock!(Ordered, {
+        let mut aux = 0u32;
+        // SAFETY: `rdtscp` exists on every x86_64 CPU this crate supports
+        // (all since 2006); it writes only `aux`, a valid local.
+        unsafe { __rdtscp(&mut aux) }
+    });
+    // SAFETY: `lfence` and `rdtsc` exist on every x86_64 CPU (SSE2 is part of
+    // x86_64) and have no memory effects.
+    tsc_clock!(Serialized, unsafe {
+        _mm_lfence();
+        let t = _rdtsc();
+        _mm_lfence();
+        t
+    });
 
     /// The TSC rate from CPUID leaf 0x15 (crystal ratio), if the CPU reports it.
     fn cpuid_tsc_hz() -> Option<u64> {

@@ -139,13 +139,20 @@ fn rtconv_symbolize_agrees_with_llvm_symbolizer() {
     );
 }
 
-#[test]
-fn a_dlopened_library_is_named_from_its_own_file() {
-    let dir = scratch("dlopen");
+/// samples/c/demo.c built in `dir` as `libdemo.so` with the system C compiler, with `extra` flags.
+fn demo_library(dir: &Path, extra: &[&str]) -> PathBuf {
     let lib = dir.join("libdemo.so");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let source = ringtrace_tests::workspace_root().join("samples/c/demo.c");
-    must_run(Command::new(cc).args(["-shared", "-fPIC", "-g", "-O1", "-o"]).arg(&lib).arg(source));
+    let mut cmd = Command::new(cc);
+    must_run(cmd.current_dir(dir).args(["-shared", "-fPIC", "-g", "-O1"]).args(extra).arg("-o").arg(&lib).arg(source));
+    lib
+}
+
+#[test]
+fn a_dlopened_library_is_named_from_its_own_file() {
+    let dir = scratch("dlopen");
+    let lib = demo_library(&dir, &[]);
     let dump = dir.join("d.rtd");
     let out = run(&binary("dlopen"), &["--lib", lib.to_str().unwrap(), "--out", dump.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -246,17 +253,8 @@ fn compressed_debug_sections_are_read() {
 #[test]
 fn split_dwarf_is_found_through_the_skeleton() {
     let dir = scratch("split-dwarf");
-    let lib = dir.join("libdemo.so");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let source = ringtrace_tests::workspace_root().join("samples/c/demo.c");
     // -gsplit-dwarf leaves the function DWARF in a .dwo beside the build; the .so keeps a skeleton.
-    must_run(
-        Command::new(cc)
-            .current_dir(&dir)
-            .args(["-shared", "-fPIC", "-g", "-gsplit-dwarf", "-O1", "-o"])
-            .arg(&lib)
-            .arg(source),
-    );
+    let lib = demo_library(&dir, &["-gsplit-dwarf"]);
     let dwo: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
