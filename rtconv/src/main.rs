@@ -244,6 +244,10 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
         eprintln!("rtconv: error: {}: no such file; pass the binary with -e", args.exe.display());
         return ExitCode::FAILURE;
     }
+    if let Err(e) = symbolize::files::check_object(&args.exe) {
+        eprintln!("rtconv: error: {e}");
+        return ExitCode::FAILURE;
+    }
     let files = ModuleFiles { binary: args.exe.clone(), debug: Some(args.exe.clone()) };
     let mut names: Vec<Option<symbolize::SpanName>> = vec![None; addresses.len()];
     for backend in opts.backends() {
@@ -288,6 +292,8 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
         }
         out.flush()
     })();
+    // The process ends next: let the OS reclaim the names rather than free them one by one.
+    std::mem::forget(names);
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,

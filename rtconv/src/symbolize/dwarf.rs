@@ -19,8 +19,6 @@ const MIN_PER_WORKER: usize = 256;
 /// Names `file_addresses` (ELF virtual addresses, sorted or not) from the
 /// DWARF in `debug`. Returns one entry per address, in order.
 pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, String> {
-    // The first context is made here, so a file that cannot be loaded fails once, early.
-    let first = addr2line::Loader::new(debug).map_err(|e| e.to_string())?;
     let mut order: Vec<usize> = (0..file_addresses.len()).collect();
     order.sort_unstable_by_key(|&i| file_addresses[i]);
     let workers = rayon::current_num_threads().min(file_addresses.len() / MIN_PER_WORKER).max(1);
@@ -34,7 +32,9 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
         }
         named
     };
-    let resolved: Vec<Vec<(usize, Option<SpanName>)>> = std::thread::scope(|scope| {
+    // Every thread builds its context at once, in parallel; a file that
+    // cannot be loaded fails on this thread, and the others then stop.
+    let resolved: Result<Vec<Vec<(usize, Option<SpanName>)>>, String> = std::thread::scope(|scope| {
         let others: Vec<_> = (1..workers)
             .map(|own| {
                 let work = &work;
@@ -44,12 +44,20 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
                 })
             })
             .collect();
+        let first = match addr2line::Loader::new(debug) {
+            Ok(loader) => loader,
+            Err(e) => {
+                // Leave nothing for the others to do.
+                segments.iter().for_each(Segment::clear);
+                return Err(e.to_string());
+            }
+        };
         let mut all = vec![work(Worker::new(first, demangle), 0)];
         all.extend(others.into_iter().map(|h| h.join().unwrap_or_default()));
-        all
+        Ok(all)
     });
     let mut out = vec![None; file_addresses.len()];
-    for (i, name) in resolved.into_iter().flatten() {
+    for (i, name) in resolved?.into_iter().flatten() {
         out[i] = name;
     }
     Ok(out)
@@ -67,6 +75,11 @@ struct Segment(std::sync::Mutex<(usize, usize)>);
 impl Segment {
     fn new(front: usize, back: usize) -> Self {
         Segment(std::sync::Mutex::new((front, back)))
+    }
+
+    fn clear(&self) {
+        let mut range = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        range.1 = range.0;
     }
 
     fn remaining(&self) -> usize {

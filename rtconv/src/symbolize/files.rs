@@ -78,6 +78,11 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Whether `path` is an object file this crate can read, and why not.
+pub fn check_object(path: &Path) -> Result<(), ModuleError> {
+    inspect(path).map(|_| ())
+}
+
 /// What one candidate file is.
 struct Inspected {
     build_id: Vec<u8>,
