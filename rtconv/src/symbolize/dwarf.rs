@@ -34,7 +34,7 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
     };
     // Every thread builds its context at once, in parallel; a file that
     // cannot be loaded fails on this thread, and the others then stop.
-    let resolved: Result<Vec<Vec<(usize, Option<SpanName>)>>, String> = std::thread::scope(|scope| {
+    let resolved: Result<Vec<Named>, String> = std::thread::scope(|scope| {
         let others: Vec<_> = (1..workers)
             .map(|own| {
                 let work = &work;
@@ -62,6 +62,9 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
     }
     Ok(out)
 }
+
+/// One worker's answers: (index into the caller's addresses, name).
+type Named = Vec<(usize, Option<SpanName>)>;
 
 /// Addresses taken at a time.
 const RUN: usize = 32;
