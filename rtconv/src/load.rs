@@ -129,7 +129,14 @@ fn dump_ticks(clock: &Option<(ClockInfo, Vec<Anchor>)>) -> u64 {
 /// own start, if they began after the dump's anchor). An open span that is
 /// also among the finished ones ended while the dump was taken: dropped.
 fn with_open(mut spans: Vec<SpanRecord>, open: impl Iterator<Item = (u64, u64)>, dump_ticks: u64) -> Vec<SpanRecord> {
-    let finished: std::collections::HashSet<(u64, u64)> = spans.iter().map(|s| (s.key, s.enter)).collect();
+    let open: Vec<(u64, u64)> = open.collect();
+    if open.is_empty() {
+        return spans;
+    }
+    // Only finished spans that began exactly when an open one did can be its copy.
+    let enters: std::collections::HashSet<u64> = open.iter().map(|o| o.1).collect();
+    let finished: std::collections::HashSet<(u64, u64)> =
+        spans.iter().filter(|s| enters.contains(&s.enter)).map(|s| (s.key, s.enter)).collect();
     for (key, enter) in open {
         if !finished.contains(&(key, enter)) {
             spans.push(SpanRecord { key, enter, exit: dump_ticks.max(enter), arg: None, open: true });

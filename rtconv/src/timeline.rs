@@ -8,12 +8,12 @@ use crate::timebase::Timebase;
 /// One span in monotonic nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpanNs {
-    /// The span's key (look its name up in `Symbols`).
-    pub key: u64,
     /// Start, monotonic ns.
-    pub enter_ns: i128,
+    pub enter_ns: i64,
     /// End, monotonic ns; never before `enter_ns`.
-    pub exit_ns: i128,
+    pub exit_ns: i64,
+    /// The span's key as an index into [`Timeline::keys`].
+    pub key_index: u32,
     /// The integer argument recorded with the span.
     pub arg: Option<u64>,
     /// Still running at dump time; `exit_ns` is the dump time.
@@ -40,8 +40,10 @@ pub struct Timeline<'a> {
     pub timebase: Timebase,
     /// Per-thread spans, in dump order.
     pub threads: Vec<ThreadSpans>,
+    /// Every distinct key, sorted; spans refer to them by index.
+    pub keys: Vec<u64>,
     /// Earliest span start, monotonic ns (0 if there are no spans).
-    pub origin_ns: i128,
+    pub origin_ns: i64,
     /// Spans whose exit counter reading was before their enter reading.
     pub backwards: u64,
 }
@@ -49,8 +51,13 @@ pub struct Timeline<'a> {
 impl<'a> Timeline<'a> {
     /// Converts and sorts every record of `trace`.
     pub fn new(trace: &'a Trace, symbols: &'a Symbols, timebase: Timebase) -> Self {
+        let mut keys: Vec<u64> = trace.threads.iter().flat_map(|t| t.spans.iter().map(|r| r.key)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        // Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
+        let ns = |ticks: u64| i64::try_from(timebase.ns(ticks)).unwrap_or(if ticks == 0 { 0 } else { i64::MAX });
         let mut backwards = 0;
-        let mut origin = i128::MAX;
+        let mut origin = i64::MAX;
         let threads = trace
             .threads
             .iter()
@@ -60,22 +67,24 @@ impl<'a> Timeline<'a> {
                     .spans
                     .iter()
                     .map(|r| {
-                        let enter_ns = timebase.ns(r.enter);
-                        let mut exit_ns = timebase.ns(r.exit);
+                        let enter_ns = ns(r.enter);
+                        let mut exit_ns = ns(r.exit);
                         if exit_ns < enter_ns {
                             backwards += 1;
                             exit_ns = enter_ns;
                         }
                         origin = origin.min(enter_ns);
-                        SpanNs { key: r.key, enter_ns, exit_ns, arg: r.arg, open: r.open }
+                        // Every key is in `keys`, which has fewer than 2^32 entries (one per record at most).
+                        let key_index = keys.binary_search(&r.key).unwrap_or_default() as u32;
+                        SpanNs { enter_ns, exit_ns, key_index, arg: r.arg, open: r.open }
                     })
                     .collect();
-                spans.sort_unstable_by(|a, b| a.enter_ns.cmp(&b.enter_ns).then(b.exit_ns.cmp(&a.exit_ns)));
+                spans.sort_unstable_by_key(|s| (s.enter_ns, std::cmp::Reverse(s.exit_ns)));
                 ThreadSpans { thread: i, spans }
             })
             .collect();
-        let origin_ns = if origin == i128::MAX { 0 } else { origin };
-        Timeline { trace, symbols, timebase, threads, origin_ns, backwards }
+        let origin_ns = if origin == i64::MAX { 0 } else { origin };
+        Timeline { trace, symbols, timebase, threads, keys, origin_ns, backwards }
     }
 
     /// Total spans.

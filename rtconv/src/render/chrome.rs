@@ -12,7 +12,6 @@
 //!   how many, and the top-level `metadata` object carries the absolute
 //!   start time and where the trace came from.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use crate::timeline::Timeline;
@@ -22,15 +21,11 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
     let trace = tl.trace;
     let pid = trace.process.pid;
     // Each distinct name is escaped once.
-    let mut names: HashMap<u64, String> = HashMap::new();
-    for t in &tl.threads {
-        for s in &t.spans {
-            names.entry(s.key).or_insert_with(|| {
-                let name = tl.symbols.get(s.key).map_or("??", |n| n.name.as_str());
-                json_string(name)
-            });
-        }
-    }
+    let names: Vec<String> = tl
+        .keys
+        .iter()
+        .map(|&key| json_string(tl.symbols.get(key).map_or("??", |n| n.name.as_str())))
+        .collect();
 
     out.write_all(b"{\"traceEvents\":[\n")?;
     let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
@@ -73,7 +68,7 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
         let tail = format!(",\"pid\":{pid},\"tid\":{tid}}}");
         for s in &t.spans {
             out.write_all(b",\n{\"ph\":\"X\",\"name\":")?;
-            out.write_all(names[&s.key].as_bytes())?;
+            out.write_all(names[s.key_index as usize].as_bytes())?;
             out.write_all(b",\"ts\":")?;
             write_us(out, s.enter_ns - tl.origin_ns, &mut num)?;
             out.write_all(b",\"dur\":")?;
@@ -94,7 +89,7 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
     if let Some(reason) = trace.process.reason {
         write!(out, ",\"dump_reason\":\"{}\"", reason_name(reason))?;
     }
-    write!(out, ",\"start_realtime_ns\":{}", tl.timebase.realtime_ns(tl.origin_ns))?;
+    write!(out, ",\"start_realtime_ns\":{}", tl.timebase.realtime_ns(i128::from(tl.origin_ns)))?;
     write!(out, ",\"start_monotonic_ns\":{}", tl.origin_ns)?;
     write!(out, ",\"counter_hz\":{:.0}", tl.timebase.hz())?;
     out.write_all(b"}}}\n")
@@ -114,7 +109,7 @@ fn reason_name(reason: ringtrace_format::DumpReason) -> &'static str {
 }
 
 /// Writes a non-negative nanosecond count as microseconds with three decimals.
-fn write_us(out: &mut dyn Write, ns: i128, num: &mut itoa::Buffer) -> io::Result<()> {
+fn write_us(out: &mut dyn Write, ns: i64, num: &mut itoa::Buffer) -> io::Result<()> {
     let ns = ns.max(0);
     out.write_all(num.format(ns / 1000).as_bytes())?;
     let frac = (ns % 1000) as u16;
@@ -130,7 +125,7 @@ fn json_string(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn us(ns: i128) -> String {
+    fn us(ns: i64) -> String {
         let mut v = Vec::new();
         write_us(&mut v, ns, &mut itoa::Buffer::new()).unwrap();
         String::from_utf8(v).unwrap()

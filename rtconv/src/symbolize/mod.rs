@@ -19,7 +19,7 @@ pub mod files;
 pub mod sites;
 pub mod symtab;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -176,7 +176,9 @@ pub fn demangled(name: &str, demangle: bool) -> String {
 
 /// Resolves every distinct key of `trace`, opening each module's files at most once.
 pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
-    let keys: BTreeSet<u64> = trace.threads.iter().flat_map(|t| t.spans.iter().map(|r| r.key)).collect();
+    let mut keys: Vec<u64> = trace.threads.iter().flat_map(|t| t.spans.iter().map(|r| r.key)).collect();
+    keys.sort_unstable();
+    keys.dedup();
     let queries: Vec<(u64, Location)> = keys.iter().map(|&k| (k, locate(trace, k))).collect();
     let mut symbols = Symbols::default();
     for &(_, location) in &queries {
