@@ -70,7 +70,14 @@ impl Timebase {
     /// Monotonic nanoseconds at `ticks` (negative before the clock's epoch is clamped to 0).
     pub fn ns(&self, ticks: u64) -> i128 {
         let delta = i128::from(ticks) - i128::from(self.origin_ticks);
-        i128::from(self.origin_mono_ns) + (delta * i128::from(self.ns)).div_euclid(i128::from(self.ticks))
+        // |delta| < 2^64 and ns < 2^64: the product can overflow only for
+        // anchors no real clock gives (a damaged dump); saturate then.
+        let scaled = match delta.checked_mul(i128::from(self.ns)) {
+            Some(p) => p.div_euclid(i128::from(self.ticks)),
+            None if delta < 0 => i128::MIN / 2,
+            None => i128::MAX / 2,
+        };
+        i128::from(self.origin_mono_ns) + scaled
     }
 
     /// Ticks per second.
@@ -108,6 +115,15 @@ mod tests {
         assert_eq!(tb.ns(0), 10_000 - 334); // floor of -333.33
         assert_eq!(tb.realtime_ns(tb.ns(3_001_000)), 1_050_000);
         assert!((tb.hz() - 3e9).abs() < 1.0);
+    }
+
+    #[test]
+    fn absurd_anchors_saturate_instead_of_overflowing() {
+        let anchors =
+            [Anchor { ticks: 0, mono_ns: 0, real_ns: 0 }, Anchor { ticks: 1, mono_ns: u64::MAX, real_ns: u64::MAX }];
+        let (tb, _) = Timebase::new(&info(0), &anchors).unwrap();
+        assert!(tb.ns(u64::MAX) > 0);
+        assert!(tb.realtime_ns(tb.ns(u64::MAX)) > 0);
     }
 
     #[test]

@@ -151,3 +151,59 @@ fn a_build_id_mismatch_is_refused_unless_allowed() {
     let (code, _, stderr) = convert(&dump, &["--exe", other.to_str().unwrap(), "--allow-mismatch"]);
     assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
 }
+
+/// Damaged payloads whose checksums were fixed up (so the reader trusts the
+/// section and decodes it), converted in-process: every one must give a
+/// result or a clean error, never a panic or a hang.
+#[test]
+fn payloads_damaged_behind_a_valid_checksum_never_panic() {
+    let (dir, dump) = workload_dump("fixed-crc");
+    let bytes = std::fs::read(&dump).unwrap();
+    let sections: Vec<(usize, usize)> = ringtrace_format::Dump::parse(&bytes)
+        .unwrap()
+        .sections()
+        .map(Result::unwrap)
+        .map(|s| (s.offset as usize, s.payload.len()))
+        .collect();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let path = dir.join("damaged.rtd");
+    let mut outcomes = std::collections::BTreeMap::new();
+    for &(offset, len) in &sections {
+        for _ in 0..20 {
+            if len == 0 {
+                break;
+            }
+            let mut damaged = bytes.clone();
+            // One to four bytes of the payload (or of the section header's length) set at random.
+            for _ in 0..1 + next() % 4 {
+                let at = offset + 8 + (next() as usize % (len + 8));
+                damaged[at] = next() as u8;
+            }
+            let crc_at = offset + 16 + len;
+            if crc_at + 4 <= damaged.len() {
+                let crc = crc32fast::hash(&damaged[offset..crc_at]);
+                damaged[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+            }
+            std::fs::write(&path, &damaged).unwrap();
+            let result = rtconv::convert::convert(
+                &path,
+                rtconv::convert::Format::Chrome,
+                &Default::default(),
+                &mut std::io::sink(),
+            );
+            let outcome = match result {
+                Ok(report) if report.degraded() => "converted with losses",
+                Ok(_) => "converted",
+                Err(_) => "refused",
+            };
+            *outcomes.entry(outcome).or_insert(0) += 1;
+        }
+    }
+    assert!(outcomes.values().sum::<i32>() >= 200, "{outcomes:?}");
+}

@@ -21,11 +21,8 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
     let trace = tl.trace;
     let pid = trace.process.pid;
     // Each distinct name is escaped once.
-    let names: Vec<String> = tl
-        .keys
-        .iter()
-        .map(|&key| json_string(tl.symbols.get(key).map_or("??", |n| n.name.as_str())))
-        .collect();
+    let names: Vec<String> =
+        tl.keys.iter().map(|&key| json_string(tl.symbols.get(key).map_or("??", |n| n.name.as_str()))).collect();
 
     out.write_all(b"{\"traceEvents\":[\n")?;
     let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
@@ -55,7 +52,7 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
                 continue;
             }
             write!(out, ",\n{{\"name\":\"ringtrace: {count} {what}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":")?;
-            write_us(out, at.map_or(0, |at| at - tl.origin_ns), &mut num)?;
+            write_us(out, at.map_or(0, |at| at.saturating_sub(tl.origin_ns)), &mut num)?;
             write!(
                 out,
                 ",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"spans_in_dump\":{},\"overwritten\":{},\"dropped\":{}}}}}",
@@ -70,9 +67,9 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
             out.write_all(b",\n{\"ph\":\"X\",\"name\":")?;
             out.write_all(names[s.key_index as usize].as_bytes())?;
             out.write_all(b",\"ts\":")?;
-            write_us(out, s.enter_ns - tl.origin_ns, &mut num)?;
+            write_us(out, s.enter_ns.saturating_sub(tl.origin_ns), &mut num)?;
             out.write_all(b",\"dur\":")?;
-            write_us(out, s.exit_ns - s.enter_ns, &mut num)?;
+            write_us(out, s.exit_ns.saturating_sub(s.enter_ns), &mut num)?;
             match (s.arg, s.open) {
                 (None, false) => {}
                 // Shown signed: arguments are recorded as `value as u64`, so a negative one wraps.
