@@ -388,3 +388,26 @@ fn cxx_names_are_demangled_as_cxxfilt_does() {
     assert_eq!(ours, theirs);
     assert!(ours.iter().any(|n| n == "demo::Box::get(long) const"), "{ours:?}");
 }
+
+#[test]
+fn dumps_of_one_build_share_a_cache_keyed_by_build_id() {
+    let dir = scratch("cache");
+    let first = record_workload_with(&binary("workload"), &dir, "a.rtd", &[]);
+    let second = record_workload_with(&binary("workload"), &dir, "b.rtd", &["--fib", "10"]);
+    let (first, second) = (rtconv::load::load(&first).unwrap(), rtconv::load::load(&second).unwrap());
+    let opts = rtconv::symbolize::Options::default();
+    let cache = rtconv::symbolize::Cache::default();
+    rtconv::symbolize::symbolize_cached(&first, &opts, &cache);
+    assert_eq!(cache.hits(), 0);
+    let (b, problems) = rtconv::symbolize::symbolize_cached(&second, &opts, &cache);
+    assert!(problems.is_empty());
+    // The two processes loaded the executable at different addresses (PIE), so
+    // only the cache's build-id + file-address key can match: fib, tokenize, checksum.
+    assert_eq!(cache.hits(), 3);
+    assert!(b.files.is_empty(), "the binary was not opened again");
+    let (uncached, _) = rtconv::symbolize::symbolize(&second, &opts);
+    let keys: Vec<u64> = second.threads.iter().flat_map(|t| t.spans.iter().map(|s| s.key)).collect();
+    for key in keys {
+        assert_eq!(b.get(key), uncached.get(key));
+    }
+}

@@ -174,15 +174,59 @@ pub fn demangled(name: &str, demangle: bool) -> String {
     if demangle { addr2line::demangle_auto(name.into(), None).into_owned() } else { name.to_string() }
 }
 
+/// Names already found, by module build-id and file address, shared by
+/// every dump converted with it (a batch of dumps from one build names each
+/// address once). Safe to share between threads.
+#[derive(Debug, Default)]
+pub struct Cache {
+    names: std::sync::Mutex<HashMap<(Vec<u8>, u64), SpanName>>,
+    hits: std::sync::atomic::AtomicUsize,
+}
+
+impl Cache {
+    /// Keys named from the cache so far.
+    pub fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Vec<u8>, u64), SpanName>> {
+        self.names.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// Resolves every distinct key of `trace`, opening each module's files at most once.
 pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
+    symbolize_cached(trace, opts, &Cache::default())
+}
+
+/// As [`symbolize`], first looking keys up in `cache` (by the module's
+/// build-id) and adding what the backends find to it.
+pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbols, Vec<Problem>) {
     let mut keys: Vec<u64> = trace.threads.iter().flat_map(|t| t.spans.iter().map(|r| r.key)).collect();
     keys.sort_unstable();
     keys.dedup();
     let queries: Vec<(u64, Location)> = keys.iter().map(|&k| (k, locate(trace, k))).collect();
     let mut symbols = Symbols::default();
-    for &(_, location) in &queries {
-        if let Location::Module { index, .. } = location {
+    // The cache key of a code address: its module's build-id (none, none) and file address.
+    let cache_key = |location: Location| match location {
+        Location::Module { index, file_address } if !trace.modules[index].build_id.is_empty() => {
+            Some((trace.modules[index].build_id.clone(), file_address))
+        }
+        _ => None,
+    };
+    {
+        let cached = cache.lock();
+        for &(key, location) in &queries {
+            if let Some(name) = cache_key(location).and_then(|k| cached.get(&k)) {
+                symbols.names.insert(key, name.clone());
+                cache.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+    for &(key, location) in &queries {
+        if let Location::Module { index, .. } = location
+            && !symbols.names.contains_key(&key)
+        {
             symbols.files.entry(index).or_insert_with(|| opts.search.find(&trace.modules[index]));
         }
     }
@@ -213,6 +257,14 @@ pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
                 per_module(&pending, &symbols.files, backend, opts, &mut symbols.names);
             }
             Source::Unknown => {}
+        }
+    }
+    {
+        let mut cached = cache.lock();
+        for &(key, location) in &queries {
+            if let (Some(k), Some(name)) = (cache_key(location), symbols.names.get(&key)) {
+                cached.entry(k).or_insert_with(|| name.clone());
+            }
         }
     }
     // Whatever is left is unknown, shown with where it points.
