@@ -1,4 +1,5 @@
-//! rtconv's DWARF names agree with llvm-symbolizer's on the workload's real keys.
+//! rtconv's DWARF names agree with llvm-symbolizer's, and its file:line with
+//! GNU addr2line's, on the workload's real keys (a PIE, so the load bias matters).
 //!
 //! llvm-symbolizer is the reference because it names the innermost inlined
 //! function first, as rtconv does; GNU addr2line 2.40 prints the enclosing
@@ -52,7 +53,19 @@ fn code_address_names_match_llvm_symbolizer() {
             (function.to_string(), file_line.to_string())
         })
         .collect();
+    // GNU addr2line agrees on every innermost file:line (its function names for
+    // inlined frames in line-tables-only builds are the enclosing symbol's, so
+    // names are checked against llvm-symbolizer above).
+    let mut gnu_args = vec!["-e".to_string(), exe.display().to_string()];
+    gnu_args.extend(ours.keys().map(|a| format!("{a:#x}")));
+    let gnu_args: Vec<&str> = gnu_args.iter().map(String::as_str).collect();
+    let gnu = run("addr2line".as_ref(), &gnu_args);
+    assert!(gnu.status.success());
+    let gnu_lines: Vec<String> =
+        String::from_utf8(gnu.stdout).unwrap().lines().map(|l| l.split(" (").next().unwrap().to_string()).collect();
     let ours: Vec<(String, String)> = ours.into_values().collect();
+    let our_lines: Vec<String> = ours.iter().map(|o| o.1.clone()).collect();
+    assert_eq!(our_lines, gnu_lines);
     assert_eq!(ours, theirs);
 }
 
