@@ -10,7 +10,9 @@
 //! start-up and loading are counted for all alike. Peers not found (PATH, or
 //! `ADDR2LINE_CRATE_CLI` / `BLAZECLI` for the two cargo-installed ones) are
 //! skipped with a note. Before timing, each peer's innermost function name
-//! is compared with rtconv's on every address and the agreement printed.
+//! is compared with rtconv's on every address and the agreement printed
+//! (after demangling every tool's names the same way; llvm-symbolizer runs
+//! with `--no-demangle`, since LLVM 14 demangles Rust names only partly).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -168,7 +170,9 @@ fn bench(c: &mut Criterion) {
             name: "llvm-symbolizer",
             program: "llvm-symbolizer",
             env: None,
-            args: vec![format!("--obj={subject_arg}")],
+            // LLVM 14 demangles Rust names only partly (`_$LT$...$GT$::f::h0123...`); it runs
+            // with --no-demangle and its names are demangled here, as everyone's are.
+            args: vec!["--no-demangle".into(), format!("--obj={subject_arg}")],
             in_args: false,
         },
         Peer {
