@@ -411,3 +411,26 @@ fn dumps_of_one_build_share_a_cache_keyed_by_build_id() {
         assert_eq!(b.get(key), uncached.get(key));
     }
 }
+
+#[test]
+fn a_binary_replaced_while_running_is_found_at_its_path() {
+    let dir = scratch("replaced");
+    let bin = dir.join("workload");
+    std::fs::copy(binary("workload"), &bin).unwrap();
+    let dump = dir.join("w.rtd");
+    let mut child = Command::new(&bin)
+        .args(["--out", dump.to_str().unwrap(), "--fib", "12", "--sleep-ms", "300", "--rounds", "2"])
+        .spawn()
+        .unwrap();
+    // While it runs, the file is deleted and the same build put back: Linux
+    // now names the running executable "…/workload (deleted)".
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    std::fs::remove_file(&bin).unwrap();
+    std::fs::copy(binary("workload"), &bin).unwrap();
+    assert!(child.wait().unwrap().success());
+    let info = must_run(Command::new(binary("rtconv")).arg("info").arg(&dump));
+    assert!(info.contains("workload (deleted)"), "{info}");
+    let (code, json, stderr) = convert(&dump, &[]);
+    assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
+    assert_eq!(names(&json).get("workload::fib"), Some(&(2 * 465)));
+}

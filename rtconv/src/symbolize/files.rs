@@ -110,7 +110,7 @@ impl Search {
             (Some(exe), true) => vec![exe.clone()],
             _ => {
                 let by_id = if recorded.is_empty() { Vec::new() } else { self.by_build_id(recorded) };
-                std::iter::once(module.path.clone()).chain(by_id).collect()
+                std::iter::once(module.path.clone()).chain(recorded_path_renamed(&module.path)).chain(by_id).collect()
             }
         };
         for candidate in &candidates {
@@ -226,4 +226,12 @@ fn sym_dir_index(dir: &Path) -> &'static BuildIdIndex {
         }
         Box::leak(Box::new(index))
     })
+}
+
+/// Linux names a running executable replaced on disk `PATH (deleted)`; the
+/// file now at `PATH` is a candidate too (its build-id tells whether it is
+/// still the same build).
+fn recorded_path_renamed(path: &Path) -> Option<PathBuf> {
+    let text = path.to_str()?;
+    Some(PathBuf::from(text.strip_suffix(" (deleted)")?))
 }
