@@ -14,6 +14,10 @@ use crate::timeline::Timeline;
 pub enum Format {
     /// Chrome trace event JSON for Perfetto.
     Chrome,
+    /// Collapsed stacks weighted by self time (flamegraph.pl, inferno).
+    Folded,
+    /// A flame graph SVG of self time.
+    Flamegraph,
 }
 
 /// How serious a diagnostic is.
@@ -145,6 +149,8 @@ pub fn convert(
     }
     match format {
         Format::Chrome => render::chrome::write(&timeline, out).map_err(ConvertError::Output)?,
+        Format::Folded => render::folded::write(&timeline, out).map_err(ConvertError::Output)?,
+        Format::Flamegraph => render::folded::write_svg(&timeline, out).map_err(ConvertError::Output)?,
     }
     out.flush().map_err(ConvertError::Output)?;
     Ok(report)

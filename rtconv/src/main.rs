@@ -28,7 +28,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Convert a dump into a trace (Chrome JSON for Perfetto).
+    /// Convert a dump into a trace (Chrome JSON for Perfetto), collapsed stacks or a flame graph.
     Convert(ConvertArgs),
     /// Describe a dump: process, clock, modules, threads, losses, and how its keys were named.
     Info(InfoArgs),
@@ -120,6 +120,10 @@ enum BackendArg {
 enum FormatArg {
     /// Chrome trace event JSON (object format), for Perfetto and chrome://tracing.
     Chrome,
+    /// Collapsed stacks weighted by self time in ns (flamegraph.pl, inferno), root frame = thread.
+    Folded,
+    /// A flame graph SVG of self time (through inferno).
+    Flamegraph,
 }
 
 impl NamingArgs {
@@ -166,6 +170,8 @@ fn run_convert(args: ConvertArgs) -> ExitCode {
     let opts = args.symbols.options();
     let format = match args.format {
         FormatArg::Chrome => Format::Chrome,
+        FormatArg::Folded => Format::Folded,
+        FormatArg::Flamegraph => Format::Flamegraph,
     };
     let result = match &args.output {
         Some(path) => match File::create(path) {

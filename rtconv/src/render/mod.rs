@@ -1,3 +1,4 @@
 //! Output formats, one file each, all streaming from one [`Timeline`](crate::timeline::Timeline).
 
 pub mod chrome;
+pub mod folded;

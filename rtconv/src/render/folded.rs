@@ -1,0 +1,88 @@
+//! Collapsed stacks (`-f folded`), the input of `flamegraph.pl` and inferno,
+//! and flame graph SVGs made from them (`-f flamegraph`, through inferno).
+//!
+//! One line per distinct call path: `thread;outer;…;inner SELF_NS`, where
+//! the root frame is the thread's name (or `thread TID`) and the weight is
+//! the path's self time in nanoseconds — its spans' durations less their
+//! direct children's, summed. A child that outlives its parent is clamped
+//! into it, so every thread's weights add up to exactly its top-level spans'
+//! total time. Lines are sorted, so the output is the same for the same dump.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use crate::timeline::Timeline;
+
+/// The collapsed stacks of `tl`, one `(path, self_ns)` per distinct path, sorted.
+pub fn stacks(tl: &Timeline<'_>) -> Vec<(String, u64)> {
+    let names: Vec<String> =
+        tl.keys.iter().map(|&k| frame(tl.symbols.get(k).map_or("??", |n| n.name.as_str()))).collect();
+    let mut lines = Vec::new();
+    for t in &tl.threads {
+        let thread = &tl.trace.threads[t.thread];
+        let root = if thread.name.is_empty() { format!("thread {}", thread.tid) } else { frame(&thread.name) };
+        // Self time per path of key indices; the path is the stack of open spans.
+        let mut self_ns: HashMap<Vec<u32>, u64> = HashMap::new();
+        // (end, children's total, own duration) of each span on the stack, and its path.
+        let mut stack: Vec<(i64, u64, u64)> = Vec::new();
+        let mut path: Vec<u32> = Vec::new();
+        let mut close = |stack: &mut Vec<(i64, u64, u64)>, path: &mut Vec<u32>| {
+            if let Some((_, children, own)) = stack.pop() {
+                *self_ns.entry(path.clone()).or_default() += own.saturating_sub(children);
+                path.pop();
+            }
+        };
+        for s in &t.spans {
+            while stack.last().is_some_and(|&(end, _, _)| end <= s.enter_ns) {
+                close(&mut stack, &mut path);
+            }
+            // Clamp into the parent: a child never counts beyond its parent's end.
+            let end = stack.last().map_or(s.exit_ns, |&(parent_end, _, _)| s.exit_ns.min(parent_end));
+            let own = end.saturating_sub(s.enter_ns).max(0) as u64;
+            if let Some(parent) = stack.last_mut() {
+                parent.1 += own;
+            }
+            stack.push((end, 0, own));
+            path.push(s.key_index);
+        }
+        while !stack.is_empty() {
+            close(&mut stack, &mut path);
+        }
+        for (path, weight) in self_ns {
+            if weight == 0 {
+                continue;
+            }
+            let mut line = root.clone();
+            for &k in &path {
+                line.push(';');
+                line.push_str(&names[k as usize]);
+            }
+            lines.push((line, weight));
+        }
+    }
+    lines.sort_unstable();
+    lines
+}
+
+/// A name as a folded frame: `;` separates frames and the weight follows
+/// the last space of a line, so `;` and line breaks are replaced.
+fn frame(name: &str) -> String {
+    name.replace([';', '\n', '\r'], "_")
+}
+
+/// Writes `-f folded`.
+pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
+    for (path, weight) in stacks(tl) {
+        writeln!(out, "{path} {weight}")?;
+    }
+    Ok(())
+}
+
+/// Writes `-f flamegraph`: an interactive SVG, widths proportional to self time.
+pub fn write_svg(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
+    let lines: Vec<String> = stacks(tl).into_iter().map(|(path, weight)| format!("{path} {weight}")).collect();
+    let mut options = inferno::flamegraph::Options::default();
+    options.title = format!("{} (self time)", tl.trace.path.display());
+    options.count_name = "ns".into();
+    inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
+}
