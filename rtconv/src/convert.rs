@@ -1,4 +1,4 @@
-//! `rtconv convert`: read one dump, name its keys, render it.
+//! `rtconv convert` and `rtconv stats`: read one dump, name its keys, render it.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -12,6 +12,8 @@ use crate::timeline::Timeline;
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// Per-function statistics (`rtconv stats`).
+    Stats(crate::stats::Options),
     /// Chrome trace event JSON for Perfetto.
     Chrome,
     /// Collapsed stacks weighted by self time (flamegraph.pl, inferno).
@@ -150,6 +152,8 @@ pub fn convert(
     match format {
         Format::Chrome => render::chrome::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Folded => render::folded::write(&timeline, out).map_err(ConvertError::Output)?,
+        Format::Stats(opts) => crate::stats::write(&crate::stats::compute(&timeline, &opts), opts.output, out)
+            .map_err(ConvertError::Output)?,
         Format::Flamegraph => render::folded::write_svg(&timeline, out).map_err(ConvertError::Output)?,
     }
     out.flush().map_err(ConvertError::Output)?;

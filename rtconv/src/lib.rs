@@ -27,6 +27,7 @@ pub mod convert;
 pub mod info;
 pub mod load;
 pub mod render;
+pub mod stats;
 pub mod symbolize;
 pub mod timebase;
 pub mod timeline;

@@ -30,6 +30,8 @@ struct Cli {
 enum Command {
     /// Convert a dump into a trace (Chrome JSON for Perfetto), collapsed stacks or a flame graph.
     Convert(ConvertArgs),
+    /// Per-function statistics: calls, total, self, min, mean, p50, p90, p99, max, stddev.
+    Stats(StatsArgs),
     /// Describe a dump: process, clock, modules, threads, losses, and how its keys were named.
     Info(InfoArgs),
     /// Name addresses in a binary, as `addr2line -f -i -C` does (addresses from the
@@ -49,6 +51,49 @@ struct ConvertArgs {
     output: Option<PathBuf>,
     #[command(flatten)]
     symbols: SymbolArgs,
+}
+
+#[derive(clap::Args)]
+struct StatsArgs {
+    /// The dump to summarize.
+    dump: PathBuf,
+    /// One table per thread instead of one over all threads.
+    #[arg(long)]
+    per_thread: bool,
+    /// Sort by this column (descending; name ascending).
+    #[arg(long, value_enum, default_value_t = SortArg::Total)]
+    sort: SortArg,
+    /// Output form: an aligned table with human units, or CSV/JSON in nanoseconds.
+    #[arg(long = "format", value_enum, default_value_t = StatsFormatArg::Table)]
+    format: StatsFormatArg,
+    /// Write the output here instead of to stdout.
+    #[arg(short = 'o', long, value_name = "PATH")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    symbols: SymbolArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SortArg {
+    Name,
+    Calls,
+    Total,
+    #[value(name = "self")]
+    SelfTime,
+    Min,
+    Mean,
+    P50,
+    P90,
+    P99,
+    Max,
+    Stddev,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum StatsFormatArg {
+    Table,
+    Csv,
+    Json,
 }
 
 #[derive(clap::Args)]
@@ -161,29 +206,59 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Convert(args) => run_convert(args),
+        Command::Stats(args) => {
+            use rtconv::stats::{Column, Output};
+            let sort = match args.sort {
+                SortArg::Name => Column::Name,
+                SortArg::Calls => Column::Calls,
+                SortArg::Total => Column::Total,
+                SortArg::SelfTime => Column::SelfTime,
+                SortArg::Min => Column::Min,
+                SortArg::Mean => Column::Mean,
+                SortArg::P50 => Column::P50,
+                SortArg::P90 => Column::P90,
+                SortArg::P99 => Column::P99,
+                SortArg::Max => Column::Max,
+                SortArg::Stddev => Column::Stddev,
+            };
+            let output = match args.format {
+                StatsFormatArg::Table => Output::Table,
+                StatsFormatArg::Csv => Output::Csv,
+                StatsFormatArg::Json => Output::Json,
+            };
+            let format = Format::Stats(rtconv::stats::Options { sort, per_thread: args.per_thread, output });
+            convert_to(&args.dump, format, args.output.as_deref(), args.symbols.options())
+        }
         Command::Info(args) => run_info(args),
         Command::Symbolize(args) => run_symbolize(args),
     }
 }
 
 fn run_convert(args: ConvertArgs) -> ExitCode {
-    let opts = args.symbols.options();
     let format = match args.format {
         FormatArg::Chrome => Format::Chrome,
         FormatArg::Folded => Format::Folded,
         FormatArg::Flamegraph => Format::Flamegraph,
     };
-    let result = match &args.output {
+    convert_to(&args.dump, format, args.output.as_deref(), args.symbols.options())
+}
+
+/// Converts `dump` into `format`, to `output` or stdout, and reports as `rtconv convert` does.
+fn convert_to(
+    dump: &std::path::Path,
+    format: Format,
+    output: Option<&std::path::Path>,
+    opts: symbolize::Options,
+) -> ExitCode {
+    let result = match output {
         Some(path) => match File::create(path) {
-            Ok(file) => convert::convert(&args.dump, format, &opts, &mut BufWriter::with_capacity(1 << 16, file)),
+            Ok(file) => convert::convert(dump, format, &opts, &mut BufWriter::with_capacity(1 << 16, file)),
             Err(e) => {
                 eprintln!("rtconv: error: cannot create {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
         },
-        None => {
-            convert::convert(&args.dump, format, &opts, &mut BufWriter::with_capacity(1 << 16, io::stdout().lock()))
-        }
+        None => convert::convert(dump, format, &opts, &mut BufWriter::with_capacity(1 << 16, io::stdout().lock())),
     };
     match result {
         Ok(report) => {
@@ -194,10 +269,10 @@ fn run_convert(args: ConvertArgs) -> ExitCode {
                 };
                 eprintln!("rtconv: {level}: {}", d.message);
             }
-            if let Some(path) = &args.output {
+            if let Some(path) = output {
                 eprintln!(
                     "rtconv: {}: {} spans on {} threads -> {}",
-                    args.dump.display(),
+                    dump.display(),
                     report.spans,
                     report.threads,
                     path.display()

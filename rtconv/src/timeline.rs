@@ -87,6 +87,38 @@ impl<'a> Timeline<'a> {
         Timeline { trace, symbols, timebase, threads, keys, origin_ns, backwards }
     }
 
+    /// Walks one thread's spans as a call tree and calls `visit` once per
+    /// span, when it closes, with the path of key indices from the thread's
+    /// root to it, its duration clamped into its parent (a child never
+    /// counts beyond its parent's end), and its self time (that duration
+    /// less its direct children's).
+    pub fn walk(&self, thread: &ThreadSpans, mut visit: impl FnMut(&[u32], &SpanNs, u64, u64)) {
+        // (span, clamped end, own duration, children's total) for each open span.
+        let mut stack: Vec<(&SpanNs, i64, u64, u64)> = Vec::new();
+        let mut path: Vec<u32> = Vec::new();
+        let mut close = |stack: &mut Vec<(&SpanNs, i64, u64, u64)>, path: &mut Vec<u32>| {
+            if let Some((span, _, own, children)) = stack.pop() {
+                visit(path, span, own, own.saturating_sub(children));
+                path.pop();
+            }
+        };
+        for s in &thread.spans {
+            while stack.last().is_some_and(|&(_, end, _, _)| end <= s.enter_ns) {
+                close(&mut stack, &mut path);
+            }
+            let end = stack.last().map_or(s.exit_ns, |&(_, parent_end, _, _)| s.exit_ns.min(parent_end));
+            let own = end.saturating_sub(s.enter_ns).max(0) as u64;
+            if let Some(parent) = stack.last_mut() {
+                parent.3 += own;
+            }
+            stack.push((s, end, own, 0));
+            path.push(s.key_index);
+        }
+        while !stack.is_empty() {
+            close(&mut stack, &mut path);
+        }
+    }
+
     /// Total spans.
     pub fn span_count(&self) -> usize {
         self.threads.iter().map(|t| t.spans.len()).sum()

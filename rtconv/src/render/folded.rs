@@ -21,33 +21,11 @@ pub fn stacks(tl: &Timeline<'_>) -> Vec<(String, u64)> {
     for t in &tl.threads {
         let thread = &tl.trace.threads[t.thread];
         let root = if thread.name.is_empty() { format!("thread {}", thread.tid) } else { frame(&thread.name) };
-        // Self time per path of key indices; the path is the stack of open spans.
+        // Self time per path of key indices.
         let mut self_ns: HashMap<Vec<u32>, u64> = HashMap::new();
-        // (end, children's total, own duration) of each span on the stack, and its path.
-        let mut stack: Vec<(i64, u64, u64)> = Vec::new();
-        let mut path: Vec<u32> = Vec::new();
-        let mut close = |stack: &mut Vec<(i64, u64, u64)>, path: &mut Vec<u32>| {
-            if let Some((_, children, own)) = stack.pop() {
-                *self_ns.entry(path.clone()).or_default() += own.saturating_sub(children);
-                path.pop();
-            }
-        };
-        for s in &t.spans {
-            while stack.last().is_some_and(|&(end, _, _)| end <= s.enter_ns) {
-                close(&mut stack, &mut path);
-            }
-            // Clamp into the parent: a child never counts beyond its parent's end.
-            let end = stack.last().map_or(s.exit_ns, |&(parent_end, _, _)| s.exit_ns.min(parent_end));
-            let own = end.saturating_sub(s.enter_ns).max(0) as u64;
-            if let Some(parent) = stack.last_mut() {
-                parent.1 += own;
-            }
-            stack.push((end, 0, own));
-            path.push(s.key_index);
-        }
-        while !stack.is_empty() {
-            close(&mut stack, &mut path);
-        }
+        tl.walk(t, |path, _, _, own_self| {
+            *self_ns.entry(path.to_vec()).or_default() += own_self;
+        });
         for (path, weight) in self_ns {
             if weight == 0 {
                 continue;

@@ -1,0 +1,373 @@
+//! `rtconv stats`: per-function figures over a dump, per thread or over all
+//! threads, as an aligned table, CSV or JSON.
+//!
+//! For each function (span name): calls; total time (inclusive, counting a
+//! recursive call only at its outermost entry so time is not counted twice);
+//! self time (exclusive of children); min, mean, p50, p90, p99, max and
+//! standard deviation of a call's inclusive duration; and its share of the
+//! scope's time (self time ÷ the top-level spans' total, so shares add up to
+//! 100%). Percentiles come from an HDR histogram with 3 significant digits.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use hdrhistogram::Histogram;
+
+use crate::timeline::Timeline;
+
+/// A column to sort by (descending, except `Name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Column {
+    /// Function name, ascending.
+    Name,
+    /// Number of calls.
+    Calls,
+    /// Total (inclusive) time.
+    Total,
+    /// Self (exclusive) time.
+    SelfTime,
+    /// Shortest call.
+    Min,
+    /// Mean call.
+    Mean,
+    /// Median call.
+    P50,
+    /// 90th percentile call.
+    P90,
+    /// 99th percentile call.
+    P99,
+    /// Longest call.
+    Max,
+    /// Standard deviation of calls.
+    Stddev,
+}
+
+/// How stats are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// An aligned table with human units.
+    Table,
+    /// CSV, times in integer nanoseconds.
+    Csv,
+    /// JSON, times in integer nanoseconds.
+    Json,
+}
+
+/// What `rtconv stats` computes and how it writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Sort rows by.
+    pub sort: Column,
+    /// One table per thread instead of one over all threads.
+    pub per_thread: bool,
+    /// Output form.
+    pub output: Output,
+}
+
+/// One function's figures in one scope.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// Function or label.
+    pub name: String,
+    /// Calls.
+    pub calls: u64,
+    /// Inclusive time, recursion counted once.
+    pub total_ns: u64,
+    /// Exclusive time.
+    pub self_ns: u64,
+    /// Self time ÷ the scope's top-level time.
+    pub share: f64,
+    /// Shortest call.
+    pub min_ns: u64,
+    /// Mean call.
+    pub mean_ns: f64,
+    /// Median call.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Longest call.
+    pub max_ns: u64,
+    /// Standard deviation of a call's duration.
+    pub stddev_ns: f64,
+}
+
+/// The rows of one scope: a thread, or all threads.
+#[derive(Clone, Debug)]
+pub struct Scope {
+    /// `all threads`, or the thread's name (or `thread TID`).
+    pub name: String,
+    /// Total time of the top-level spans in the scope.
+    pub total_ns: u64,
+    /// One row per function.
+    pub rows: Vec<Row>,
+}
+
+#[derive(Default)]
+struct Acc {
+    calls: u64,
+    total: u64,
+    self_ns: u64,
+    min: u64,
+    max: u64,
+    sum: f64,
+    sum_sq: f64,
+    hist: Option<Histogram<u64>>,
+}
+
+impl Acc {
+    fn add(&mut self, duration: u64, self_ns: u64, outermost: bool) {
+        if self.calls == 0 || duration < self.min {
+            self.min = duration;
+        }
+        self.max = self.max.max(duration);
+        self.calls += 1;
+        self.self_ns += self_ns;
+        if outermost {
+            self.total += duration;
+        }
+        let d = duration as f64;
+        self.sum += d;
+        self.sum_sq += d * d;
+        // 3 significant digits (creation fails only above 5); it grows to any value it is given.
+        if self.hist.is_none() {
+            self.hist = Histogram::new(3).ok();
+        }
+        if let Some(hist) = &mut self.hist {
+            let _ = hist.record(duration.max(1));
+        }
+    }
+
+    fn row(&self, name: String, scope_total: u64) -> Row {
+        let n = self.calls.max(1) as f64;
+        let mean = self.sum / n;
+        // The histogram answers with its bucket's upper bound: keep it within the calls seen.
+        let q = |p: f64| self.hist.as_ref().map_or(0, |h| h.value_at_quantile(p)).clamp(self.min, self.max);
+        Row {
+            name,
+            calls: self.calls,
+            total_ns: self.total,
+            self_ns: self.self_ns,
+            share: if scope_total == 0 { 0.0 } else { self.self_ns as f64 / scope_total as f64 },
+            min_ns: self.min,
+            mean_ns: mean,
+            p50_ns: q(0.5),
+            p90_ns: q(0.9),
+            p99_ns: q(0.99),
+            max_ns: self.max,
+            stddev_ns: (self.sum_sq / n - mean * mean).max(0.0).sqrt(),
+        }
+    }
+}
+
+/// Computes the scopes of `tl`: one over all threads, or one per thread.
+pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
+    let mut scopes: Vec<(String, u64, HashMap<u32, Acc>)> = Vec::new();
+    for t in &tl.threads {
+        let thread = &tl.trace.threads[t.thread];
+        let index = if opts.per_thread || scopes.is_empty() {
+            let name = match (opts.per_thread, thread.name.is_empty()) {
+                (false, _) => "all threads".to_string(),
+                (true, true) => format!("thread {}", thread.tid),
+                (true, false) => thread.name.clone(),
+            };
+            scopes.push((name, 0, HashMap::new()));
+            scopes.len() - 1
+        } else {
+            0
+        };
+        let (_, total, accs) = &mut scopes[index];
+        tl.walk(t, |path, _, duration, self_ns| {
+            let (&key, ancestors) = path.split_last().unwrap_or((&0, &[]));
+            if ancestors.is_empty() {
+                *total += duration;
+            }
+            let outermost = !ancestors.contains(&key);
+            accs.entry(key).or_default().add(duration, self_ns, outermost);
+        });
+    }
+    scopes
+        .into_iter()
+        .map(|(name, total_ns, accs)| {
+            let mut rows: Vec<Row> = accs
+                .into_iter()
+                .map(|(key, acc)| {
+                    let key = tl.keys[key as usize];
+                    let name = tl.symbols.get(key).map_or_else(|| "??".to_string(), |n| n.name.clone());
+                    acc.row(name, total_ns)
+                })
+                .collect();
+            sort(&mut rows, opts.sort);
+            Scope { name, total_ns, rows }
+        })
+        .collect()
+}
+
+fn sort(rows: &mut [Row], column: Column) {
+    let by = |r: &Row| -> f64 {
+        match column {
+            Column::Name => 0.0,
+            Column::Calls => r.calls as f64,
+            Column::Total => r.total_ns as f64,
+            Column::SelfTime => r.self_ns as f64,
+            Column::Min => r.min_ns as f64,
+            Column::Mean => r.mean_ns,
+            Column::P50 => r.p50_ns as f64,
+            Column::P90 => r.p90_ns as f64,
+            Column::P99 => r.p99_ns as f64,
+            Column::Max => r.max_ns as f64,
+            Column::Stddev => r.stddev_ns,
+        }
+    };
+    if column == Column::Name {
+        rows.sort_by(|a, b| a.name.cmp(&b.name));
+    } else {
+        rows.sort_by(|a, b| by(b).total_cmp(&by(a)).then_with(|| a.name.cmp(&b.name)));
+    }
+}
+
+/// Nanoseconds in the largest unit that keeps the number at least 1: ns, µs, ms, s, min.
+pub fn human(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.2} µs", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns < 60e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else {
+        format!("{:.2} min", ns / 60e9)
+    }
+}
+
+const HEADERS: [&str; 12] =
+    ["function", "calls", "total", "self", "self %", "min", "mean", "p50", "p90", "p99", "max", "stddev"];
+
+/// Writes `scopes` in the chosen form.
+pub fn write(scopes: &[Scope], output: Output, out: &mut dyn Write) -> io::Result<()> {
+    match output {
+        Output::Table => write_table(scopes, out),
+        Output::Csv => write_csv(scopes, out),
+        Output::Json => write_json(scopes, out),
+    }
+}
+
+fn write_table(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
+    for (i, scope) in scopes.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        writeln!(out, "{} — {} in top-level spans", scope.name, human(scope.total_ns as f64))?;
+        let cells: Vec<[String; 12]> = scope
+            .rows
+            .iter()
+            .map(|r| {
+                [
+                    r.name.clone(),
+                    r.calls.to_string(),
+                    human(r.total_ns as f64),
+                    human(r.self_ns as f64),
+                    format!("{:.1}%", r.share * 100.0),
+                    human(r.min_ns as f64),
+                    human(r.mean_ns),
+                    human(r.p50_ns as f64),
+                    human(r.p90_ns as f64),
+                    human(r.p99_ns as f64),
+                    human(r.max_ns as f64),
+                    human(r.stddev_ns),
+                ]
+            })
+            .collect();
+        let widths: Vec<usize> = (0..12)
+            .map(|c| cells.iter().map(|row| row[c].chars().count()).chain([HEADERS[c].len()]).max().unwrap_or(0))
+            .collect();
+        let line = |cols: Vec<&str>, out: &mut dyn Write| -> io::Result<()> {
+            for (c, text) in cols.iter().enumerate() {
+                let pad = widths[c] - text.chars().count();
+                if c == 0 {
+                    write!(out, "{text}{}", " ".repeat(pad))?;
+                } else {
+                    write!(out, "  {}{text}", " ".repeat(pad))?;
+                }
+            }
+            writeln!(out)
+        };
+        line(HEADERS.to_vec(), out)?;
+        for row in &cells {
+            line(row.iter().map(String::as_str).collect(), out)?;
+        }
+    }
+    Ok(())
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) { format!("\"{}\"", text.replace('"', "\"\"")) } else { text.to_string() }
+}
+
+fn write_csv(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "scope,function,calls,total_ns,self_ns,self_share,min_ns,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,stddev_ns"
+    )?;
+    for scope in scopes {
+        for r in &scope.rows {
+            writeln!(
+                out,
+                "{},{},{},{},{},{:.6},{},{:.0},{},{},{},{},{:.0}",
+                csv_field(&scope.name),
+                csv_field(&r.name),
+                r.calls,
+                r.total_ns,
+                r.self_ns,
+                r.share,
+                r.min_ns,
+                r.mean_ns,
+                r.p50_ns,
+                r.p90_ns,
+                r.p99_ns,
+                r.max_ns,
+                r.stddev_ns
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn write_json(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
+    let value: Vec<serde_json::Value> = scopes
+        .iter()
+        .map(|s| {
+            let rows: Vec<serde_json::Value> = s
+                .rows
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "function": r.name, "calls": r.calls, "total_ns": r.total_ns, "self_ns": r.self_ns,
+                        "self_share": r.share, "min_ns": r.min_ns, "mean_ns": r.mean_ns.round() as u64,
+                        "p50_ns": r.p50_ns, "p90_ns": r.p90_ns, "p99_ns": r.p99_ns, "max_ns": r.max_ns,
+                        "stddev_ns": r.stddev_ns.round() as u64,
+                    })
+                })
+                .collect();
+            serde_json::json!({ "scope": s.name, "total_ns": s.total_ns, "functions": rows })
+        })
+        .collect();
+    serde_json::to_writer_pretty(&mut *out, &value).map_err(io::Error::other)?;
+    writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human;
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human(999.0), "999 ns");
+        assert_eq!(human(1_500.0), "1.50 µs");
+        assert_eq!(human(20_000_000.0), "20.00 ms");
+        assert_eq!(human(2_500_000_000.0), "2.50 s");
+        assert_eq!(human(90e9), "1.50 min");
+    }
+}

@@ -1,0 +1,89 @@
+//! `rtconv stats` on the workload: exact call counts, sleep durations within
+//! 5%, shares adding up, self times equal to the folded stacks', and the
+//! same numbers in table, CSV and JSON.
+
+use std::collections::BTreeMap;
+
+use ringtrace_tests::{binary, convert, record_workload_with, run, scratch};
+
+fn stats(dump: &std::path::Path, args: &[&str]) -> String {
+    let mut all = vec!["stats", dump.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = run(&binary("rtconv"), &all);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn stats_match_what_the_workload_did() {
+    let dir = scratch("stats");
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &["--rounds", "4", "--sleep-ms", "30"]);
+    let json: serde_json::Value = serde_json::from_str(&stats(&dump, &["--format", "json"])).unwrap();
+    let scope = &json[0];
+    assert_eq!(scope["scope"], "all threads");
+    let rows: BTreeMap<String, &serde_json::Value> = scope["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["function"].as_str().unwrap().to_string(), r))
+        .collect();
+    let calls: BTreeMap<&str, u64> = rows.iter().map(|(k, v)| (k.as_str(), v["calls"].as_u64().unwrap())).collect();
+    // fib(12) twice: 2 × 465; 4 rounds of parse_batch (+ 8 tokenize, 8 checksum) on 2 threads; 4 sleeps.
+    let expected: BTreeMap<&str, u64> = [
+        ("workload::fib", 930),
+        ("workload::parse_batch", 8),
+        ("tokenize", 64),
+        ("checksum", 64),
+        ("sleeper round", 4),
+        ("sleep", 4),
+        ("main done", 1),
+    ]
+    .into();
+    assert_eq!(calls, expected);
+
+    let sleep = rows["sleep"];
+    let want = 30_000_000u64;
+    for field in ["min_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns"] {
+        let v = sleep[field].as_u64().unwrap();
+        assert!((want..=want * 105 / 100).contains(&v), "sleep {field} = {v}");
+    }
+    // Recursion is counted once in total: fib's total is its two root calls, not the sum over all depths.
+    let fib = rows["workload::fib"];
+    assert_eq!(fib["total_ns"], fib["self_ns"], "fib's self time is all of its (outermost) total");
+
+    // Self shares add up to 100% of the top-level time, and match the folded stacks' self times.
+    let share: f64 = rows.values().map(|r| r["self_share"].as_f64().unwrap()).sum();
+    assert!((share - 1.0).abs() < 1e-6, "shares add up to {share}");
+    let (_, folded, _) = convert(&dump, &["-f", "folded"]);
+    let mut folded_self: BTreeMap<String, u64> = BTreeMap::new();
+    for line in folded.lines() {
+        let (path, weight) = line.rsplit_once(' ').unwrap();
+        *folded_self.entry(path.rsplit(';').next().unwrap().to_string()).or_default() += weight.parse::<u64>().unwrap();
+    }
+    for (name, row) in &rows {
+        assert_eq!(row["self_ns"].as_u64().unwrap(), folded_self.get(name).copied().unwrap_or(0), "{name}");
+    }
+
+    // CSV carries the same numbers, and the table shows them in human units, sorted as asked.
+    let csv = stats(&dump, &["--format", "csv"]);
+    let sleep_csv = csv.lines().find(|l| l.starts_with("all threads,sleep,")).unwrap();
+    assert!(sleep_csv.starts_with(&format!("all threads,sleep,4,{},", sleep["total_ns"])), "{sleep_csv}");
+    let table = stats(&dump, &["--sort", "calls"]);
+    let order: Vec<&str> = table.lines().skip(2).map(|l| l.split("  ").next().unwrap().trim()).collect();
+    assert_eq!(order[0], "workload::fib", "{table}");
+    assert!(table.contains(" ms "), "human units: {table}");
+}
+
+#[test]
+fn per_thread_stats_have_one_scope_per_thread() {
+    let dir = scratch("stats-threads");
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
+    let json: serde_json::Value = serde_json::from_str(&stats(&dump, &["--per-thread", "--format", "json"])).unwrap();
+    let mut scopes: Vec<&str> = json.as_array().unwrap().iter().map(|s| s["scope"].as_str().unwrap()).collect();
+    scopes.sort_unstable();
+    assert_eq!(scopes, ["fib-0", "fib-1", "main", "parser-0", "parser-1", "sleeper"]);
+    for scope in json.as_array().unwrap() {
+        let share: f64 = scope["functions"].as_array().unwrap().iter().map(|r| r["self_share"].as_f64().unwrap()).sum();
+        assert!((share - 1.0).abs() < 1e-6, "{}: {share}", scope["scope"]);
+    }
+}
