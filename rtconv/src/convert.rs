@@ -18,6 +18,8 @@ pub enum Format {
     Chrome,
     /// Collapsed stacks weighted by self time (flamegraph.pl, inferno).
     Folded,
+    /// The kernel function_graph tracer's text.
+    Ftrace,
     /// A flame graph SVG of self time.
     Flamegraph,
 }
@@ -152,6 +154,7 @@ pub fn convert(
     match format {
         Format::Chrome => render::chrome::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Folded => render::folded::write(&timeline, out).map_err(ConvertError::Output)?,
+        Format::Ftrace => render::ftrace::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Stats(opts) => crate::stats::write(&crate::stats::compute(&timeline, &opts), opts.output, out)
             .map_err(ConvertError::Output)?,
         Format::Flamegraph => render::folded::write_svg(&timeline, out).map_err(ConvertError::Output)?,

@@ -169,6 +169,8 @@ enum FormatArg {
     Folded,
     /// A flame graph SVG of self time (through inferno).
     Flamegraph,
+    /// The kernel function_graph tracer's text layout.
+    Ftrace,
 }
 
 impl NamingArgs {
@@ -239,6 +241,7 @@ fn run_convert(args: ConvertArgs) -> ExitCode {
         FormatArg::Chrome => Format::Chrome,
         FormatArg::Folded => Format::Folded,
         FormatArg::Flamegraph => Format::Flamegraph,
+        FormatArg::Ftrace => Format::Ftrace,
     };
     convert_to(&args.dump, format, args.output.as_deref(), args.symbols.options())
 }

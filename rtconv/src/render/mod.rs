@@ -2,3 +2,4 @@
 
 pub mod chrome;
 pub mod folded;
+pub mod ftrace;

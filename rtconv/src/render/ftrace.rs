@@ -1,0 +1,144 @@
+//! The kernel `function_graph` tracer's text layout (`-f ftrace`), as
+//! `cat /sys/kernel/tracing/trace` prints it with `funcgraph-proc` and
+//! `funcgraph-overhead` on.
+//!
+//! - The header (`# tracer: function_graph`, the column titles and bars).
+//! - One line per span edge: `name() {` on entry and `}` with the duration on
+//!   exit for a span with children, `name();` with the duration for a leaf;
+//!   two spaces of indentation per level.
+//! - CPU column `0` (the recorder does not know CPUs) and the task column
+//!   `name-tid`, centred in 14 characters as the kernel does.
+//! - Durations in µs with nanosecond digits, never more than 7 digits
+//!   (`12345.67 us`), after the kernel's overhead mark: `$` over 1 s, `@`
+//!   over 100 ms, `*` over 10 ms, `#` over 1 ms, `!` over 100 µs, `+` over
+//!   10 µs (strictly greater).
+//! - Threads one after another, each introduced by the kernel's context
+//!   switch block (`prev-pid => next-pid` between dashed lines).
+
+use std::io::{self, Write};
+
+use crate::timeline::{SpanNs, Timeline};
+
+/// Writes `tl` as function_graph text.
+pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
+    out.write_all(b"# tracer: function_graph\n#\n")?;
+    out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
+    out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
+    let names: Vec<String> =
+        tl.keys.iter().map(|&k| tl.symbols.get(k).map_or_else(|| "??".to_string(), |n| n.name.clone())).collect();
+    let mut previous: Option<String> = None;
+    for t in &tl.threads {
+        let thread = &tl.trace.threads[t.thread];
+        let comm = if thread.name.is_empty() { "<...>" } else { thread.name.as_str() };
+        let task = proc_column(comm, thread.tid);
+        out.write_all(b" ------------------------------------------\n")?;
+        writeln!(out, " 0) {} => {}", previous.as_deref().unwrap_or(&proc_column("<idle>", 0)), task)?;
+        out.write_all(b" ------------------------------------------\n\n")?;
+        // Open spans: (span, depth). A span is a leaf when the next span does not start inside it.
+        let mut stack: Vec<&SpanNs> = Vec::new();
+        for (i, s) in t.spans.iter().enumerate() {
+            while let Some(top) = stack.last() {
+                if top.exit_ns > s.enter_ns {
+                    break;
+                }
+                let top = stack.pop().unwrap_or(s);
+                line(out, &task, Some(top.exit_ns - top.enter_ns), stack.len(), "}")?;
+            }
+            let name = &names[s.key_index as usize];
+            let has_child = t.spans.get(i + 1).is_some_and(|next| next.enter_ns < s.exit_ns);
+            if has_child {
+                line(out, &task, None, stack.len(), &format!("{name}() {{"))?;
+                stack.push(s);
+            } else {
+                line(out, &task, Some(s.exit_ns - s.enter_ns), stack.len(), &format!("{name}();"))?;
+            }
+        }
+        while let Some(top) = stack.pop() {
+            line(out, &task, Some(top.exit_ns - top.enter_ns), stack.len(), "}")?;
+        }
+        previous = Some(task);
+    }
+    Ok(())
+}
+
+/// One line: CPU, task, duration (or the blank column), indentation, text.
+fn line(out: &mut dyn Write, task: &str, duration_ns: Option<i64>, depth: usize, text: &str) -> io::Result<()> {
+    write!(out, " 0) {task} | ")?;
+    match duration_ns {
+        Some(ns) => {
+            let ns = ns.max(0) as u64;
+            write!(out, "{} {}|  ", mark(ns), duration(ns))?;
+        }
+        None => out.write_all(b"              |  ")?,
+    }
+    writeln!(out, "{:indent$}{text}", "", indent = depth * 2)
+}
+
+/// The kernel's overhead mark for a duration in ns (strictly greater than each threshold).
+pub fn mark(ns: u64) -> char {
+    const MARKS: [(u64, char); 6] =
+        [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*'), (1_000_000, '#'), (100_000, '!'), (10_000, '+')];
+    MARKS.iter().find(|&&(limit, _)| ns > limit).map_or(' ', |&(_, c)| c)
+}
+
+/// `trace_print_graph_duration`: µs, then as many ns digits as keep the
+/// number within 7 digits, then ` us ` and padding to 12 characters.
+pub fn duration(ns: u64) -> String {
+    let us = (ns / 1000).to_string();
+    let mut text = us.clone();
+    if us.len() < 7 {
+        // snprintf("%03lu") into a buffer of min(5, 8 - len) bytes keeps that many minus one digits.
+        let digits = (5.min(8 - us.len()) - 1).min(3);
+        text.push('.');
+        text.push_str(&format!("{:03}", ns % 1000)[..digits]);
+    }
+    let len = text.len();
+    text.push_str(" us ");
+    text.push_str(&" ".repeat(8usize.saturating_sub(len)));
+    text
+}
+
+/// `print_graph_proc`: `comm-pid` cut to 14 characters and centred in them.
+fn proc_column(comm: &str, tid: u64) -> String {
+    let pid = tid.to_string();
+    let comm: String = comm.chars().take(14usize.saturating_sub(pid.len() + 1)).collect();
+    let text = format!("{comm}-{pid}");
+    let spaces = 14usize.saturating_sub(text.chars().count());
+    format!("{}{text}{}", " ".repeat(spaces / 2), " ".repeat(spaces - spaces / 2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_as_the_kernel_prints_them() {
+        assert_eq!(duration(1_382), "1.382 us    ");
+        assert_eq!(duration(10_123), "10.123 us   ");
+        assert_eq!(duration(123_456), "123.456 us  ");
+        assert_eq!(duration(1_234_567), "1234.567 us ");
+        assert_eq!(duration(12_345_678), "12345.67 us ");
+        assert_eq!(duration(123_456_789), "123456.7 us ");
+        assert_eq!(duration(1_234_567_890), "1234567 us  ");
+        assert_eq!(duration(12_345_678_901), "12345678 us ");
+    }
+
+    #[test]
+    fn marks_use_strict_thresholds() {
+        assert_eq!(mark(10_000), ' ');
+        assert_eq!(mark(10_001), '+');
+        assert_eq!(mark(100_001), '!');
+        assert_eq!(mark(1_000_000), '!');
+        assert_eq!(mark(1_000_001), '#');
+        assert_eq!(mark(10_000_001), '*');
+        assert_eq!(mark(100_000_001), '@');
+        assert_eq!(mark(1_000_000_001), '$');
+    }
+
+    #[test]
+    fn task_column_is_centred_in_14() {
+        assert_eq!(proc_column("bash", 4269), "  bash-4269   ");
+        assert_eq!(proc_column("<idle>", 0), "   <idle>-0   ");
+        assert_eq!(proc_column("a-very-long-thread-name", 12345).len(), 14);
+    }
+}
