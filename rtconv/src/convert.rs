@@ -20,6 +20,8 @@ pub enum Format {
     Folded,
     /// The kernel function_graph tracer's text.
     Ftrace,
+    /// Systrace text: `tracing_mark_write` begin/end lines.
+    Systrace,
     /// A flame graph SVG of self time.
     Flamegraph,
 }
@@ -155,6 +157,7 @@ pub fn convert(
         Format::Chrome => render::chrome::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Folded => render::folded::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Ftrace => render::ftrace::write(&timeline, out).map_err(ConvertError::Output)?,
+        Format::Systrace => render::systrace::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Stats(opts) => crate::stats::write(&crate::stats::compute(&timeline, &opts), opts.output, out)
             .map_err(ConvertError::Output)?,
         Format::Flamegraph => render::folded::write_svg(&timeline, out).map_err(ConvertError::Output)?,

@@ -171,6 +171,8 @@ enum FormatArg {
     Flamegraph,
     /// The kernel function_graph tracer's text layout.
     Ftrace,
+    /// Systrace text (tracing_mark_write B/E lines) for Perfetto and Catapult.
+    Systrace,
 }
 
 impl NamingArgs {
@@ -242,6 +244,7 @@ fn run_convert(args: ConvertArgs) -> ExitCode {
         FormatArg::Folded => Format::Folded,
         FormatArg::Flamegraph => Format::Flamegraph,
         FormatArg::Ftrace => Format::Ftrace,
+        FormatArg::Systrace => Format::Systrace,
     };
     convert_to(&args.dump, format, args.output.as_deref(), args.symbols.options())
 }

@@ -3,3 +3,4 @@
 pub mod chrome;
 pub mod folded;
 pub mod ftrace;
+pub mod systrace;

@@ -1,0 +1,92 @@
+//! Systrace text (`-f systrace`): the kernel's trace layout with
+//! `tracing_mark_write` begin/end markers, as `atrace` writes them, for
+//! Perfetto's systrace importer and Catapult's.
+//!
+//! `# tracer: nop` and the kernel's comment header, then one line per span
+//! edge, all threads merged in time order:
+//!
+//! ```text
+//!           worker-101     (      7) [000] ....    12.000500: tracing_mark_write: B|7|parse
+//!           worker-101     (      7) [000] ....    12.200000: tracing_mark_write: E|7
+//! ```
+//!
+//! Task `name-tid` (the thread), TGID the process id, CPU `000` (the
+//! recorder does not know CPUs), flags `....`, and monotonic seconds with 6
+//! decimals. A parent's begin precedes its children's and its end follows
+//! theirs, also at equal timestamps.
+
+use std::io::{self, Write};
+
+use crate::timeline::Timeline;
+
+/// Writes `tl` as systrace text.
+pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
+    let pid = tl.trace.process.pid;
+    let names: Vec<String> = tl
+        .keys
+        .iter()
+        .map(|&k| tl.symbols.get(k).map_or("??", |n| n.name.as_str()).replace(['\n', '\r'], " "))
+        .collect();
+    // Edges: (ns, thread, sequence within the thread, begin key index or None for an end).
+    let mut edges: Vec<(i64, usize, usize, Option<u32>)> = Vec::new();
+    for (ti, t) in tl.threads.iter().enumerate() {
+        let mut seq = 0;
+        let mut push = |ns: i64, key: Option<u32>, edges: &mut Vec<_>| {
+            edges.push((ns, ti, seq, key));
+            seq += 1;
+        };
+        let mut open: Vec<i64> = Vec::new();
+        for s in &t.spans {
+            while let Some(&end) = open.last() {
+                if end > s.enter_ns {
+                    break;
+                }
+                open.pop();
+                push(end, None, &mut edges);
+            }
+            push(s.enter_ns, Some(s.key_index), &mut edges);
+            // Clamped into the parent, so ends stay nested.
+            open.push(open.last().map_or(s.exit_ns, |&parent| s.exit_ns.min(parent)));
+        }
+        while let Some(end) = open.pop() {
+            push(end, None, &mut edges);
+        }
+    }
+    edges.sort_unstable_by_key(|&(ns, thread, seq, _)| (ns, thread, seq));
+
+    out.write_all(b"# tracer: nop\n#\n")?;
+    writeln!(out, "# entries-in-buffer/entries-written: {0}/{0}   #P:1\n#", edges.len())?;
+    out.write_all(
+        b"#                                      _-----=> irqs-off\n\
+          #                                     / _----=> need-resched\n\
+          #                                    | / _---=> hardirq/softirq\n\
+          #                                    || / _--=> preempt-depth\n\
+          #                                    ||| /     delay\n\
+          #           TASK-PID    TGID   CPU#  ||||    TIMESTAMP  FUNCTION\n\
+          #              | |        |      |   ||||       |         |\n",
+    )?;
+    let tasks: Vec<(String, u64)> = tl
+        .threads
+        .iter()
+        .map(|t| {
+            let thread = &tl.trace.threads[t.thread];
+            let name = if thread.name.is_empty() { "<...>".to_string() } else { thread.name.replace(' ', "_") };
+            (name, thread.tid)
+        })
+        .collect();
+    for (ns, thread, _, key) in edges {
+        let (name, tid) = &tasks[thread];
+        let ns = ns.max(0) as u64;
+        write!(
+            out,
+            "{name:>16}-{tid:<7} ({pid:>7}) [000] .... {:>5}.{:06}: tracing_mark_write: ",
+            ns / 1_000_000_000,
+            ns % 1_000_000_000 / 1000
+        )?;
+        match key {
+            Some(k) => writeln!(out, "B|{pid}|{}", names[k as usize])?,
+            None => writeln!(out, "E|{pid}")?,
+        }
+    }
+    Ok(())
+}
