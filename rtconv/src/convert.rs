@@ -14,8 +14,10 @@ use crate::timeline::Timeline;
 pub enum Format {
     /// Per-function statistics (`rtconv stats`).
     Stats(crate::stats::Options),
-    /// Chrome trace event JSON for Perfetto.
+    /// Chrome trace event JSON for Perfetto, one `X` event per span.
     Chrome,
+    /// Chrome trace event JSON with a `B` and an `E` event per span.
+    ChromeBeginEnd,
     /// Collapsed stacks weighted by self time (flamegraph.pl, inferno).
     Folded,
     /// The kernel function_graph tracer's text.
@@ -138,6 +140,26 @@ pub fn convert(
             ),
         );
     }
+    if timeline.clamped > 0 {
+        report.push(
+            Level::Warning,
+            format!(
+                "{shown}: {} span(s) ended after their parent and were cut at the parent's end \
+                 (a counter read out of order, or a span dropped without nesting)",
+                timeline.clamped
+            ),
+        );
+    }
+    if timeline.too_deep > 0 {
+        report.push(
+            Level::Warning,
+            format!(
+                "{shown}: {} span(s) are nested deeper than {} levels; viewers may not draw them",
+                timeline.too_deep,
+                crate::timeline::MAX_DEPTH
+            ),
+        );
+    }
     report.spans = timeline.span_count();
     report.threads = timeline.threads.len();
     report.lost_spans = trace.threads.iter().map(|t| t.lost()).sum();
@@ -154,7 +176,8 @@ pub fn convert(
         );
     }
     match format {
-        Format::Chrome => render::chrome::write(&timeline, out).map_err(ConvertError::Output)?,
+        Format::Chrome => render::chrome::write(&timeline, false, out).map_err(ConvertError::Output)?,
+        Format::ChromeBeginEnd => render::chrome::write(&timeline, true, out).map_err(ConvertError::Output)?,
         Format::Folded => render::folded::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Ftrace => render::ftrace::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Systrace => render::systrace::write(&timeline, out).map_err(ConvertError::Output)?,

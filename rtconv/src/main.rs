@@ -49,8 +49,17 @@ struct ConvertArgs {
     /// Write the output here instead of to stdout.
     #[arg(short = 'o', long, value_name = "PATH")]
     output: Option<PathBuf>,
+    /// Chrome events: one complete event per span (x), or a begin and an end event (be).
+    #[arg(long, value_enum, default_value_t = ChromeEventsArg::X)]
+    chrome_events: ChromeEventsArg,
     #[command(flatten)]
     symbols: SymbolArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ChromeEventsArg {
+    X,
+    Be,
 }
 
 #[derive(clap::Args)]
@@ -239,12 +248,13 @@ fn main() -> ExitCode {
 }
 
 fn run_convert(args: ConvertArgs) -> ExitCode {
-    let format = match args.format {
-        FormatArg::Chrome => Format::Chrome,
-        FormatArg::Folded => Format::Folded,
-        FormatArg::Flamegraph => Format::Flamegraph,
-        FormatArg::Ftrace => Format::Ftrace,
-        FormatArg::Systrace => Format::Systrace,
+    let format = match (args.format, args.chrome_events) {
+        (FormatArg::Chrome, ChromeEventsArg::X) => Format::Chrome,
+        (FormatArg::Chrome, ChromeEventsArg::Be) => Format::ChromeBeginEnd,
+        (FormatArg::Folded, _) => Format::Folded,
+        (FormatArg::Flamegraph, _) => Format::Flamegraph,
+        (FormatArg::Ftrace, _) => Format::Ftrace,
+        (FormatArg::Systrace, _) => Format::Systrace,
     };
     convert_to(&args.dump, format, args.output.as_deref(), args.symbols.options())
 }

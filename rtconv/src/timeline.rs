@@ -5,6 +5,33 @@ use crate::load::Trace;
 use crate::symbolize::Symbols;
 use crate::timebase::Timebase;
 
+/// Nesting deeper than this is reported: viewers (Perfetto among them) stop drawing or slow down.
+pub const MAX_DEPTH: usize = 512;
+
+/// Cuts every span that outlives its parent at the parent's end, in a
+/// thread's spans sorted by (start, longer first). Returns how many were cut
+/// and how many lie deeper than [`MAX_DEPTH`].
+fn clamp_into_parents(spans: &mut [SpanNs]) -> (u64, u64) {
+    let (mut cut, mut deep) = (0, 0);
+    let mut ends: Vec<i64> = Vec::new();
+    for s in spans.iter_mut() {
+        while ends.last().is_some_and(|&end| end <= s.enter_ns) {
+            ends.pop();
+        }
+        if let Some(&parent_end) = ends.last()
+            && s.exit_ns > parent_end
+        {
+            s.exit_ns = parent_end;
+            cut += 1;
+        }
+        ends.push(s.exit_ns);
+        if ends.len() > MAX_DEPTH {
+            deep += 1;
+        }
+    }
+    (cut, deep)
+}
+
 /// One span in monotonic nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpanNs {
@@ -46,6 +73,11 @@ pub struct Timeline<'a> {
     pub origin_ns: i64,
     /// Spans whose exit counter reading was before their enter reading.
     pub backwards: u64,
+    /// Spans that ended after their parent and were cut at the parent's end
+    /// (no track shows partial overlaps).
+    pub clamped: u64,
+    /// Spans nested deeper than [`MAX_DEPTH`].
+    pub too_deep: u64,
 }
 
 impl<'a> Timeline<'a> {
@@ -57,6 +89,7 @@ impl<'a> Timeline<'a> {
         // Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
         let ns = |ticks: u64| i64::try_from(timebase.ns(ticks)).unwrap_or(if ticks == 0 { 0 } else { i64::MAX });
         let mut backwards = 0;
+        let (mut clamped, mut too_deep) = (0, 0);
         let mut origin = i64::MAX;
         let threads = trace
             .threads
@@ -80,11 +113,14 @@ impl<'a> Timeline<'a> {
                     })
                     .collect();
                 spans.sort_unstable_by_key(|s| (s.enter_ns, std::cmp::Reverse(s.exit_ns)));
+                let (cut, deep) = clamp_into_parents(&mut spans);
+                clamped += cut;
+                too_deep += deep;
                 ThreadSpans { thread: i, spans }
             })
             .collect();
         let origin_ns = if origin == i64::MAX { 0 } else { origin };
-        Timeline { trace, symbols, timebase, threads, keys, origin_ns, backwards }
+        Timeline { trace, symbols, timebase, threads, keys, origin_ns, backwards, clamped, too_deep }
     }
 
     /// Walks one thread's spans as a call tree and calls `visit` once per

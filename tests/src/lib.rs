@@ -103,6 +103,7 @@ pub fn parse_chrome(text: &str) -> ChromeTrace {
         instants: Vec::new(),
         json,
     };
+    let mut open: HashMap<u64, Vec<(String, i64)>> = HashMap::new();
     for e in trace.json["traceEvents"].as_array().expect("traceEvents is an array") {
         let name = e["name"].as_str().expect("every event has a name").to_string();
         match e["ph"].as_str() {
@@ -120,9 +121,21 @@ pub fn parse_chrome(text: &str) -> ChromeTrace {
                 trace.process_name = Some(e["args"]["name"].as_str().unwrap().to_string())
             }
             Some("i") => trace.instants.push(name),
+            // B/E pairs become complete events; an E must close the innermost B of its thread, by name.
+            Some("B") => {
+                open.entry(e["tid"].as_u64().expect("numeric tid")).or_default().push((name, us_to_ns(&e["ts"])))
+            }
+            Some("E") => {
+                let tid = e["tid"].as_u64().expect("numeric tid");
+                let (begun, ts_ns) = open.get_mut(&tid).and_then(Vec::pop).expect("an E closes a B");
+                assert_eq!(begun, name, "E names the span it ends");
+                let end = us_to_ns(&e["ts"]);
+                trace.events.push(Event { name, tid, ts_ns, dur_ns: end - ts_ns });
+            }
             other => panic!("unexpected event phase {other:?}"),
         }
     }
+    assert!(open.values().all(Vec::is_empty), "every B has its E");
     trace
 }
 

@@ -23,8 +23,8 @@ impl Sink for VecSink {
 const BASE: u64 = 0x10_0000;
 const LABELS: [&str; 4] = ["handle request", "parse", "read line", "wait"];
 
-/// A dump of two threads with nested named spans; ticks are nanoseconds.
-fn synthetic_dump(path: &Path) {
+/// Starts a dump with a ns clock and the site section for [`LABELS`]; returns the writer and the keys.
+fn dump_start() -> (Writer<VecSink>, Vec<u64>) {
     // Site descriptors written by hand from FORMAT.md (little-endian): magic,
     // line, label length, file length, column, label, file, zero padding to 8.
     let mut sites: Vec<u8> = Vec::new();
@@ -41,16 +41,15 @@ fn synthetic_dump(path: &Path) {
         sites.extend_from_slice(file.as_bytes());
         sites.resize(sites.len().next_multiple_of(8), 0);
     }
-    let [request, parse, read, wait] = [keys[0], keys[1], keys[2], keys[3]];
     let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
-    w.meta(&MetaInfo {
+    let meta = MetaInfo {
         pid: 7,
         reason: DumpReason::Requested,
         producer: b"golden",
         producer_version: b"1",
         process_name: b"server",
-    })
-    .unwrap();
+    };
+    w.meta(&meta).unwrap();
     let clock = ClockInfo {
         counter: CounterKind::MonotonicNs,
         counter_bits: 64,
@@ -63,8 +62,24 @@ fn synthetic_dump(path: &Path) {
     ];
     w.clock(&clock, &anchors).unwrap();
     w.sites(BASE, &sites).unwrap();
+    (w, keys)
+}
+
+fn ring(w: &mut Writer<VecSink>, tid: u64, name: &[u8], records: &[Record]) {
+    let n = records.len() as u64;
+    let info = RingInfo { tid, capacity: 1024, written: n, dropped: 0, aux: 0, flags: RING_FLAG_THREAD_EXITED, name };
+    w.ring(&info, records, &[]).unwrap();
+}
+
+fn r(key: u64, enter: u64, exit: u64) -> Record {
+    Record { key, enter, exit }
+}
+
+/// A dump of two threads with nested named spans; ticks are nanoseconds.
+fn synthetic_dump(path: &Path) {
+    let (mut w, keys) = dump_start();
+    let [request, parse, read, wait] = [keys[0], keys[1], keys[2], keys[3]];
     // Thread 1: a request with two parses (each reading lines) and a wait; durations cross every mark.
-    let r = |key, enter, exit| Record { key, enter, exit };
     let worker = [
         r(read, 1_000, 11_001),   // 10.001 µs: '+'
         r(read, 12_000, 112_001), // 100.001 µs: '!'
@@ -74,20 +89,39 @@ fn synthetic_dump(path: &Path) {
         r(wait, 1_500_000, 11_500_001), // '*'
         r(request, 0, 12_000_000),
     ];
-    let info = RingInfo {
-        tid: 101,
-        capacity: 16,
-        written: 7,
-        dropped: 0,
-        aux: 0,
-        flags: RING_FLAG_THREAD_EXITED,
-        name: b"worker",
-    };
-    w.ring(&info, &worker, &[]).unwrap();
-    let slow = [r(wait, 20_000_000, 120_000_001), r(wait, 200_000_000, 1_200_000_001)]; // '@', '$'
-    let info = RingInfo { tid: 102, capacity: 16, written: 2, dropped: 0, aux: 0, flags: 0, name: b"slow" };
-    w.ring(&info, &slow, &[]).unwrap();
+    ring(&mut w, 101, b"worker", &worker);
+    ring(&mut w, 102, b"slow", &[r(wait, 20_000_000, 120_000_001), r(wait, 200_000_000, 1_200_000_001)]); // '@', '$'
     std::fs::write(path, w.finish().unwrap().0).unwrap();
+}
+
+#[test]
+fn a_child_outliving_its_parent_is_cut_at_the_parents_end() {
+    let dir = scratch("clamp");
+    let dump = dir.join("overlap.rtd");
+    let (mut w, keys) = dump_start();
+    // parse [1000, 3000] ends after its parent request [0, 2000].
+    ring(&mut w, 1, b"t", &[r(keys[1], 1_000, 3_000), r(keys[0], 0, 2_000)]);
+    std::fs::write(&dump, w.finish().unwrap().0).unwrap();
+    let (code, json, stderr) = convert(&dump, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(stderr.len(), 1, "{stderr:?}");
+    assert!(stderr[0].contains("1 span(s) ended after their parent and were cut"), "{stderr:?}");
+    let events = ringtrace_tests::parse_chrome(&json).events;
+    let parse = events.iter().find(|e| e.name == "parse").unwrap();
+    assert_eq!((parse.ts_ns, parse.dur_ns), (1_000, 1_000));
+}
+
+#[test]
+fn nesting_deeper_than_512_is_reported() {
+    let dir = scratch("deep");
+    let dump = dir.join("deep.rtd");
+    let (mut w, keys) = dump_start();
+    let records: Vec<Record> = (0..600u64).rev().map(|i| r(keys[1], i, 10_000 - i)).collect();
+    ring(&mut w, 1, b"t", &records);
+    std::fs::write(&dump, w.finish().unwrap().0).unwrap();
+    let (code, _, stderr) = convert(&dump, &[]);
+    assert_eq!(code, 0);
+    assert!(stderr.iter().any(|l| l.contains("88 span(s) are nested deeper than 512 levels")), "{stderr:?}");
 }
 
 fn check(name: &str, actual: &str) {

@@ -134,3 +134,21 @@ fn workload_converts_with_exact_counts_nesting_names_and_durations() {
     // Timestamps are relative to the first event.
     assert_eq!(trace.events.iter().map(|e| e.ts_ns).min(), Some(0));
 }
+
+#[test]
+fn begin_end_events_describe_the_same_spans_as_complete_events() {
+    let dir = scratch("begin-end");
+    let dump = ringtrace_tests::record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
+    let (code, x, _) = ringtrace_tests::convert(&dump, &[]);
+    assert_eq!(code, 0);
+    let (code, be, _) = ringtrace_tests::convert(&dump, &["--chrome-events", "be"]);
+    assert_eq!(code, 0);
+    assert!(!be.contains("\"ph\":\"X\""), "never mixed with X events");
+    let sorted = |text: &str| {
+        let mut events: Vec<_> =
+            parse_chrome(text).events.into_iter().map(|e| (e.tid, e.ts_ns, e.dur_ns, e.name)).collect();
+        events.sort();
+        events
+    };
+    assert_eq!(sorted(&x), sorted(&be));
+}

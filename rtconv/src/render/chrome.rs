@@ -1,6 +1,8 @@
 //! Chrome trace event JSON (object format), as Perfetto and chrome://tracing load it.
 //!
-//! - One complete (`X`) event per span, with `args.arg` when the span
+//! - One complete (`X`) event per span — or, with `--chrome-events be`, a
+//!   `B` and an `E` event per span, the name on both, never mixed with `X`
+//!   — with `args.arg` when the span
 //!   recorded an integer argument and `args.open` when it was still running
 //!   at dump time (it then ends at the dump); `ts` is microseconds since the
 //!   earliest span with exactly three decimals, computed from integer
@@ -14,10 +16,11 @@
 
 use std::io::{self, Write};
 
-use crate::timeline::Timeline;
+use crate::timeline::{SpanNs, ThreadSpans, Timeline};
 
-/// Writes `tl` as Chrome trace JSON to `out`.
-pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
+/// Writes `tl` as Chrome trace JSON to `out`: complete (`X`) events, or
+/// with `begin_end` a `B` and an `E` event per span (the name on both).
+pub fn write(tl: &Timeline<'_>, begin_end: bool, out: &mut dyn Write) -> io::Result<()> {
     let trace = tl.trace;
     let pid = trace.process.pid;
     // Each distinct name is escaped once.
@@ -63,6 +66,10 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
         }
         // The fixed part of every event of this thread, written once.
         let tail = format!(",\"pid\":{pid},\"tid\":{tid}}}");
+        if begin_end {
+            write_begin_end(tl, t, &names, &tail, out, &mut num)?;
+            continue;
+        }
         for s in &t.spans {
             out.write_all(b",\n{\"ph\":\"X\",\"name\":")?;
             out.write_all(names[s.key_index as usize].as_bytes())?;
@@ -70,13 +77,7 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
             write_us(out, s.enter_ns.saturating_sub(tl.origin_ns), &mut num)?;
             out.write_all(b",\"dur\":")?;
             write_us(out, s.exit_ns.saturating_sub(s.enter_ns), &mut num)?;
-            match (s.arg, s.open) {
-                (None, false) => {}
-                // Shown signed: arguments are recorded as `value as u64`, so a negative one wraps.
-                (Some(arg), false) => write!(out, ",\"args\":{{\"arg\":{}}}", arg as i64)?,
-                (None, true) => out.write_all(b",\"args\":{\"open\":true}")?,
-                (Some(arg), true) => write!(out, ",\"args\":{{\"arg\":{},\"open\":true}}", arg as i64)?,
-            }
+            write_args(s, out)?;
             out.write_all(tail.as_bytes())?;
         }
     }
@@ -103,6 +104,57 @@ fn reason_name(reason: ringtrace_format::DumpReason) -> &'static str {
         Panic => "panic",
         Other(_) => "other",
     }
+}
+
+/// The span's `args`: its recorded argument, and whether it was still open at the dump.
+fn write_args(s: &SpanNs, out: &mut dyn Write) -> io::Result<()> {
+    match (s.arg, s.open) {
+        (None, false) => Ok(()),
+        // Shown signed: arguments are recorded as `value as u64`, so a negative one wraps.
+        (Some(arg), false) => write!(out, ",\"args\":{{\"arg\":{}}}", arg as i64),
+        (None, true) => out.write_all(b",\"args\":{\"open\":true}"),
+        (Some(arg), true) => write!(out, ",\"args\":{{\"arg\":{},\"open\":true}}", arg as i64),
+    }
+}
+
+/// One thread as `B`/`E` pairs: each span's `B` at its start, its `E` (with
+/// the name too) at its end, in nesting order.
+fn write_begin_end(
+    tl: &Timeline<'_>,
+    t: &ThreadSpans,
+    names: &[String],
+    tail: &str,
+    out: &mut dyn Write,
+    num: &mut itoa::Buffer,
+) -> io::Result<()> {
+    let mut open: Vec<&SpanNs> = Vec::new();
+    let end = |s: &SpanNs, out: &mut dyn Write, num: &mut itoa::Buffer| -> io::Result<()> {
+        out.write_all(b",\n{\"ph\":\"E\",\"name\":")?;
+        out.write_all(names[s.key_index as usize].as_bytes())?;
+        out.write_all(b",\"ts\":")?;
+        write_us(out, s.exit_ns.saturating_sub(tl.origin_ns), num)?;
+        out.write_all(tail.as_bytes())
+    };
+    for s in &t.spans {
+        while let Some(top) = open.last() {
+            if top.exit_ns > s.enter_ns {
+                break;
+            }
+            end(top, out, num)?;
+            open.pop();
+        }
+        out.write_all(b",\n{\"ph\":\"B\",\"name\":")?;
+        out.write_all(names[s.key_index as usize].as_bytes())?;
+        out.write_all(b",\"ts\":")?;
+        write_us(out, s.enter_ns.saturating_sub(tl.origin_ns), num)?;
+        write_args(s, out)?;
+        out.write_all(tail.as_bytes())?;
+        open.push(s);
+    }
+    while let Some(top) = open.pop() {
+        end(top, out, num)?;
+    }
+    Ok(())
 }
 
 /// Writes a non-negative nanosecond count as microseconds with three decimals.
