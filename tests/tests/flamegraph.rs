@@ -55,6 +55,8 @@ fn folded_stacks_account_for_every_nanosecond() {
             sleep_ns = weight;
         }
     }
+    // A thread whose spans all lasted 0 ns (within the counter's resolution) has no folded line.
+    top_level.retain(|_, total| *total != 0);
     assert_eq!(weights, top_level, "self times add up to the threads' top-level time");
     // Recursion depths 1..=N appear for each fib thread (leaves at the deepest levels have self time).
     for thread in ["fib-0", "fib-1"] {
