@@ -14,11 +14,14 @@ fn every_form_converts_with_exact_counts() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let (code, json, stderr) = convert(&dump, &[]);
     assert_eq!(code, 0, "{stderr:?}");
-    // The two `manual` spans overlap without nesting (begun a, b; ended a, b), so a
-    // track shows the second cut at the first's end, with a warning.
-    assert_eq!(stderr.len(), 2, "{stderr:?}");
-    assert!(stderr[0].contains("1 span(s) ended after their parent and were cut"), "{stderr:?}");
-    assert!(stderr[1].contains("48 span(s) were recorded but are not in the dump (24 overwritten"), "{stderr:?}");
+    // The two `manual` spans overlap without nesting (begun a, b; ended a, b): a
+    // track shows the second cut at the first's end, with a warning, unless both
+    // began in the same nanosecond, when they nest. Nothing else is reported.
+    let (cut, other): (Vec<&String>, Vec<&String>) =
+        stderr.iter().partition(|l| l.contains("ended after their parent and were cut"));
+    assert!(cut.len() <= 1 && cut.iter().all(|l| l.contains(" 1 span(s)")), "{stderr:?}");
+    assert_eq!(other.len(), 1, "{stderr:?}");
+    assert!(other[0].contains("48 span(s) were recorded but are not in the dump (24 overwritten"), "{stderr:?}");
     let trace = parse_chrome(&json);
 
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
