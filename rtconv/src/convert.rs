@@ -181,6 +181,10 @@ pub fn convert(
         Format::Folded => render::folded::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Ftrace => render::ftrace::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Systrace => render::systrace::write(&timeline, out).map_err(ConvertError::Output)?,
+        Format::Stats(opts) if opts.tree => {
+            crate::calltree::write(&crate::calltree::build(&timeline, opts.per_thread), opts.output, out)
+                .map_err(ConvertError::Output)?
+        }
         Format::Stats(opts) => crate::stats::write(&crate::stats::compute(&timeline, &opts), opts.output, out)
             .map_err(ConvertError::Output)?,
         Format::Flamegraph => render::folded::write_svg(&timeline, out).map_err(ConvertError::Output)?,

@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod address;
+pub mod calltree;
 pub mod convert;
 pub mod info;
 pub mod load;

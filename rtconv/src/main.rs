@@ -69,6 +69,9 @@ struct StatsArgs {
     /// One table per thread instead of one over all threads.
     #[arg(long)]
     per_thread: bool,
+    /// The call tree: every call path with its calls, total, self and share.
+    #[arg(long)]
+    tree: bool,
     /// Sort by this column (descending; name ascending).
     #[arg(long, value_enum, default_value_t = SortArg::Total)]
     sort: SortArg,
@@ -239,7 +242,8 @@ fn main() -> ExitCode {
                 StatsFormatArg::Csv => Output::Csv,
                 StatsFormatArg::Json => Output::Json,
             };
-            let format = Format::Stats(rtconv::stats::Options { sort, per_thread: args.per_thread, output });
+            let format =
+                Format::Stats(rtconv::stats::Options { sort, per_thread: args.per_thread, output, tree: args.tree });
             convert_to(&args.dump, format, args.output.as_deref(), args.symbols.options())
         }
         Command::Info(args) => run_info(args),

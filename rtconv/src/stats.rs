@@ -62,6 +62,8 @@ pub struct Options {
     pub per_thread: bool,
     /// Output form.
     pub output: Output,
+    /// The call tree instead of the per-function table.
+    pub tree: bool,
 }
 
 /// One function's figures in one scope.

@@ -87,3 +87,62 @@ fn per_thread_stats_have_one_scope_per_thread() {
         assert!((share - 1.0).abs() < 1e-6, "{}: {share}", scope["scope"]);
     }
 }
+
+/// Calls of the naive `fib(n)` at recursion depth `d` (1 = the outermost call).
+fn fib_calls_at_depth(n: u32, d: u32) -> u64 {
+    match (n, d) {
+        (_, 0) => 0,
+        (_, 1) => 1,
+        (0 | 1, _) => 0,
+        _ => fib_calls_at_depth(n - 1, d - 1) + fib_calls_at_depth(n - 2, d - 1),
+    }
+}
+
+#[test]
+fn the_call_tree_has_every_path_with_exact_calls() {
+    let dir = scratch("tree");
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &["--rounds", "3", "--lines", "5"]);
+    let json: serde_json::Value = serde_json::from_str(&stats(&dump, &["--tree", "--format", "json"])).unwrap();
+    let roots = json[0]["calls"].as_array().unwrap();
+    let by_name = |nodes: &[serde_json::Value], name: &str| -> serde_json::Value {
+        nodes.iter().find(|n| n["function"] == name).cloned().unwrap_or_else(|| panic!("no {name}"))
+    };
+    // Totals add up: a node's self time is its total less its children's totals.
+    fn check(node: &serde_json::Value) {
+        let children = node["children"].as_array().unwrap();
+        let inner: u64 = children.iter().map(|c| c["total_ns"].as_u64().unwrap()).sum();
+        assert_eq!(
+            node["self_ns"].as_u64().unwrap() + inner,
+            node["total_ns"].as_u64().unwrap(),
+            "{}",
+            node["function"]
+        );
+        children.iter().for_each(check);
+    }
+    roots.iter().for_each(check);
+
+    // parse_batch → tokenize and checksum, once per line, on two threads.
+    let batch = by_name(roots, "workload::parse_batch");
+    assert_eq!(batch["calls"], 2 * 3);
+    let children = batch["children"].as_array().unwrap();
+    assert_eq!(by_name(children, "tokenize")["calls"], 2 * 3 * 5);
+    assert_eq!(by_name(children, "checksum")["calls"], 2 * 3 * 5);
+    assert_eq!(by_name(&by_name(roots, "sleeper round")["children"].as_array().unwrap()[..], "sleep")["calls"], 3);
+
+    // fib(12) on two threads: the path of d nested fibs has exactly 2 × calls_at_depth(12, d) calls.
+    let mut node = by_name(roots, "workload::fib");
+    for depth in 1..=12 {
+        assert_eq!(node["calls"].as_u64().unwrap(), 2 * fib_calls_at_depth(12, depth), "depth {depth}");
+        let next = node["children"].as_array().unwrap().first().cloned();
+        match next {
+            Some(child) => node = child,
+            None => {
+                assert_eq!(depth, 12, "the recursion is 12 deep");
+                break;
+            }
+        }
+    }
+    // And the table form shows the nesting by indentation.
+    let table = stats(&dump, &["--tree"]);
+    assert!(table.lines().any(|l| l.ends_with("    tokenize")), "{table}");
+}
