@@ -34,9 +34,12 @@ pub struct Tree {
     pub roots: Vec<Node>,
 }
 
+/// Calls, total and self time per call path (key indices from the root).
+type Paths = HashMap<Vec<u32>, (u64, u64, u64)>;
+
 /// Builds the trees of `tl`: one over all threads, or one per thread.
 pub fn build(tl: &Timeline<'_>, per_thread: bool) -> Vec<Tree> {
-    let mut scopes: Vec<(String, u64, HashMap<Vec<u32>, (u64, u64, u64)>)> = Vec::new();
+    let mut scopes: Vec<(String, u64, Paths)> = Vec::new();
     for t in &tl.threads {
         if per_thread || scopes.is_empty() {
             let thread = &tl.trace.threads[t.thread];
