@@ -37,8 +37,10 @@ pub struct Tree {
 /// Calls, total and self time per call path (key indices from the root).
 type Paths = HashMap<Vec<u32>, (u64, u64, u64)>;
 
-/// Builds the trees of `tl`: one over all threads, or one per thread.
-pub fn build(tl: &Timeline<'_>, per_thread: bool) -> Vec<Tree> {
+/// Builds the trees of `tl`: one over all threads, or one per thread;
+/// with `calibrated`, the recorder's own cost taken out (see `Timeline::walk_calibrated`).
+pub fn build(tl: &Timeline<'_>, per_thread: bool, calibrated: bool) -> Vec<Tree> {
+    let costs = if calibrated { tl.recorder_costs() } else { None };
     let mut scopes: Vec<(String, u64, Paths)> = Vec::new();
     for t in &tl.threads {
         if per_thread || scopes.is_empty() {
@@ -51,7 +53,7 @@ pub fn build(tl: &Timeline<'_>, per_thread: bool) -> Vec<Tree> {
             scopes.push((name, 0, HashMap::new()));
         }
         let Some((_, total, paths)) = scopes.last_mut() else { continue };
-        tl.walk(t, |path, _, duration, self_ns| {
+        tl.walk_calibrated(t, costs, |path, _, duration, self_ns| {
             if path.len() == 1 {
                 *total += duration;
             }

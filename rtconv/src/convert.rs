@@ -160,6 +160,15 @@ pub fn convert(
             ),
         );
     }
+    if let Format::Stats(opts) = format
+        && opts.calibrated
+        && timeline.recorder_costs().is_none()
+    {
+        report.push(
+            Level::Warning,
+            format!("{shown}: the dump holds no calibration (an older recorder?); the figures are not calibrated"),
+        );
+    }
     report.spans = timeline.span_count();
     report.threads = timeline.threads.len();
     report.lost_spans = trace.threads.iter().map(|t| t.lost()).sum();
@@ -181,10 +190,12 @@ pub fn convert(
         Format::Folded => render::folded::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Ftrace => render::ftrace::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Systrace => render::systrace::write(&timeline, out).map_err(ConvertError::Output)?,
-        Format::Stats(opts) if opts.tree => {
-            crate::calltree::write(&crate::calltree::build(&timeline, opts.per_thread), opts.output, out)
-                .map_err(ConvertError::Output)?
-        }
+        Format::Stats(opts) if opts.tree => crate::calltree::write(
+            &crate::calltree::build(&timeline, opts.per_thread, opts.calibrated),
+            opts.output,
+            out,
+        )
+        .map_err(ConvertError::Output)?,
         Format::Stats(opts) => crate::stats::write(&crate::stats::compute(&timeline, &opts), opts.output, out)
             .map_err(ConvertError::Output)?,
         Format::Flamegraph => render::folded::write_svg(&timeline, out).map_err(ConvertError::Output)?,

@@ -72,6 +72,9 @@ struct StatsArgs {
     /// The call tree: every call path with its calls, total, self and share.
     #[arg(long)]
     tree: bool,
+    /// Take the recorder's own cost, measured at dump time, out of every span.
+    #[arg(long)]
+    calibrated: bool,
     /// Sort by this column (descending; name ascending).
     #[arg(long, value_enum, default_value_t = SortArg::Total)]
     sort: SortArg,
@@ -242,8 +245,13 @@ fn main() -> ExitCode {
                 StatsFormatArg::Csv => Output::Csv,
                 StatsFormatArg::Json => Output::Json,
             };
-            let format =
-                Format::Stats(rtconv::stats::Options { sort, per_thread: args.per_thread, output, tree: args.tree });
+            let format = Format::Stats(rtconv::stats::Options {
+                sort,
+                per_thread: args.per_thread,
+                output,
+                tree: args.tree,
+                calibrated: args.calibrated,
+            });
             convert_to(&args.dump, format, args.output.as_deref(), args.symbols.options())
         }
         Command::Info(args) => run_info(args),

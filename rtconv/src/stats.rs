@@ -64,6 +64,8 @@ pub struct Options {
     pub output: Output,
     /// The call tree instead of the per-function table.
     pub tree: bool,
+    /// Take the recorder's measured cost out of every span (see `Timeline::walk_calibrated`).
+    pub calibrated: bool,
 }
 
 /// One function's figures in one scope.
@@ -104,6 +106,8 @@ pub struct Scope {
     pub total_ns: u64,
     /// One row per function.
     pub rows: Vec<Row>,
+    /// With `--calibrated`: the recorder's cost taken out, (ns per span, ns per nested span).
+    pub calibration: Option<(u64, u64)>,
 }
 
 #[derive(Default)]
@@ -180,7 +184,8 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
             0
         };
         let (_, total, accs) = &mut scopes[index];
-        tl.walk(t, |path, _, duration, self_ns| {
+        let costs = if opts.calibrated { tl.recorder_costs() } else { None };
+        tl.walk_calibrated(t, costs, |path, _, duration, self_ns| {
             let (&key, ancestors) = path.split_last().unwrap_or((&0, &[]));
             if ancestors.is_empty() {
                 *total += duration;
@@ -201,7 +206,7 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
                 })
                 .collect();
             sort(&mut rows, opts.sort);
-            Scope { name, total_ns, rows }
+            Scope { name, total_ns, rows, calibration: if opts.calibrated { tl.recorder_costs() } else { None } }
         })
         .collect()
 }
@@ -262,6 +267,9 @@ fn write_table(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
             writeln!(out)?;
         }
         writeln!(out, "{} — {} in top-level spans", scope.name, human(scope.total_ns as f64))?;
+        if let Some((read, span)) = scope.calibration {
+            writeln!(out, "calibrated: {read} ns taken out of every span, and {span} ns for each span nested in it")?;
+        }
         let cells: Vec<[String; 12]> = scope
             .rows
             .iter()
@@ -353,7 +361,8 @@ fn write_json(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                     })
                 })
                 .collect();
-            serde_json::json!({ "scope": s.name, "total_ns": s.total_ns, "functions": rows })
+            let calibration = s.calibration.map(|(read, span)| serde_json::json!({"per_span_ns": read, "per_nested_span_ns": span}));
+            serde_json::json!({ "scope": s.name, "total_ns": s.total_ns, "calibration": calibration, "functions": rows })
         })
         .collect();
     serde_json::to_writer_pretty(&mut *out, &value).map_err(io::Error::other)?;

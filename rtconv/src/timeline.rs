@@ -128,31 +128,64 @@ impl<'a> Timeline<'a> {
     /// root to it, its duration clamped into its parent (a child never
     /// counts beyond its parent's end), and its self time (that duration
     /// less its direct children's).
-    pub fn walk(&self, thread: &ThreadSpans, mut visit: impl FnMut(&[u32], &SpanNs, u64, u64)) {
-        // (span, clamped end, own duration, children's total) for each open span.
-        let mut stack: Vec<(&SpanNs, i64, u64, u64)> = Vec::new();
+    pub fn walk(&self, thread: &ThreadSpans, visit: impl FnMut(&[u32], &SpanNs, u64, u64)) {
+        self.walk_calibrated(thread, None, visit);
+    }
+
+    /// As [`walk`](Self::walk), with the recorder's own cost taken out when
+    /// `costs` is `Some((read_ns, span_ns))`: each span's duration loses
+    /// `read_ns` (what an empty span measures of itself) and `span_ns` for
+    /// every span nested in it (what each adds to those around it); self
+    /// times are then the calibrated duration less the children's.
+    pub fn walk_calibrated(
+        &self,
+        thread: &ThreadSpans,
+        costs: Option<(u64, u64)>,
+        mut visit: impl FnMut(&[u32], &SpanNs, u64, u64),
+    ) {
+        struct Open<'s> {
+            span: &'s SpanNs,
+            end: i64,
+            own: u64,
+            children: u64,
+            descendants: u64,
+        }
+        let mut stack: Vec<Open<'_>> = Vec::new();
         let mut path: Vec<u32> = Vec::new();
-        let mut close = |stack: &mut Vec<(&SpanNs, i64, u64, u64)>, path: &mut Vec<u32>| {
-            if let Some((span, _, own, children)) = stack.pop() {
-                visit(path, span, own, own.saturating_sub(children));
+        let mut close = |stack: &mut Vec<Open<'_>>, path: &mut Vec<u32>| {
+            if let Some(o) = stack.pop() {
+                let own = match costs {
+                    Some((read, span)) => o.own.saturating_sub(read.saturating_add(span.saturating_mul(o.descendants))),
+                    None => o.own,
+                };
+                visit(path, o.span, own, own.saturating_sub(o.children));
                 path.pop();
+                if let Some(parent) = stack.last_mut() {
+                    parent.children += own;
+                    parent.descendants += 1 + o.descendants;
+                }
             }
         };
         for s in &thread.spans {
-            while stack.last().is_some_and(|&(_, end, _, _)| end <= s.enter_ns) {
+            while stack.last().is_some_and(|o| o.end <= s.enter_ns) {
                 close(&mut stack, &mut path);
             }
-            let end = stack.last().map_or(s.exit_ns, |&(_, parent_end, _, _)| s.exit_ns.min(parent_end));
+            let end = stack.last().map_or(s.exit_ns, |o| s.exit_ns.min(o.end));
             let own = end.saturating_sub(s.enter_ns).max(0) as u64;
-            if let Some(parent) = stack.last_mut() {
-                parent.3 += own;
-            }
-            stack.push((s, end, own, 0));
+            stack.push(Open { span: s, end, own, children: 0, descendants: 0 });
             path.push(s.key_index);
         }
         while !stack.is_empty() {
             close(&mut stack, &mut path);
         }
+    }
+
+    /// The recorder's cost per span in ns, from the dump's calibration for
+    /// the Fast clock (the default): (read, span), or `None` if the dump has none.
+    pub fn recorder_costs(&self) -> Option<(u64, u64)> {
+        let c = self.trace.calibration.iter().find(|c| c.mode == ringtrace_format::ClockMode::Fast)?;
+        let ns = |ticks: u64| (self.timebase.ns(ticks) - self.timebase.ns(0)).max(0) as u64;
+        Some((ns(c.read_cost), ns(c.span_cost)))
     }
 
     /// Total spans.

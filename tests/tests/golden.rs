@@ -112,6 +112,43 @@ fn a_child_outliving_its_parent_is_cut_at_the_parents_end() {
 }
 
 #[test]
+fn calibrated_stats_take_the_recorders_cost_out() {
+    let dir = scratch("calibrated");
+    let dump = dir.join("calibrated.rtd");
+    let (mut w, keys) = dump_start();
+    // A request [0, 1000] with two parses of 100 ns; the recorder measured 10 ns per
+    // empty span and 30 ns added to a parent per nested span (1 tick = 1 ns).
+    ring(&mut w, 1, b"t", &[r(keys[1], 100, 200), r(keys[1], 300, 400), r(keys[0], 0, 1_000)]);
+    w.calibration(&[ringtrace_format::Calibration {
+        mode: ringtrace_format::ClockMode::Fast,
+        samples: 1001,
+        span_cost: 30,
+        read_cost: 10,
+    }])
+    .unwrap();
+    std::fs::write(&dump, w.finish().unwrap().0).unwrap();
+    let out =
+        run(&ringtrace_tests::binary("rtconv"), &["stats", dump.to_str().unwrap(), "--calibrated", "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row =
+        |name: &str| json[0]["functions"].as_array().unwrap().iter().find(|f| f["function"] == name).unwrap().clone();
+    // request: 1000 - 10 - 2 × 30 = 930 inclusive; its children 2 × (100 - 10) = 180; self 750.
+    assert_eq!(
+        (row("handle request")["total_ns"].as_u64(), row("handle request")["self_ns"].as_u64()),
+        (Some(930), Some(750))
+    );
+    assert_eq!((row("parse")["total_ns"].as_u64(), row("parse")["self_ns"].as_u64()), (Some(180), Some(180)));
+    assert_eq!(json[0]["calibration"]["per_span_ns"], 10);
+    // Without --calibrated the raw figures stand.
+    let out = run(&ringtrace_tests::binary("rtconv"), &["stats", dump.to_str().unwrap(), "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let raw =
+        json[0]["functions"].as_array().unwrap().iter().find(|f| f["function"] == "handle request").unwrap().clone();
+    assert_eq!((raw["total_ns"].as_u64(), raw["self_ns"].as_u64()), (Some(1_000), Some(800)));
+}
+
+#[test]
 fn nesting_deeper_than_512_is_reported() {
     let dir = scratch("deep");
     let dump = dir.join("deep.rtd");
