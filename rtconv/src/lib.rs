@@ -24,6 +24,7 @@
 
 pub mod address;
 pub mod calltree;
+pub mod clean;
 pub mod convert;
 pub mod info;
 pub mod load;

@@ -75,6 +75,9 @@ struct StatsArgs {
     /// Take the recorder's own cost, measured at dump time, out of every span.
     #[arg(long)]
     calibrated: bool,
+    /// Leave outlying calls (above Q3 + 1.5 IQR of bucket maxima) out of min..stddev.
+    #[arg(long)]
+    clean: bool,
     /// Sort by this column (descending; name ascending).
     #[arg(long, value_enum, default_value_t = SortArg::Total)]
     sort: SortArg,
@@ -251,6 +254,7 @@ fn main() -> ExitCode {
                 output,
                 tree: args.tree,
                 calibrated: args.calibrated,
+                clean: args.clean,
             });
             convert_to(&args.dump, format, args.output.as_deref(), args.symbols.options())
         }

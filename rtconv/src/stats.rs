@@ -66,6 +66,8 @@ pub struct Options {
     pub tree: bool,
     /// Take the recorder's measured cost out of every span (see `Timeline::walk_calibrated`).
     pub calibrated: bool,
+    /// Leave outlying calls out of the distribution figures (see [`crate::clean`]).
+    pub clean: bool,
 }
 
 /// One function's figures in one scope.
@@ -95,6 +97,8 @@ pub struct Row {
     pub max_ns: u64,
     /// Standard deviation of a call's duration.
     pub stddev_ns: f64,
+    /// With `--clean`: calls left out of min..stddev as outliers.
+    pub outliers: u64,
 }
 
 /// The rows of one scope: a thread, or all threads.
@@ -108,6 +112,8 @@ pub struct Scope {
     pub rows: Vec<Row>,
     /// With `--calibrated`: the recorder's cost taken out, (ns per span, ns per nested span).
     pub calibration: Option<(u64, u64)>,
+    /// With `--clean`: outlying calls were left out of the distribution figures.
+    pub cleaned: bool,
 }
 
 #[derive(Default)]
@@ -120,10 +126,15 @@ struct Acc {
     sum: f64,
     sum_sq: f64,
     hist: Option<Histogram<u64>>,
+    /// Every call's duration, in call order (kept only with `--clean`).
+    durations: Option<Vec<u64>>,
 }
 
 impl Acc {
     fn add(&mut self, duration: u64, self_ns: u64, outermost: bool) {
+        if let Some(all) = &mut self.durations {
+            all.push(duration);
+        }
         if self.calls == 0 || duration < self.min {
             self.min = duration;
         }
@@ -146,6 +157,22 @@ impl Acc {
     }
 
     fn row(&self, name: String, scope_total: u64) -> Row {
+        if let Some(all) = &self.durations
+            && let Some(fence) = crate::clean::fence(all)
+        {
+            // Recompute the distribution from the calls inside the fence.
+            let mut kept = Acc::default();
+            for &d in all.iter().filter(|&&d| d <= fence) {
+                kept.add(d, 0, false);
+            }
+            let mut row = kept.row(name, scope_total);
+            row.calls = self.calls;
+            row.total_ns = self.total;
+            row.self_ns = self.self_ns;
+            row.share = if scope_total == 0 { 0.0 } else { self.self_ns as f64 / scope_total as f64 };
+            row.outliers = self.calls - kept.calls;
+            return row;
+        }
         let n = self.calls.max(1) as f64;
         let mean = self.sum / n;
         // The histogram answers with its bucket's upper bound: keep it within the calls seen.
@@ -163,6 +190,7 @@ impl Acc {
             p99_ns: q(0.99),
             max_ns: self.max,
             stddev_ns: (self.sum_sq / n - mean * mean).max(0.0).sqrt(),
+            outliers: 0,
         }
     }
 }
@@ -191,7 +219,8 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
                 *total += duration;
             }
             let outermost = !ancestors.contains(&key);
-            accs.entry(key).or_default().add(duration, self_ns, outermost);
+            let acc = accs.entry(key).or_insert_with(|| Acc { durations: opts.clean.then(Vec::new), ..Acc::default() });
+            acc.add(duration, self_ns, outermost);
         });
     }
     scopes
@@ -206,7 +235,8 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
                 })
                 .collect();
             sort(&mut rows, opts.sort);
-            Scope { name, total_ns, rows, calibration: if opts.calibrated { tl.recorder_costs() } else { None } }
+            let calibration = if opts.calibrated { tl.recorder_costs() } else { None };
+            Scope { name, total_ns, rows, calibration, cleaned: opts.clean }
         })
         .collect()
 }
@@ -269,6 +299,14 @@ fn write_table(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{} — {} in top-level spans", scope.name, human(scope.total_ns as f64))?;
         if let Some((read, span)) = scope.calibration {
             writeln!(out, "calibrated: {read} ns taken out of every span, and {span} ns for each span nested in it")?;
+        }
+        if scope.cleaned {
+            let outliers: u64 = scope.rows.iter().map(|r| r.outliers).sum();
+            writeln!(
+                out,
+                "cleaned: {outliers} call(s) above Q3 + 1.5 IQR of bucket maxima left out of min..stddev \
+                 (calls, total and self keep them)"
+            )?;
         }
         let cells: Vec<[String; 12]> = scope
             .rows
@@ -357,12 +395,16 @@ fn write_json(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                         "function": r.name, "calls": r.calls, "total_ns": r.total_ns, "self_ns": r.self_ns,
                         "self_share": r.share, "min_ns": r.min_ns, "mean_ns": r.mean_ns.round() as u64,
                         "p50_ns": r.p50_ns, "p90_ns": r.p90_ns, "p99_ns": r.p99_ns, "max_ns": r.max_ns,
-                        "stddev_ns": r.stddev_ns.round() as u64,
+                        "stddev_ns": r.stddev_ns.round() as u64, "outliers": r.outliers,
                     })
                 })
                 .collect();
-            let calibration = s.calibration.map(|(read, span)| serde_json::json!({"per_span_ns": read, "per_nested_span_ns": span}));
-            serde_json::json!({ "scope": s.name, "total_ns": s.total_ns, "calibration": calibration, "functions": rows })
+            let calibration =
+                s.calibration.map(|(read, span)| serde_json::json!({"per_span_ns": read, "per_nested_span_ns": span}));
+            serde_json::json!({
+                "scope": s.name, "total_ns": s.total_ns, "calibration": calibration, "cleaned": s.cleaned,
+                "functions": rows,
+            })
         })
         .collect();
     serde_json::to_writer_pretty(&mut *out, &value).map_err(io::Error::other)?;

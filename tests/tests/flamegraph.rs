@@ -66,7 +66,8 @@ fn folded_stacks_account_for_every_nanosecond() {
         assert!(depths.len() >= FIB_N - 2, "{thread}: {depths:?}");
     }
     let want = (ROUNDS * SLEEP_MS * 1_000_000) as i64;
-    assert!((want..=want * 105 / 100).contains(&sleep_ns), "sleep self time {sleep_ns} ns, want {want}");
+    // Sleeps never end early; on a loaded machine (tests run in parallel) they may end late.
+    assert!((want..=want * 120 / 100).contains(&sleep_ns), "sleep self time {sleep_ns} ns, want {want}");
 }
 
 #[test]

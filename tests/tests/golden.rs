@@ -149,6 +149,49 @@ fn calibrated_stats_take_the_recorders_cost_out() {
 }
 
 #[test]
+fn clean_leaves_outlying_calls_out_of_the_distribution() {
+    let dir = scratch("clean");
+    let dump = dir.join("clean.rtd");
+    let (mut w, keys) = dump_start();
+    // 100 reads of 1 µs, two of them 1 ms and 2 ms.
+    let records: Vec<Record> = (0..100u64)
+        .map(|i| {
+            let start = i * 10_000_000;
+            let length = match i {
+                10 => 1_000_000,
+                90 => 2_000_000,
+                _ => 1_000,
+            };
+            r(keys[2], start, start + length)
+        })
+        .collect();
+    ring(&mut w, 1, b"t", &records);
+    std::fs::write(&dump, w.finish().unwrap().0).unwrap();
+    let read = |extra: &[&str]| {
+        let mut args = vec!["stats", dump.to_str().unwrap(), "--format", "json"];
+        args.extend_from_slice(extra);
+        let out = run(&ringtrace_tests::binary("rtconv"), &args);
+        assert!(out.status.success());
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        json[0]["functions"][0].clone()
+    };
+    let raw = read(&[]);
+    assert_eq!(
+        (raw["calls"].as_u64(), raw["max_ns"].as_u64(), raw["outliers"].as_u64()),
+        (Some(100), Some(2_000_000), Some(0))
+    );
+    let cleaned = read(&["--clean"]);
+    // Calls and total keep every call; the distribution leaves the two out.
+    assert_eq!(cleaned["calls"].as_u64(), Some(100));
+    assert_eq!(cleaned["total_ns"], raw["total_ns"]);
+    assert_eq!(cleaned["outliers"].as_u64(), Some(2));
+    assert_eq!(
+        (cleaned["max_ns"].as_u64(), cleaned["p99_ns"].as_u64(), cleaned["mean_ns"].as_u64()),
+        (Some(1_000), Some(1_000), Some(1_000))
+    );
+}
+
+#[test]
 fn nesting_deeper_than_512_is_reported() {
     let dir = scratch("deep");
     let dump = dir.join("deep.rtd");

@@ -41,11 +41,12 @@ fn stats_match_what_the_workload_did() {
     .into();
     assert_eq!(calls, expected);
 
+    // A sleep never ends early; on a loaded 2-core machine (tests run in parallel) it may end late.
     let sleep = rows["sleep"];
     let want = 30_000_000u64;
     for field in ["min_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns"] {
         let v = sleep[field].as_u64().unwrap();
-        assert!((want..=want * 105 / 100).contains(&v), "sleep {field} = {v}");
+        assert!((want..=want * 120 / 100).contains(&v), "sleep {field} = {v}");
     }
     // Recursion is counted once in total: fib's total is its two root calls, not the sum over all depths.
     let fib = rows["workload::fib"];
@@ -82,7 +83,8 @@ fn per_thread_stats_have_one_scope_per_thread() {
     let mut scopes: Vec<&str> = json.as_array().unwrap().iter().map(|s| s["scope"].as_str().unwrap()).collect();
     scopes.sort_unstable();
     assert_eq!(scopes, ["fib-0", "fib-1", "main", "parser-0", "parser-1", "sleeper"]);
-    for scope in json.as_array().unwrap() {
+    // A thread whose spans all lasted 0 ns (main's one span may) has no time to share out.
+    for scope in json.as_array().unwrap().iter().filter(|s| s["total_ns"] != 0) {
         let share: f64 = scope["functions"].as_array().unwrap().iter().map(|r| r["self_share"].as_f64().unwrap()).sum();
         assert!((share - 1.0).abs() < 1e-6, "{}: {share}", scope["scope"]);
     }
