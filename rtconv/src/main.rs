@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use rtconv::convert::{self, ConvertError, Format, Level};
+use rtconv::stats::{Column, Output};
 use rtconv::symbolize::{self, ModuleFiles, Source};
 
 /// Exit status: a conversion wrote its output but lost data or names on the way.
@@ -79,39 +80,16 @@ struct StatsArgs {
     #[arg(long)]
     clean: bool,
     /// Sort by this column (descending; name ascending).
-    #[arg(long, value_enum, default_value_t = SortArg::Total)]
-    sort: SortArg,
+    #[arg(long, value_enum, default_value_t = Column::Total)]
+    sort: Column,
     /// Output form: an aligned table with human units, or CSV/JSON in nanoseconds.
-    #[arg(long = "format", value_enum, default_value_t = StatsFormatArg::Table)]
-    format: StatsFormatArg,
+    #[arg(long = "format", value_enum, default_value_t = Output::Table)]
+    format: Output,
     /// Write the output here instead of to stdout.
     #[arg(short = 'o', long, value_name = "PATH")]
     output: Option<PathBuf>,
     #[command(flatten)]
     symbols: SymbolArgs,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum SortArg {
-    Name,
-    Calls,
-    Total,
-    #[value(name = "self")]
-    SelfTime,
-    Min,
-    Mean,
-    P50,
-    P90,
-    P99,
-    Max,
-    Stddev,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum StatsFormatArg {
-    Table,
-    Csv,
-    Json,
 }
 
 #[derive(clap::Args)]
@@ -229,29 +207,10 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Convert(args) => run_convert(args),
         Command::Stats(args) => {
-            use rtconv::stats::{Column, Output};
-            let sort = match args.sort {
-                SortArg::Name => Column::Name,
-                SortArg::Calls => Column::Calls,
-                SortArg::Total => Column::Total,
-                SortArg::SelfTime => Column::SelfTime,
-                SortArg::Min => Column::Min,
-                SortArg::Mean => Column::Mean,
-                SortArg::P50 => Column::P50,
-                SortArg::P90 => Column::P90,
-                SortArg::P99 => Column::P99,
-                SortArg::Max => Column::Max,
-                SortArg::Stddev => Column::Stddev,
-            };
-            let output = match args.format {
-                StatsFormatArg::Table => Output::Table,
-                StatsFormatArg::Csv => Output::Csv,
-                StatsFormatArg::Json => Output::Json,
-            };
             let format = Format::Stats(rtconv::stats::Options {
-                sort,
+                sort: args.sort,
                 per_thread: args.per_thread,
-                output,
+                output: args.format,
                 tree: args.tree,
                 calibrated: args.calibrated,
                 clean: args.clean,

@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 use crate::timeline::Timeline;
 
 /// A column to sort by (descending, except `Name`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Column {
     /// Function name, ascending.
     Name,
@@ -25,6 +25,7 @@ pub enum Column {
     /// Total (inclusive) time.
     Total,
     /// Self (exclusive) time.
+    #[value(name = "self")]
     SelfTime,
     /// Shortest call.
     Min,
@@ -43,7 +44,7 @@ pub enum Column {
 }
 
 /// How stats are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
     /// An aligned table with human units.
     Table,
