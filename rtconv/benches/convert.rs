@@ -40,7 +40,8 @@ fn conversion(c: &mut Criterion) {
     g.bench_function("dump to chrome json", |b| {
         b.iter(|| {
             let mut out = std::io::sink();
-            let report = convert(&path, Format::Chrome, &Default::default(), &mut out).expect("converts");
+            let report =
+                convert(&path, Format::Chrome(Default::default()), &Default::default(), &mut out).expect("converts");
             assert_eq!(report.spans as u64, spans);
         })
     });

@@ -14,10 +14,8 @@ use crate::timeline::Timeline;
 pub enum Format {
     /// Per-function statistics (`rtconv stats`).
     Stats(crate::stats::Options),
-    /// Chrome trace event JSON for Perfetto, one `X` event per span.
-    Chrome,
-    /// Chrome trace event JSON with a `B` and an `E` event per span.
-    ChromeBeginEnd,
+    /// Chrome trace event JSON for Perfetto.
+    Chrome(render::chrome::Options),
     /// Collapsed stacks weighted by self time (flamegraph.pl, inferno).
     Folded,
     /// The kernel function_graph tracer's text.
@@ -185,8 +183,7 @@ pub fn convert(
         );
     }
     match format {
-        Format::Chrome => render::chrome::write(&timeline, false, out).map_err(ConvertError::Output)?,
-        Format::ChromeBeginEnd => render::chrome::write(&timeline, true, out).map_err(ConvertError::Output)?,
+        Format::Chrome(opts) => render::chrome::write(&timeline, &opts, out).map_err(ConvertError::Output)?,
         Format::Folded => render::folded::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Ftrace => render::ftrace::write(&timeline, out).map_err(ConvertError::Output)?,
         Format::Systrace => render::systrace::write(&timeline, out).map_err(ConvertError::Output)?,

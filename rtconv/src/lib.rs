@@ -16,7 +16,7 @@
 //! use rtconv::convert::{Format, convert};
 //!
 //! let mut out = std::io::stdout().lock();
-//! let report = convert("trace.rtd".as_ref(), Format::Chrome, &Default::default(), &mut out)?;
+//! let report = convert("trace.rtd".as_ref(), Format::Chrome(Default::default()), &Default::default(), &mut out)?;
 //! eprintln!("{} spans on {} threads", report.spans, report.threads);
 //! # Ok::<(), rtconv::convert::ConvertError>(())
 //! ```

@@ -53,6 +53,9 @@ struct ConvertArgs {
     /// Chrome events: one complete event per span (x), or a begin and an end event (be).
     #[arg(long, value_enum, default_value_t = ChromeEventsArg::X)]
     chrome_events: ChromeEventsArg,
+    /// Chrome: add each span's source place and inline chain to its args.
+    #[arg(long)]
+    args: bool,
     #[command(flatten)]
     symbols: SymbolArgs,
 }
@@ -224,8 +227,10 @@ fn main() -> ExitCode {
 
 fn run_convert(args: ConvertArgs) -> ExitCode {
     let format = match (args.format, args.chrome_events) {
-        (FormatArg::Chrome, ChromeEventsArg::X) => Format::Chrome,
-        (FormatArg::Chrome, ChromeEventsArg::Be) => Format::ChromeBeginEnd,
+        (FormatArg::Chrome, events) => Format::Chrome(rtconv::render::chrome::Options {
+            begin_end: matches!(events, ChromeEventsArg::Be),
+            args: args.args,
+        }),
         (FormatArg::Folded, _) => Format::Folded,
         (FormatArg::Flamegraph, _) => Format::Flamegraph,
         (FormatArg::Ftrace, _) => Format::Ftrace,

@@ -193,7 +193,7 @@ fn payloads_damaged_behind_a_valid_checksum_never_panic() {
             std::fs::write(&path, &damaged).unwrap();
             let result = rtconv::convert::convert(
                 &path,
-                rtconv::convert::Format::Chrome,
+                rtconv::convert::Format::Chrome(Default::default()),
                 &Default::default(),
                 &mut std::io::sink(),
             );

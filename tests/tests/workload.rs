@@ -152,3 +152,34 @@ fn begin_end_events_describe_the_same_spans_as_complete_events() {
     };
     assert_eq!(sorted(&x), sorted(&be));
 }
+
+/// The 1-based line of the first line of the workload's source containing `needle` after `after`.
+fn source_line(after: &str, needle: &str) -> usize {
+    let source =
+        std::fs::read_to_string(ringtrace_tests::workspace_root().join("samples/src/bin/workload.rs")).unwrap();
+    let start = source.lines().position(|l| l.contains(after)).expect("anchor line");
+    start + 1 + source.lines().skip(start).position(|l| l.contains(needle)).expect("needle line")
+}
+
+#[test]
+fn args_carry_each_spans_source_place_and_inline_chain() {
+    let dir = scratch("args");
+    let dump = ringtrace_tests::record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
+    let (code, json, _) = ringtrace_tests::convert(&dump, &["--args"]);
+    assert_eq!(code, 0);
+    let trace = parse_chrome(&json);
+    let first =
+        |name: &str| trace.json["traceEvents"].as_array().unwrap().iter().find(|e| e["name"] == name).cloned().unwrap();
+    // A named span: its place from the site descriptor; a code address: from DWARF.
+    let sleep_line = source_line("\"sleeper\".into()", "span!(\"sleep\")");
+    assert!(first("sleep")["args"]["at"].as_str().unwrap().ends_with(&format!("workload.rs:{sleep_line}")));
+    let tokenize_line = source_line("fn tokenize", "span!()");
+    let tokenize = first("tokenize");
+    assert!(tokenize["args"]["at"].as_str().unwrap().ends_with(&format!("workload.rs:{tokenize_line}")), "{tokenize}");
+    // tokenize is inlined into parse_batch (through iterator closures): the chain ends there.
+    let chain = tokenize["args"]["inlined_into"].as_str().unwrap();
+    assert!(chain.rsplit(" < ").next().unwrap().ends_with("parse_batch"), "{chain}");
+    // Without --args there are none.
+    let (_, plain, _) = ringtrace_tests::convert(&dump, &[]);
+    assert!(!plain.contains("\"at\":"));
+}

@@ -18,14 +18,31 @@ use std::io::{self, Write};
 
 use crate::timeline::{SpanNs, ThreadSpans, Timeline};
 
-/// Writes `tl` as Chrome trace JSON to `out`: complete (`X`) events, or
-/// with `begin_end` a `B` and an `E` event per span (the name on both).
-pub fn write(tl: &Timeline<'_>, begin_end: bool, out: &mut dyn Write) -> io::Result<()> {
+/// How to write Chrome JSON.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// A `B` and an `E` event per span instead of one `X` event.
+    pub begin_end: bool,
+    /// Add each span's source place (`at`) and inline chain (`inlined_into`) to its args.
+    pub args: bool,
+}
+
+/// Writes `tl` as Chrome trace JSON to `out`.
+pub fn write(tl: &Timeline<'_>, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     let trace = tl.trace;
     let pid = trace.process.pid;
-    // Each distinct name is escaped once.
+    let begin_end = opts.begin_end;
+    // Each distinct name, and with `args` each key's place, is escaped once.
     let names: Vec<String> =
         tl.keys.iter().map(|&key| json_string(tl.symbols.get(key).map_or("??", |n| n.name.as_str()))).collect();
+    let places: Vec<String> = tl
+        .keys
+        .iter()
+        .map(|&key| match (opts.args, tl.symbols.get(key)) {
+            (true, Some(n)) => place_args(n),
+            _ => String::new(),
+        })
+        .collect();
 
     out.write_all(b"{\"traceEvents\":[\n")?;
     let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
@@ -67,7 +84,7 @@ pub fn write(tl: &Timeline<'_>, begin_end: bool, out: &mut dyn Write) -> io::Res
         // The fixed part of every event of this thread, written once.
         let tail = format!(",\"pid\":{pid},\"tid\":{tid}}}");
         if begin_end {
-            write_begin_end(tl, t, &names, &tail, out, &mut num)?;
+            write_begin_end(tl, t, &names, &places, &tail, out, &mut num)?;
             continue;
         }
         for s in &t.spans {
@@ -77,7 +94,7 @@ pub fn write(tl: &Timeline<'_>, begin_end: bool, out: &mut dyn Write) -> io::Res
             write_us(out, s.enter_ns.saturating_sub(tl.origin_ns), &mut num)?;
             out.write_all(b",\"dur\":")?;
             write_us(out, s.exit_ns.saturating_sub(s.enter_ns), &mut num)?;
-            write_args(s, out)?;
+            write_args(s, &places[s.key_index as usize], out)?;
             out.write_all(tail.as_bytes())?;
         }
     }
@@ -106,15 +123,51 @@ fn reason_name(reason: ringtrace_format::DumpReason) -> &'static str {
     }
 }
 
-/// The span's `args`: its recorded argument, and whether it was still open at the dump.
-fn write_args(s: &SpanNs, out: &mut dyn Write) -> io::Result<()> {
-    match (s.arg, s.open) {
-        (None, false) => Ok(()),
-        // Shown signed: arguments are recorded as `value as u64`, so a negative one wraps.
-        (Some(arg), false) => write!(out, ",\"args\":{{\"arg\":{}}}", arg as i64),
-        (None, true) => out.write_all(b",\"args\":{\"open\":true}"),
-        (Some(arg), true) => write!(out, ",\"args\":{{\"arg\":{},\"open\":true}}", arg as i64),
+/// `"at":"file:line","inlined_into":"a < b"` for a key, as far as known.
+fn place_args(name: &crate::symbolize::SpanName) -> String {
+    let mut fields = Vec::new();
+    if let Some(file) = &name.file {
+        let at = match name.line {
+            Some(line) => format!("{file}:{line}"),
+            None => file.clone(),
+        };
+        fields.push(format!("\"at\":{}", json_string(&at)));
     }
+    if !name.inlined_into.is_empty() {
+        let chain: Vec<&str> = name.inlined_into.iter().map(|f| f.function.as_str()).collect();
+        fields.push(format!("\"inlined_into\":{}", json_string(&chain.join(" < "))));
+    }
+    fields.join(",")
+}
+
+/// The span's `args`: its key's place (with `--args`), its recorded argument,
+/// and whether it was still open at the dump.
+fn write_args(s: &SpanNs, place: &str, out: &mut dyn Write) -> io::Result<()> {
+    if s.arg.is_none() && !s.open && place.is_empty() {
+        return Ok(());
+    }
+    out.write_all(b",\"args\":{")?;
+    let mut first = true;
+    let mut sep = |out: &mut dyn Write| -> io::Result<()> {
+        if !std::mem::take(&mut first) {
+            out.write_all(b",")?;
+        }
+        Ok(())
+    };
+    if !place.is_empty() {
+        sep(out)?;
+        out.write_all(place.as_bytes())?;
+    }
+    if let Some(arg) = s.arg {
+        sep(out)?;
+        // Shown signed: arguments are recorded as `value as u64`, so a negative one wraps.
+        write!(out, "\"arg\":{}", arg as i64)?;
+    }
+    if s.open {
+        sep(out)?;
+        out.write_all(b"\"open\":true")?;
+    }
+    out.write_all(b"}")
 }
 
 /// One thread as `B`/`E` pairs: each span's `B` at its start, its `E` (with
@@ -123,6 +176,7 @@ fn write_begin_end(
     tl: &Timeline<'_>,
     t: &ThreadSpans,
     names: &[String],
+    places: &[String],
     tail: &str,
     out: &mut dyn Write,
     num: &mut itoa::Buffer,
@@ -147,7 +201,7 @@ fn write_begin_end(
         out.write_all(names[s.key_index as usize].as_bytes())?;
         out.write_all(b",\"ts\":")?;
         write_us(out, s.enter_ns.saturating_sub(tl.origin_ns), num)?;
-        write_args(s, out)?;
+        write_args(s, &places[s.key_index as usize], out)?;
         out.write_all(tail.as_bytes())?;
         open.push(s);
     }
