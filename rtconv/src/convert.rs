@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::load::{self, LoadError};
+use crate::load::{self, LoadError, Trace};
 use crate::render;
 use crate::symbolize::{self, Symbols};
 use crate::timebase::{Timebase, TimebaseError};
@@ -86,15 +86,21 @@ pub enum ConvertError {
     /// Writing the output failed.
     #[error("writing the output: {0}")]
     Output(#[source] io::Error),
+    /// Several dumps were given for a format that does not merge them.
+    #[error("only -f chrome merges several dumps into one output; convert them one at a time for other formats")]
+    MergeFormat,
 }
 
-/// Converts the dump at `path` into `format` on `out`.
-pub fn convert(
-    path: &Path,
-    format: Format,
-    opts: &symbolize::Options,
-    out: &mut dyn Write,
-) -> Result<Report, ConvertError> {
+/// A dump read, timed and named, and what was wrong with it so far.
+struct Prepared {
+    trace: Trace,
+    symbols: Symbols,
+    timebase: Timebase,
+    report: Report,
+}
+
+/// Reads, times and names the dump at `path` (names through `cache`).
+fn prepare(path: &Path, opts: &symbolize::Options, cache: &symbolize::Cache) -> Result<Prepared, ConvertError> {
     let trace = load::load(path)?;
     let mut report = Report::default();
     let shown = path.display();
@@ -122,13 +128,17 @@ pub fn convert(
         trace.clock.as_ref().ok_or(ConvertError::Timebase { path: path.into(), source: TimebaseError::NoClock })?;
     let (timebase, _) =
         Timebase::new(info, anchors).map_err(|source| ConvertError::Timebase { path: path.into(), source })?;
-
-    let (symbols, problems): (Symbols, _) = symbolize::symbolize(&trace, opts);
+    let (symbols, problems) = symbolize::symbolize_cached(&trace, opts, cache);
     for p in &problems {
         report.push(Level::Error, format!("{shown}: {p}"));
     }
+    Ok(Prepared { trace, symbols, timebase, report })
+}
 
-    let timeline = Timeline::new(&trace, &symbols, timebase);
+/// Adds what the timeline found (anomalies, losses) and its counts to `report`.
+fn check_timeline(timeline: &Timeline<'_>, format: Format, report: &mut Report) {
+    let trace = timeline.trace;
+    let shown = trace.path.display();
     if timeline.backwards > 0 {
         report.push(
             Level::Warning,
@@ -167,21 +177,33 @@ pub fn convert(
             format!("{shown}: the dump holds no calibration (an older recorder?); the figures are not calibrated"),
         );
     }
-    report.spans = timeline.span_count();
-    report.threads = timeline.threads.len();
-    report.lost_spans = trace.threads.iter().map(|t| t.lost()).sum();
-    if report.lost_spans > 0 {
+    report.spans += timeline.span_count();
+    report.threads += timeline.threads.len();
+    let lost: u64 = trace.threads.iter().map(|t| t.lost()).sum();
+    report.lost_spans += lost;
+    if lost > 0 {
         let overwritten: u64 = trace.threads.iter().map(|t| t.overwritten()).sum();
         let dropped: u64 = trace.threads.iter().map(|t| t.dropped).sum();
         report.push(
             Level::Warning,
             format!(
-                "{shown}: {} span(s) were recorded but are not in the dump ({overwritten} overwritten by full \
-                 rings, {dropped} dropped by full stop-when-full rings); raise RINGTRACE_RING_RECORDS to keep more",
-                report.lost_spans
+                "{shown}: {lost} span(s) were recorded but are not in the dump ({overwritten} overwritten by full \
+                 rings, {dropped} dropped by full stop-when-full rings); raise RINGTRACE_RING_RECORDS to keep more"
             ),
         );
     }
+}
+
+/// Converts the dump at `path` into `format` on `out`.
+pub fn convert(
+    path: &Path,
+    format: Format,
+    opts: &symbolize::Options,
+    out: &mut dyn Write,
+) -> Result<Report, ConvertError> {
+    let Prepared { trace, symbols, timebase, mut report } = prepare(path, opts, &symbolize::Cache::default())?;
+    let timeline = Timeline::new(&trace, &symbols, timebase);
+    check_timeline(&timeline, format, &mut report);
     match format {
         Format::Chrome(opts) => render::chrome::write(&timeline, &opts, out).map_err(ConvertError::Output)?,
         Format::Folded => render::folded::write(&timeline, out).map_err(ConvertError::Output)?,
@@ -197,6 +219,33 @@ pub fn convert(
             .map_err(ConvertError::Output)?,
         Format::Flamegraph => render::folded::write_svg(&timeline, out).map_err(ConvertError::Output)?,
     }
+    out.flush().map_err(ConvertError::Output)?;
+    Ok(report)
+}
+
+/// Converts several dumps into one Chrome trace, aligned by their realtime
+/// anchors (one dump: as [`convert`]). Dumps of one build share their names.
+pub fn convert_many(
+    paths: &[PathBuf],
+    format: Format,
+    opts: &symbolize::Options,
+    out: &mut dyn Write,
+) -> Result<Report, ConvertError> {
+    if let [path] = paths {
+        return convert(path, format, opts, out);
+    }
+    let Format::Chrome(chrome) = format else { return Err(ConvertError::MergeFormat) };
+    let cache = symbolize::Cache::default();
+    let prepared: Vec<Prepared> = paths.iter().map(|p| prepare(p, opts, &cache)).collect::<Result<_, _>>()?;
+    let mut report = Report::default();
+    let timelines: Vec<Timeline<'_>> =
+        prepared.iter().map(|p| Timeline::new(&p.trace, &p.symbols, p.timebase)).collect();
+    for (p, timeline) in prepared.iter().zip(&timelines) {
+        report.diagnostics.extend(p.report.diagnostics.iter().cloned());
+        check_timeline(timeline, format, &mut report);
+    }
+    let refs: Vec<&Timeline<'_>> = timelines.iter().collect();
+    render::chrome::write_many(&refs, &chrome, out).map_err(ConvertError::Output)?;
     out.flush().map_err(ConvertError::Output)?;
     Ok(report)
 }

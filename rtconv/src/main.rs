@@ -42,8 +42,9 @@ enum Command {
 
 #[derive(clap::Args)]
 struct ConvertArgs {
-    /// The dump to convert.
-    dump: PathBuf,
+    /// The dump(s) to convert; several are merged into one Chrome trace, aligned by their realtime anchors.
+    #[arg(required = true)]
+    dumps: Vec<PathBuf>,
     /// Output format.
     #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Chrome)]
     format: FormatArg,
@@ -218,7 +219,7 @@ fn main() -> ExitCode {
                 calibrated: args.calibrated,
                 clean: args.clean,
             });
-            convert_to(&args.dump, format, args.output.as_deref(), args.symbols.options())
+            convert_to(std::slice::from_ref(&args.dump), format, args.output.as_deref(), args.symbols.options())
         }
         Command::Info(args) => run_info(args),
         Command::Symbolize(args) => run_symbolize(args),
@@ -236,25 +237,27 @@ fn run_convert(args: ConvertArgs) -> ExitCode {
         (FormatArg::Ftrace, _) => Format::Ftrace,
         (FormatArg::Systrace, _) => Format::Systrace,
     };
-    convert_to(&args.dump, format, args.output.as_deref(), args.symbols.options())
+    convert_to(&args.dumps, format, args.output.as_deref(), args.symbols.options())
 }
 
-/// Converts `dump` into `format`, to `output` or stdout, and reports as `rtconv convert` does.
+/// Converts `dumps` into `format`, to `output` or stdout, and reports as `rtconv convert` does.
 fn convert_to(
-    dump: &std::path::Path,
+    dumps: &[PathBuf],
     format: Format,
     output: Option<&std::path::Path>,
     opts: symbolize::Options,
 ) -> ExitCode {
     let result = match output {
         Some(path) => match File::create(path) {
-            Ok(file) => convert::convert(dump, format, &opts, &mut BufWriter::with_capacity(1 << 16, file)),
+            Ok(file) => convert::convert_many(dumps, format, &opts, &mut BufWriter::with_capacity(1 << 16, file)),
             Err(e) => {
                 eprintln!("rtconv: error: cannot create {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
         },
-        None => convert::convert(dump, format, &opts, &mut BufWriter::with_capacity(1 << 16, io::stdout().lock())),
+        None => {
+            convert::convert_many(dumps, format, &opts, &mut BufWriter::with_capacity(1 << 16, io::stdout().lock()))
+        }
     };
     match result {
         Ok(report) => {
@@ -268,7 +271,7 @@ fn convert_to(
             if let Some(path) = output {
                 eprintln!(
                     "rtconv: {}: {} spans on {} threads -> {}",
-                    dump.display(),
+                    dumps.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
                     report.spans,
                     report.threads,
                     path.display()

@@ -183,3 +183,44 @@ fn args_carry_each_spans_source_place_and_inline_chain() {
     let (_, plain, _) = ringtrace_tests::convert(&dump, &[]);
     assert!(!plain.contains("\"at\":"));
 }
+
+#[test]
+fn several_dumps_merge_into_one_timeline_aligned_by_realtime() {
+    let dir = scratch("merge");
+    let first = ringtrace_tests::record_workload_with(&binary("workload"), &dir, "a.rtd", &[]);
+    let second = ringtrace_tests::record_workload_with(&binary("workload"), &dir, "b.rtd", &[]);
+    let single = |dump: &std::path::Path| {
+        let (code, json, _) = ringtrace_tests::convert(dump, &[]);
+        assert_eq!(code, 0);
+        parse_chrome(&json)
+    };
+    let (a, b) = (single(&first), single(&second));
+    let start =
+        |t: &ringtrace_tests::ChromeTrace| t.json["metadata"]["ringtrace"]["start_realtime_ns"].as_i64().unwrap();
+    let (code, merged, stderr) = ringtrace_tests::convert(&first, &[second.to_str().unwrap()]);
+    assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
+    let merged = parse_chrome(&merged);
+    let pid_of = |t: &ringtrace_tests::ChromeTrace| {
+        t.json["traceEvents"].as_array().unwrap().iter().find(|e| e["name"] == "process_name").unwrap()["pid"]
+            .as_u64()
+            .unwrap()
+    };
+    let (pid_a, pid_b) = (pid_of(&a), pid_of(&b));
+    assert_ne!(pid_a, pid_b);
+    let events_of = |pid: u64| -> Vec<i64> {
+        let tids: Vec<u64> = merged.json["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["pid"] == pid)
+            .map(|e| e["tid"].as_u64().unwrap())
+            .collect();
+        merged.events.iter().filter(|e| tids.contains(&e.tid)).map(|e| e.ts_ns).collect()
+    };
+    let (ts_a, ts_b) = (events_of(pid_a), events_of(pid_b));
+    assert_eq!((ts_a.len(), ts_b.len()), (a.events.len(), b.events.len()));
+    // The first dump starts the trace; the second starts as much later as its first span did in real time.
+    assert_eq!(ts_a.iter().min(), Some(&0));
+    assert_eq!(*ts_b.iter().min().unwrap(), start(&b) - start(&a));
+    assert!(start(&b) > start(&a), "the second run began later");
+}

@@ -29,9 +29,69 @@ pub struct Options {
 
 /// Writes `tl` as Chrome trace JSON to `out`.
 pub fn write(tl: &Timeline<'_>, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+    write_many(&[tl], opts, out)
+}
+
+/// Writes several dumps as one Chrome trace, aligned by their realtime
+/// anchors: `ts` counts from the earliest span of them all, each dump is
+/// its own process (a pid seen before gets `1_000_000 × n` added).
+pub fn write_many(timelines: &[&Timeline<'_>], opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+    // Each dump's first span in realtime ns; the earliest is the trace's zero.
+    let starts: Vec<i128> = timelines.iter().map(|tl| tl.timebase.realtime_ns(i128::from(tl.origin_ns))).collect();
+    let zero = starts.iter().copied().min().unwrap_or(0);
+    let mut pids: Vec<u64> = Vec::new();
+    out.write_all(b"{\"traceEvents\":[\n")?;
+    for (i, tl) in timelines.iter().enumerate() {
+        let mut pid = u64::from(tl.trace.process.pid);
+        while pids.contains(&pid) {
+            pid += 1_000_000;
+        }
+        pids.push(pid);
+        // ts = monotonic ns + shift: this dump's zero is its offset from the earliest.
+        let offset = i64::try_from(starts[i] - zero).unwrap_or(i64::MAX);
+        let shift = offset.saturating_sub(tl.origin_ns);
+        write_process(tl, opts, pid, shift, i == 0, out)?;
+    }
+    out.write_all(b"\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"ringtrace\":{")?;
+    let first = timelines.first();
+    if let Some(tl) = first {
+        let trace = tl.trace;
+        write!(out, "\"dump\":{}", json_string(&trace.path.to_string_lossy()))?;
+        write!(out, ",\"producer\":{}", json_string(&trace.process.producer))?;
+        if let Some(reason) = trace.process.reason {
+            write!(out, ",\"dump_reason\":\"{}\"", reason_name(reason))?;
+        }
+        write!(out, ",\"start_realtime_ns\":{zero}")?;
+        write!(out, ",\"start_monotonic_ns\":{}", tl.origin_ns)?;
+        write!(out, ",\"counter_hz\":{:.0}", tl.timebase.hz())?;
+    }
+    if timelines.len() > 1 {
+        out.write_all(b",\"dumps\":[")?;
+        for (i, tl) in timelines.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            write!(
+                out,
+                "{sep}{{\"dump\":{},\"pid\":{},\"start_realtime_ns\":{}}}",
+                json_string(&tl.trace.path.to_string_lossy()),
+                pids[i],
+                starts[i]
+            )?;
+        }
+        out.write_all(b"]")?;
+    }
+    out.write_all(b"}}}\n")
+}
+
+/// One dump's process: its metadata, loss markers and span events.
+fn write_process(
+    tl: &Timeline<'_>,
+    opts: &Options,
+    pid: u64,
+    shift: i64,
+    first: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let trace = tl.trace;
-    let pid = trace.process.pid;
-    let begin_end = opts.begin_end;
     // Each distinct name, and with `args` each key's place, is escaped once.
     let names: Vec<String> =
         tl.keys.iter().map(|&key| json_string(tl.symbols.get(key).map_or("??", |n| n.name.as_str()))).collect();
@@ -43,9 +103,10 @@ pub fn write(tl: &Timeline<'_>, opts: &Options, out: &mut dyn Write) -> io::Resu
             _ => String::new(),
         })
         .collect();
-
-    out.write_all(b"{\"traceEvents\":[\n")?;
     let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
+    if !first {
+        out.write_all(b",\n")?;
+    }
     write!(
         out,
         "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{pid},\"args\":{{\"name\":{}}}}}",
@@ -72,7 +133,7 @@ pub fn write(tl: &Timeline<'_>, opts: &Options, out: &mut dyn Write) -> io::Resu
                 continue;
             }
             write!(out, ",\n{{\"name\":\"ringtrace: {count} {what}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":")?;
-            write_us(out, at.map_or(0, |at| at.saturating_sub(tl.origin_ns)), &mut num)?;
+            write_us(out, at.map_or(0, |at| at.saturating_add(shift)), &mut num)?;
             write!(
                 out,
                 ",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"spans_in_dump\":{},\"overwritten\":{},\"dropped\":{}}}}}",
@@ -83,31 +144,22 @@ pub fn write(tl: &Timeline<'_>, opts: &Options, out: &mut dyn Write) -> io::Resu
         }
         // The fixed part of every event of this thread, written once.
         let tail = format!(",\"pid\":{pid},\"tid\":{tid}}}");
-        if begin_end {
-            write_begin_end(tl, t, &names, &places, &tail, out, &mut num)?;
+        if opts.begin_end {
+            write_begin_end(shift, t, &names, &places, &tail, out, &mut num)?;
             continue;
         }
         for s in &t.spans {
             out.write_all(b",\n{\"ph\":\"X\",\"name\":")?;
             out.write_all(names[s.key_index as usize].as_bytes())?;
             out.write_all(b",\"ts\":")?;
-            write_us(out, s.enter_ns.saturating_sub(tl.origin_ns), &mut num)?;
+            write_us(out, s.enter_ns.saturating_add(shift), &mut num)?;
             out.write_all(b",\"dur\":")?;
             write_us(out, s.exit_ns.saturating_sub(s.enter_ns), &mut num)?;
             write_args(s, &places[s.key_index as usize], out)?;
             out.write_all(tail.as_bytes())?;
         }
     }
-    out.write_all(b"\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"ringtrace\":{")?;
-    write!(out, "\"dump\":{}", json_string(&trace.path.to_string_lossy()))?;
-    write!(out, ",\"producer\":{}", json_string(&trace.process.producer))?;
-    if let Some(reason) = trace.process.reason {
-        write!(out, ",\"dump_reason\":\"{}\"", reason_name(reason))?;
-    }
-    write!(out, ",\"start_realtime_ns\":{}", tl.timebase.realtime_ns(i128::from(tl.origin_ns)))?;
-    write!(out, ",\"start_monotonic_ns\":{}", tl.origin_ns)?;
-    write!(out, ",\"counter_hz\":{:.0}", tl.timebase.hz())?;
-    out.write_all(b"}}}\n")
+    Ok(())
 }
 
 fn reason_name(reason: ringtrace_format::DumpReason) -> &'static str {
@@ -173,7 +225,7 @@ fn write_args(s: &SpanNs, place: &str, out: &mut dyn Write) -> io::Result<()> {
 /// One thread as `B`/`E` pairs: each span's `B` at its start, its `E` (with
 /// the name too) at its end, in nesting order.
 fn write_begin_end(
-    tl: &Timeline<'_>,
+    shift: i64,
     t: &ThreadSpans,
     names: &[String],
     places: &[String],
@@ -186,7 +238,7 @@ fn write_begin_end(
         out.write_all(b",\n{\"ph\":\"E\",\"name\":")?;
         out.write_all(names[s.key_index as usize].as_bytes())?;
         out.write_all(b",\"ts\":")?;
-        write_us(out, s.exit_ns.saturating_sub(tl.origin_ns), num)?;
+        write_us(out, s.exit_ns.saturating_add(shift), num)?;
         out.write_all(tail.as_bytes())
     };
     for s in &t.spans {
@@ -200,7 +252,7 @@ fn write_begin_end(
         out.write_all(b",\n{\"ph\":\"B\",\"name\":")?;
         out.write_all(names[s.key_index as usize].as_bytes())?;
         out.write_all(b",\"ts\":")?;
-        write_us(out, s.enter_ns.saturating_sub(tl.origin_ns), num)?;
+        write_us(out, s.enter_ns.saturating_add(shift), num)?;
         write_args(s, &places[s.key_index as usize], out)?;
         out.write_all(tail.as_bytes())?;
         open.push(s);
