@@ -42,36 +42,59 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
                     break;
                 }
                 let top = stack.pop().unwrap_or(s);
-                line(out, &task, Some(top.exit_ns - top.enter_ns), stack.len(), "}")?;
+                line(out, &task, Some(top.exit_ns - top.enter_ns), stack.len(), b"}", b"")?;
             }
             let name = &names[s.key_index as usize];
             let has_child = t.spans.get(i + 1).is_some_and(|next| next.enter_ns < s.exit_ns);
             if has_child {
-                line(out, &task, None, stack.len(), &format!("{name}() {{"))?;
+                line(out, &task, None, stack.len(), name.as_bytes(), b"() {")?;
                 stack.push(s);
             } else {
-                line(out, &task, Some(s.exit_ns - s.enter_ns), stack.len(), &format!("{name}();"))?;
+                line(out, &task, Some(s.exit_ns - s.enter_ns), stack.len(), name.as_bytes(), b"();")?;
             }
         }
         while let Some(top) = stack.pop() {
-            line(out, &task, Some(top.exit_ns - top.enter_ns), stack.len(), "}")?;
+            line(out, &task, Some(top.exit_ns - top.enter_ns), stack.len(), b"}", b"")?;
         }
         previous = Some(task);
     }
     Ok(())
 }
 
-/// One line: CPU, task, duration (or the blank column), indentation, text.
-fn line(out: &mut dyn Write, task: &str, duration_ns: Option<i64>, depth: usize, text: &str) -> io::Result<()> {
-    write!(out, " 0) {task} | ")?;
+/// One line: CPU, task, duration (or the blank column), indentation, then
+/// `text` and `suffix` (written without formatting: this runs once per span edge).
+fn line(
+    out: &mut dyn Write,
+    task: &str,
+    duration_ns: Option<i64>,
+    depth: usize,
+    text: &[u8],
+    suffix: &[u8],
+) -> io::Result<()> {
+    const SPACES: [u8; 128] = [b' '; 128];
+    out.write_all(b" 0) ")?;
+    out.write_all(task.as_bytes())?;
+    out.write_all(b" | ")?;
     match duration_ns {
         Some(ns) => {
             let ns = ns.max(0) as u64;
-            write!(out, "{} {}|  ", mark(ns), duration(ns))?;
+            let mut mark_buf = [0u8; 4];
+            out.write_all(mark(ns).encode_utf8(&mut mark_buf).as_bytes())?;
+            out.write_all(b" ")?;
+            out.write_all(duration(ns).as_bytes())?;
+            out.write_all(b"|  ")?;
         }
         None => out.write_all(b"              |  ")?,
     }
-    writeln!(out, "{:indent$}{text}", "", indent = depth * 2)
+    let mut indent = depth * 2;
+    while indent > 0 {
+        let n = indent.min(SPACES.len());
+        out.write_all(&SPACES[..n])?;
+        indent -= n;
+    }
+    out.write_all(text)?;
+    out.write_all(suffix)?;
+    out.write_all(b"\n")
 }
 
 /// The kernel's overhead mark for a duration in ns (strictly greater than each threshold).
@@ -84,17 +107,23 @@ pub fn mark(ns: u64) -> char {
 /// `trace_print_graph_duration`: µs, then as many ns digits as keep the
 /// number within 7 digits, then ` us ` and padding to 12 characters.
 pub fn duration(ns: u64) -> String {
-    let us = (ns / 1000).to_string();
-    let mut text = us.clone();
+    let mut num = itoa::Buffer::new();
+    let us = num.format(ns / 1000);
+    let mut text = String::with_capacity(16);
+    text.push_str(us);
     if us.len() < 7 {
         // snprintf("%03lu") into a buffer of min(5, 8 - len) bytes keeps that many minus one digits.
         let digits = (5.min(8 - us.len()) - 1).min(3);
+        let frac = ns % 1000;
+        let all = [b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8];
         text.push('.');
-        text.push_str(&format!("{:03}", ns % 1000)[..digits]);
+        text.extend(all[..digits].iter().map(|&b| b as char));
     }
     let len = text.len();
     text.push_str(" us ");
-    text.push_str(&" ".repeat(8usize.saturating_sub(len)));
+    for _ in len..8 {
+        text.push(' ');
+    }
     text
 }
 
