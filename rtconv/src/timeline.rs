@@ -87,7 +87,7 @@ impl<'a> Timeline<'a> {
         keys.sort_unstable();
         keys.dedup();
         // Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
-        let ns = |ticks: u64| i64::try_from(timebase.ns(ticks)).unwrap_or(if ticks == 0 { 0 } else { i64::MAX });
+        let ns = |ticks: u64| timebase.ns(ticks).clamp(i64::MIN.into(), i64::MAX.into()) as i64;
         let mut backwards = 0;
         let (mut clamped, mut too_deep) = (0, 0);
         let mut origin = i64::MAX;
