@@ -46,6 +46,16 @@ pub fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+/// Copies an executable for a test to run. The copy is made by `cp`, not
+/// `std::fs::copy`: a descriptor open for writing in this (multi-threaded)
+/// test process would be inherited by any child another test forks at that
+/// moment, and exec'ing the copy while such a child still holds it fails
+/// with ETXTBSY ("Text file busy").
+pub fn copy_executable(from: &Path, to: &Path) {
+    let status = Command::new("cp").arg(from).arg(to).status().expect("cp runs");
+    assert!(status.success(), "cp {} {} failed", from.display(), to.display());
+}
+
 /// Runs a program and returns its output, panicking if it cannot start.
 pub fn run(program: &Path, args: &[&str]) -> Output {
     Command::new(program).args(args).output().unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()))

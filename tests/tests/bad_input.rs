@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ringtrace_tests::{binary, convert, parse_chrome, record_workload_with, scratch};
+use ringtrace_tests::{binary, convert, copy_executable, parse_chrome, record_workload_with, scratch};
 
 const EXIT_ERROR: i32 = 1;
 const EXIT_DEGRADED: i32 = 3;
@@ -119,7 +119,7 @@ fn a_corrupted_ring_is_caught_by_its_checksum() {
 fn a_missing_binary_leaves_code_addresses_unnamed_but_sites_named() {
     let dir = scratch("missing-binary");
     let copy = dir.join("workload");
-    std::fs::copy(binary("workload"), &copy).unwrap();
+    copy_executable(&binary("workload"), &copy);
     let dump = record_workload_with(&copy, &dir, "w.rtd", &[]);
     std::fs::remove_file(&copy).unwrap();
 

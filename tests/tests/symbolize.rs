@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ringtrace_tests::{binary, convert, parse_chrome, record_workload_with, run, scratch};
+use ringtrace_tests::{binary, convert, copy_executable, parse_chrome, record_workload_with, run, scratch};
 
 fn names(json: &str) -> BTreeMap<String, usize> {
     let mut c = BTreeMap::new();
@@ -167,7 +167,7 @@ fn a_dlopened_library_is_named_from_its_own_file() {
 fn stripped_workload(dir: &Path) -> (PathBuf, PathBuf) {
     let bin = dir.join("workload");
     let debug = dir.join("workload.debug");
-    std::fs::copy(binary("workload"), &bin).unwrap();
+    copy_executable(&binary("workload"), &bin);
     must_run(Command::new("objcopy").arg("--only-keep-debug").arg(&bin).arg(&debug));
     must_run(Command::new("objcopy").arg("--strip-all").arg(&bin));
     (bin, debug)
@@ -202,7 +202,7 @@ fn a_stripped_binary_is_named_from_its_gnu_debuglink() {
     let linked = dir.join("linked");
     std::fs::create_dir_all(&linked).unwrap();
     let linked_bin = linked.join("workload");
-    std::fs::copy(&bin, &linked_bin).unwrap();
+    copy_executable(&bin, &linked_bin);
     let link_target = linked.join("workload.debug");
     std::fs::rename(&debug, &link_target).unwrap();
     let mut cmd = Command::new("objcopy");
@@ -240,7 +240,7 @@ fn no_demangle_keeps_mangled_names() {
 fn compressed_debug_sections_are_read() {
     let dir = scratch("compressed");
     let bin = dir.join("workload");
-    std::fs::copy(binary("workload"), &bin).unwrap();
+    copy_executable(&binary("workload"), &bin);
     must_run(Command::new("objcopy").arg("--compress-debug-sections=zlib").arg(&bin));
     let sections = must_run(Command::new("readelf").arg("-S").arg("-W").arg(&bin));
     assert!(sections.lines().any(|l| l.contains(".debug_line") && l.contains(" C ")), "not compressed");
@@ -416,7 +416,7 @@ fn dumps_of_one_build_share_a_cache_keyed_by_build_id() {
 fn a_binary_replaced_while_running_is_found_at_its_path() {
     let dir = scratch("replaced");
     let bin = dir.join("workload");
-    std::fs::copy(binary("workload"), &bin).unwrap();
+    copy_executable(&binary("workload"), &bin);
     let dump = dir.join("w.rtd");
     let mut child = Command::new(&bin)
         .args(["--out", dump.to_str().unwrap(), "--fib", "12", "--sleep-ms", "300", "--rounds", "2"])
@@ -426,7 +426,7 @@ fn a_binary_replaced_while_running_is_found_at_its_path() {
     // now names the running executable "…/workload (deleted)".
     std::thread::sleep(std::time::Duration::from_millis(150));
     std::fs::remove_file(&bin).unwrap();
-    std::fs::copy(binary("workload"), &bin).unwrap();
+    copy_executable(&binary("workload"), &bin);
     assert!(child.wait().unwrap().success());
     let info = must_run(Command::new(binary("rtconv")).arg("info").arg(&dump));
     assert!(info.contains("workload (deleted)"), "{info}");

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use ringtrace_tests::{binary, convert, parse_chrome, run, scratch};
+use ringtrace_tests::{binary, convert, copy_executable, parse_chrome, run, scratch};
 
 fn names(json: &str) -> BTreeMap<String, usize> {
     let mut c = BTreeMap::new();
@@ -33,7 +33,7 @@ fn exit_panic_and_signal_each_write_a_dump() {
 fn the_dladdr_table_names_exported_functions_without_the_binary() {
     let dir = scratch("dladdr");
     let copy = dir.join("triggers");
-    std::fs::copy(binary("triggers"), &copy).unwrap();
+    copy_executable(&binary("triggers"), &copy);
     let dump = dir.join("t.rtd");
     let out = run(&copy, &["exit", dump.to_str().unwrap()]);
     assert!(out.status.success());
