@@ -42,7 +42,8 @@ type Paths = HashMap<Vec<u32>, (u64, u64, u64)>;
 pub fn build(tl: &Timeline<'_>, per_thread: bool, calibrated: bool) -> Vec<Tree> {
     let costs = if calibrated { tl.recorder_costs() } else { None };
     let mut scopes: Vec<(String, u64, Paths)> = Vec::new();
-    for t in &tl.threads {
+    let mut threads = tl.threads();
+    while let Some(t) = threads.next() {
         if per_thread || scopes.is_empty() {
             let thread = &tl.trace.threads[t.thread];
             let name = match (per_thread, thread.name.is_empty()) {
@@ -53,14 +54,14 @@ pub fn build(tl: &Timeline<'_>, per_thread: bool, calibrated: bool) -> Vec<Tree>
             scopes.push((name, 0, HashMap::new()));
         }
         let Some((_, total, paths)) = scopes.last_mut() else { continue };
-        tl.walk_calibrated(t, costs, |path, _, duration, self_ns| {
-            if path.len() == 1 {
-                *total += duration;
+        tl.walk_calibrated(t, costs, |v| {
+            if v.path.len() == 1 {
+                *total += v.duration;
             }
-            let entry = paths.entry(path.to_vec()).or_default();
+            let entry = paths.entry(v.path.to_vec()).or_default();
             entry.0 += 1;
-            entry.1 += duration;
-            entry.2 += self_ns;
+            entry.1 += v.duration;
+            entry.2 += v.self_ns;
         });
     }
     let name_of = |key_index: u32| {

@@ -48,7 +48,7 @@ pub struct Diagnostic {
 #[derive(Debug, Default)]
 pub struct Report {
     /// Spans written.
-    pub spans: usize,
+    pub spans: u64,
     /// Threads written.
     pub threads: usize,
     /// Spans the recorder wrote but the dump does not hold (ring overwrote or dropped them).
@@ -92,16 +92,21 @@ pub enum ConvertError {
 }
 
 /// A dump read, timed and named, and what was wrong with it so far.
-struct Prepared {
-    trace: Trace,
+struct Prepared<'a> {
+    trace: Trace<'a>,
     symbols: Symbols,
     timebase: Timebase,
     report: Report,
 }
 
-/// Reads, times and names the dump at `path` (names through `cache`).
-fn prepare(path: &Path, opts: &symbolize::Options, cache: &symbolize::Cache) -> Result<Prepared, ConvertError> {
-    let trace = load::load(path)?;
+/// Reads, times and names the dump at `path`, whose bytes are `bytes` (names through `cache`).
+fn prepare<'a>(
+    path: &Path,
+    bytes: &'a [u8],
+    opts: &symbolize::Options,
+    cache: &symbolize::Cache,
+) -> Result<Prepared<'a>, ConvertError> {
+    let trace = load::decode(path, bytes)?;
     let mut report = Report::default();
     let shown = path.display();
     if let Some(damage) = &trace.damage {
@@ -135,35 +140,37 @@ fn prepare(path: &Path, opts: &symbolize::Options, cache: &symbolize::Cache) -> 
     Ok(Prepared { trace, symbols, timebase, report })
 }
 
-/// Adds what the timeline found (anomalies, losses) and its counts to `report`.
+/// Adds what rendering the timeline found (anomalies, losses) and its counts
+/// to `report`; call it after rendering, which decodes the threads.
 fn check_timeline(timeline: &Timeline<'_>, format: Format, report: &mut Report) {
     let trace = timeline.trace;
     let shown = trace.path.display();
-    if timeline.backwards > 0 {
+    let anomalies = timeline.anomalies();
+    if anomalies.backwards > 0 {
         report.push(
             Level::Warning,
             format!(
                 "{shown}: {} span(s) end before they start (counter went backwards); shown with zero length",
-                timeline.backwards
+                anomalies.backwards
             ),
         );
     }
-    if timeline.clamped > 0 {
+    if anomalies.clamped > 0 {
         report.push(
             Level::Warning,
             format!(
                 "{shown}: {} span(s) ended after their parent and were cut at the parent's end \
                  (a counter read out of order, or a span dropped without nesting)",
-                timeline.clamped
+                anomalies.clamped
             ),
         );
     }
-    if timeline.too_deep > 0 {
+    if anomalies.too_deep > 0 {
         report.push(
             Level::Warning,
             format!(
                 "{shown}: {} span(s) are nested deeper than {} levels; viewers may not draw them",
-                timeline.too_deep,
+                anomalies.too_deep,
                 crate::timeline::MAX_DEPTH
             ),
         );
@@ -178,7 +185,7 @@ fn check_timeline(timeline: &Timeline<'_>, format: Format, report: &mut Report) 
         );
     }
     report.spans += timeline.span_count();
-    report.threads += timeline.threads.len();
+    report.threads += trace.threads.len();
     let lost: u64 = trace.threads.iter().map(|t| t.lost()).sum();
     report.lost_spans += lost;
     if lost > 0 {
@@ -201,9 +208,9 @@ pub fn convert(
     opts: &symbolize::Options,
     out: &mut dyn Write,
 ) -> Result<Report, ConvertError> {
-    let Prepared { trace, symbols, timebase, mut report } = prepare(path, opts, &symbolize::Cache::default())?;
+    let bytes = load::open(path)?;
+    let Prepared { trace, symbols, timebase, mut report } = prepare(path, &bytes, opts, &symbolize::Cache::default())?;
     let timeline = Timeline::new(&trace, &symbols, timebase);
-    check_timeline(&timeline, format, &mut report);
     match format {
         Format::Chrome(opts) => render::chrome::write(&timeline, &opts, out).map_err(ConvertError::Output)?,
         Format::Folded => render::folded::write(&timeline, out).map_err(ConvertError::Output)?,
@@ -220,6 +227,7 @@ pub fn convert(
         Format::Flamegraph => render::folded::write_svg(&timeline, out).map_err(ConvertError::Output)?,
     }
     out.flush().map_err(ConvertError::Output)?;
+    check_timeline(&timeline, format, &mut report);
     Ok(report)
 }
 
@@ -236,16 +244,18 @@ pub fn convert_many(
     }
     let Format::Chrome(chrome) = format else { return Err(ConvertError::MergeFormat) };
     let cache = symbolize::Cache::default();
-    let prepared: Vec<Prepared> = paths.iter().map(|p| prepare(p, opts, &cache)).collect::<Result<_, _>>()?;
-    let mut report = Report::default();
+    let files: Vec<load::FileBytes> = paths.iter().map(|p| load::open(p)).collect::<Result<_, _>>()?;
+    let prepared: Vec<Prepared<'_>> =
+        paths.iter().zip(&files).map(|(p, bytes)| prepare(p, bytes, opts, &cache)).collect::<Result<_, _>>()?;
     let timelines: Vec<Timeline<'_>> =
         prepared.iter().map(|p| Timeline::new(&p.trace, &p.symbols, p.timebase)).collect();
+    let refs: Vec<&Timeline<'_>> = timelines.iter().collect();
+    render::chrome::write_many(&refs, &chrome, out).map_err(ConvertError::Output)?;
+    out.flush().map_err(ConvertError::Output)?;
+    let mut report = Report::default();
     for (p, timeline) in prepared.iter().zip(&timelines) {
         report.diagnostics.extend(p.report.diagnostics.iter().cloned());
         check_timeline(timeline, format, &mut report);
     }
-    let refs: Vec<&Timeline<'_>> = timelines.iter().collect();
-    render::chrome::write_many(&refs, &chrome, out).map_err(ConvertError::Output)?;
-    out.flush().map_err(ConvertError::Output)?;
     Ok(report)
 }

@@ -11,7 +11,8 @@ use crate::timebase::{RateOrigin, Timebase};
 
 /// Writes the report for the dump at `path`.
 pub fn info(path: &Path, opts: &symbolize::Options, out: &mut dyn Write) -> Result<(), InfoError> {
-    let trace = load::load(path)?;
+    let bytes = load::open(path)?;
+    let trace = load::decode(path, &bytes)?;
     let (symbols, problems) = symbolize::symbolize(&trace, opts);
     write_report(&trace, &symbols, out).map_err(InfoError::Output)?;
     for p in problems {
@@ -83,8 +84,8 @@ fn write_report(trace: &Trace, symbols: &Symbols, out: &mut dyn Write) -> io::Re
             Err(_) => writeln!(out, "  -> not usable (see problems)")?,
         }
     }
-    let spans: usize = trace.threads.iter().map(|t| t.spans.len()).sum();
-    let open: usize = trace.threads.iter().map(|t| t.spans.iter().filter(|s| s.open).count()).sum();
+    let spans: u64 = trace.threads.iter().map(|t| t.span_count()).sum();
+    let open: usize = trace.threads.iter().map(|t| t.open_count()).sum();
     let overwritten: u64 = trace.threads.iter().map(|t| t.overwritten()).sum();
     let dropped: u64 = trace.threads.iter().map(|t| t.dropped).sum();
     writeln!(
@@ -94,7 +95,7 @@ fn write_report(trace: &Trace, symbols: &Symbols, out: &mut dyn Write) -> io::Re
     )?;
     for t in &trace.threads {
         let name = if t.name.is_empty() { "-" } else { &t.name };
-        writeln!(out, "  {:>8}  {:<16} {:>10} spans  {:>8} lost", t.tid, name, t.spans.len(), t.lost())?;
+        writeln!(out, "  {:>8}  {:<16} {:>10} spans  {:>8} lost", t.tid, name, t.span_count(), t.lost())?;
     }
     let counts = symbols.counts();
     let total: usize = counts.iter().map(|c| c.1).sum();

@@ -5,11 +5,14 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use ringtrace_format::layout::ARG_KEY;
-use ringtrace_format::{Anchor, Calibration, ClockInfo, Dump, DumpReason, Endian, ReadError, Record, SectionData};
+use ringtrace_format::read::{OpenSpans, Records};
+use ringtrace_format::{Anchor, Calibration, ClockInfo, Dump, DumpReason, Endian, ReadError, RingInfo, SectionData};
 
-/// A dump, decoded.
+/// A dump, decoded: every section but the rings, which stay in the file's
+/// bytes and are decoded one at a time ([`ThreadTrace::spans`]), so memory
+/// is bounded by the largest ring, not by the dump.
 #[derive(Debug)]
-pub struct Trace {
+pub struct Trace<'a> {
     /// The file it came from.
     pub path: PathBuf,
     /// Byte order of the target (site descriptors use it too).
@@ -21,7 +24,9 @@ pub struct Trace {
     /// The module table.
     pub modules: Vec<ModuleEntry>,
     /// One entry per ring.
-    pub threads: Vec<ThreadTrace>,
+    pub threads: Vec<ThreadTrace<'a>>,
+    /// Every distinct span key of every ring, sorted.
+    pub keys: Vec<u64>,
     /// The copied site section: its runtime address and bytes.
     pub sites: Option<(u64, Vec<u8>)>,
     /// The recorder's measured per-span costs, per clock mode.
@@ -75,9 +80,9 @@ pub struct ModuleEntry {
     pub is_main: bool,
 }
 
-/// One thread's ring.
+/// One thread's ring, still in the file's bytes.
 #[derive(Debug)]
-pub struct ThreadTrace {
+pub struct ThreadTrace<'a> {
     /// OS thread id.
     pub tid: u64,
     /// Thread name, possibly empty.
@@ -88,8 +93,15 @@ pub struct ThreadTrace {
     pub dropped: u64,
     /// Of `written`, the records that were not spans (argument records).
     pub aux: u64,
-    /// The spans the ring still held, in the order they ended.
-    pub spans: Vec<SpanRecord>,
+    /// Finished spans the ring still holds.
+    pub finished: u64,
+    /// Counter at the earliest span start, if the ring holds any span.
+    pub first_enter: Option<u64>,
+    records: Records<'a>,
+    /// Spans open at dump time and not also among the finished ones, innermost first.
+    open: Vec<(u64, u64)>,
+    /// The counter at dump time: where open spans end.
+    dump_ticks: u64,
 }
 
 /// One span as recorded.
@@ -107,16 +119,43 @@ pub struct SpanRecord {
     pub open: bool,
 }
 
-impl ThreadTrace {
+impl ThreadTrace<'_> {
     /// Spans the ring recorded and later overwrote (or lost while the dump copied it).
     pub fn overwritten(&self) -> u64 {
-        let finished = self.spans.iter().filter(|s| !s.open).count() as u64;
-        self.written.saturating_sub(self.aux).saturating_sub(finished)
+        self.written.saturating_sub(self.aux).saturating_sub(self.finished)
     }
 
     /// Spans recorded but not in the dump: overwritten or dropped.
     pub fn lost(&self) -> u64 {
         self.overwritten().saturating_add(self.dropped)
+    }
+
+    /// Spans in the dump: finished ones and those still open at dump time.
+    pub fn span_count(&self) -> u64 {
+        self.finished + self.open.len() as u64
+    }
+
+    /// Spans still open at dump time.
+    pub fn open_count(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Calls `f` with every span, finished ones in the order they ended (each
+    /// argument record attached to the span after it), then the open ones,
+    /// innermost first, ending at the dump (or at their own start, if they
+    /// began after the dump's anchor).
+    pub fn spans(&self, mut f: impl FnMut(SpanRecord)) {
+        let mut arg = None;
+        for r in self.records.iter() {
+            if r.key == ARG_KEY {
+                arg = Some(r.enter);
+            } else {
+                f(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: arg.take(), open: false });
+            }
+        }
+        for &(key, enter) in &self.open {
+            f(SpanRecord { key, enter, exit: self.dump_ticks.max(enter), arg: None, open: true });
+        }
     }
 }
 
@@ -125,38 +164,52 @@ fn dump_ticks(clock: &Option<(ClockInfo, Vec<Anchor>)>) -> u64 {
     clock.as_ref().and_then(|(_, anchors)| anchors.last()).map_or(0, |a| a.ticks)
 }
 
-/// Adds the spans open at dump time, ending them at the dump (or at their
-/// own start, if they began after the dump's anchor). An open span that is
-/// also among the finished ones ended while the dump was taken: dropped.
-fn with_open(mut spans: Vec<SpanRecord>, open: impl Iterator<Item = (u64, u64)>, dump_ticks: u64) -> Vec<SpanRecord> {
-    let open: Vec<(u64, u64)> = open.collect();
-    if open.is_empty() {
-        return spans;
-    }
-    // Only finished spans that began exactly when an open one did can be its copy.
-    let enters: std::collections::HashSet<u64> = open.iter().map(|o| o.1).collect();
-    let finished: std::collections::HashSet<(u64, u64)> =
-        spans.iter().filter(|s| enters.contains(&s.enter)).map(|s| (s.key, s.enter)).collect();
-    for (key, enter) in open {
-        if !finished.contains(&(key, enter)) {
-            spans.push(SpanRecord { key, enter, exit: dump_ticks.max(enter), arg: None, open: true });
-        }
-    }
-    spans
-}
-
-/// Spans from ring records: each argument record is attached to the span record after it.
-fn spans_of(records: impl Iterator<Item = Record>) -> Vec<SpanRecord> {
-    let mut spans = Vec::with_capacity(records.size_hint().0);
-    let mut arg = None;
-    for r in records {
+/// Reads a ring's records once: counts its spans, notes its earliest start,
+/// adds its keys to `keys`, and keeps the open spans that did not also end
+/// while the dump was taken (a finished span with the same key and start).
+fn scan_ring<'a>(
+    info: RingInfo<'a>,
+    records: Records<'a>,
+    open: OpenSpans<'a>,
+    dump_ticks: u64,
+    keys: &mut rustc_hash::FxHashSet<u64>,
+) -> ThreadTrace<'a> {
+    let open: Vec<(u64, u64)> = open.iter().collect();
+    let open_enters: rustc_hash::FxHashSet<u64> = open.iter().map(|o| o.1).collect();
+    let mut ended_while_dumping = rustc_hash::FxHashSet::default();
+    let (mut finished, mut first_enter, mut last_key) = (0, u64::MAX, None);
+    for r in records.iter() {
         if r.key == ARG_KEY {
-            arg = Some(r.enter);
-        } else {
-            spans.push(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: arg.take(), open: false });
+            continue;
+        }
+        finished += 1;
+        first_enter = first_enter.min(r.enter);
+        if last_key != Some(r.key) {
+            keys.insert(r.key);
+            last_key = Some(r.key);
+        }
+        if open_enters.contains(&r.enter) {
+            ended_while_dumping.insert((r.key, r.enter));
         }
     }
-    spans
+    // Innermost first: each open span then takes the spans inside it as children.
+    let open: Vec<(u64, u64)> = open.into_iter().rev().filter(|o| !ended_while_dumping.contains(o)).collect();
+    for &(key, enter) in &open {
+        keys.insert(key);
+        first_enter = first_enter.min(enter);
+    }
+    ThreadTrace {
+        tid: info.tid,
+        name: lossy(info.name),
+        written: info.written,
+        dropped: info.dropped,
+        aux: info.aux,
+        finished,
+        first_enter: (finished > 0 || !open.is_empty()).then_some(first_enter),
+        records,
+        open,
+        dump_ticks,
+    }
 }
 
 /// Why a dump could not be read at all.
@@ -204,21 +257,23 @@ pub fn map_file(path: &Path) -> std::io::Result<FileBytes> {
     // SAFETY: the mapping is read-only and private to this process. If another
     // process truncates the file while we read it, we may fault (as every
     // mmap-based tool does); dumps are written once and not modified after.
-    match unsafe { memmap2::Mmap::map(&file) } {
+    // Populated up front: every page is read anyway, and faulting them in
+    // one call costs a fraction of a fault per page.
+    match unsafe { memmap2::MmapOptions::new().populate().map(&file) } {
         Ok(map) => Ok(FileBytes::Mapped(map)),
         Err(_) => std::fs::read(path).map(FileBytes::Read),
     }
 }
 
-/// Reads the dump at `path`. A damaged or truncated file still yields every
-/// complete section before the damage, with `damage` saying where it starts.
-pub fn load(path: &Path) -> Result<Trace, LoadError> {
-    let bytes = map_file(path).map_err(|source| LoadError::Io { path: path.into(), source })?;
-    decode(path, &bytes)
+/// Maps the dump at `path`; [`decode`] then reads it.
+pub fn open(path: &Path) -> Result<FileBytes, LoadError> {
+    map_file(path).map_err(|source| LoadError::Io { path: path.into(), source })
 }
 
-/// Decodes dump bytes; see [`load`].
-pub fn decode(path: &Path, bytes: &[u8]) -> Result<Trace, LoadError> {
+/// Decodes the dump in `bytes` (read from `path`). A damaged or truncated
+/// file still yields every complete section before the damage, with
+/// `damage` saying where it starts.
+pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> {
     let dump = Dump::parse(bytes).map_err(|source| LoadError::Header { path: path.into(), source })?;
     let mut trace = Trace {
         path: path.into(),
@@ -227,12 +282,14 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Trace, LoadError> {
         clock: None,
         modules: Vec::new(),
         threads: Vec::new(),
+        keys: Vec::new(),
         sites: None,
         calibration: Vec::new(),
         dladdr: HashMap::new(),
         damage: None,
         skipped_sections: Vec::new(),
     };
+    let mut keys = rustc_hash::FxHashSet::default();
     for section in dump.sections() {
         let data = match section.and_then(|s| s.decode()) {
             Ok(data) => data,
@@ -264,14 +321,9 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Trace, LoadError> {
                     })
                     .collect()
             }
-            SectionData::Ring(info, records, open) => trace.threads.push(ThreadTrace {
-                tid: info.tid,
-                name: lossy(info.name),
-                written: info.written,
-                dropped: info.dropped,
-                aux: info.aux,
-                spans: with_open(spans_of(records.iter()), open.iter(), dump_ticks(&trace.clock)),
-            }),
+            SectionData::Ring(info, records, open) => {
+                trace.threads.push(scan_ring(info, records, open, dump_ticks(&trace.clock), &mut keys))
+            }
             SectionData::Sites { base, bytes } => trace.sites = Some((base, bytes.to_vec())),
             SectionData::Calibration(c) => trace.calibration = c.iter().collect(),
             SectionData::Dladdr(table) => {
@@ -291,6 +343,8 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Trace, LoadError> {
             SectionData::Unknown(code) => trace.skipped_sections.push(code),
         }
     }
+    trace.keys = keys.into_iter().collect();
+    trace.keys.sort_unstable();
     Ok(trace)
 }
 

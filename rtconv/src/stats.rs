@@ -8,7 +8,6 @@
 //! scope's time (self time ÷ the top-level spans' total, so shares add up to
 //! 100%). Percentiles come from an HDR histogram with 3 significant digits.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
@@ -198,8 +197,13 @@ impl Acc {
 
 /// Computes the scopes of `tl`: one over all threads, or one per thread.
 pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
-    let mut scopes: Vec<(String, u64, HashMap<u32, Acc>)> = Vec::new();
-    for t in &tl.threads {
+    // One accumulator per key index; keys never seen in a scope stay at zero calls.
+    let fresh = || -> Vec<Acc> {
+        tl.keys.iter().map(|_| Acc { durations: opts.clean.then(Vec::new), ..Acc::default() }).collect()
+    };
+    let mut scopes: Vec<(String, u64, Vec<Acc>)> = Vec::new();
+    let mut threads = tl.threads();
+    while let Some(t) = threads.next() {
         let thread = &tl.trace.threads[t.thread];
         let index = if opts.per_thread || scopes.is_empty() {
             let name = match (opts.per_thread, thread.name.is_empty()) {
@@ -207,21 +211,21 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
                 (true, true) => format!("thread {}", thread.tid),
                 (true, false) => thread.name.clone(),
             };
-            scopes.push((name, 0, HashMap::new()));
+            scopes.push((name, 0, fresh()));
             scopes.len() - 1
         } else {
             0
         };
         let (_, total, accs) = &mut scopes[index];
         let costs = if opts.calibrated { tl.recorder_costs() } else { None };
-        tl.walk_calibrated(t, costs, |path, _, duration, self_ns| {
-            let (&key, ancestors) = path.split_last().unwrap_or((&0, &[]));
-            if ancestors.is_empty() {
-                *total += duration;
+        tl.walk_calibrated(t, costs, |v| {
+            if v.path.len() == 1 {
+                *total += v.duration;
             }
-            let outermost = !ancestors.contains(&key);
-            let acc = accs.entry(key).or_insert_with(|| Acc { durations: opts.clean.then(Vec::new), ..Acc::default() });
-            acc.add(duration, self_ns, outermost);
+            let key = v.path.last().copied().unwrap_or_default() as usize;
+            if let Some(acc) = accs.get_mut(key) {
+                acc.add(v.duration, v.self_ns, v.outermost);
+            }
         });
     }
     scopes
@@ -229,8 +233,9 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
         .map(|(name, total_ns, accs)| {
             let mut rows: Vec<Row> = accs
                 .into_iter()
-                .map(|(key, acc)| {
-                    let key = tl.keys[key as usize];
+                .zip(tl.keys)
+                .filter(|(acc, _)| acc.calls > 0)
+                .map(|(acc, &key)| {
                     let name = tl.symbols.get(key).map_or_else(|| "??".to_string(), |n| n.name.clone());
                     acc.row(name, total_ns)
                 })

@@ -17,6 +17,10 @@ pub struct Timebase {
     /// Nanoseconds per `ticks` ticks.
     ns: u64,
     ticks: u64,
+    /// `ns / ticks` split for division-free conversion: whole part, and the
+    /// fraction's remainder scaled by 2^64 (see [`Timebase::ns`]).
+    whole: u64,
+    frac: u64,
 }
 
 /// Why ticks cannot be turned into time.
@@ -50,13 +54,7 @@ impl Timebase {
         let dticks = last.ticks.wrapping_sub(first.ticks);
         let dns = last.mono_ns.wrapping_sub(first.mono_ns);
         let forward = last.ticks > first.ticks && last.mono_ns > first.mono_ns;
-        let origin = |ns, ticks| Timebase {
-            origin_ticks: first.ticks,
-            origin_mono_ns: first.mono_ns,
-            origin_real_ns: first.real_ns,
-            ns,
-            ticks,
-        };
+        let origin = |ns, ticks| Timebase::with_rate(first, ns, ticks);
         // Require a millisecond between anchors before trusting their ratio.
         if forward && dns >= 1_000_000 {
             return Ok((origin(dns, dticks), RateOrigin::Anchors));
@@ -67,8 +65,43 @@ impl Timebase {
         Err(TimebaseError::NoRate { anchors: anchors.len() })
     }
 
-    /// Monotonic nanoseconds at `ticks` (negative before the clock's epoch is clamped to 0).
+    /// `ns` nanoseconds per `ticks` ticks (both non-zero) from `first`.
+    fn with_rate(first: Anchor, ns: u64, ticks: u64) -> Timebase {
+        Timebase {
+            origin_ticks: first.ticks,
+            origin_mono_ns: first.mono_ns,
+            origin_real_ns: first.real_ns,
+            ns,
+            ticks,
+            whole: ns / ticks,
+            // The remainder is below `ticks`, so the quotient fits 64 bits.
+            frac: ((u128::from(ns % ticks) << 64) / u128::from(ticks)) as u64,
+        }
+    }
+
+    /// Monotonic nanoseconds at `ticks`: `origin + floor((ticks - origin_ticks) × ns / ticks)`.
+    ///
+    /// Runs twice per span, so the common case (at or after the first
+    /// anchor) avoids the 128-bit division: `whole + frac / 2^64`
+    /// approximates `ns / ticks` from below by less than 2^-64, so
+    /// `delta × that` is the exact quotient or one less, and one
+    /// multiplication tells which.
     pub fn ns(&self, ticks: u64) -> i128 {
+        if let Some(delta) = ticks.checked_sub(self.origin_ticks)
+            && let Some(approx) = delta
+                .checked_mul(self.whole)
+                .and_then(|w| w.checked_add(((u128::from(delta) * u128::from(self.frac)) >> 64) as u64))
+        {
+            let product = u128::from(delta) * u128::from(self.ns);
+            let next = u128::from(approx) + 1;
+            let exact = if next * u128::from(self.ticks) <= product { next as u64 } else { approx };
+            return i128::from(self.origin_mono_ns) + i128::from(exact);
+        }
+        self.ns_slow(ticks)
+    }
+
+    /// [`ns`](Self::ns) by 128-bit division, for any `ticks`.
+    fn ns_slow(&self, ticks: u64) -> i128 {
         let delta = i128::from(ticks) - i128::from(self.origin_ticks);
         // |delta| < 2^64 and ns < 2^64: the product can overflow only for
         // anchors no real clock gives (a damaged dump); saturate then.
@@ -115,6 +148,29 @@ mod tests {
         assert_eq!(tb.ns(0), 10_000 - 334); // floor of -333.33
         assert_eq!(tb.realtime_ns(tb.ns(3_001_000)), 1_050_000);
         assert!((tb.hz() - 3e9).abs() < 1.0);
+    }
+
+    #[test]
+    fn the_division_free_path_agrees_with_division() {
+        // Rates from a 32 kHz watch crystal to a 5 GHz TSC, deltas from 0 to 2^64 - 1.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (ns, ticks) in [(1_000_000_000, 32_768), (3_000_000, 7_788_000), (7_777_777_777, 1), (1, 3), (999, 1000)] {
+            let tb = Timebase::with_rate(Anchor { ticks: 1_000, mono_ns: 5, real_ns: 0 }, ns, ticks);
+            for _ in 0..20_000 {
+                let shift = next() % 64;
+                let t = next() >> shift;
+                assert_eq!(tb.ns(t), tb.ns_slow(t), "{ns}/{ticks} at {t}");
+            }
+            for t in [0, 999, 1_000, 1_001, u64::MAX, u64::MAX - 1] {
+                assert_eq!(tb.ns(t), tb.ns_slow(t), "{ns}/{ticks} at {t}");
+            }
+        }
     }
 
     #[test]

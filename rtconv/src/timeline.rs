@@ -1,5 +1,7 @@
-//! The decoded model every renderer draws from: spans in nanoseconds, per
-//! thread, parents before children.
+//! The decoded model every renderer draws from: spans in nanoseconds, one
+//! thread at a time, parents before children.
+
+use std::cell::Cell;
 
 use crate::load::Trace;
 use crate::symbolize::Symbols;
@@ -32,19 +34,50 @@ fn clamp_into_parents(spans: &mut [SpanNs]) -> (u64, u64) {
     (cut, deep)
 }
 
-/// One span in monotonic nanoseconds.
+/// One span in monotonic nanoseconds (32 bytes: a ring's worth is held at once).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpanNs {
     /// Start, monotonic ns.
     pub enter_ns: i64,
     /// End, monotonic ns; never before `enter_ns`.
     pub exit_ns: i64,
+    arg: u64,
     /// The span's key as an index into [`Timeline::keys`].
     pub key_index: u32,
+    flags: u8,
+}
+
+const HAS_ARG: u8 = 1;
+const OPEN: u8 = 2;
+
+impl SpanNs {
+    /// A span of key `key_index` from `enter_ns` to `exit_ns`.
+    pub fn new(enter_ns: i64, exit_ns: i64, key_index: u32, arg: Option<u64>, open: bool) -> Self {
+        let flags = if arg.is_some() { HAS_ARG } else { 0 } | if open { OPEN } else { 0 };
+        SpanNs { enter_ns, exit_ns, arg: arg.unwrap_or(0), key_index, flags }
+    }
+
     /// The integer argument recorded with the span.
-    pub arg: Option<u64>,
+    pub fn arg(&self) -> Option<u64> {
+        (self.flags & HAS_ARG != 0).then_some(self.arg)
+    }
+
     /// Still running at dump time; `exit_ns` is the dump time.
-    pub open: bool,
+    pub fn open(&self) -> bool {
+        self.flags & OPEN != 0
+    }
+}
+
+/// One span as [`Timeline::walk`] reports it, when it closes.
+pub struct Visit<'p> {
+    /// Key indices from the thread's root to the span (its own last).
+    pub path: &'p [u32],
+    /// Its duration, clamped into its parent (a child never counts beyond its parent's end).
+    pub duration: u64,
+    /// That duration less its direct children's.
+    pub self_ns: u64,
+    /// No span around it has the same key (a recursive call's outermost entry).
+    pub outermost: bool,
 }
 
 /// One thread's spans, sorted by start, longer first on ties (so a parent
@@ -57,20 +90,9 @@ pub struct ThreadSpans {
     pub spans: Vec<SpanNs>,
 }
 
-/// A trace ready to render.
-pub struct Timeline<'a> {
-    /// The dump.
-    pub trace: &'a Trace,
-    /// Names of its keys.
-    pub symbols: &'a Symbols,
-    /// Tick to time conversion.
-    pub timebase: Timebase,
-    /// Per-thread spans, in dump order.
-    pub threads: Vec<ThreadSpans>,
-    /// Every distinct key, sorted; spans refer to them by index.
-    pub keys: Vec<u64>,
-    /// Earliest span start, monotonic ns (0 if there are no spans).
-    pub origin_ns: i64,
+/// What decoding the threads found wrong with their spans.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Anomalies {
     /// Spans whose exit counter reading was before their enter reading.
     pub backwards: u64,
     /// Spans that ended after their parent and were cut at the parent's end
@@ -80,55 +102,175 @@ pub struct Timeline<'a> {
     pub too_deep: u64,
 }
 
+/// A trace ready to render. Threads are decoded one at a time
+/// ([`threads`](Self::threads)), so memory holds one ring's spans at most.
+pub struct Timeline<'a> {
+    /// The dump.
+    pub trace: &'a Trace<'a>,
+    /// Names of its keys.
+    pub symbols: &'a Symbols,
+    /// Tick to time conversion.
+    pub timebase: Timebase,
+    /// Every distinct key, sorted; spans refer to them by index.
+    pub keys: &'a [u64],
+    /// Earliest span start, monotonic ns (0 if there are no spans).
+    pub origin_ns: i64,
+    anomalies: Cell<Anomalies>,
+}
+
+/// Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
+fn ns(timebase: &Timebase, ticks: u64) -> i64 {
+    timebase.ns(ticks).clamp(i64::MIN.into(), i64::MAX.into()) as i64
+}
+
+/// Buffers reused from one thread to the next.
+#[derive(Default)]
+struct Scratch {
+    ordered: Vec<SpanNs>,
+    first_child: Vec<u32>,
+    next_sibling: Vec<u32>,
+    stack: Vec<u32>,
+}
+
+/// Puts spans that arrive in the order they ended into start order, longer
+/// first on ties, in linear time when they nest: in end order every span
+/// follows the spans inside it, so one pass with a stack of finished
+/// subtrees rebuilds the call tree, and walking that tree gives start order.
+/// Spans that overlap without nesting (a damaged or out-of-order ring) are
+/// sorted instead.
+fn order_by_start(spans: &mut Vec<SpanNs>, scratch: &mut Scratch) {
+    let key = |s: &SpanNs| (s.enter_ns, std::cmp::Reverse(s.exit_ns));
+    let n = spans.len();
+    if n < 2 || u32::try_from(n).is_err() {
+        spans.sort_unstable_by_key(key);
+        return;
+    }
+    const NONE: u32 = u32::MAX;
+    let Scratch { ordered, first_child, next_sibling, stack } = scratch;
+    first_child.clear();
+    first_child.resize(n, NONE);
+    next_sibling.clear();
+    next_sibling.resize(n, NONE);
+    // Roots of finished subtrees not yet adopted, earliest start at the bottom.
+    let roots = stack;
+    roots.clear();
+    for i in 0..n {
+        let enter = spans[i].enter_ns;
+        let mut child = NONE;
+        while let Some(&top) = roots.last() {
+            if spans[top as usize].enter_ns < enter {
+                break;
+            }
+            roots.pop();
+            next_sibling[top as usize] = child;
+            child = top;
+        }
+        first_child[i] = child;
+        roots.push(i as u32);
+    }
+    // Depth first from the roots, siblings in start order.
+    roots.reverse();
+    let stack = roots;
+    ordered.clear();
+    ordered.reserve(n);
+    while let Some(i) = stack.pop() {
+        ordered.push(spans[i as usize]);
+        let mut c = first_child[i as usize];
+        let at = stack.len();
+        while c != NONE {
+            stack.push(c);
+            c = next_sibling[c as usize];
+        }
+        stack[at..].reverse();
+    }
+    std::mem::swap(spans, ordered);
+    if !spans.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+        spans.sort_unstable_by_key(key);
+    }
+}
+
+/// Decodes a timeline's threads one at a time into buffers it reuses, so
+/// memory holds one ring's spans (twice, while ordering them) at most.
+/// `while let Some(t) = threads.next() { … }`.
+pub struct Threads<'t, 'a> {
+    timeline: &'t Timeline<'a>,
+    next: usize,
+    current: ThreadSpans,
+    scratch: Scratch,
+}
+
+impl Threads<'_, '_> {
+    /// The next thread's spans: in nanoseconds, in start order, children cut
+    /// at their parent's end; what was wrong is added to [`Timeline::anomalies`].
+    #[allow(clippy::should_implement_trait)] // lends its buffer: not an `Iterator`
+    pub fn next(&mut self) -> Option<&ThreadSpans> {
+        let tl = self.timeline;
+        let index = self.next;
+        let t = tl.trace.threads.get(index)?;
+        self.next += 1;
+        let spans = &mut self.current.spans;
+        spans.clear();
+        // The count comes from the ring's bytes in the mapped file: no larger than the file.
+        spans.reserve(usize::try_from(t.span_count()).unwrap_or(0));
+        let mut found = Anomalies::default();
+        let mut last: Option<(u64, u32)> = None;
+        t.spans(|r| {
+            let enter_ns = ns(&tl.timebase, r.enter);
+            let mut exit_ns = ns(&tl.timebase, r.exit);
+            if exit_ns < enter_ns {
+                found.backwards += 1;
+                exit_ns = enter_ns;
+            }
+            let key_index = match last {
+                Some((key, index)) if key == r.key => index,
+                _ => {
+                    // Every key is in `keys`, which has fewer than 2^32 entries (one per record at most).
+                    let index = tl.keys.binary_search(&r.key).unwrap_or_default() as u32;
+                    last = Some((r.key, index));
+                    index
+                }
+            };
+            spans.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open));
+        });
+        order_by_start(spans, &mut self.scratch);
+        let (clamped, too_deep) = clamp_into_parents(spans);
+        let mut total = tl.anomalies.get();
+        total.backwards += found.backwards;
+        total.clamped += clamped;
+        total.too_deep += too_deep;
+        tl.anomalies.set(total);
+        self.current.thread = index;
+        Some(&self.current)
+    }
+}
+
 impl<'a> Timeline<'a> {
-    /// Converts and sorts every record of `trace`.
-    pub fn new(trace: &'a Trace, symbols: &'a Symbols, timebase: Timebase) -> Self {
-        let mut keys: Vec<u64> = trace.threads.iter().flat_map(|t| t.spans.iter().map(|r| r.key)).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        // Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
-        let ns = |ticks: u64| timebase.ns(ticks).clamp(i64::MIN.into(), i64::MAX.into()) as i64;
-        let mut backwards = 0;
-        let (mut clamped, mut too_deep) = (0, 0);
-        let mut origin = i64::MAX;
-        let threads = trace
-            .threads
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let mut spans: Vec<SpanNs> = t
-                    .spans
-                    .iter()
-                    .map(|r| {
-                        let enter_ns = ns(r.enter);
-                        let mut exit_ns = ns(r.exit);
-                        if exit_ns < enter_ns {
-                            backwards += 1;
-                            exit_ns = enter_ns;
-                        }
-                        origin = origin.min(enter_ns);
-                        // Every key is in `keys`, which has fewer than 2^32 entries (one per record at most).
-                        let key_index = keys.binary_search(&r.key).unwrap_or_default() as u32;
-                        SpanNs { enter_ns, exit_ns, key_index, arg: r.arg, open: r.open }
-                    })
-                    .collect();
-                spans.sort_unstable_by_key(|s| (s.enter_ns, std::cmp::Reverse(s.exit_ns)));
-                let (cut, deep) = clamp_into_parents(&mut spans);
-                clamped += cut;
-                too_deep += deep;
-                ThreadSpans { thread: i, spans }
-            })
-            .collect();
-        let origin_ns = if origin == i64::MAX { 0 } else { origin };
-        Timeline { trace, symbols, timebase, threads, keys, origin_ns, backwards, clamped, too_deep }
+    /// A timeline over `trace`; nothing is decoded yet.
+    pub fn new(trace: &'a Trace<'a>, symbols: &'a Symbols, timebase: Timebase) -> Self {
+        let first = trace.threads.iter().filter_map(|t| t.first_enter).min();
+        let origin_ns = first.map_or(0, |ticks| ns(&timebase, ticks));
+        Timeline { trace, symbols, timebase, keys: &trace.keys, origin_ns, anomalies: Cell::default() }
+    }
+
+    /// Every thread's spans, decoded one thread at a time (see [`Threads`]).
+    /// Decode each thread once: anomalies are counted as threads are decoded.
+    pub fn threads(&self) -> Threads<'_, 'a> {
+        Threads {
+            timeline: self,
+            next: 0,
+            current: ThreadSpans { thread: 0, spans: Vec::new() },
+            scratch: Scratch::default(),
+        }
+    }
+
+    /// What the threads decoded so far had wrong with them.
+    pub fn anomalies(&self) -> Anomalies {
+        self.anomalies.get()
     }
 
     /// Walks one thread's spans as a call tree and calls `visit` once per
-    /// span, when it closes, with the path of key indices from the thread's
-    /// root to it, its duration clamped into its parent (a child never
-    /// counts beyond its parent's end), and its self time (that duration
-    /// less its direct children's).
-    pub fn walk(&self, thread: &ThreadSpans, visit: impl FnMut(&[u32], &SpanNs, u64, u64)) {
+    /// span, when it closes (see [`Visit`]).
+    pub fn walk(&self, thread: &ThreadSpans, visit: impl FnMut(&Visit<'_>)) {
         self.walk_calibrated(thread, None, visit);
     }
 
@@ -137,46 +279,48 @@ impl<'a> Timeline<'a> {
     /// `read_ns` (what an empty span measures of itself) and `span_ns` for
     /// every span nested in it (what each adds to those around it); self
     /// times are then the calibrated duration less the children's.
-    pub fn walk_calibrated(
-        &self,
-        thread: &ThreadSpans,
-        costs: Option<(u64, u64)>,
-        mut visit: impl FnMut(&[u32], &SpanNs, u64, u64),
-    ) {
-        struct Open<'s> {
-            span: &'s SpanNs,
+    pub fn walk_calibrated(&self, thread: &ThreadSpans, costs: Option<(u64, u64)>, mut visit: impl FnMut(&Visit<'_>)) {
+        struct Open {
             end: i64,
             own: u64,
             children: u64,
             descendants: u64,
         }
-        let mut stack: Vec<Open<'_>> = Vec::new();
+        let mut stack: Vec<Open> = Vec::new();
         let mut path: Vec<u32> = Vec::new();
-        let mut close = |stack: &mut Vec<Open<'_>>, path: &mut Vec<u32>| {
-            if let Some(o) = stack.pop() {
-                let own = match costs {
+        // How many spans of each key are open: a span is its key's outermost when it is the only one.
+        let mut active = vec![0u32; self.keys.len()];
+        let mut close = |stack: &mut Vec<Open>, path: &mut Vec<u32>, active: &mut [u32]| {
+            if let (Some(o), Some(&key)) = (stack.pop(), path.last()) {
+                let duration = match costs {
                     Some((read, span)) => o.own.saturating_sub(read.saturating_add(span.saturating_mul(o.descendants))),
                     None => o.own,
                 };
-                visit(path, o.span, own, own.saturating_sub(o.children));
+                let count = &mut active[key as usize];
+                visit(&Visit { path, duration, self_ns: duration.saturating_sub(o.children), outermost: *count == 1 });
+                *count -= 1;
                 path.pop();
                 if let Some(parent) = stack.last_mut() {
-                    parent.children += own;
+                    parent.children += duration;
                     parent.descendants += 1 + o.descendants;
                 }
             }
         };
         for s in &thread.spans {
             while stack.last().is_some_and(|o| o.end <= s.enter_ns) {
-                close(&mut stack, &mut path);
+                close(&mut stack, &mut path, &mut active);
             }
             let end = stack.last().map_or(s.exit_ns, |o| s.exit_ns.min(o.end));
             let own = end.saturating_sub(s.enter_ns).max(0) as u64;
-            stack.push(Open { span: s, end, own, children: 0, descendants: 0 });
+            stack.push(Open { end, own, children: 0, descendants: 0 });
             path.push(s.key_index);
+            // Key indices come from `keys.binary_search`, so they are in range.
+            if let Some(count) = active.get_mut(s.key_index as usize) {
+                *count += 1;
+            }
         }
         while !stack.is_empty() {
-            close(&mut stack, &mut path);
+            close(&mut stack, &mut path, &mut active);
         }
     }
 
@@ -188,8 +332,62 @@ impl<'a> Timeline<'a> {
         Some((ns(c.read_cost), ns(c.span_cost)))
     }
 
-    /// Total spans.
-    pub fn span_count(&self) -> usize {
-        self.threads.iter().map(|t| t.spans.len()).sum()
+    /// Spans in the dump, over all threads.
+    pub fn span_count(&self) -> u64 {
+        self.trace.threads.iter().map(|t| t.span_count()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(enter_ns: i64, exit_ns: i64) -> SpanNs {
+        SpanNs::new(enter_ns, exit_ns, 0, None, false)
+    }
+
+    /// A random call tree's spans in the order they ended, as a ring holds them.
+    fn nested(seed: u64, n: usize) -> Vec<SpanNs> {
+        let mut x = seed | 1;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let (mut now, mut open, mut ended) = (0i64, Vec::new(), Vec::new());
+        while ended.len() < n {
+            now += next(3) as i64; // ties happen: spans that start or end together
+            if open.is_empty() || (next(2) == 0 && open.len() < 40) {
+                open.push(now);
+            } else {
+                let enter = open.pop().unwrap();
+                ended.push(span(enter, now));
+            }
+        }
+        ended
+    }
+
+    #[test]
+    fn nested_spans_in_end_order_come_out_in_start_order() {
+        for seed in 1..50 {
+            let mut spans = nested(seed, 2_000);
+            let mut expected = spans.clone();
+            expected.sort_by_key(|s| (s.enter_ns, std::cmp::Reverse(s.exit_ns)));
+            order_by_start(&mut spans, &mut Scratch::default());
+            // Ties of equal start and end may come in either order: compare the times.
+            let times = |v: &[SpanNs]| v.iter().map(|s| (s.enter_ns, s.exit_ns)).collect::<Vec<_>>();
+            assert_eq!(times(&spans), times(&expected), "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn overlapping_spans_are_sorted_and_then_cut_into_their_parent() {
+        // b starts inside a and ends after it; c lies inside both.
+        let mut spans = vec![span(20, 25), span(0, 30), span(10, 40)];
+        order_by_start(&mut spans, &mut Scratch::default());
+        assert_eq!(spans, vec![span(0, 30), span(10, 40), span(20, 25)]);
+        assert_eq!(clamp_into_parents(&mut spans), (1, 0));
+        assert_eq!(spans[1], span(10, 30));
     }
 }

@@ -36,6 +36,14 @@ pub fn write(tl: &Timeline<'_>, opts: &Options, out: &mut dyn Write) -> io::Resu
 /// anchors: `ts` counts from the earliest span of them all, each dump is
 /// its own process (a pid seen before gets `1_000_000 × n` added).
 pub fn write_many(timelines: &[&Timeline<'_>], opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+    // A concrete buffered writer: the many small writes per event are
+    // inlined copies, not dynamic calls.
+    let mut out = io::BufWriter::with_capacity(1 << 16, out);
+    write_all_dumps(timelines, opts, &mut out)?;
+    out.flush()
+}
+
+fn write_all_dumps<W: Write>(timelines: &[&Timeline<'_>], opts: &Options, out: &mut W) -> io::Result<()> {
     // Each dump's first span in realtime ns; the earliest is the trace's zero.
     let starts: Vec<i128> = timelines.iter().map(|tl| tl.timebase.realtime_ns(i128::from(tl.origin_ns))).collect();
     let zero = starts.iter().copied().min().unwrap_or(0);
@@ -83,13 +91,13 @@ pub fn write_many(timelines: &[&Timeline<'_>], opts: &Options, out: &mut dyn Wri
 }
 
 /// One dump's process: its metadata, loss markers and span events.
-fn write_process(
+fn write_process<W: Write>(
     tl: &Timeline<'_>,
     opts: &Options,
     pid: u64,
     shift: i64,
     first: bool,
-    out: &mut dyn Write,
+    out: &mut W,
 ) -> io::Result<()> {
     let trace = tl.trace;
     // Each distinct name, and with `args` each key's place, is escaped once.
@@ -113,7 +121,8 @@ fn write_process(
         json_string(process_name)
     )?;
     let mut num = itoa::Buffer::new();
-    for t in &tl.threads {
+    let mut threads = tl.threads();
+    while let Some(t) = threads.next() {
         let thread = &trace.threads[t.thread];
         let tid = thread.tid;
         let name = if thread.name.is_empty() { format!("thread {tid}") } else { thread.name.clone() };
@@ -137,7 +146,7 @@ fn write_process(
             write!(
                 out,
                 ",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"spans_in_dump\":{},\"overwritten\":{},\"dropped\":{}}}}}",
-                thread.spans.len(),
+                thread.span_count(),
                 thread.overwritten(),
                 thread.dropped
             )?;
@@ -194,13 +203,13 @@ fn place_args(name: &crate::symbolize::SpanName) -> String {
 
 /// The span's `args`: its key's place (with `--args`), its recorded argument,
 /// and whether it was still open at the dump.
-fn write_args(s: &SpanNs, place: &str, out: &mut dyn Write) -> io::Result<()> {
-    if s.arg.is_none() && !s.open && place.is_empty() {
+fn write_args<W: Write>(s: &SpanNs, place: &str, out: &mut W) -> io::Result<()> {
+    if s.arg().is_none() && !s.open() && place.is_empty() {
         return Ok(());
     }
     out.write_all(b",\"args\":{")?;
     let mut first = true;
-    let mut sep = |out: &mut dyn Write| -> io::Result<()> {
+    let mut sep = |out: &mut W| -> io::Result<()> {
         if !std::mem::take(&mut first) {
             out.write_all(b",")?;
         }
@@ -210,12 +219,12 @@ fn write_args(s: &SpanNs, place: &str, out: &mut dyn Write) -> io::Result<()> {
         sep(out)?;
         out.write_all(place.as_bytes())?;
     }
-    if let Some(arg) = s.arg {
+    if let Some(arg) = s.arg() {
         sep(out)?;
         // Shown signed: arguments are recorded as `value as u64`, so a negative one wraps.
         write!(out, "\"arg\":{}", arg as i64)?;
     }
-    if s.open {
+    if s.open() {
         sep(out)?;
         out.write_all(b"\"open\":true")?;
     }
@@ -224,17 +233,17 @@ fn write_args(s: &SpanNs, place: &str, out: &mut dyn Write) -> io::Result<()> {
 
 /// One thread as `B`/`E` pairs: each span's `B` at its start, its `E` (with
 /// the name too) at its end, in nesting order.
-fn write_begin_end(
+fn write_begin_end<W: Write>(
     shift: i64,
     t: &ThreadSpans,
     names: &[String],
     places: &[String],
     tail: &str,
-    out: &mut dyn Write,
+    out: &mut W,
     num: &mut itoa::Buffer,
 ) -> io::Result<()> {
     let mut open: Vec<&SpanNs> = Vec::new();
-    let end = |s: &SpanNs, out: &mut dyn Write, num: &mut itoa::Buffer| -> io::Result<()> {
+    let end = |s: &SpanNs, out: &mut W, num: &mut itoa::Buffer| -> io::Result<()> {
         out.write_all(b",\n{\"ph\":\"E\",\"name\":")?;
         out.write_all(names[s.key_index as usize].as_bytes())?;
         out.write_all(b",\"ts\":")?;
@@ -264,7 +273,7 @@ fn write_begin_end(
 }
 
 /// Writes a non-negative nanosecond count as microseconds with three decimals.
-fn write_us(out: &mut dyn Write, ns: i64, num: &mut itoa::Buffer) -> io::Result<()> {
+fn write_us<W: Write>(out: &mut W, ns: i64, num: &mut itoa::Buffer) -> io::Result<()> {
     let ns = ns.max(0);
     out.write_all(num.format(ns / 1000).as_bytes())?;
     let frac = (ns % 1000) as u16;

@@ -18,13 +18,14 @@ pub fn stacks(tl: &Timeline<'_>) -> Vec<(String, u64)> {
     let names: Vec<String> =
         tl.keys.iter().map(|&k| frame(tl.symbols.get(k).map_or("??", |n| n.name.as_str()))).collect();
     let mut lines = Vec::new();
-    for t in &tl.threads {
+    let mut threads = tl.threads();
+    while let Some(t) = threads.next() {
         let thread = &tl.trace.threads[t.thread];
         let root = if thread.name.is_empty() { format!("thread {}", thread.tid) } else { frame(&thread.name) };
         // Self time per path of key indices.
         let mut self_ns: HashMap<Vec<u32>, u64> = HashMap::new();
-        tl.walk(t, |path, _, _, own_self| {
-            *self_ns.entry(path.to_vec()).or_default() += own_self;
+        tl.walk(t, |v| {
+            *self_ns.entry(v.path.to_vec()).or_default() += v.self_ns;
         });
         for (path, weight) in self_ns {
             if weight == 0 {

@@ -21,13 +21,21 @@ use crate::timeline::{SpanNs, Timeline};
 
 /// Writes `tl` as function_graph text.
 pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
+    // A concrete buffered writer: the several writes per line are inlined copies.
+    let mut out = io::BufWriter::with_capacity(1 << 16, out);
+    write_threads(tl, &mut out)?;
+    out.flush()
+}
+
+fn write_threads<W: Write>(tl: &Timeline<'_>, out: &mut W) -> io::Result<()> {
     out.write_all(b"# tracer: function_graph\n#\n")?;
     out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
     out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
     let names: Vec<String> =
         tl.keys.iter().map(|&k| tl.symbols.get(k).map_or_else(|| "??".to_string(), |n| n.name.clone())).collect();
     let mut previous: Option<String> = None;
-    for t in &tl.threads {
+    let mut threads = tl.threads();
+    while let Some(t) = threads.next() {
         let thread = &tl.trace.threads[t.thread];
         let comm = if thread.name.is_empty() { "<...>" } else { thread.name.as_str() };
         let task = proc_column(comm, thread.tid);
@@ -63,8 +71,8 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
 
 /// One line: CPU, task, duration (or the blank column), indentation, then
 /// `text` and `suffix` (written without formatting: this runs once per span edge).
-fn line(
-    out: &mut dyn Write,
+fn line<W: Write>(
+    out: &mut W,
     task: &str,
     duration_ns: Option<i64>,
     depth: usize,
@@ -104,26 +112,43 @@ pub fn mark(ns: u64) -> char {
     MARKS.iter().find(|&&(limit, _)| ns > limit).map_or(' ', |&(_, c)| c)
 }
 
+/// The duration column's text, built without allocating (it is written once per span).
+pub struct DurationText {
+    bytes: [u8; 32],
+    len: usize,
+}
+
+impl DurationText {
+    /// The text.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    fn push(&mut self, b: &[u8]) {
+        self.bytes[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+}
+
 /// `trace_print_graph_duration`: µs, then as many ns digits as keep the
 /// number within 7 digits, then ` us ` and padding to 12 characters.
-pub fn duration(ns: u64) -> String {
+pub fn duration(ns: u64) -> DurationText {
     let mut num = itoa::Buffer::new();
-    let us = num.format(ns / 1000);
-    let mut text = String::with_capacity(16);
-    text.push_str(us);
+    let us = num.format(ns / 1000); // at most 17 digits
+    let mut text = DurationText { bytes: [b' '; 32], len: 0 };
+    text.push(us.as_bytes());
     if us.len() < 7 {
         // snprintf("%03lu") into a buffer of min(5, 8 - len) bytes keeps that many minus one digits.
         let digits = (5.min(8 - us.len()) - 1).min(3);
         let frac = ns % 1000;
         let all = [b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8];
-        text.push('.');
-        text.extend(all[..digits].iter().map(|&b| b as char));
+        text.push(b".");
+        text.push(&all[..digits]);
     }
-    let len = text.len();
-    text.push_str(" us ");
-    for _ in len..8 {
-        text.push(' ');
-    }
+    let len = text.len;
+    text.push(b" us ");
+    // Padding to 8 before " us ": the array is pre-filled with spaces.
+    text.len += 8usize.saturating_sub(len);
     text
 }
 
@@ -142,14 +167,14 @@ mod tests {
 
     #[test]
     fn durations_as_the_kernel_prints_them() {
-        assert_eq!(duration(1_382), "1.382 us    ");
-        assert_eq!(duration(10_123), "10.123 us   ");
-        assert_eq!(duration(123_456), "123.456 us  ");
-        assert_eq!(duration(1_234_567), "1234.567 us ");
-        assert_eq!(duration(12_345_678), "12345.67 us ");
-        assert_eq!(duration(123_456_789), "123456.7 us ");
-        assert_eq!(duration(1_234_567_890), "1234567 us  ");
-        assert_eq!(duration(12_345_678_901), "12345678 us ");
+        assert_eq!(std::str::from_utf8(duration(1_382).as_bytes()).unwrap(), "1.382 us    ");
+        assert_eq!(std::str::from_utf8(duration(10_123).as_bytes()).unwrap(), "10.123 us   ");
+        assert_eq!(std::str::from_utf8(duration(123_456).as_bytes()).unwrap(), "123.456 us  ");
+        assert_eq!(std::str::from_utf8(duration(1_234_567).as_bytes()).unwrap(), "1234.567 us ");
+        assert_eq!(std::str::from_utf8(duration(12_345_678).as_bytes()).unwrap(), "12345.67 us ");
+        assert_eq!(std::str::from_utf8(duration(123_456_789).as_bytes()).unwrap(), "123456.7 us ");
+        assert_eq!(std::str::from_utf8(duration(1_234_567_890).as_bytes()).unwrap(), "1234567 us  ");
+        assert_eq!(std::str::from_utf8(duration(12_345_678_901).as_bytes()).unwrap(), "12345678 us ");
     }
 
     #[test]

@@ -202,10 +202,7 @@ pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
 /// As [`symbolize`], first looking keys up in `cache` (by the module's
 /// build-id) and adding what the backends find to it.
 pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbols, Vec<Problem>) {
-    let mut keys: Vec<u64> = trace.threads.iter().flat_map(|t| t.spans.iter().map(|r| r.key)).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let queries: Vec<(u64, Location)> = keys.iter().map(|&k| (k, locate(trace, k))).collect();
+    let queries: Vec<(u64, Location)> = trace.keys.iter().map(|&k| (k, locate(trace, k))).collect();
     let mut symbols = Symbols::default();
     // The cache key of a code address: its module's build-id (none, none) and file address.
     let cache_key = |location: Location| match location {
