@@ -37,3 +37,8 @@ pub fn locate(trace: &Trace, key: u64) -> Location {
         None => Location::Unmapped,
     }
 }
+
+/// The module whose address range holds `key` (a code address or a site descriptor), if any.
+pub fn module_of<'t>(trace: &'t Trace<'_>, key: u64) -> Option<&'t crate::load::ModuleEntry> {
+    trace.modules.iter().find(|m| m.start <= key && key < m.end)
+}

@@ -51,10 +51,11 @@ struct ConvertArgs {
     /// Write the output here instead of to stdout.
     #[arg(short = 'o', long, value_name = "PATH")]
     output: Option<PathBuf>,
-    /// Chrome events: one complete event per span (x), or a begin and an end event (be).
+    /// Chrome events: one complete event per span (x, smaller), or a begin and an end event (be;
+    /// use it for speedscope, whose float `ts + dur` can misorder back-to-back spans).
     #[arg(long, value_enum, default_value_t = ChromeEventsArg::X)]
     chrome_events: ChromeEventsArg,
-    /// Chrome: add each span's source place and inline chain to its args.
+    /// Chrome: add each span's source place, inline chain and module to its args.
     #[arg(long)]
     args: bool,
     #[command(flatten)]

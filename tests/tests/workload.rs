@@ -119,12 +119,15 @@ fn workload_converts_with_exact_counts_nesting_names_and_durations() {
         }
     }
 
-    // Sleep spans last their known length: at least the request, within 5%.
+    // Sleep spans last their known length: never less than the request (a
+    // 1% margin for the counter rate), and not far beyond it — a loaded
+    // machine wakes a sleeper late by milliseconds, a wrong rate or unit is
+    // off by far more.
     let want = SLEEP_MS * 1_000_000;
     for e in trace.events.iter().filter(|e| e.name == "sleep") {
         assert!(
-            (want * 95 / 100..=want * 105 / 100).contains(&e.dur_ns),
-            "sleep span lasted {} ns, expected {want} ns within 5%",
+            (want * 99 / 100..=want * 140 / 100).contains(&e.dur_ns),
+            "sleep span lasted {} ns, expected {want} ns: at least 99%, at most 140%",
             e.dur_ns
         );
     }
@@ -162,7 +165,7 @@ fn source_line(after: &str, needle: &str) -> usize {
 }
 
 #[test]
-fn args_carry_each_spans_source_place_and_inline_chain() {
+fn args_carry_each_spans_source_place_inline_chain_and_module() {
     let dir = scratch("args");
     let dump = ringtrace_tests::record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
     let (code, json, _) = ringtrace_tests::convert(&dump, &["--args"]);
@@ -179,6 +182,12 @@ fn args_carry_each_spans_source_place_and_inline_chain() {
     // tokenize is inlined into parse_batch (through iterator closures): the chain ends there.
     let chain = tokenize["args"]["inlined_into"].as_str().unwrap();
     assert!(chain.rsplit(" < ").next().unwrap().ends_with("parse_batch"), "{chain}");
+    // Both lie in the workload executable: the module is the file that ran.
+    let exe = binary("workload").canonicalize().unwrap();
+    for span in [first("sleep"), tokenize] {
+        let module = std::path::Path::new(span["args"]["module"].as_str().unwrap());
+        assert_eq!(module.canonicalize().unwrap(), exe, "{span}");
+    }
     // Without --args there are none.
     let (_, plain, _) = ringtrace_tests::convert(&dump, &[]);
     assert!(!plain.contains("\"at\":"));

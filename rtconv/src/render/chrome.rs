@@ -23,7 +23,8 @@ use crate::timeline::{SpanNs, ThreadSpans, Timeline};
 pub struct Options {
     /// A `B` and an `E` event per span instead of one `X` event.
     pub begin_end: bool,
-    /// Add each span's source place (`at`) and inline chain (`inlined_into`) to its args.
+    /// Add each span's source place (`at`), inline chain (`inlined_into`) and
+    /// module path (`module`) to its args.
     pub args: bool,
 }
 
@@ -103,14 +104,8 @@ fn write_process<W: Write>(
     // Each distinct name, and with `args` each key's place, is escaped once.
     let names: Vec<String> =
         tl.keys.iter().map(|&key| json_string(tl.symbols.get(key).map_or("??", |n| n.name.as_str()))).collect();
-    let places: Vec<String> = tl
-        .keys
-        .iter()
-        .map(|&key| match (opts.args, tl.symbols.get(key)) {
-            (true, Some(n)) => place_args(n),
-            _ => String::new(),
-        })
-        .collect();
+    let places: Vec<String> =
+        tl.keys.iter().map(|&key| if opts.args { key_args(tl, key) } else { String::new() }).collect();
     let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
     if !first {
         out.write_all(b",\n")?;
@@ -184,19 +179,24 @@ fn reason_name(reason: ringtrace_format::DumpReason) -> &'static str {
     }
 }
 
-/// `"at":"file:line","inlined_into":"a < b"` for a key, as far as known.
-fn place_args(name: &crate::symbolize::SpanName) -> String {
+/// `"at":"file:line","inlined_into":"a < b","module":"/path"` for a key, as far as known.
+fn key_args(tl: &Timeline<'_>, key: u64) -> String {
     let mut fields = Vec::new();
-    if let Some(file) = &name.file {
-        let at = match name.line {
-            Some(line) => format!("{file}:{line}"),
-            None => file.clone(),
-        };
-        fields.push(format!("\"at\":{}", json_string(&at)));
+    if let Some(name) = tl.symbols.get(key) {
+        if let Some(file) = &name.file {
+            let at = match name.line {
+                Some(line) => format!("{file}:{line}"),
+                None => file.clone(),
+            };
+            fields.push(format!("\"at\":{}", json_string(&at)));
+        }
+        if !name.inlined_into.is_empty() {
+            let chain: Vec<&str> = name.inlined_into.iter().map(|f| f.function.as_str()).collect();
+            fields.push(format!("\"inlined_into\":{}", json_string(&chain.join(" < "))));
+        }
     }
-    if !name.inlined_into.is_empty() {
-        let chain: Vec<&str> = name.inlined_into.iter().map(|f| f.function.as_str()).collect();
-        fields.push(format!("\"inlined_into\":{}", json_string(&chain.join(" < "))));
+    if let Some(module) = crate::address::module_of(tl.trace, key) {
+        fields.push(format!("\"module\":{}", json_string(&module.path.to_string_lossy())));
     }
     fields.join(",")
 }

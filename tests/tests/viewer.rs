@@ -1,0 +1,96 @@
+//! The Chrome JSON in a real viewer: speedscope (its npm release build) in
+//! headless Chromium loads the sample's trace, and what it imported —
+//! per-thread and per-function total and self time — equals `rtconv stats`.
+//!
+//! Needs Chromium, Node and `tests/viewer/node_modules`: `.ci/install-viewers`
+//! installs them.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use ringtrace_tests::{binary, convert, record_workload_with, scratch, workspace_root};
+use serde_json::Value;
+
+/// (thread name, function) to (total ns, self ns).
+type Totals = BTreeMap<(String, String), (u64, u64)>;
+
+fn speedscope(trace: &std::path::Path) -> Value {
+    let viewer = workspace_root().join("tests/viewer");
+    assert!(
+        viewer.join("node_modules/speedscope").is_dir() && viewer.join("node_modules/puppeteer-core").is_dir(),
+        "speedscope is not installed in tests/viewer: run .ci/install-viewers (Chromium, Node, npm ci)"
+    );
+    let out = Command::new("node")
+        .arg(viewer.join("speedscope.mjs"))
+        .arg(trace)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run node ({e}): run .ci/install-viewers"));
+    assert!(out.status.success(), "speedscope run failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("speedscope.mjs prints JSON")
+}
+
+#[test]
+fn speedscope_shows_the_same_per_thread_and_per_function_totals_as_rtconv_stats() {
+    let dir = scratch("viewer");
+    // Sleeps of a known length, recursion (fib) and nesting three deep (parser).
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &["--sleep-ms", "20"]);
+    let (code, json, stderr) = convert(&dump, &["--chrome-events", "be"]);
+    assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
+    let trace = dir.join("w.json");
+    std::fs::write(&trace, json).unwrap();
+    let seen = speedscope(&trace);
+    assert_eq!(seen["warnings"], Value::Array(vec![]), "speedscope complained while importing");
+
+    // speedscope names a thread's profile "process (pid P), thread (tid T)" and keeps microseconds as doubles.
+    let mut ours = Totals::new();
+    let mut theirs = Totals::new();
+    let mut thread_totals = (BTreeMap::new(), BTreeMap::new());
+    let ns = |us: &Value| (us.as_f64().unwrap() * 1000.0).round() as u64;
+    for profile in seen["profiles"].as_array().unwrap() {
+        let name = profile["name"].as_str().unwrap();
+        let thread = name.split(", ").nth(1).and_then(|t| t.split(" (tid").next()).unwrap().to_string();
+        thread_totals.1.insert(thread.clone(), ns(&profile["total_us"]));
+        for (function, f) in profile["functions"].as_object().unwrap() {
+            theirs.insert((thread.clone(), function.clone()), (ns(&f["total_us"]), ns(&f["self_us"])));
+        }
+    }
+    let stats =
+        Command::new(binary("rtconv")).args(["stats", "--per-thread", "--format", "json"]).arg(&dump).output().unwrap();
+    assert!(stats.status.success());
+    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    for scope in stats.as_array().unwrap() {
+        let thread = scope["scope"].as_str().unwrap().to_string();
+        thread_totals.0.insert(thread.clone(), scope["total_ns"].as_u64().unwrap());
+        for f in scope["functions"].as_array().unwrap() {
+            let key = (thread.clone(), f["function"].as_str().unwrap().to_string());
+            ours.insert(key, (f["total_ns"].as_u64().unwrap(), f["self_ns"].as_u64().unwrap()));
+        }
+    }
+    // A thread whose spans all last 0 ns has no time in speedscope's export at all.
+    ours.retain(|_, &mut (total, _)| total > 0);
+    theirs.retain(|_, &mut (total, _)| total > 0);
+    thread_totals.0.retain(|_, &mut t| t > 0);
+    thread_totals.1.retain(|_, &mut t| t > 0);
+    assert_eq!(thread_totals.1, thread_totals.0, "per-thread totals: speedscope, then rtconv stats");
+    assert_eq!(theirs, ours, "per-function (total, self) ns: speedscope, then rtconv stats");
+    // Every thread and function of the workload took part in the comparison.
+    let expected = [
+        ("fib-0", "workload::fib"),
+        ("fib-1", "workload::fib"),
+        ("parser-0", "checksum"),
+        ("parser-0", "tokenize"),
+        ("parser-0", "workload::parse_batch"),
+        ("parser-1", "checksum"),
+        ("parser-1", "tokenize"),
+        ("parser-1", "workload::parse_batch"),
+        ("sleeper", "sleep"),
+        ("sleeper", "sleeper round"),
+    ];
+    let mut compared: Vec<(&str, &str)> = ours.keys().map(|(t, f)| (t.as_str(), f.as_str())).collect();
+    // "main done" is an empty span: 0 ns or a few, so present or not.
+    compared.retain(|&k| k != ("main", "main done"));
+    assert_eq!(compared, expected);
+    // The known sleeps are there: 5 rounds of 20 ms on the sleeper thread.
+    let (sleep_total, _) = ours[&("sleeper".to_string(), "sleep".to_string())];
+    assert!((100_000_000..140_000_000).contains(&sleep_total), "{sleep_total}");
+}
