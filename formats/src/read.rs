@@ -21,6 +21,7 @@ pub enum Endian {
 
 impl Endian {
     /// Reads a `u16` from exactly two bytes.
+    #[inline]
     pub fn u16(self, b: [u8; 2]) -> u16 {
         match self {
             Endian::Little => u16::from_le_bytes(b),
@@ -28,6 +29,7 @@ impl Endian {
         }
     }
     /// Reads a `u32` from exactly four bytes.
+    #[inline]
     pub fn u32(self, b: [u8; 4]) -> u32 {
         match self {
             Endian::Little => u32::from_le_bytes(b),
@@ -35,6 +37,7 @@ impl Endian {
         }
     }
     /// Reads a `u64` from exactly eight bytes.
+    #[inline]
     pub fn u64(self, b: [u8; 8]) -> u64 {
         match self {
             Endian::Little => u64::from_le_bytes(b),
@@ -450,8 +453,21 @@ impl<'a> Records<'a> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// The records in file order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = Record> + 'a {
+    /// The record at `index` in file order.
+    #[inline]
+    pub fn get(&self, index: usize) -> Option<Record> {
+        let at = index.checked_mul(RECORD_SIZE)?;
+        let c = self.bytes.get(at..at.checked_add(RECORD_SIZE)?)?;
+        let e = self.endian;
+        Some(Record {
+            key: e.u64(c[0..8].try_into().unwrap_or_default()),
+            enter: e.u64(c[8..16].try_into().unwrap_or_default()),
+            exit: e.u64(c[16..24].try_into().unwrap_or_default()),
+        })
+    }
+
+    /// The records in file order (or, reversed, newest first).
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Record> + DoubleEndedIterator + 'a {
         let e = self.endian;
         self.bytes.chunks_exact(RECORD_SIZE).map(move |c| Record {
             key: e.u64(c[0..8].try_into().unwrap_or_default()),

@@ -38,32 +38,29 @@ pub struct Tree {
 type Paths = HashMap<Vec<u32>, (u64, u64, u64)>;
 
 /// Builds the trees of `tl`: one over all threads, or one per thread;
-/// with `calibrated`, the recorder's own cost taken out (see `Timeline::walk_calibrated`).
+/// with `calibrated`, the recorder's own cost taken out (see `Timeline::walk`).
 pub fn build(tl: &Timeline<'_>, per_thread: bool, calibrated: bool) -> Vec<Tree> {
     let costs = if calibrated { tl.recorder_costs() } else { None };
-    let mut scopes: Vec<(String, u64, Paths)> = Vec::new();
-    let mut threads = tl.threads();
-    while let Some(t) = threads.next() {
-        if per_thread || scopes.is_empty() {
-            let thread = &tl.trace.threads[t.thread];
-            let name = match (per_thread, thread.name.is_empty()) {
-                (false, _) => "all threads".to_string(),
-                (true, true) => format!("thread {}", thread.tid),
-                (true, false) => thread.name.clone(),
-            };
-            scopes.push((name, 0, HashMap::new()));
+    let scope_name = |thread: &crate::load::ThreadTrace<'_>| match (per_thread, thread.name.is_empty()) {
+        (false, _) => "all threads".to_string(),
+        (true, true) => format!("thread {}", thread.tid),
+        (true, false) => thread.name.clone(),
+    };
+    // One scope per thread, or one over all of them (none for a dump without rings).
+    let mut scopes: Vec<(String, u64, Paths)> = match per_thread {
+        true => tl.trace.threads.iter().map(|t| (scope_name(t), 0, HashMap::new())).collect(),
+        false => tl.trace.threads.first().map(|t| (scope_name(t), 0, HashMap::new())).into_iter().collect(),
+    };
+    tl.walk(costs, |v| {
+        let Some((_, total, paths)) = scopes.get_mut(if per_thread { v.thread } else { 0 }) else { return };
+        if v.path.len() == 1 {
+            *total += v.duration;
         }
-        let Some((_, total, paths)) = scopes.last_mut() else { continue };
-        tl.walk_calibrated(t, costs, |v| {
-            if v.path.len() == 1 {
-                *total += v.duration;
-            }
-            let entry = paths.entry(v.path.to_vec()).or_default();
-            entry.0 += 1;
-            entry.1 += v.duration;
-            entry.2 += v.self_ns;
-        });
-    }
+        let entry = paths.entry(v.path.to_vec()).or_default();
+        entry.0 += 1;
+        entry.1 += v.duration;
+        entry.2 += v.self_ns;
+    });
     let name_of = |key_index: u32| {
         let key = tl.keys[key_index as usize];
         tl.symbols.get(key).map_or_else(|| "??".to_string(), |n| n.name.clone())

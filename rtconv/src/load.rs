@@ -100,6 +100,9 @@ pub struct ThreadTrace<'a> {
     records: Records<'a>,
     /// Spans open at dump time and not also among the finished ones, innermost first.
     open: Vec<(u64, u64)>,
+    /// The spans nest without partial overlaps, in the order they ended (see
+    /// [`ThreadTrace::spans_rev`]); false for a damaged or out-of-order ring.
+    pub nested: bool,
     /// The counter at dump time: where open spans end.
     dump_ticks: u64,
 }
@@ -159,6 +162,99 @@ impl ThreadTrace<'_> {
     }
 }
 
+impl ThreadTrace<'_> {
+    /// Positions of [`span_at`](Self::span_at): the ring's records, then the open spans.
+    pub fn positions(&self) -> usize {
+        self.records.len() + self.open.len()
+    }
+
+    /// The span at `position` in [`spans`](Self::spans)' order counting
+    /// argument records too (`None` for those): records first, then open spans.
+    #[inline]
+    pub fn span_at(&self, position: usize) -> Option<SpanRecord> {
+        match position.checked_sub(self.records.len()) {
+            None => {
+                let r = self.records.get(position)?;
+                if r.key == ARG_KEY {
+                    return None;
+                }
+                let before = position.checked_sub(1).and_then(|p| self.records.get(p));
+                let arg = before.filter(|b| b.key == ARG_KEY).map(|b| b.enter);
+                Some(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg, open: false })
+            }
+            Some(j) => {
+                let &(key, enter) = self.open.get(j)?;
+                Some(SpanRecord { key, enter, exit: self.dump_ticks.max(enter), arg: None, open: true })
+            }
+        }
+    }
+
+    /// Calls `f` with every span in the reverse of [`spans`](Self::spans)'
+    /// order: open spans outermost first, then finished ones newest first.
+    /// When the ring is [`nested`](Self::nested), this is the call tree in
+    /// pre-order, each parent before its children, children right to left.
+    #[inline]
+    pub fn spans_rev(&self, mut f: impl FnMut(SpanRecord)) {
+        for &(key, enter) in self.open.iter().rev() {
+            f(SpanRecord { key, enter, exit: self.dump_ticks.max(enter), arg: None, open: true });
+        }
+        // An argument record belongs to the span record after it.
+        let mut pending: Option<SpanRecord> = None;
+        for r in self.records.iter().rev() {
+            if r.key == ARG_KEY {
+                if let Some(mut span) = pending.take() {
+                    span.arg = Some(r.enter);
+                    f(span);
+                }
+            } else {
+                if let Some(span) =
+                    pending.replace(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: None, open: false })
+                {
+                    f(span);
+                }
+            }
+        }
+        if let Some(span) = pending {
+            f(span);
+        }
+    }
+}
+
+/// Checks, span by span in the order they ended, that spans nest: each span
+/// contains every earlier span that started within it, and the one before
+/// those ended before it started. Holds the start of each span not yet
+/// inside another.
+#[derive(Default)]
+struct NestingCheck {
+    roots: Vec<(u64, u64)>,
+    broken: bool,
+}
+
+impl NestingCheck {
+    #[inline]
+    fn add(&mut self, enter: u64, exit: u64) {
+        if self.broken {
+            return;
+        }
+        let exit = exit.max(enter); // a counter that went backwards: zero length
+        let mut inner_end = None;
+        while let Some(&(e, x)) = self.roots.last() {
+            if e < enter {
+                break;
+            }
+            self.roots.pop();
+            inner_end = Some(inner_end.unwrap_or(x));
+        }
+        let overlaps_before = self.roots.last().is_some_and(|&(_, x)| x > enter);
+        if overlaps_before || inner_end.is_some_and(|x| x > exit) {
+            self.broken = true;
+            self.roots = Vec::new();
+            return;
+        }
+        self.roots.push((enter, exit));
+    }
+}
+
 /// The counter at dump time: the last anchor, if the clock section came first.
 fn dump_ticks(clock: &Option<(ClockInfo, Vec<Anchor>)>) -> u64 {
     clock.as_ref().and_then(|(_, anchors)| anchors.last()).map_or(0, |a| a.ticks)
@@ -178,17 +274,19 @@ fn scan_ring<'a>(
     let open_enters: rustc_hash::FxHashSet<u64> = open.iter().map(|o| o.1).collect();
     let mut ended_while_dumping = rustc_hash::FxHashSet::default();
     let (mut finished, mut first_enter, mut last_key) = (0, u64::MAX, None);
+    let mut nesting = NestingCheck::default();
     for r in records.iter() {
         if r.key == ARG_KEY {
             continue;
         }
         finished += 1;
         first_enter = first_enter.min(r.enter);
+        nesting.add(r.enter, r.exit);
         if last_key != Some(r.key) {
             keys.insert(r.key);
             last_key = Some(r.key);
         }
-        if open_enters.contains(&r.enter) {
+        if !open_enters.is_empty() && open_enters.contains(&r.enter) {
             ended_while_dumping.insert((r.key, r.enter));
         }
     }
@@ -197,6 +295,7 @@ fn scan_ring<'a>(
     for &(key, enter) in &open {
         keys.insert(key);
         first_enter = first_enter.min(enter);
+        nesting.add(enter, dump_ticks.max(enter));
     }
     ThreadTrace {
         tid: info.tid,
@@ -208,6 +307,7 @@ fn scan_ring<'a>(
         first_enter: (finished > 0 || !open.is_empty()).then_some(first_enter),
         records,
         open,
+        nested: !nesting.broken,
         dump_ticks,
     }
 }

@@ -64,7 +64,7 @@ pub struct Options {
     pub output: Output,
     /// The call tree instead of the per-function table.
     pub tree: bool,
-    /// Take the recorder's measured cost out of every span (see `Timeline::walk_calibrated`).
+    /// Take the recorder's measured cost out of every span (see `Timeline::walk`).
     pub calibrated: bool,
     /// Leave outlying calls out of the distribution figures (see [`crate::clean`]).
     pub clean: bool,
@@ -126,14 +126,14 @@ struct Acc {
     sum: f64,
     sum_sq: f64,
     hist: Option<Histogram<u64>>,
-    /// Every call's duration, in call order (kept only with `--clean`).
-    durations: Option<Vec<u64>>,
+    /// Every call's start and duration (kept only with `--clean`).
+    durations: Option<Vec<(i64, u64)>>,
 }
 
 impl Acc {
-    fn add(&mut self, duration: u64, self_ns: u64, outermost: bool) {
+    fn add(&mut self, enter_ns: i64, duration: u64, self_ns: u64, outermost: bool) {
         if let Some(all) = &mut self.durations {
-            all.push(duration);
+            all.push((enter_ns, duration));
         }
         if self.calls == 0 || duration < self.min {
             self.min = duration;
@@ -156,22 +156,30 @@ impl Acc {
         }
     }
 
+    /// The row with the distribution figures recomputed from the calls no longer than `fence`.
+    fn cleaned_row(&self, name: String, scope_total: u64, all: &[u64], fence: u64) -> Row {
+        let mut kept = Acc::default();
+        for &d in all.iter().filter(|&&d| d <= fence) {
+            kept.add(0, d, 0, false);
+        }
+        let mut row = kept.row(name, scope_total);
+        row.calls = self.calls;
+        row.total_ns = self.total;
+        row.self_ns = self.self_ns;
+        row.share = if scope_total == 0 { 0.0 } else { self.self_ns as f64 / scope_total as f64 };
+        row.outliers = self.calls - kept.calls;
+        row
+    }
+
     fn row(&self, name: String, scope_total: u64) -> Row {
-        if let Some(all) = &self.durations
-            && let Some(fence) = crate::clean::fence(all)
-        {
-            // Recompute the distribution from the calls inside the fence.
-            let mut kept = Acc::default();
-            for &d in all.iter().filter(|&&d| d <= fence) {
-                kept.add(d, 0, false);
+        if let Some(calls) = &self.durations {
+            // In the order the calls started.
+            let mut calls = calls.clone();
+            calls.sort_unstable();
+            let all: Vec<u64> = calls.iter().map(|&(_, d)| d).collect();
+            if let Some(fence) = crate::clean::fence(&all) {
+                return self.cleaned_row(name, scope_total, &all, fence);
             }
-            let mut row = kept.row(name, scope_total);
-            row.calls = self.calls;
-            row.total_ns = self.total;
-            row.self_ns = self.self_ns;
-            row.share = if scope_total == 0 { 0.0 } else { self.self_ns as f64 / scope_total as f64 };
-            row.outliers = self.calls - kept.calls;
-            return row;
         }
         let n = self.calls.max(1) as f64;
         let mean = self.sum / n;
@@ -201,33 +209,27 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
     let fresh = || -> Vec<Acc> {
         tl.keys.iter().map(|_| Acc { durations: opts.clean.then(Vec::new), ..Acc::default() }).collect()
     };
-    let mut scopes: Vec<(String, u64, Vec<Acc>)> = Vec::new();
-    let mut threads = tl.threads();
-    while let Some(t) = threads.next() {
-        let thread = &tl.trace.threads[t.thread];
-        let index = if opts.per_thread || scopes.is_empty() {
-            let name = match (opts.per_thread, thread.name.is_empty()) {
-                (false, _) => "all threads".to_string(),
-                (true, true) => format!("thread {}", thread.tid),
-                (true, false) => thread.name.clone(),
-            };
-            scopes.push((name, 0, fresh()));
-            scopes.len() - 1
-        } else {
-            0
-        };
-        let (_, total, accs) = &mut scopes[index];
-        let costs = if opts.calibrated { tl.recorder_costs() } else { None };
-        tl.walk_calibrated(t, costs, |v| {
-            if v.path.len() == 1 {
-                *total += v.duration;
-            }
-            let key = v.path.last().copied().unwrap_or_default() as usize;
-            if let Some(acc) = accs.get_mut(key) {
-                acc.add(v.duration, v.self_ns, v.outermost);
-            }
-        });
-    }
+    let scope_name = |thread: &crate::load::ThreadTrace<'_>| match (opts.per_thread, thread.name.is_empty()) {
+        (false, _) => "all threads".to_string(),
+        (true, true) => format!("thread {}", thread.tid),
+        (true, false) => thread.name.clone(),
+    };
+    // One scope per thread, or one over all of them (none for a dump without rings).
+    let mut scopes: Vec<(String, u64, Vec<Acc>)> = match opts.per_thread {
+        true => tl.trace.threads.iter().map(|t| (scope_name(t), 0, fresh())).collect(),
+        false => tl.trace.threads.first().map(|t| (scope_name(t), 0, fresh())).into_iter().collect(),
+    };
+    let costs = if opts.calibrated { tl.recorder_costs() } else { None };
+    tl.walk(costs, |v| {
+        let Some((_, total, accs)) = scopes.get_mut(if opts.per_thread { v.thread } else { 0 }) else { return };
+        if v.path.len() == 1 {
+            *total += v.duration;
+        }
+        let key = v.path.last().copied().unwrap_or_default() as usize;
+        if let Some(acc) = accs.get_mut(key) {
+            acc.add(v.enter_ns, v.duration, v.self_ns, v.outermost);
+        }
+    });
     scopes
         .into_iter()
         .map(|(name, total_ns, accs)| {

@@ -82,25 +82,37 @@ impl Timebase {
     /// Monotonic nanoseconds at `ticks`: `origin + floor((ticks - origin_ticks) × ns / ticks)`.
     ///
     /// Runs twice per span, so the common case (at or after the first
-    /// anchor) avoids the 128-bit division: `whole + frac / 2^64`
-    /// approximates `ns / ticks` from below by less than 2^-64, so
-    /// `delta × that` is the exact quotient or one less, and one
-    /// multiplication tells which.
+    /// anchor) avoids the 128-bit division. With `frac = floor(2^64 × (ns
+    /// mod ticks) / ticks)`, `delta × frac = hi × 2^64 + lo` falls short of
+    /// `2^64 × delta × (ns mod ticks) / ticks` by less than `delta`; so when
+    /// `lo + delta` does not carry, `hi` is exactly the fractional part's
+    /// floor, and otherwise (rarely: `delta` is far below 2^64) it is `hi`
+    /// or `hi + 1`, which one multiplication settles.
+    #[inline]
     pub fn ns(&self, ticks: u64) -> i128 {
-        if let Some(delta) = ticks.checked_sub(self.origin_ticks)
-            && let Some(approx) = delta
-                .checked_mul(self.whole)
-                .and_then(|w| w.checked_add(((u128::from(delta) * u128::from(self.frac)) >> 64) as u64))
-        {
-            let product = u128::from(delta) * u128::from(self.ns);
-            let next = u128::from(approx) + 1;
-            let exact = if next * u128::from(self.ticks) <= product { next as u64 } else { approx };
-            return i128::from(self.origin_mono_ns) + i128::from(exact);
+        if let Some(delta) = ticks.checked_sub(self.origin_ticks) {
+            let p = u128::from(delta) * u128::from(self.frac);
+            let (hi, lo) = ((p >> 64) as u64, p as u64);
+            if let Some(approx) = delta.checked_mul(self.whole).and_then(|w| w.checked_add(hi)) {
+                let exact = if lo.checked_add(delta).is_some() {
+                    approx
+                } else {
+                    let next = u128::from(approx) + 1;
+                    if next * u128::from(self.ticks) <= u128::from(delta) * u128::from(self.ns) {
+                        next as u64
+                    } else {
+                        approx
+                    }
+                };
+                return i128::from(self.origin_mono_ns) + i128::from(exact);
+            }
         }
         self.ns_slow(ticks)
     }
 
     /// [`ns`](Self::ns) by 128-bit division, for any `ticks`.
+    #[cold]
+    #[inline(never)]
     fn ns_slow(&self, ticks: u64) -> i128 {
         let delta = i128::from(ticks) - i128::from(self.origin_ticks);
         // |delta| < 2^64 and ns < 2^64: the product can overflow only for

@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 
-use crate::load::Trace;
+use crate::load::{ThreadTrace, Trace};
 use crate::symbolize::Symbols;
 use crate::timebase::Timebase;
 
@@ -70,8 +70,12 @@ impl SpanNs {
 
 /// One span as [`Timeline::walk`] reports it, when it closes.
 pub struct Visit<'p> {
+    /// Index of its thread in `Trace::threads`.
+    pub thread: usize,
     /// Key indices from the thread's root to the span (its own last).
     pub path: &'p [u32],
+    /// Its start, monotonic ns.
+    pub enter_ns: i64,
     /// Its duration, clamped into its parent (a child never counts beyond its parent's end).
     pub duration: u64,
     /// That duration less its direct children's.
@@ -129,15 +133,18 @@ struct Scratch {
     ordered: Vec<SpanNs>,
     first_child: Vec<u32>,
     next_sibling: Vec<u32>,
-    stack: Vec<u32>,
+    stack: Vec<(u32, u32)>,
+    roots: Vec<(u32, u64)>,
+    parent: Vec<u32>,
+    size: Vec<u32>,
+    ancestors: Vec<(u32, u32, u32)>,
 }
 
-/// Puts spans that arrive in the order they ended into start order, longer
-/// first on ties, in linear time when they nest: in end order every span
-/// follows the spans inside it, so one pass with a stack of finished
-/// subtrees rebuilds the call tree, and walking that tree gives start order.
-/// Spans that overlap without nesting (a damaged or out-of-order ring) are
-/// sorted instead.
+/// Puts spans that arrive in the order they ended, from a ring that does not
+/// nest, into start order, longer first on ties: one pass with a stack of
+/// finished subtrees rebuilds the call tree, walking it (parents first,
+/// siblings left to right) gives start order where spans do nest, and the
+/// result is checked and sorted if spans overlap without nesting.
 fn order_by_start(spans: &mut Vec<SpanNs>, scratch: &mut Scratch) {
     let key = |s: &SpanNs| (s.enter_ns, std::cmp::Reverse(s.exit_ns));
     let n = spans.len();
@@ -146,7 +153,7 @@ fn order_by_start(spans: &mut Vec<SpanNs>, scratch: &mut Scratch) {
         return;
     }
     const NONE: u32 = u32::MAX;
-    let Scratch { ordered, first_child, next_sibling, stack } = scratch;
+    let Scratch { ordered, first_child, next_sibling, stack, .. } = scratch;
     first_child.clear();
     first_child.resize(n, NONE);
     next_sibling.clear();
@@ -157,7 +164,7 @@ fn order_by_start(spans: &mut Vec<SpanNs>, scratch: &mut Scratch) {
     for i in 0..n {
         let enter = spans[i].enter_ns;
         let mut child = NONE;
-        while let Some(&top) = roots.last() {
+        while let Some(&(top, _)) = roots.last() {
             if spans[top as usize].enter_ns < enter {
                 break;
             }
@@ -166,19 +173,19 @@ fn order_by_start(spans: &mut Vec<SpanNs>, scratch: &mut Scratch) {
             child = top;
         }
         first_child[i] = child;
-        roots.push(i as u32);
+        roots.push((i as u32, 0));
     }
     // Depth first from the roots, siblings in start order.
     roots.reverse();
     let stack = roots;
     ordered.clear();
     ordered.reserve(n);
-    while let Some(i) = stack.pop() {
+    while let Some((i, _)) = stack.pop() {
         ordered.push(spans[i as usize]);
         let mut c = first_child[i as usize];
         let at = stack.len();
         while c != NONE {
-            stack.push(c);
+            stack.push((c, 0));
             c = next_sibling[c as usize];
         }
         stack[at..].reverse();
@@ -187,6 +194,71 @@ fn order_by_start(spans: &mut Vec<SpanNs>, scratch: &mut Scratch) {
     if !spans.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
         spans.sort_unstable_by_key(key);
     }
+}
+
+/// Decodes a ring known to nest into `out` in start order without reading
+/// the file out of order (random reads of a large ring are cache misses).
+/// In end order every span follows the spans inside it, so one forward pass
+/// with a stack of finished subtrees gives each span's parent and subtree
+/// size; then one backward pass — parents before children, siblings right
+/// to left — places each span: a parent's subtree occupies the `size`
+/// slots from its own, and its children fill them from the right.
+fn decode_nested(tl: &Timeline<'_>, t: &ThreadTrace<'_>, out: &mut Vec<SpanNs>, scratch: &mut Scratch) -> Anomalies {
+    const NONE: u32 = u32::MAX;
+    let n = t.positions();
+    let Scratch { parent, size, ancestors: stack, roots, .. } = scratch;
+    parent.clear();
+    parent.resize(n, NONE);
+    size.clear();
+    size.resize(n, 0);
+    roots.clear();
+    let mut spans = 0u32;
+    for i in 0..n {
+        let Some(r) = t.span_at(i) else { continue };
+        let mut inside = 1u32;
+        while let Some(&(top, enter)) = roots.last() {
+            if enter < r.enter {
+                break;
+            }
+            roots.pop();
+            parent[top as usize] = i as u32; // i < n fits u32: checked by the caller
+            inside += size[top as usize];
+        }
+        size[i] = inside;
+        spans += 1;
+        roots.push((i as u32, r.enter));
+    }
+    out.clear();
+    out.resize(spans as usize, SpanNs::new(0, 0, 0, None, false));
+    let mut found = Anomalies::default();
+    let mut last: Option<(u64, u32)> = None;
+    // Open ancestors of the span being placed: (position, next free slot from the right, depth).
+    stack.clear();
+    let mut top_cursor = spans;
+    for i in (0..n).rev() {
+        let Some(r) = t.span_at(i) else { continue };
+        let p = parent[i];
+        while stack.last().is_some_and(|&(a, _, _)| a != p) {
+            stack.pop();
+        }
+        let (cursor, depth) = match stack.last_mut() {
+            Some((_, cursor, depth)) => (cursor, *depth + 1),
+            None => (&mut top_cursor, 1),
+        };
+        *cursor -= size[i];
+        let slot = *cursor;
+        let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
+        let key_index = tl.key_index(r.key, &mut last);
+        if let Some(s) = out.get_mut(slot as usize) {
+            *s = SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open);
+        }
+        if depth as usize > MAX_DEPTH {
+            found.too_deep += 1;
+        }
+        // Its children fill the slots after its own, from the right.
+        stack.push((i as u32, slot + size[i], depth));
+    }
+    found
 }
 
 /// Decodes a timeline's threads one at a time into buffers it reuses, so
@@ -204,43 +276,116 @@ impl Threads<'_, '_> {
     /// at their parent's end; what was wrong is added to [`Timeline::anomalies`].
     #[allow(clippy::should_implement_trait)] // lends its buffer: not an `Iterator`
     pub fn next(&mut self) -> Option<&ThreadSpans> {
-        let tl = self.timeline;
         let index = self.next;
-        let t = tl.trace.threads.get(index)?;
         self.next += 1;
+        self.decode(index)
+    }
+
+    /// Thread `index`'s spans, as [`next`](Self::next) gives them.
+    fn decode(&mut self, index: usize) -> Option<&ThreadSpans> {
+        let tl = self.timeline;
+        let t = tl.trace.threads.get(index)?;
         let spans = &mut self.current.spans;
         spans.clear();
         // The count comes from the ring's bytes in the mapped file: no larger than the file.
         spans.reserve(usize::try_from(t.span_count()).unwrap_or(0));
-        let mut found = Anomalies::default();
-        let mut last: Option<(u64, u32)> = None;
-        t.spans(|r| {
-            let enter_ns = ns(&tl.timebase, r.enter);
-            let mut exit_ns = ns(&tl.timebase, r.exit);
-            if exit_ns < enter_ns {
-                found.backwards += 1;
-                exit_ns = enter_ns;
-            }
-            let key_index = match last {
-                Some((key, index)) if key == r.key => index,
-                _ => {
-                    // Every key is in `keys`, which has fewer than 2^32 entries (one per record at most).
-                    let index = tl.keys.binary_search(&r.key).unwrap_or_default() as u32;
-                    last = Some((r.key, index));
-                    index
-                }
-            };
-            spans.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open));
-        });
-        order_by_start(spans, &mut self.scratch);
-        let (clamped, too_deep) = clamp_into_parents(spans);
-        let mut total = tl.anomalies.get();
-        total.backwards += found.backwards;
-        total.clamped += clamped;
-        total.too_deep += too_deep;
-        tl.anomalies.set(total);
+        let found = if t.nested && u32::try_from(t.positions()).is_ok() {
+            decode_nested(tl, t, spans, &mut self.scratch)
+        } else {
+            let mut found = Anomalies::default();
+            let mut last: Option<(u64, u32)> = None;
+            t.spans(|r| {
+                let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
+                let key_index = tl.key_index(r.key, &mut last);
+                spans.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open));
+            });
+            order_by_start(spans, &mut self.scratch);
+            let (clamped, too_deep) = clamp_into_parents(spans);
+            Anomalies { clamped, too_deep, ..found }
+        };
+        tl.add_anomalies(found);
         self.current.thread = index;
         Some(&self.current)
+    }
+}
+
+/// The call-tree walk behind [`Timeline::walk`]: spans come in pre-order
+/// (parents first), children left to right or right to left.
+struct Walker {
+    thread: usize,
+    costs: Option<(u64, u64)>,
+    stack: Vec<Open>,
+    path: Vec<u32>,
+    /// How many spans of each key are open: a span is its key's outermost when it is the only one.
+    active: Vec<u32>,
+    too_deep: u64,
+}
+
+struct Open {
+    enter: i64,
+    end: i64,
+    own: u64,
+    children: u64,
+    descendants: u64,
+}
+
+impl Walker {
+    fn new(keys: usize, costs: Option<(u64, u64)>) -> Self {
+        Walker { thread: 0, costs, stack: Vec::new(), path: Vec::new(), active: vec![0; keys], too_deep: 0 }
+    }
+
+    /// The next span: it closes the open spans it lies outside of (after
+    /// their end, or before their start), then opens inside the innermost
+    /// one left, cut at that one's end.
+    #[inline]
+    fn push(&mut self, enter: i64, exit: i64, key_index: u32, visit: &mut impl FnMut(&Visit<'_>)) {
+        while self.stack.last().is_some_and(|o| o.end <= enter || enter < o.enter) {
+            self.close(visit);
+        }
+        let end = self.stack.last().map_or(exit, |o| exit.min(o.end));
+        let own = end.saturating_sub(enter).max(0) as u64;
+        self.stack.push(Open { enter, end, own, children: 0, descendants: 0 });
+        self.path.push(key_index);
+        if self.stack.len() > MAX_DEPTH {
+            self.too_deep += 1;
+        }
+        // Key indices come from `keys.binary_search`, so they are in range.
+        if let Some(count) = self.active.get_mut(key_index as usize) {
+            *count += 1;
+        }
+    }
+
+    /// Closes every open span: the thread is done.
+    fn finish(&mut self, visit: &mut impl FnMut(&Visit<'_>)) {
+        while !self.stack.is_empty() {
+            self.close(visit);
+        }
+    }
+
+    #[inline]
+    fn close(&mut self, visit: &mut impl FnMut(&Visit<'_>)) {
+        let (Some(o), Some(&key)) = (self.stack.pop(), self.path.last()) else { return };
+        let duration = match self.costs {
+            Some((read, span)) => o.own.saturating_sub(read.saturating_add(span.saturating_mul(o.descendants))),
+            None => o.own,
+        };
+        let count = self.active.get(key as usize).copied().unwrap_or(1);
+        visit(&Visit {
+            thread: self.thread,
+            path: &self.path,
+            enter_ns: o.enter,
+            duration,
+            self_ns: duration.saturating_sub(o.children),
+            outermost: count == 1,
+        });
+        if let Some(c) = self.active.get_mut(key as usize) {
+            *c = c.saturating_sub(1);
+        }
+        self.path.pop();
+        if let Some(parent) = self.stack.last_mut() {
+            parent.children += duration;
+            parent.descendants += 1 + o.descendants;
+        }
     }
 }
 
@@ -268,60 +413,76 @@ impl<'a> Timeline<'a> {
         self.anomalies.get()
     }
 
-    /// Walks one thread's spans as a call tree and calls `visit` once per
-    /// span, when it closes (see [`Visit`]).
-    pub fn walk(&self, thread: &ThreadSpans, visit: impl FnMut(&Visit<'_>)) {
-        self.walk_calibrated(thread, None, visit);
+    /// Walks every thread's spans as a call tree, thread after thread, and
+    /// calls `visit` once per span, when it closes (see [`Visit`]); with
+    /// `costs = Some((read_ns, span_ns))` the recorder's own cost is taken
+    /// out: each span's duration loses `read_ns` (what an empty span
+    /// measures of itself) and `span_ns` for every span nested in it (what
+    /// each adds to those around it); self times are then the calibrated
+    /// duration less the children's.
+    ///
+    /// A ring whose spans nest ([`ThreadTrace::nested`](crate::load::ThreadTrace::nested))
+    /// is walked straight from the file, newest span first (parents before
+    /// children, siblings right to left), holding only the open path;
+    /// others are decoded, sorted and clamped first. Each thread is decoded
+    /// once, and its anomalies counted.
+    pub fn walk(&self, costs: Option<(u64, u64)>, mut visit: impl FnMut(&Visit<'_>)) {
+        let mut walker = Walker::new(self.keys.len(), costs);
+        let mut decoder = self.threads();
+        for (index, t) in self.trace.threads.iter().enumerate() {
+            walker.thread = index;
+            if t.nested {
+                let mut found = Anomalies::default();
+                let mut last: Option<(u64, u32)> = None;
+                t.spans_rev(|r| {
+                    let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, &mut found);
+                    let key_index = self.key_index(r.key, &mut last);
+                    walker.push(enter_ns, exit_ns, key_index, &mut visit);
+                });
+                walker.finish(&mut visit);
+                found.too_deep = std::mem::take(&mut walker.too_deep);
+                self.add_anomalies(found);
+            } else if let Some(decoded) = decoder.decode(index) {
+                for s in &decoded.spans {
+                    walker.push(s.enter_ns, s.exit_ns, s.key_index, &mut visit);
+                }
+                walker.finish(&mut visit);
+                walker.too_deep = 0; // counted by the decoder
+            }
+        }
     }
 
-    /// As [`walk`](Self::walk), with the recorder's own cost taken out when
-    /// `costs` is `Some((read_ns, span_ns))`: each span's duration loses
-    /// `read_ns` (what an empty span measures of itself) and `span_ns` for
-    /// every span nested in it (what each adds to those around it); self
-    /// times are then the calibrated duration less the children's.
-    pub fn walk_calibrated(&self, thread: &ThreadSpans, costs: Option<(u64, u64)>, mut visit: impl FnMut(&Visit<'_>)) {
-        struct Open {
-            end: i64,
-            own: u64,
-            children: u64,
-            descendants: u64,
+    /// A span's ticks in ns; an exit before the enter (counted in `found`) becomes a zero-length span.
+    #[inline]
+    fn span_ns(&self, enter: u64, exit: u64, found: &mut Anomalies) -> (i64, i64) {
+        let enter_ns = ns(&self.timebase, enter);
+        let mut exit_ns = ns(&self.timebase, exit);
+        if exit_ns < enter_ns {
+            found.backwards += 1;
+            exit_ns = enter_ns;
         }
-        let mut stack: Vec<Open> = Vec::new();
-        let mut path: Vec<u32> = Vec::new();
-        // How many spans of each key are open: a span is its key's outermost when it is the only one.
-        let mut active = vec![0u32; self.keys.len()];
-        let mut close = |stack: &mut Vec<Open>, path: &mut Vec<u32>, active: &mut [u32]| {
-            if let (Some(o), Some(&key)) = (stack.pop(), path.last()) {
-                let duration = match costs {
-                    Some((read, span)) => o.own.saturating_sub(read.saturating_add(span.saturating_mul(o.descendants))),
-                    None => o.own,
-                };
-                let count = &mut active[key as usize];
-                visit(&Visit { path, duration, self_ns: duration.saturating_sub(o.children), outermost: *count == 1 });
-                *count -= 1;
-                path.pop();
-                if let Some(parent) = stack.last_mut() {
-                    parent.children += duration;
-                    parent.descendants += 1 + o.descendants;
-                }
-            }
-        };
-        for s in &thread.spans {
-            while stack.last().is_some_and(|o| o.end <= s.enter_ns) {
-                close(&mut stack, &mut path, &mut active);
-            }
-            let end = stack.last().map_or(s.exit_ns, |o| s.exit_ns.min(o.end));
-            let own = end.saturating_sub(s.enter_ns).max(0) as u64;
-            stack.push(Open { end, own, children: 0, descendants: 0 });
-            path.push(s.key_index);
-            // Key indices come from `keys.binary_search`, so they are in range.
-            if let Some(count) = active.get_mut(s.key_index as usize) {
-                *count += 1;
+        (enter_ns, exit_ns)
+    }
+
+    /// The index of `key` in [`keys`](Self::keys), remembering the last one asked.
+    fn key_index(&self, key: u64, last: &mut Option<(u64, u32)>) -> u32 {
+        match *last {
+            Some((k, index)) if k == key => index,
+            _ => {
+                // Every key is in `keys`, which has fewer than 2^32 entries (one per record at most).
+                let index = self.keys.binary_search(&key).unwrap_or_default() as u32;
+                *last = Some((key, index));
+                index
             }
         }
-        while !stack.is_empty() {
-            close(&mut stack, &mut path, &mut active);
-        }
+    }
+
+    fn add_anomalies(&self, found: Anomalies) {
+        let mut total = self.anomalies.get();
+        total.backwards += found.backwards;
+        total.clamped += found.clamped;
+        total.too_deep += found.too_deep;
+        self.anomalies.set(total);
     }
 
     /// The recorder's cost per span in ns, from the dump's calibration for

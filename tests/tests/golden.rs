@@ -230,3 +230,67 @@ fn text_outputs_match_their_golden_files() {
     assert!(out.status.success());
     check("stats.csv", &String::from_utf8(out.stdout).unwrap());
 }
+
+#[test]
+fn outputs_are_the_same_whether_a_ring_nests_in_the_file_or_must_be_sorted() {
+    // A random call tree over the four labels (recursion included), as a ring
+    // holds it (in the order spans ended) on thread "file", and the same
+    // spans shuffled on thread "sorted": rtconv walks the first straight from
+    // the dump and must sort the second.
+    let dir = scratch("walk-paths");
+    let dump = dir.join("paths.rtd");
+    let (mut w, keys) = dump_start();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    let (mut now, mut open, mut ended) = (0u64, Vec::new(), Vec::new());
+    while ended.len() < 5_000 {
+        now += 1 + next(50);
+        if open.is_empty() || (next(2) == 0 && open.len() < 30) {
+            open.push((keys[next(4) as usize], now));
+        } else {
+            let (key, enter) = open.pop().unwrap();
+            ended.push(r(key, enter, now));
+        }
+    }
+    let mut shuffled = ended.clone();
+    for i in (1..shuffled.len()).rev() {
+        shuffled.swap(i, next(i as u64 + 1) as usize);
+    }
+    ring(&mut w, 1, b"file", &ended);
+    ring(&mut w, 2, b"sorted", &shuffled);
+    std::fs::write(&dump, w.finish().unwrap().0).unwrap();
+
+    let out =
+        run(&ringtrace_tests::binary("rtconv"), &["stats", "--per-thread", "--format", "json", dump.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let scopes: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (file, sorted) = (&scopes[0], &scopes[1]);
+    assert_eq!((file["scope"].as_str(), sorted["scope"].as_str()), (Some("file"), Some("sorted")));
+    assert_eq!(file["functions"].as_array().unwrap().len(), 4);
+    assert_eq!(file["functions"], sorted["functions"]);
+    assert_eq!(file["total_ns"], sorted["total_ns"]);
+    // And the call trees.
+    let out = run(
+        &ringtrace_tests::binary("rtconv"),
+        &["stats", "--tree", "--per-thread", "--format", "json", dump.to_str().unwrap()],
+    );
+    let trees: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(trees[0]["calls"], trees[1]["calls"]);
+    assert!(!trees[0]["calls"].as_array().unwrap().is_empty());
+    // And the Chrome events: both threads in start order, the same spans.
+    let (code, json, _) = convert(&dump, &[]);
+    assert_eq!(code, 0);
+    let events = ringtrace_tests::parse_chrome(&json).events;
+    let thread = |tid: u64| {
+        events.iter().filter(|e| e.tid == tid).map(|e| (e.name.clone(), e.ts_ns, e.dur_ns)).collect::<Vec<_>>()
+    };
+    let (file, sorted) = (thread(1), thread(2));
+    assert_eq!(file.len(), 5_000);
+    assert!(file.windows(2).all(|w| w[0].1 <= w[1].1), "start order");
+    assert_eq!(file, sorted);
+}

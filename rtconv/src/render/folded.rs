@@ -17,27 +17,28 @@ use crate::timeline::Timeline;
 pub fn stacks(tl: &Timeline<'_>) -> Vec<(String, u64)> {
     let names: Vec<String> =
         tl.keys.iter().map(|&k| frame(tl.symbols.get(k).map_or("??", |n| n.name.as_str()))).collect();
+    // Self time per thread and path of key indices.
+    let mut self_ns: HashMap<(usize, Vec<u32>), u64> = HashMap::new();
+    tl.walk(None, |v| {
+        *self_ns.entry((v.thread, v.path.to_vec())).or_default() += v.self_ns;
+    });
+    let roots: Vec<String> = tl
+        .trace
+        .threads
+        .iter()
+        .map(|t| if t.name.is_empty() { format!("thread {}", t.tid) } else { frame(&t.name) })
+        .collect();
     let mut lines = Vec::new();
-    let mut threads = tl.threads();
-    while let Some(t) = threads.next() {
-        let thread = &tl.trace.threads[t.thread];
-        let root = if thread.name.is_empty() { format!("thread {}", thread.tid) } else { frame(&thread.name) };
-        // Self time per path of key indices.
-        let mut self_ns: HashMap<Vec<u32>, u64> = HashMap::new();
-        tl.walk(t, |v| {
-            *self_ns.entry(v.path.to_vec()).or_default() += v.self_ns;
-        });
-        for (path, weight) in self_ns {
-            if weight == 0 {
-                continue;
-            }
-            let mut line = root.clone();
-            for &k in &path {
-                line.push(';');
-                line.push_str(&names[k as usize]);
-            }
-            lines.push((line, weight));
+    for ((thread, path), weight) in self_ns {
+        if weight == 0 {
+            continue;
         }
+        let mut line = roots[thread].clone();
+        for &k in &path {
+            line.push(';');
+            line.push_str(&names[k as usize]);
+        }
+        lines.push((line, weight));
     }
     lines.sort_unstable();
     lines
