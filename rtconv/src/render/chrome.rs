@@ -106,6 +106,9 @@ fn write_process<W: Write>(
         tl.keys.iter().map(|&key| json_string(tl.symbols.get(key).map_or("??", |n| n.name.as_str()))).collect();
     let places: Vec<String> =
         tl.keys.iter().map(|&key| if opts.args { key_args(tl, key) } else { String::new() }).collect();
+    // Everything of an `X` event before its start time, per key: one copy per event.
+    let x_heads: Vec<Vec<u8>> =
+        names.iter().map(|name| format!(",\n{{\"ph\":\"X\",\"name\":{name},\"ts\":").into_bytes()).collect();
     let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
     if !first {
         out.write_all(b",\n")?;
@@ -115,7 +118,6 @@ fn write_process<W: Write>(
         "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{pid},\"args\":{{\"name\":{}}}}}",
         json_string(process_name)
     )?;
-    let mut num = itoa::Buffer::new();
     let mut threads = tl.threads();
     while let Some(t) = threads.next() {
         let thread = &trace.threads[t.thread];
@@ -137,7 +139,7 @@ fn write_process<W: Write>(
                 continue;
             }
             write!(out, ",\n{{\"name\":\"ringtrace: {count} {what}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":")?;
-            write_us(out, at.map_or(0, |at| at.saturating_add(shift)), &mut num)?;
+            write_us(out, at.map_or(0, |at| at.saturating_add(shift)))?;
             write!(
                 out,
                 ",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"spans_in_dump\":{},\"overwritten\":{},\"dropped\":{}}}}}",
@@ -149,16 +151,15 @@ fn write_process<W: Write>(
         // The fixed part of every event of this thread, written once.
         let tail = format!(",\"pid\":{pid},\"tid\":{tid}}}");
         if opts.begin_end {
-            write_begin_end(shift, t, &names, &places, &tail, out, &mut num)?;
+            write_begin_end(shift, t, &names, &places, &tail, out)?;
             continue;
         }
+        let mut buf = [0u8; 24];
         for s in &t.spans {
-            out.write_all(b",\n{\"ph\":\"X\",\"name\":")?;
-            out.write_all(names[s.key_index as usize].as_bytes())?;
-            out.write_all(b",\"ts\":")?;
-            write_us(out, s.enter_ns.saturating_add(shift), &mut num)?;
+            out.write_all(&x_heads[s.key_index as usize])?;
+            out.write_all(us_text(s.enter_ns.saturating_add(shift), &mut buf))?;
             out.write_all(b",\"dur\":")?;
-            write_us(out, s.exit_ns.saturating_sub(s.enter_ns), &mut num)?;
+            out.write_all(us_text(s.exit_ns.saturating_sub(s.enter_ns), &mut buf))?;
             write_args(s, &places[s.key_index as usize], out)?;
             out.write_all(tail.as_bytes())?;
         }
@@ -240,14 +241,13 @@ fn write_begin_end<W: Write>(
     places: &[String],
     tail: &str,
     out: &mut W,
-    num: &mut itoa::Buffer,
 ) -> io::Result<()> {
     let mut open: Vec<&SpanNs> = Vec::new();
-    let end = |s: &SpanNs, out: &mut W, num: &mut itoa::Buffer| -> io::Result<()> {
+    let end = |s: &SpanNs, out: &mut W| -> io::Result<()> {
         out.write_all(b",\n{\"ph\":\"E\",\"name\":")?;
         out.write_all(names[s.key_index as usize].as_bytes())?;
         out.write_all(b",\"ts\":")?;
-        write_us(out, s.exit_ns.saturating_add(shift), num)?;
+        write_us(out, s.exit_ns.saturating_add(shift))?;
         out.write_all(tail.as_bytes())
     };
     for s in &t.spans {
@@ -255,29 +255,49 @@ fn write_begin_end<W: Write>(
             if top.exit_ns > s.enter_ns {
                 break;
             }
-            end(top, out, num)?;
+            end(top, out)?;
             open.pop();
         }
         out.write_all(b",\n{\"ph\":\"B\",\"name\":")?;
         out.write_all(names[s.key_index as usize].as_bytes())?;
         out.write_all(b",\"ts\":")?;
-        write_us(out, s.enter_ns.saturating_add(shift), num)?;
+        write_us(out, s.enter_ns.saturating_add(shift))?;
         write_args(s, &places[s.key_index as usize], out)?;
         out.write_all(tail.as_bytes())?;
         open.push(s);
     }
     while let Some(top) = open.pop() {
-        end(top, out, num)?;
+        end(top, out)?;
     }
     Ok(())
 }
 
+/// A non-negative nanosecond count as microseconds with three decimals, in `buf`.
+fn us_text(ns: i64, buf: &mut [u8; 24]) -> &[u8] {
+    let mut n = ns.max(0) as u64;
+    let mut i = buf.len();
+    // u64::MAX has 20 digits: with the point, 21 bytes.
+    for _ in 0..3 {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    i -= 1;
+    buf[i] = b'.';
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
 /// Writes a non-negative nanosecond count as microseconds with three decimals.
-fn write_us<W: Write>(out: &mut W, ns: i64, num: &mut itoa::Buffer) -> io::Result<()> {
-    let ns = ns.max(0);
-    out.write_all(num.format(ns / 1000).as_bytes())?;
-    let frac = (ns % 1000) as u16;
-    out.write_all(&[b'.', b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8])
+fn write_us<W: Write>(out: &mut W, ns: i64) -> io::Result<()> {
+    out.write_all(us_text(ns, &mut [0; 24]))
 }
 
 fn json_string(s: &str) -> String {
@@ -290,9 +310,7 @@ mod tests {
     use super::*;
 
     fn us(ns: i64) -> String {
-        let mut v = Vec::new();
-        write_us(&mut v, ns, &mut itoa::Buffer::new()).unwrap();
-        String::from_utf8(v).unwrap()
+        String::from_utf8(us_text(ns, &mut [0; 24]).to_vec()).unwrap()
     }
 
     #[test]
@@ -302,5 +320,6 @@ mod tests {
         assert_eq!(us(1_234), "1.234");
         assert_eq!(us(20_000_050), "20000.050");
         assert_eq!(us(-5), "0.000");
+        assert_eq!(us(i64::MAX), "9223372036854775.807");
     }
 }

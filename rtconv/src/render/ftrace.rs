@@ -31,8 +31,10 @@ fn write_threads<W: Write>(tl: &Timeline<'_>, out: &mut W) -> io::Result<()> {
     out.write_all(b"# tracer: function_graph\n#\n")?;
     out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
     out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
-    let names: Vec<String> =
-        tl.keys.iter().map(|&k| tl.symbols.get(k).map_or_else(|| "??".to_string(), |n| n.name.clone())).collect();
+    let names: Vec<&str> = tl.keys.iter().map(|&k| tl.symbols.get(k).map_or("??", |n| n.name.as_str())).collect();
+    // Each key's entry and leaf text, with the line's end: one copy per line.
+    let entries: Vec<Vec<u8>> = names.iter().map(|name| format!("{name}() {{\n").into_bytes()).collect();
+    let leaves: Vec<Vec<u8>> = names.iter().map(|name| format!("{name}();\n").into_bytes()).collect();
     let mut previous: Option<String> = None;
     let mut threads = tl.threads();
     while let Some(t) = threads.next() {
@@ -42,6 +44,7 @@ fn write_threads<W: Write>(tl: &Timeline<'_>, out: &mut W) -> io::Result<()> {
         out.write_all(b" ------------------------------------------\n")?;
         writeln!(out, " 0) {} => {}", previous.as_deref().unwrap_or(&proc_column("<idle>", 0)), task)?;
         out.write_all(b" ------------------------------------------\n\n")?;
+        let head = format!(" 0) {task} | ");
         // Open spans: (span, depth). A span is a leaf when the next span does not start inside it.
         let mut stack: Vec<&SpanNs> = Vec::new();
         for (i, s) in t.spans.iter().enumerate() {
@@ -50,48 +53,32 @@ fn write_threads<W: Write>(tl: &Timeline<'_>, out: &mut W) -> io::Result<()> {
                     break;
                 }
                 let top = stack.pop().unwrap_or(s);
-                line(out, &task, Some(top.exit_ns - top.enter_ns), stack.len(), b"}", b"")?;
+                line(out, &head, Some(top.exit_ns - top.enter_ns), stack.len(), b"}\n")?;
             }
-            let name = &names[s.key_index as usize];
             let has_child = t.spans.get(i + 1).is_some_and(|next| next.enter_ns < s.exit_ns);
             if has_child {
-                line(out, &task, None, stack.len(), name.as_bytes(), b"() {")?;
+                line(out, &head, None, stack.len(), &entries[s.key_index as usize])?;
                 stack.push(s);
             } else {
-                line(out, &task, Some(s.exit_ns - s.enter_ns), stack.len(), name.as_bytes(), b"();")?;
+                line(out, &head, Some(s.exit_ns - s.enter_ns), stack.len(), &leaves[s.key_index as usize])?;
             }
         }
         while let Some(top) = stack.pop() {
-            line(out, &task, Some(top.exit_ns - top.enter_ns), stack.len(), b"}", b"")?;
+            line(out, &head, Some(top.exit_ns - top.enter_ns), stack.len(), b"}\n")?;
         }
         previous = Some(task);
     }
     Ok(())
 }
 
-/// One line: CPU, task, duration (or the blank column), indentation, then
-/// `text` and `suffix` (written without formatting: this runs once per span edge).
-fn line<W: Write>(
-    out: &mut W,
-    task: &str,
-    duration_ns: Option<i64>,
-    depth: usize,
-    text: &[u8],
-    suffix: &[u8],
-) -> io::Result<()> {
+/// One line: `head` (CPU and task), the duration column (or its blank),
+/// indentation, then `text` (which ends the line). Four copies: this runs
+/// once per span edge.
+fn line<W: Write>(out: &mut W, head: &str, duration_ns: Option<i64>, depth: usize, text: &[u8]) -> io::Result<()> {
     const SPACES: [u8; 128] = [b' '; 128];
-    out.write_all(b" 0) ")?;
-    out.write_all(task.as_bytes())?;
-    out.write_all(b" | ")?;
+    out.write_all(head.as_bytes())?;
     match duration_ns {
-        Some(ns) => {
-            let ns = ns.max(0) as u64;
-            let mut mark_buf = [0u8; 4];
-            out.write_all(mark(ns).encode_utf8(&mut mark_buf).as_bytes())?;
-            out.write_all(b" ")?;
-            out.write_all(duration(ns).as_bytes())?;
-            out.write_all(b"|  ")?;
-        }
+        Some(ns) => out.write_all(duration_column(ns.max(0) as u64).as_bytes())?,
         None => out.write_all(b"              |  ")?,
     }
     let mut indent = depth * 2;
@@ -100,9 +87,19 @@ fn line<W: Write>(
         out.write_all(&SPACES[..n])?;
         indent -= n;
     }
-    out.write_all(text)?;
-    out.write_all(suffix)?;
-    out.write_all(b"\n")
+    out.write_all(text)
+}
+
+/// The duration column: overhead mark, a space, [`duration`], `|  `.
+fn duration_column(ns: u64) -> DurationText {
+    let text = duration(ns);
+    let mut column = DurationText { bytes: [b' '; 32], len: 0 };
+    let mut mark_buf = [0u8; 4];
+    column.push(mark(ns).encode_utf8(&mut mark_buf).as_bytes());
+    column.push(b" ");
+    column.push(text.as_bytes());
+    column.push(b"|  ");
+    column
 }
 
 /// The kernel's overhead mark for a duration in ns (strictly greater than each threshold).
