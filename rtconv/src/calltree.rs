@@ -145,7 +145,7 @@ pub fn write(trees: &[Tree], output: Output, out: &mut dyn Write) -> io::Result<
                 .iter()
                 .map(|t| serde_json::json!({"scope": t.scope, "total_ns": t.total_ns, "calls": t.roots.iter().map(json).collect::<Vec<_>>()}))
                 .collect();
-            serde_json::to_writer_pretty(&mut *out, &value).map_err(io::Error::other)?;
+            serde_json::to_writer_pretty(&mut *out, &value).map_err(io::Error::from)?; // keeps an I/O error's kind (a closed pipe)
             writeln!(out)
         }
     }

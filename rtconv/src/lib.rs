@@ -9,6 +9,9 @@
 //!   the dump and checked by build-id.
 //! - One decoded model ([`timeline::Timeline`]) feeds every renderer; renderers
 //!   stream to a `Write` and produce the same bytes for the same dump.
+//! - Memory is bounded by the largest ring, not the dump: the file stays
+//!   mapped and rings are decoded one at a time ([`timeline::Threads`]) or
+//!   walked straight from the file ([`timeline::Timeline::walk`]).
 //!
 //! # Example
 //!

@@ -415,7 +415,7 @@ fn write_json(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
             })
         })
         .collect();
-    serde_json::to_writer_pretty(&mut *out, &value).map_err(io::Error::other)?;
+    serde_json::to_writer_pretty(&mut *out, &value).map_err(io::Error::from)?; // keeps an I/O error's kind (a closed pipe)
     writeln!(out)
 }
 
