@@ -119,13 +119,16 @@ impl fmt::Display for ReadError {
                 "offset 8: byte-order probe is {found:#010x}, expected 0x01020304 in either byte order; \
                  the file header is damaged"
             ),
-            ReadError::UnsupportedVersion { major, minor } => write!(
-                f,
-                "offset 12: dump format version {major}.{minor} is newer than this rtconv, which reads \
-                 versions {}.x to {}.x; upgrade rtconv",
-                crate::layout::SUPPORTED_MAJORS.0,
-                crate::layout::SUPPORTED_MAJORS.1
-            ),
+            ReadError::UnsupportedVersion { major, minor } => {
+                let (oldest, newest) = crate::layout::SUPPORTED_MAJORS;
+                write!(f, "offset 12: dump format version {major}.{minor} is newer than this rtconv, which reads ")?;
+                if oldest == newest {
+                    write!(f, "versions {oldest}.x")?;
+                } else {
+                    write!(f, "versions {oldest}.x to {newest}.x")?;
+                }
+                write!(f, "; upgrade rtconv")
+            }
             ReadError::BadField { offset, field, expected, found } => write!(
                 f,
                 "offset {offset}: header field {field} is {found}, expected {expected}; the file header is damaged"

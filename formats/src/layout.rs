@@ -10,7 +10,7 @@ pub const ENDIAN_PROBE: u32 = 0x0102_0304;
 /// The major version this crate writes. A reader accepts every major up to this one.
 pub const VERSION_MAJOR: u16 = 1;
 /// The minor version this crate writes. Minor versions only append fields.
-pub const VERSION_MINOR: u16 = 0;
+pub const VERSION_MINOR: u16 = 1;
 /// The format versions this crate reads, oldest and newest major.
 pub const SUPPORTED_MAJORS: (u16, u16) = (1, 1);
 
@@ -35,6 +35,8 @@ pub const SITE_MAGIC: u32 = 0x5349_5445; // "SITE"
 /// Site descriptors are aligned to this many bytes.
 pub const SITE_ALIGN: usize = 8;
 
+/// Size of one entry of the unbalanced section: tid, too deep, abandoned.
+pub const UNBALANCED_ENTRY_SIZE: usize = 24;
 /// Size of one calibration entry.
 pub const CALIBRATION_ENTRY_SIZE: usize = 4 + 4 + 8 + 8;
 
@@ -61,6 +63,8 @@ pub enum SectionKind {
     Calibration,
     /// `dladdr` results for the dump's code-address keys.
     Dladdr,
+    /// Per thread, spans the `-finstrument-functions` hooks could not record (since 1.1).
+    Unbalanced,
     /// The end marker: the last section of a complete dump.
     End,
     /// A kind this reader does not know (written by a newer minor version).
@@ -78,6 +82,7 @@ impl SectionKind {
             SectionKind::Sites => 5,
             SectionKind::Calibration => 6,
             SectionKind::Dladdr => 7,
+            SectionKind::Unbalanced => 8,
             SectionKind::End => 0xFFFF_FFFF,
             SectionKind::Unknown(code) => code,
         }
@@ -93,6 +98,7 @@ impl SectionKind {
             5 => SectionKind::Sites,
             6 => SectionKind::Calibration,
             7 => SectionKind::Dladdr,
+            8 => SectionKind::Unbalanced,
             0xFFFF_FFFF => SectionKind::End,
             other => SectionKind::Unknown(other),
         }
@@ -108,6 +114,7 @@ impl SectionKind {
             SectionKind::Sites => "sites",
             SectionKind::Calibration => "calibration",
             SectionKind::Dladdr => "dladdr",
+            SectionKind::Unbalanced => "unbalanced",
             SectionKind::End => "end",
             SectionKind::Unknown(_) => "unknown",
         }

@@ -127,3 +127,14 @@ pub struct RingInfo<'a> {
     /// Thread name, empty if it had none.
     pub name: &'a [u8],
 }
+
+/// Spans of one thread that the `-finstrument-functions` hooks could not record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Unbalanced {
+    /// OS thread id.
+    pub tid: u64,
+    /// Calls nested deeper than the hooks' shadow stack: not recorded.
+    pub too_deep: u64,
+    /// Spans whose exit hook never ran (a `longjmp` past them): not recorded.
+    pub abandoned: u64,
+}

@@ -8,7 +8,7 @@
 
 use crate::error::ReadError;
 use crate::layout::*;
-use crate::model::{Anchor, Calibration, ClockInfo, DladdrEntry, MetaInfo, Module, Record, RingInfo};
+use crate::model::{Anchor, Calibration, ClockInfo, DladdrEntry, MetaInfo, Module, Record, RingInfo, Unbalanced};
 
 /// The byte order of a dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,6 +228,7 @@ fn section_what(kind: SectionKind) -> &'static str {
         SectionKind::Ring => "ring section",
         SectionKind::Sites => "sites section",
         SectionKind::Calibration => "calibration section",
+        SectionKind::Unbalanced => "unbalanced section",
         SectionKind::Dladdr => "dladdr section",
         SectionKind::End => "end marker",
         SectionKind::Unknown(_) => "section of unknown kind",
@@ -254,6 +255,8 @@ pub enum SectionData<'a> {
     },
     /// The recorder's measured costs.
     Calibration(Calibrations<'a>),
+    /// See [`Unbalanced`] (since 1.1).
+    Unbalanced(UnbalancedEntries<'a>),
     /// `dladdr` results for code-address keys.
     Dladdr(DladdrTable<'a>),
     /// The end marker.
@@ -394,6 +397,11 @@ impl<'a> Section<'a> {
                 let bytes = c.items(n.into(), CALIBRATION_ENTRY_SIZE, "entries")?;
                 SectionData::Calibration(Calibrations { bytes, endian: self.endian })
             }
+            SectionKind::Unbalanced => {
+                let n = c.u32("entry_count")?;
+                let bytes = c.items(n.into(), UNBALANCED_ENTRY_SIZE, "entries")?;
+                SectionData::Unbalanced(UnbalancedEntries { bytes, endian: self.endian })
+            }
             SectionKind::Dladdr => {
                 let count = c.u32("entry_count")?;
                 let start = c.pos;
@@ -493,6 +501,25 @@ impl<'a> Calibrations<'a> {
             samples: e.u32(c[4..8].try_into().unwrap_or_default()),
             span_cost: e.u64(c[8..16].try_into().unwrap_or_default()),
             read_cost: e.u64(c[16..24].try_into().unwrap_or_default()),
+        })
+    }
+}
+
+/// The unbalanced section's entries.
+#[derive(Clone, Copy, Debug)]
+pub struct UnbalancedEntries<'a> {
+    bytes: &'a [u8],
+    endian: Endian,
+}
+
+impl<'a> UnbalancedEntries<'a> {
+    /// The entries in file order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Unbalanced> + 'a {
+        let e = self.endian;
+        self.bytes.chunks_exact(UNBALANCED_ENTRY_SIZE).map(move |c| Unbalanced {
+            tid: e.u64(c[0..8].try_into().unwrap_or_default()),
+            too_deep: e.u64(c[8..16].try_into().unwrap_or_default()),
+            abandoned: e.u64(c[16..24].try_into().unwrap_or_default()),
         })
     }
 }

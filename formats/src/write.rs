@@ -9,7 +9,7 @@ use crc32fast::Hasher;
 
 use crate::error::WriteError;
 use crate::layout::*;
-use crate::model::{Anchor, Calibration, ClockInfo, DladdrEntry, MetaInfo, Module, Record, RingInfo};
+use crate::model::{Anchor, Calibration, ClockInfo, DladdrEntry, MetaInfo, Module, Record, RingInfo, Unbalanced};
 
 /// Where dump bytes go: a file, a socket, a UART, a buffer.
 pub trait Sink {
@@ -282,6 +282,19 @@ impl<S: Sink> Writer<S> {
             self.u32(e.samples)?;
             self.u64(e.span_cost)?;
             self.u64(e.read_cost)?;
+        }
+        self.end_section()
+    }
+
+    /// Writes the unbalanced section (since 1.1).
+    pub fn unbalanced(&mut self, entries: &[Unbalanced]) -> WResult<(), S::Error> {
+        let n = u32::try_from(entries.len()).map_err(|_| WriteError::TooLarge { field: "unbalanced" })?;
+        self.begin_section(SectionKind::Unbalanced, 4 + u64::from(n) * UNBALANCED_ENTRY_SIZE as u64)?;
+        self.u32(n)?;
+        for e in entries {
+            self.u64(e.tid)?;
+            self.u64(e.too_deep)?;
+            self.u64(e.abandoned)?;
         }
         self.end_section()
     }

@@ -109,6 +109,7 @@ fn sample_dump(rings: u64) -> Vec<u8> {
     .unwrap();
     w.dladdr(&[DladdrEntry { key: 0x1234, symbol_address: 0x1200, module: b"/bin/server", symbol: b"handle" }])
         .unwrap();
+    w.unbalanced(&[Unbalanced { tid: 101, too_deep: 45, abandoned: 6 }]).unwrap();
     w.finish().unwrap().0
 }
 
@@ -127,6 +128,7 @@ struct Seen {
     site: Option<(Vec<u8>, Vec<u8>, u32)>,
     calibration: Vec<Calibration>,
     dladdr: Vec<(u64, u64, Vec<u8>, Vec<u8>)>,
+    unbalanced: Vec<Unbalanced>,
 }
 
 fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
@@ -161,6 +163,7 @@ fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
                 seen.dladdr =
                     d.iter().map(|e| (e.key, e.symbol_address, e.module.to_vec(), e.symbol.to_vec())).collect()
             }
+            SectionData::Unbalanced(u) => seen.unbalanced = u.iter().collect(),
             SectionData::End | SectionData::Unknown(_) => {}
         }
     }
@@ -196,6 +199,7 @@ fn check_round_trip(rings: u64) {
         Calibration { mode: ClockMode::Serialized, samples: 1001, span_cost: 90, read_cost: 70 }
     );
     assert_eq!(seen.dladdr, [(0x1234, 0x1200, b"/bin/server".to_vec(), b"handle".to_vec())]);
+    assert_eq!(seen.unbalanced, [Unbalanced { tid: 101, too_deep: 45, abandoned: 6 }]);
     assert_eq!(seen.kinds.first(), Some(&SectionKind::Meta));
     assert!(seen.kinds.contains(&SectionKind::Unknown(77)), "unknown sections are passed over, not fatal");
     assert_eq!(seen.kinds.last(), Some(&SectionKind::End));
@@ -276,6 +280,7 @@ fn header_errors_name_what_is_wrong() {
 
     let mut newer = full.clone();
     newer[12..14].copy_from_slice(&2u16.to_le_bytes());
+    newer[14..16].copy_from_slice(&0u16.to_le_bytes());
     let err = Dump::parse(&newer).unwrap_err();
     assert_eq!(err, ReadError::UnsupportedVersion { major: 2, minor: 0 });
     assert!(err.to_string().contains("version 2.0 is newer"), "{err}");

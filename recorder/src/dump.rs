@@ -9,7 +9,9 @@ use std::vec::Vec;
 use ringtrace_format::layout::{
     ARG_KEY, END_SECTION_SIZE, MODULE_FLAG_MAIN, RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED,
 };
-use ringtrace_format::{DladdrEntry, DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, WriteError, Writer};
+use ringtrace_format::{
+    DladdrEntry, DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, Unbalanced, WriteError, Writer,
+};
 
 use crate::open::OPEN_DEPTH;
 use crate::ring::Mode;
@@ -109,7 +111,12 @@ fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
     let mut written_exited = Vec::new();
     let mut code_keys = BTreeSet::new();
     let mut open = [(0u64, 0u64); OPEN_DEPTH];
+    let mut unbalanced = Vec::new();
     for (i, t) in rings.iter().enumerate() {
+        let (too_deep, abandoned) = t.track.unrecorded();
+        if too_deep + abandoned > 0 {
+            unbalanced.push(Unbalanced { tid: t.tid, too_deep, abandoned });
+        }
         let ring = t.track.ring();
         // Open spans first, then finished ones: a span ending in between is
         // then in both (rtconv drops the open copy), never in neither.
@@ -146,6 +153,9 @@ fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
     }
 
     w.calibration(&calibration).map_err(io_error)?;
+    if !unbalanced.is_empty() {
+        w.unbalanced(&unbalanced).map_err(io_error)?;
+    }
     let resolved: Vec<_> = code_keys.into_iter().filter_map(os::dladdr).collect();
     let table: Vec<DladdrEntry<'_>> = resolved
         .iter()

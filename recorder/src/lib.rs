@@ -79,6 +79,8 @@ pub mod ring;
 
 #[cfg(not(loom))]
 pub mod calibrate;
+#[cfg(all(feature = "c-api", not(loom)))]
+pub mod capi;
 #[cfg(not(loom))]
 pub mod clock;
 #[cfg(all(feature = "std", not(loom)))]

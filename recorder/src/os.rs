@@ -41,6 +41,11 @@ pub fn process_name() -> String {
     std::fs::read_to_string("/proc/self/comm").map(|s| s.trim_end().into()).unwrap_or_default()
 }
 
+/// The calling thread's name as the kernel shows it (`/proc/thread-self/comm`).
+pub fn thread_name() -> String {
+    std::fs::read_to_string("/proc/thread-self/comm").map(|s| s.trim_end().into()).unwrap_or_default()
+}
+
 /// What `dladdr` says about a code address.
 #[derive(Debug)]
 pub struct Resolved {

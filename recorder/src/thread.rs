@@ -175,7 +175,8 @@ fn register_current_thread() -> &'static Track {
     start();
     let config = THREAD_CONFIG.with(Cell::get).unwrap_or_else(process_default);
     let slots: &'static [Slot] = Box::leak((0..config.records_rounded()).map(|_| Slot::new()).collect());
-    let name = std::thread::current().name().map(String::from).unwrap_or_default();
+    // A Rust thread's name, else the kernel's (threads made by C, unnamed Rust threads).
+    let name = std::thread::current().name().map(String::from).unwrap_or_else(os::thread_name);
     let t = Box::new(ThreadRing {
         track: Track::with_mode(slots, config.mode),
         tid: os::thread_id(),

@@ -1,14 +1,20 @@
 //! A track: one ring of finished spans plus the stack of open ones. Each
 //! thread has one (with `std`); a program without `std` installs one.
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use crate::open::OpenStack;
-use crate::ring::{Mode, Ring, Slot};
+use crate::ring::{Mode, Ring, Slot, own_load};
 
 /// Where one thread's spans go: finished ones into the ring, open ones onto the stack.
 #[derive(Debug)]
 pub struct Track {
     ring: Ring,
     open: OpenStack,
+    /// Calls the `-finstrument-functions` hooks did not record: nested too deep.
+    too_deep: AtomicU64,
+    /// Spans whose exit hook never ran (a `longjmp` past them).
+    abandoned: AtomicU64,
 }
 
 impl Track {
@@ -19,7 +25,12 @@ impl Track {
 
     /// A track over `slots` (a power of two long) whose ring behaves as `mode` says when full.
     pub const fn with_mode(slots: &'static [Slot], mode: Mode) -> Self {
-        Track { ring: Ring::with_mode(slots, mode), open: OpenStack::new() }
+        Track {
+            ring: Ring::with_mode(slots, mode),
+            open: OpenStack::new(),
+            too_deep: AtomicU64::new(0),
+            abandoned: AtomicU64::new(0),
+        }
     }
 
     /// The ring of finished spans.
@@ -30,6 +41,19 @@ impl Track {
     /// The stack of open spans.
     pub fn open(&self) -> &OpenStack {
         &self.open
+    }
+
+    /// Counts spans the owning thread could not record: `too_deep` calls
+    /// nested past a hook's shadow stack, `abandoned` spans whose end never
+    /// came. Only the owning thread calls this.
+    pub fn note_unrecorded(&self, too_deep: u64, abandoned: u64) {
+        self.too_deep.store(own_load(&self.too_deep).wrapping_add(too_deep), Ordering::Relaxed);
+        self.abandoned.store(own_load(&self.abandoned).wrapping_add(abandoned), Ordering::Relaxed);
+    }
+
+    /// (too deep, abandoned) so far: see [`note_unrecorded`](Self::note_unrecorded).
+    pub fn unrecorded(&self) -> (u64, u64) {
+        (self.too_deep.load(Ordering::Relaxed), self.abandoned.load(Ordering::Relaxed))
     }
 
     /// A span began: note it as open. Returns the token for [`end`](Self::end).

@@ -184,6 +184,17 @@ fn check_timeline(timeline: &Timeline<'_>, format: Format, report: &mut Report) 
             format!("{shown}: the dump holds no calibration (an older recorder?); the figures are not calibrated"),
         );
     }
+    for u in &trace.unbalanced {
+        let thread = trace.threads.iter().find(|t| t.tid == u.tid).map_or("", |t| t.name.as_str());
+        report.push(
+            Level::Warning,
+            format!(
+                "{shown}: thread {} {thread:?}: {} call(s) nested deeper than the -finstrument-functions hooks' \
+                 shadow stack and {} span(s) left without their exit (a longjmp past them) were not recorded",
+                u.tid, u.too_deep, u.abandoned
+            ),
+        );
+    }
     report.spans += timeline.span_count();
     report.threads += trace.threads.len();
     let lost: u64 = trace.threads.iter().map(|t| t.lost()).sum();

@@ -33,6 +33,8 @@ pub struct Trace<'a> {
     pub calibration: Vec<Calibration>,
     /// What `dladdr` said about each code-address key at dump time.
     pub dladdr: HashMap<u64, DladdrName>,
+    /// Per thread, spans the `-finstrument-functions` hooks could not record.
+    pub unbalanced: Vec<ringtrace_format::Unbalanced>,
     /// Set when the file is damaged or cut short: everything from its offset on is lost.
     pub damage: Option<ReadError>,
     /// Section kinds this reader did not know and skipped.
@@ -386,6 +388,7 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
         sites: None,
         calibration: Vec::new(),
         dladdr: HashMap::new(),
+        unbalanced: Vec::new(),
         damage: None,
         skipped_sections: Vec::new(),
     };
@@ -439,6 +442,7 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
                     })
                     .collect()
             }
+            SectionData::Unbalanced(entries) => trace.unbalanced = entries.iter().collect(),
             SectionData::End => {}
             SectionData::Unknown(code) => trace.skipped_sections.push(code),
         }

@@ -33,6 +33,54 @@ pub fn binary(name: &str) -> PathBuf {
     all.get(name).unwrap_or_else(|| panic!("no binary named {name} was built")).clone()
 }
 
+/// `libringtrace.a`, the C ABI (`recorder/capi`), built on first use in release mode.
+pub fn static_library() -> PathBuf {
+    static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
+    LIBRARY
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let out = Command::new(cargo)
+                .args(["build", "--release", "--locked", "-p", "ringtrace-capi"])
+                .arg("--message-format=json-render-diagnostics")
+                .current_dir(workspace_root())
+                .output()
+                .expect("cargo runs");
+            assert!(out.status.success(), "building libringtrace.a failed:\n{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+                .filter(|msg| msg["target"]["name"] == "ringtrace")
+                .flat_map(|msg| msg["filenames"].as_array().cloned().unwrap_or_default())
+                .filter_map(|f| f.as_str().map(PathBuf::from))
+                .find(|f| f.extension().is_some_and(|e| e == "a"))
+                .expect("cargo names libringtrace.a")
+        })
+        .clone()
+}
+
+/// Compiles C (`cc`) or C++ (`c++`, for a `.cpp` source) with `-g` and
+/// `flags`, against `recorder/include`, linked with [`static_library`];
+/// returns the executable.
+pub fn compile_c(source: &Path, out: &Path, flags: &[&str]) -> PathBuf {
+    let cpp = source.extension().is_some_and(|e| e == "cpp");
+    let compiler = if cpp { "c++" } else { "cc" };
+    let status = Command::new(compiler)
+        .args(["-g", "-O1", "-Wall", "-Wextra", "-Werror"])
+        .args(flags)
+        .arg("-I")
+        .arg(workspace_root().join("recorder/include"))
+        .arg("-o")
+        .arg(out)
+        .arg(source)
+        .arg(static_library())
+        // What Rust's standard library needs from the system (rustc --print native-static-libs).
+        .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"])
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
+    assert!(status.success(), "{compiler} failed on {}", source.display());
+    out.to_path_buf()
+}
+
 /// The workspace's top folder.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()

@@ -59,13 +59,14 @@ fn a_dump_of_a_newer_major_version() {
     let (dir, dump) = workload_dump("newer-version");
     let mut bytes = std::fs::read(&dump).unwrap();
     bytes[12..14].copy_from_slice(&2u16.to_le_bytes());
+    bytes[14..16].copy_from_slice(&0u16.to_le_bytes());
     let newer = dir.join("newer.rtd");
     std::fs::write(&newer, bytes).unwrap();
     let (code, stdout, stderr) = convert(&newer, &[]);
     assert_eq!(code, EXIT_ERROR);
     assert!(stdout.is_empty());
     assert_eq!(stderr.len(), 1, "{stderr:?}");
-    assert_diagnostics(&stderr, &newer, &["version 2.0 is newer", "reads versions 1.x to 1.x", "upgrade rtconv"]);
+    assert_diagnostics(&stderr, &newer, &["version 2.0 is newer", "reads versions 1.x;", "upgrade rtconv"]);
 }
 
 #[test]

@@ -1,0 +1,239 @@
+//! The C ABI (feature `c-api`), declared in `recorder/include/ringtrace.h`
+//! and built as a static library by `recorder/capi`: spans keyed by code
+//! address or by site descriptor, configuration, dumps, and the
+//! `-finstrument-functions` hooks that trace a whole C or C++ program.
+//!
+//! # The hooks
+//!
+//! GCC and Clang call `__cyg_profile_func_enter(this_fn, call_site)` at the
+//! start of every function compiled with `-finstrument-functions` and
+//! `__cyg_profile_func_exit` at its end, also when a C++ exception unwinds
+//! through it. Each thread keeps a shadow stack of the calls it has entered
+//! ({key, enter ticks, open-stack token}, [`SHADOW_DEPTH`] deep): an exit
+//! that matches the top records the span. Calls nested deeper than the
+//! shadow stack are counted, not recorded. An exit that matches a frame below
+//! the top means the frames above it never exited (a `longjmp` past them):
+//! they are counted as abandoned, and the matched frame is recorded. Both
+//! counts go into the dump's unbalanced section and `rtconv` reports them.
+//! Spans still running at a dump (an `exit()` from deep inside the program,
+//! a thread that ended mid-call) are in it as open spans. The recorder is
+//! Rust, which `-finstrument-functions` never instruments.
+//!
+//! The first hook call arranges a dump at exit to `$RINGTRACE_DUMP`, or
+//! `ringtrace-PID.rtd` in the working directory.
+
+use core::cell::Cell;
+use core::ffi::{c_char, c_int, c_void};
+use std::ffi::CStr;
+use std::os::fd::FromRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use crate::clock::{Clock, DefaultClock};
+use crate::ring::Mode;
+use crate::sink;
+use crate::track::Track;
+
+/// Frames the hooks' shadow stack holds per thread; deeper calls are counted, not recorded.
+pub const SHADOW_DEPTH: usize = 256;
+
+/// Environment variable: where the hooks' dump at exit goes.
+pub const DUMP_ENV: &str = "RINGTRACE_DUMP";
+
+/// A span begun from C: pass it to [`ringtrace_exit`] on the same thread.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RingtraceSpan {
+    track: *const Track,
+    key: u64,
+    enter: u64,
+    token: u64,
+}
+
+/// Begins a span keyed by `key`: a code address (named from DWARF) or the
+/// address of a site descriptor in the `ringtrace_sites` section.
+#[unsafe(no_mangle)]
+pub extern "C" fn ringtrace_enter(key: *const c_void) -> RingtraceSpan {
+    let key = key as usize as u64;
+    match sink::current() {
+        Some(track) => {
+            let enter = DefaultClock::now();
+            let token = track.begin(key, enter);
+            RingtraceSpan { track, key, enter, token }
+        }
+        None => RingtraceSpan { track: core::ptr::null(), key, enter: 0, token: 0 },
+    }
+}
+
+/// Ends a span begun by [`ringtrace_enter`] (a second call does nothing).
+///
+/// # Safety
+///
+/// `span` is null or points to a span begun on the calling thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ringtrace_exit(span: *mut RingtraceSpan) {
+    let exit = DefaultClock::now();
+    // SAFETY: the caller passes null or a valid, exclusive span.
+    let Some(span) = (unsafe { span.as_mut() }) else { return };
+    // SAFETY: a non-null track came from `sink::current()` on this thread,
+    // whose track lives while the thread runs.
+    if let Some(track) = unsafe { span.track.as_ref() } {
+        track.end(span.token, span.key, span.enter, exit);
+    }
+    span.track = core::ptr::null();
+}
+
+/// Turns recording on (non-zero) or off for the whole process.
+#[unsafe(no_mangle)]
+pub extern "C" fn ringtrace_set_enabled(on: c_int) {
+    crate::set_enabled(on != 0);
+}
+
+/// Sets the ring of threads that have not recorded yet: `records` (rounded
+/// up to a power of two) and whether it stops when full instead of
+/// overwriting. Environment variables still win (see the crate docs).
+#[unsafe(no_mangle)]
+pub extern "C" fn ringtrace_set_default_ring(records: usize, stop_when_full: c_int) {
+    let mode = if stop_when_full != 0 { Mode::StopWhenFull } else { Mode::Overwrite };
+    crate::set_default_ring(crate::RingConfig { records, mode });
+}
+
+/// Writes a dump of every thread to `path`. Returns 0, or -1 with a message on stderr.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ringtrace_dump_to_path(path: *const c_char) -> c_int {
+    if path.is_null() {
+        return -1;
+    }
+    // SAFETY: the caller passes a NUL-terminated string.
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(unsafe { CStr::from_ptr(path) }.to_bytes()));
+    report(crate::dump_to_file(&path).map(|_| ()), &std::format!("{}", path.display()))
+}
+
+/// Writes a dump of every thread to the open file descriptor `fd` (left open).
+/// Returns 0, or -1 with a message on stderr.
+#[unsafe(no_mangle)]
+pub extern "C" fn ringtrace_dump_to_fd(fd: c_int) -> c_int {
+    // SAFETY: the caller owns `fd`; ManuallyDrop keeps it open afterwards.
+    let file = core::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    report(crate::dump_to_writer(std::io::BufWriter::new(&*file)).map(|_| ()), &std::format!("descriptor {fd}"))
+}
+
+fn report(result: std::io::Result<()>, target: &str) -> c_int {
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            std::eprintln!("ringtrace: cannot write a dump to {target}: {e}");
+            -1
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    key: u64,
+    enter: u64,
+    token: u64,
+}
+
+/// One thread's shadow stack. `depth` counts every entered call, also the
+/// ones past [`SHADOW_DEPTH`] that have no frame.
+struct Shadow {
+    depth: Cell<usize>,
+    frames: [Cell<Frame>; SHADOW_DEPTH],
+}
+
+std::thread_local! {
+    static SHADOW: Shadow = const {
+        Shadow { depth: Cell::new(0), frames: [const { Cell::new(Frame { key: 0, enter: 0, token: 0 }) }; SHADOW_DEPTH] }
+    };
+}
+
+/// Called by code built with `-finstrument-functions` on entry to every function.
+#[unsafe(no_mangle)]
+pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mut c_void) {
+    let Some(track) = sink::current() else { return };
+    arrange_exit_dump();
+    let _ = SHADOW.try_with(|s| {
+        let depth = s.depth.get();
+        s.depth.set(depth + 1);
+        match s.frames.get(depth) {
+            Some(frame) => {
+                let key = this_fn as usize as u64;
+                let enter = DefaultClock::now();
+                frame.set(Frame { key, enter, token: track.begin(key, enter) });
+            }
+            None => track.note_unrecorded(1, 0),
+        }
+    });
+}
+
+/// Called by code built with `-finstrument-functions` on exit from every
+/// function, also when an exception unwinds through it.
+#[unsafe(no_mangle)]
+pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, _call_site: *mut c_void) {
+    let exit = DefaultClock::now();
+    let Some(track) = sink::current() else { return };
+    let _ = SHADOW.try_with(|s| {
+        let depth = s.depth.get();
+        if depth == 0 {
+            return; // an exit whose entry was not seen (recording was off then)
+        }
+        if depth > SHADOW_DEPTH {
+            s.depth.set(depth - 1); // a call too deep to have a frame: counted at entry
+            return;
+        }
+        let key = this_fn as usize as u64;
+        // The frame this exit belongs to: the top, or one below it if exits were skipped.
+        let Some(at) = (0..depth).rev().find(|&i| s.frames[i].get().key == key) else {
+            return; // entered while recording was off
+        };
+        let frame = s.frames[at].get();
+        track.note_unrecorded(0, (depth - 1 - at) as u64);
+        // Ends the span and pops the open stack to below it, abandoned spans included.
+        track.end(frame.token, frame.key, frame.enter, exit);
+        s.depth.set(at);
+    });
+}
+
+/// The path [`ringtrace_dump_at_exit`] chose.
+static EXIT_PATH: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// Writes a dump when the program exits (returns from `main` or calls
+/// `exit`): to `$RINGTRACE_DUMP` if set, else to `path`, else (`path` null)
+/// to `ringtrace-PID.rtd`. The hooks arrange this themselves.
+///
+/// # Safety
+///
+/// `path` is null or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ringtrace_dump_at_exit(path: *const c_char) {
+    if !path.is_null() {
+        // SAFETY: the caller passes a NUL-terminated string.
+        let path = PathBuf::from(std::ffi::OsStr::from_bytes(unsafe { CStr::from_ptr(path) }.to_bytes()));
+        *EXIT_PATH.lock().unwrap_or_else(|p| p.into_inner()) = Some(path);
+    }
+    arrange_exit_dump();
+}
+
+/// Registers the dump at exit once.
+fn arrange_exit_dump() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        extern "C" fn dump_at_exit() {
+            let chosen = EXIT_PATH.lock().map(|p| p.clone()).unwrap_or(None);
+            let path = std::env::var_os(DUMP_ENV)
+                .map(PathBuf::from)
+                .or(chosen)
+                .unwrap_or_else(|| std::format!("ringtrace-{}.rtd", std::process::id()).into());
+            if let Err(e) = crate::dump::dump_to_file_for(&path, ringtrace_format::DumpReason::Exit) {
+                std::eprintln!("ringtrace: cannot write {}: {e}", path.display());
+            }
+        }
+        // SAFETY: registers a plain extern "C" function with no arguments.
+        unsafe { libc::atexit(dump_at_exit) };
+    });
+}
