@@ -78,6 +78,8 @@ pub mod open;
 pub mod ring;
 
 #[cfg(not(loom))]
+pub mod bare;
+#[cfg(not(loom))]
 pub mod calibrate;
 #[cfg(all(feature = "c-api", not(loom)))]
 pub mod capi;
@@ -93,7 +95,7 @@ mod macros;
 mod os;
 #[cfg(not(loom))]
 mod sink;
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(not(loom))]
 mod sites;
 #[cfg(not(loom))]
 mod span;

@@ -124,20 +124,26 @@ macro_rules! timed {
 #[macro_export]
 macro_rules! pulse {
     () => {
-        $crate::pulse!(@key $crate::code_address!())
+        $crate::pulse!(@key $crate::clock::DefaultClock, $crate::code_address!())
     };
-    (@key $key:expr) => {{
+    (clock = $clock:ty) => {
+        $crate::pulse!(@key $clock, $crate::code_address!())
+    };
+    (clock = $clock:ty, $label:expr) => {
+        $crate::pulse!(@key $clock, $crate::site!($label))
+    };
+    (@key $clock:ty, $key:expr) => {{
         $crate::__std::thread_local! {
             static PULSE: ::core::cell::Cell<u64> = const { ::core::cell::Cell::new(0) };
         }
         PULSE.with(|last| {
-            let mut pulse = $crate::Pulse::<$crate::clock::DefaultClock>::resume($key, last.get());
+            let mut pulse = $crate::Pulse::<$clock>::resume($key, last.get());
             pulse.pass();
             last.set(pulse.last_pass());
         })
     }};
     ($label:expr) => {
-        $crate::pulse!(@key $crate::site!($label))
+        $crate::pulse!(@key $crate::clock::DefaultClock, $crate::site!($label))
     };
 }
 
@@ -147,19 +153,22 @@ macro_rules! pulse {
 #[macro_export]
 macro_rules! pulse {
     () => {
-        $crate::pulse!(@key $crate::code_address!())
+        $crate::pulse!(@key $crate::clock::DefaultClock, $crate::code_address!())
     };
-    (@key $key:expr) => {{
+    (clock = $clock:ty) => {
+        $crate::pulse!(@key $clock, $crate::code_address!())
+    };
+    (clock = $clock:ty, $label:expr) => {
+        $crate::pulse!(@key $clock, $crate::site!($label))
+    };
+    (@key $clock:ty, $key:expr) => {{
         static PULSE: ::core::sync::atomic::AtomicU64 = ::core::sync::atomic::AtomicU64::new(0);
-        let mut pulse = $crate::Pulse::<$crate::clock::DefaultClock>::resume(
-            $key,
-            PULSE.load(::core::sync::atomic::Ordering::Relaxed),
-        );
+        let mut pulse = $crate::Pulse::<$clock>::resume($key, PULSE.load(::core::sync::atomic::Ordering::Relaxed));
         pulse.pass();
         PULSE.store(pulse.last_pass(), ::core::sync::atomic::Ordering::Relaxed);
     }};
     ($label:expr) => {
-        $crate::pulse!(@key $crate::site!($label))
+        $crate::pulse!(@key $crate::clock::DefaultClock, $crate::site!($label))
     };
 }
 
