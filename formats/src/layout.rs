@@ -24,6 +24,16 @@ pub const SECTION_CRC_SIZE: usize = 4;
 pub const SECTION_ALIGN: usize = 8;
 /// Size of one wide span record: key, enter ticks, exit ticks.
 pub const RECORD_SIZE: usize = 24;
+/// Size of one compact span record (since 1.1): `u32 key`, `u32 enter`, `u32 exit`, for 32-bit targets.
+pub const COMPACT_RECORD_SIZE: usize = 12;
+/// The key of a compact argument record: `u32::MAX`, read as [`ARG_KEY`].
+pub const COMPACT_ARG_KEY: u32 = u32::MAX;
+/// The key of a wrap marker (since 1.1): not a span, only a counter reading
+/// (`enter` = `exit` = the counter), written at least once per wrap period
+/// of a narrow counter while nothing else is recorded, so readers can unwrap.
+pub const WRAP_KEY: u64 = u64::MAX - 1;
+/// [`WRAP_KEY`] in a compact record.
+pub const COMPACT_WRAP_KEY: u32 = u32::MAX - 1;
 /// Size of one open span in a ring section: key, enter ticks.
 pub const OPEN_SPAN_SIZE: usize = 16;
 /// Size of one clock anchor: counter ticks, monotonic ns, realtime ns.

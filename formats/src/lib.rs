@@ -48,7 +48,9 @@ mod write;
 
 pub use error::{ReadError, WriteError};
 pub use layout::{ClockMode, CounterKind, DumpReason, RateSource, SectionKind};
-pub use model::{Anchor, Calibration, ClockInfo, DladdrEntry, MetaInfo, Module, Record, RingInfo, Unbalanced};
+pub use model::{
+    Anchor, Calibration, ClockInfo, CompactRecord, DladdrEntry, MetaInfo, Module, Record, RingInfo, Unbalanced,
+};
 pub use read::{Dump, Endian, Section, SectionData};
 pub use site::{Site, decode_site, encode_site, site_len};
 #[cfg(feature = "std")]

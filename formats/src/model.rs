@@ -138,3 +138,15 @@ pub struct Unbalanced {
     /// Spans whose exit hook never ran (a `longjmp` past them): not recorded.
     pub abandoned: u64,
 }
+
+/// One compact span record (12 bytes, since 1.1), for 32-bit targets with a
+/// counter of at most 32 bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactRecord {
+    /// Code address or site descriptor address; `u32::MAX` marks an argument record.
+    pub key: u32,
+    /// Counter at entry.
+    pub enter: u32,
+    /// Counter at exit.
+    pub exit: u32,
+}

@@ -369,9 +369,9 @@ impl<'a> Section<'a> {
                     return Err(c.malformed("aux", "exceeds the count of records ever written"));
                 }
                 let flags = c.u32("flags")?;
-                let record_size = c.u32("record_size")?;
-                if record_size as usize != RECORD_SIZE {
-                    return Err(c.malformed("record_size", "must be 24 in format version 1"));
+                let record_size = c.u32("record_size")? as usize;
+                if record_size != RECORD_SIZE && record_size != COMPACT_RECORD_SIZE {
+                    return Err(c.malformed("record_size", "must be 24, or 12 for compact records (format 1.1)"));
                 }
                 let name = c.str("thread_name")?;
                 let count = c.u64("record_count")?;
@@ -379,11 +379,13 @@ impl<'a> Section<'a> {
                     return Err(c.malformed("record_count", "exceeds the count of records ever written"));
                 }
                 let open_count = c.u64("open_count")?;
-                let bytes = c.items(count, RECORD_SIZE, "records")?;
+                let bytes = c.items(count, record_size, "records")?;
                 let open = c.items(open_count, OPEN_SPAN_SIZE, "open spans")?;
                 let info = RingInfo { tid, capacity, written, dropped, aux, flags, name };
-                let (records, open) =
-                    (Records { bytes, endian: self.endian }, OpenSpans { bytes: open, endian: self.endian });
+                let (records, open) = (
+                    Records { bytes, endian: self.endian, size: record_size },
+                    OpenSpans { bytes: open, endian: self.endian },
+                );
                 SectionData::Ring(info, records, open)
             }
             SectionKind::Sites => {
@@ -445,43 +447,64 @@ impl<'a> Anchors<'a> {
     }
 }
 
-/// The records of a ring section, oldest first, decoded on the fly.
+/// The records of a ring section, oldest first, decoded on the fly. Compact
+/// (12-byte) records come out widened: their argument and wrap-marker keys
+/// as [`ARG_KEY`] and [`WRAP_KEY`], their counter values as read (not unwrapped).
 #[derive(Clone, Copy, Debug)]
 pub struct Records<'a> {
     bytes: &'a [u8],
     endian: Endian,
+    size: usize,
 }
 
 impl<'a> Records<'a> {
     /// How many records there are.
     pub fn len(&self) -> usize {
-        self.bytes.len() / RECORD_SIZE
+        self.bytes.len() / self.size
     }
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Whether these are compact 12-byte records (32-bit keys and counter values).
+    pub fn compact(&self) -> bool {
+        self.size == COMPACT_RECORD_SIZE
+    }
+
+    #[inline]
+    fn decode(e: Endian, c: &[u8]) -> Record {
+        if c.len() == COMPACT_RECORD_SIZE {
+            let key = match e.u32(c[0..4].try_into().unwrap_or_default()) {
+                COMPACT_ARG_KEY => ARG_KEY,
+                COMPACT_WRAP_KEY => WRAP_KEY,
+                key => u64::from(key),
+            };
+            Record {
+                key,
+                enter: e.u32(c[4..8].try_into().unwrap_or_default()).into(),
+                exit: e.u32(c[8..12].try_into().unwrap_or_default()).into(),
+            }
+        } else {
+            Record {
+                key: e.u64(c[0..8].try_into().unwrap_or_default()),
+                enter: e.u64(c[8..16].try_into().unwrap_or_default()),
+                exit: e.u64(c[16..24].try_into().unwrap_or_default()),
+            }
+        }
+    }
+
     /// The record at `index` in file order.
     #[inline]
     pub fn get(&self, index: usize) -> Option<Record> {
-        let at = index.checked_mul(RECORD_SIZE)?;
-        let c = self.bytes.get(at..at.checked_add(RECORD_SIZE)?)?;
-        let e = self.endian;
-        Some(Record {
-            key: e.u64(c[0..8].try_into().unwrap_or_default()),
-            enter: e.u64(c[8..16].try_into().unwrap_or_default()),
-            exit: e.u64(c[16..24].try_into().unwrap_or_default()),
-        })
+        let at = index.checked_mul(self.size)?;
+        let c = self.bytes.get(at..at.checked_add(self.size)?)?;
+        Some(Self::decode(self.endian, c))
     }
 
     /// The records in file order (or, reversed, newest first).
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Record> + DoubleEndedIterator + 'a {
         let e = self.endian;
-        self.bytes.chunks_exact(RECORD_SIZE).map(move |c| Record {
-            key: e.u64(c[0..8].try_into().unwrap_or_default()),
-            enter: e.u64(c[8..16].try_into().unwrap_or_default()),
-            exit: e.u64(c[16..24].try_into().unwrap_or_default()),
-        })
+        self.bytes.chunks_exact(self.size).map(move |c| Self::decode(e, c))
     }
 }
 

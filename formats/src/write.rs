@@ -9,7 +9,9 @@ use crc32fast::Hasher;
 
 use crate::error::WriteError;
 use crate::layout::*;
-use crate::model::{Anchor, Calibration, ClockInfo, DladdrEntry, MetaInfo, Module, Record, RingInfo, Unbalanced};
+use crate::model::{
+    Anchor, Calibration, ClockInfo, CompactRecord, DladdrEntry, MetaInfo, Module, Record, RingInfo, Unbalanced,
+};
 
 /// Where dump bytes go: a file, a socket, a UART, a buffer.
 pub trait Sink {
@@ -215,8 +217,20 @@ impl<S: Sink> Writer<S> {
     /// with [`Writer::record`] and [`Writer::open_span`], then call
     /// [`Writer::end_section`].
     pub fn begin_ring(&mut self, ring: &RingInfo<'_>, record_count: u64, open_count: u64) -> WResult<(), S::Error> {
+        self.begin_ring_sized(ring, RECORD_SIZE, record_count, open_count)
+    }
+
+    /// As [`begin_ring`](Self::begin_ring), for records of `record_size` bytes
+    /// ([`RECORD_SIZE`], or [`COMPACT_RECORD_SIZE`] for [`compact_record`](Self::compact_record)s).
+    pub fn begin_ring_sized(
+        &mut self,
+        ring: &RingInfo<'_>,
+        record_size: usize,
+        record_count: u64,
+        open_count: u64,
+    ) -> WResult<(), S::Error> {
         let body = record_count
-            .checked_mul(RECORD_SIZE as u64)
+            .checked_mul(record_size as u64)
             .and_then(|r| r.checked_add(open_count.checked_mul(OPEN_SPAN_SIZE as u64)?))
             .ok_or(WriteError::TooLarge { field: "record count" })?;
         let len = RING_FIXED_SIZE as u64 + str_len(ring.name) + 16 + body;
@@ -227,7 +241,7 @@ impl<S: Sink> Writer<S> {
         self.u64(ring.dropped)?;
         self.u64(ring.aux)?;
         self.u32(ring.flags)?;
-        self.u32(RECORD_SIZE as u32)?;
+        self.u32(record_size as u32)?;
         self.bytes(ring.name)?;
         self.u64(record_count)?;
         self.u64(open_count)
@@ -248,6 +262,32 @@ impl<S: Sink> Writer<S> {
         b[8..16].copy_from_slice(&r.enter.to_ne_bytes());
         b[16..24].copy_from_slice(&r.exit.to_ne_bytes());
         self.payload(&b)
+    }
+
+    /// Writes one compact record into a ring section begun with [`COMPACT_RECORD_SIZE`].
+    pub fn compact_record(&mut self, r: &CompactRecord) -> WResult<(), S::Error> {
+        let mut b = [0u8; COMPACT_RECORD_SIZE];
+        b[0..4].copy_from_slice(&r.key.to_ne_bytes());
+        b[4..8].copy_from_slice(&r.enter.to_ne_bytes());
+        b[8..12].copy_from_slice(&r.exit.to_ne_bytes());
+        self.payload(&b)
+    }
+
+    /// Writes a whole ring section of compact records (since 1.1), then its open spans.
+    pub fn compact_ring(
+        &mut self,
+        ring: &RingInfo<'_>,
+        records: &[CompactRecord],
+        open: &[(u64, u64)],
+    ) -> WResult<(), S::Error> {
+        self.begin_ring_sized(ring, COMPACT_RECORD_SIZE, records.len() as u64, open.len() as u64)?;
+        for r in records {
+            self.compact_record(r)?;
+        }
+        for &(key, enter) in open {
+            self.open_span(key, enter)?;
+        }
+        self.end_section()
     }
 
     /// Writes a whole ring section: its records, then its open spans (key, enter ticks).

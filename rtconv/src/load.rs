@@ -4,9 +4,11 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use ringtrace_format::layout::ARG_KEY;
+use ringtrace_format::layout::{ARG_KEY, WRAP_KEY};
 use ringtrace_format::read::{OpenSpans, Records};
-use ringtrace_format::{Anchor, Calibration, ClockInfo, Dump, DumpReason, Endian, ReadError, RingInfo, SectionData};
+use ringtrace_format::{
+    Anchor, Calibration, ClockInfo, Dump, DumpReason, Endian, ReadError, Record, RingInfo, SectionData,
+};
 
 /// A dump, decoded: every section but the rings, which stay in the file's
 /// bytes and are decoded one at a time ([`ThreadTrace::spans`]), so memory
@@ -99,7 +101,7 @@ pub struct ThreadTrace<'a> {
     pub finished: u64,
     /// Counter at the earliest span start, if the ring holds any span.
     pub first_enter: Option<u64>,
-    records: Records<'a>,
+    records: RecordSource<'a>,
     /// Spans open at dump time and not also among the finished ones, innermost first.
     open: Vec<(u64, u64)>,
     /// The spans nest without partial overlaps, in the order they ended (see
@@ -122,6 +124,93 @@ pub struct SpanRecord {
     pub arg: Option<u64>,
     /// Still running when the dump was taken: `exit` is the dump time.
     pub open: bool,
+}
+
+/// A ring's records: in the mapped file, or — for a counter narrower than
+/// 64 bits — unwrapped into 64-bit ticks (see [`Unwrap`]).
+#[derive(Debug)]
+enum RecordSource<'a> {
+    File(Records<'a>),
+    Unwrapped(Vec<Record>),
+}
+
+impl RecordSource<'_> {
+    fn len(&self) -> usize {
+        match self {
+            RecordSource::File(r) => r.len(),
+            RecordSource::Unwrapped(v) => v.len(),
+        }
+    }
+
+    #[inline]
+    fn get(&self, index: usize) -> Option<Record> {
+        match self {
+            RecordSource::File(r) => r.get(index),
+            RecordSource::Unwrapped(v) => v.get(index).copied(),
+        }
+    }
+
+    /// Calls `f` with every record, in file order or (`newest_first`) reversed.
+    #[inline]
+    fn for_each(&self, newest_first: bool, f: impl FnMut(Record)) {
+        match (self, newest_first) {
+            (RecordSource::File(r), false) => r.iter().for_each(f),
+            (RecordSource::File(r), true) => r.iter().rev().for_each(f),
+            (RecordSource::Unwrapped(v), false) => v.iter().copied().for_each(f),
+            (RecordSource::Unwrapped(v), true) => v.iter().rev().copied().for_each(f),
+        }
+    }
+}
+
+/// Unwrapping a counter of `bits` < 64 bits. Going back from the dump-time
+/// anchor, each record's exit is placed before the next newer one by their
+/// difference modulo 2^bits, and its enter before its exit likewise. This
+/// assumes no two consecutive records (nor the newest and the dump) are a
+/// whole wrap period or more apart — the recorder writes a wrap marker at
+/// least once per period to keep it so — and that no span lasts a period.
+/// Unwrapped ticks count from 2^62, so none goes below zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unwrap {
+    mask: u64,
+    dump_narrow: u64,
+    dump_wide: u64,
+}
+
+impl Unwrap {
+    /// For a counter of `bits` bits whose dump-time reading was `dump_ticks`.
+    pub fn new(bits: u32, dump_ticks: u64) -> Self {
+        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits.max(1)) - 1 };
+        let dump_narrow = dump_ticks & mask;
+        Unwrap { mask, dump_narrow, dump_wide: (1u64 << 62) | dump_narrow }
+    }
+
+    /// The dump time, unwrapped.
+    pub fn dump_ticks(&self) -> u64 {
+        self.dump_wide
+    }
+
+    /// A reading `ticks` taken at most one period before the dump, unwrapped.
+    fn before_dump(&self, ticks: u64) -> u64 {
+        self.dump_wide.wrapping_sub(self.dump_narrow.wrapping_sub(ticks) & self.mask)
+    }
+
+    /// The ring's records with their ticks unwrapped (argument records as they are).
+    fn records(&self, records: &Records<'_>) -> Vec<Record> {
+        let mut out = Vec::with_capacity(records.len()); // bounded by the file
+        let (mut newer_wide, mut newer_narrow) = (self.dump_wide, self.dump_narrow);
+        for r in records.iter().rev() {
+            if r.key == ARG_KEY {
+                out.push(r);
+                continue;
+            }
+            let exit = newer_wide.wrapping_sub(newer_narrow.wrapping_sub(r.exit) & self.mask);
+            let enter = exit.wrapping_sub(r.exit.wrapping_sub(r.enter) & self.mask);
+            (newer_wide, newer_narrow) = (exit, r.exit & self.mask);
+            out.push(Record { key: r.key, enter, exit });
+        }
+        out.reverse();
+        out
+    }
 }
 
 impl ThreadTrace<'_> {
@@ -151,13 +240,11 @@ impl ThreadTrace<'_> {
     /// began after the dump's anchor).
     pub fn spans(&self, mut f: impl FnMut(SpanRecord)) {
         let mut arg = None;
-        for r in self.records.iter() {
-            if r.key == ARG_KEY {
-                arg = Some(r.enter);
-            } else {
-                f(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: arg.take(), open: false });
-            }
-        }
+        self.records.for_each(false, |r| match r.key {
+            ARG_KEY => arg = Some(r.enter),
+            WRAP_KEY => {}
+            _ => f(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: arg.take(), open: false }),
+        });
         for &(key, enter) in &self.open {
             f(SpanRecord { key, enter, exit: self.dump_ticks.max(enter), arg: None, open: true });
         }
@@ -177,7 +264,7 @@ impl ThreadTrace<'_> {
         match position.checked_sub(self.records.len()) {
             None => {
                 let r = self.records.get(position)?;
-                if r.key == ARG_KEY {
+                if r.key == ARG_KEY || r.key == WRAP_KEY {
                     return None;
                 }
                 let before = position.checked_sub(1).and_then(|p| self.records.get(p));
@@ -202,20 +289,22 @@ impl ThreadTrace<'_> {
         }
         // An argument record belongs to the span record after it.
         let mut pending: Option<SpanRecord> = None;
-        for r in self.records.iter().rev() {
-            if r.key == ARG_KEY {
+        self.records.for_each(true, |r| match r.key {
+            ARG_KEY => {
                 if let Some(mut span) = pending.take() {
                     span.arg = Some(r.enter);
                     f(span);
                 }
-            } else {
+            }
+            WRAP_KEY => {}
+            _ => {
                 if let Some(span) =
                     pending.replace(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: None, open: false })
                 {
                     f(span);
                 }
             }
-        }
+        });
         if let Some(span) = pending {
             f(span);
         }
@@ -270,16 +359,24 @@ fn scan_ring<'a>(
     records: Records<'a>,
     open: OpenSpans<'a>,
     dump_ticks: u64,
+    unwrap: Option<Unwrap>,
     keys: &mut rustc_hash::FxHashSet<u64>,
 ) -> ThreadTrace<'a> {
-    let open: Vec<(u64, u64)> = open.iter().collect();
+    let (records, open, dump_ticks): (RecordSource<'a>, Vec<(u64, u64)>, u64) = match unwrap {
+        Some(u) => (
+            RecordSource::Unwrapped(u.records(&records)),
+            open.iter().map(|(key, enter)| (key, u.before_dump(enter))).collect(),
+            u.dump_ticks(),
+        ),
+        None => (RecordSource::File(records), open.iter().collect(), dump_ticks),
+    };
     let open_enters: rustc_hash::FxHashSet<u64> = open.iter().map(|o| o.1).collect();
     let mut ended_while_dumping = rustc_hash::FxHashSet::default();
     let (mut finished, mut first_enter, mut last_key) = (0, u64::MAX, None);
     let mut nesting = NestingCheck::default();
-    for r in records.iter() {
-        if r.key == ARG_KEY {
-            continue;
+    records.for_each(false, |r| {
+        if r.key == ARG_KEY || r.key == WRAP_KEY {
+            return;
         }
         finished += 1;
         first_enter = first_enter.min(r.enter);
@@ -291,7 +388,7 @@ fn scan_ring<'a>(
         if !open_enters.is_empty() && open_enters.contains(&r.enter) {
             ended_while_dumping.insert((r.key, r.enter));
         }
-    }
+    });
     // Innermost first: each open span then takes the spans inside it as children.
     let open: Vec<(u64, u64)> = open.into_iter().rev().filter(|o| !ended_while_dumping.contains(o)).collect();
     for &(key, enter) in &open {
@@ -393,6 +490,7 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
         skipped_sections: Vec::new(),
     };
     let mut keys = rustc_hash::FxHashSet::default();
+    let mut unwrap: Option<Unwrap> = None;
     for section in dump.sections() {
         let data = match section.and_then(|s| s.decode()) {
             Ok(data) => data,
@@ -410,7 +508,19 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
                     reason: Some(m.reason),
                 }
             }
-            SectionData::Clock(info, anchors) => trace.clock = Some((info, anchors.iter().collect())),
+            SectionData::Clock(info, anchors) => {
+                let anchors: Vec<Anchor> = anchors.iter().collect();
+                if info.counter_bits < 64
+                    && let Some(last) = anchors.last()
+                {
+                    // A narrow counter: only the dump-time anchor places the ticks; the rate is the nominal one.
+                    let u = Unwrap::new(info.counter_bits, last.ticks);
+                    unwrap = Some(u);
+                    trace.clock = Some((info, std::vec![Anchor { ticks: u.dump_ticks(), ..*last }]));
+                } else {
+                    trace.clock = Some((info, anchors));
+                }
+            }
             SectionData::Modules(mods) => {
                 trace.modules = mods
                     .iter()
@@ -425,7 +535,17 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
                     .collect()
             }
             SectionData::Ring(info, records, open) => {
-                trace.threads.push(scan_ring(info, records, open, dump_ticks(&trace.clock), &mut keys))
+                // Compact records hold 32-bit counter readings whatever the clock section says.
+                if unwrap.is_none()
+                    && records.compact()
+                    && let Some((_, anchors)) = &mut trace.clock
+                    && let Some(last) = anchors.last().copied()
+                {
+                    let u = Unwrap::new(32, last.ticks);
+                    unwrap = Some(u);
+                    *anchors = std::vec![Anchor { ticks: u.dump_ticks(), ..last }];
+                }
+                trace.threads.push(scan_ring(info, records, open, dump_ticks(&trace.clock), unwrap, &mut keys))
             }
             SectionData::Sites { base, bytes } => trace.sites = Some((base, bytes.to_vec())),
             SectionData::Calibration(c) => trace.calibration = c.iter().collect(),

@@ -81,6 +81,17 @@ pub fn compile_c(source: &Path, out: &Path, flags: &[&str]) -> PathBuf {
     out.to_path_buf()
 }
 
+/// A dump writer's sink into memory, for synthetic dumps.
+pub struct VecSink(pub Vec<u8>);
+
+impl ringtrace_format::Sink for VecSink {
+    type Error = std::convert::Infallible;
+    fn write_all(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
 /// The workspace's top folder.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()

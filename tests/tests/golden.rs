@@ -5,20 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use ringtrace_format::layout::RING_FLAG_THREAD_EXITED;
-use ringtrace_format::{
-    Anchor, ClockInfo, CounterKind, DumpReason, MetaInfo, RateSource, Record, RingInfo, Sink, Writer,
-};
-use ringtrace_tests::{convert, run, scratch, workspace_root};
-
-struct VecSink(Vec<u8>);
-
-impl Sink for VecSink {
-    type Error = std::convert::Infallible;
-    fn write_all(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
-        self.0.extend_from_slice(bytes);
-        Ok(())
-    }
-}
+use ringtrace_format::{Anchor, ClockInfo, CounterKind, DumpReason, MetaInfo, RateSource, Record, RingInfo, Writer};
+use ringtrace_tests::{VecSink, convert, run, scratch, workspace_root};
 
 const BASE: u64 = 0x10_0000;
 const LABELS: [&str; 4] = ["handle request", "parse", "read line", "wait"];
