@@ -172,6 +172,8 @@ code_enum!(
         Aarch64Cntvct = 2,
         /// The operating system's monotonic clock in nanoseconds.
         MonotonicNs = 3,
+        /// The Cortex-M DWT cycle counter `CYCCNT` (32 bits, since 1.1).
+        ArmDwtCyccnt = 4,
     }
 );
 

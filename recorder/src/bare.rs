@@ -1,5 +1,7 @@
 //! Dumps without an operating system: the installed track, through any
 //! byte [`Sink`] (a UART, semihosting, RTT, a buffer), with no allocation.
+//! On targets without 64-bit atomics (32-bit microcontrollers) the ring's
+//! words are 32 bits and the dump holds compact 12-byte records.
 //!
 //! A program without `std` says what a hosted recorder finds out itself:
 //! its name, its counter ([`ClockInfo`]) and time anchors, and where its
@@ -23,11 +25,13 @@
 //! assert!(ringtrace_format::Dump::parse(sink.written()).is_ok());
 //! ```
 
-use ringtrace_format::layout::RING_FLAG_STOP_WHEN_FULL;
-use ringtrace_format::{Anchor, ClockInfo, DumpReason, MetaInfo, Module, Record, RingInfo, Sink, WriteError, Writer};
+use ringtrace_format::layout::{COMPACT_RECORD_SIZE, RING_FLAG_STOP_WHEN_FULL};
+use ringtrace_format::{
+    Anchor, ClockInfo, CompactRecord, DumpReason, MetaInfo, Module, Record, RingInfo, Sink, WriteError, Writer,
+};
 
 use crate::open::OPEN_DEPTH;
-use crate::ring::Mode;
+use crate::ring::{Mode, Word};
 use crate::track::Track;
 
 /// What a program without an OS tells its dump about itself.
@@ -64,7 +68,13 @@ pub fn write_dump<S: Sink>(
         producer_version: env!("CARGO_PKG_VERSION").as_bytes(),
         process_name: target.process_name,
     })?;
-    w.clock(&target.clock, target.anchors)?;
+    // Where the recorder's words are 32 bits, so are the counter readings it kept.
+    let compact = core::mem::size_of::<Word>() == 4;
+    let mut clock = target.clock;
+    if compact {
+        clock.counter_bits = clock.counter_bits.min(32);
+    }
+    w.clock(&clock, target.anchors)?;
     w.modules(target.modules)?;
     let (base, bytes) = crate::sites::section();
     w.sites(base, bytes)?;
@@ -83,6 +93,20 @@ pub fn write_dump<S: Sink>(
         flags: if ring.mode() == Mode::StopWhenFull { RING_FLAG_STOP_WHEN_FULL } else { 0 },
         name: target.thread_name,
     };
-    w.ring(&info, &scratch[..snap.copied], &open[..open_count])?;
+    let records = &scratch[..snap.copied];
+    if compact {
+        w.begin_ring_sized(&info, COMPACT_RECORD_SIZE, records.len() as u64, open_count as u64)?;
+        for r in records {
+            // Truncation keeps what the 32-bit slots held (an argument key stays 0xFFFFFFFF).
+            let (key, enter, exit) = (r.key as u32, r.enter as u32, r.exit as u32);
+            w.compact_record(&CompactRecord { key, enter, exit })?;
+        }
+        for &(key, enter) in &open[..open_count] {
+            w.open_span(key, enter)?;
+        }
+        w.end_section()?;
+    } else {
+        w.ring(&info, records, &open[..open_count])?;
+    }
     w.finish()
 }

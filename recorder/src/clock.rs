@@ -8,7 +8,8 @@
 //! | [`Serialized`] | x86_64 | `lfence; rdtsc` | nothing earlier is still executing, nothing later has started | the most exact and the most costly (see docs/PERFORMANCE.md) |
 //! | [`Fast`], [`Ordered`], [`Serialized`] | aarch64 | `mrs CNTVCT_EL0` (`isb` first for Ordered and Serialized) | as for x86_64 | rate from `CNTFRQ_EL0`; **compiled, but not tested on this project's machines** |
 //! | [`Fast`] and the others | any other target, with `std` | OS monotonic clock | a syscall or vDSO call | nanoseconds, exact rate; ~20 ns per read |
-//! | your own [`Clock`] | anything, `no_std` | e.g. Cortex-M DWT `CYCCNT` | yours | 32-bit counters wrap; `rtconv` unwraps them |
+//! | [`Fast`] (`Ordered`, `Serialized`: `dsb; isb` first) | Cortex-M3/M4/M7/M33, `no_std` | DWT `CYCCNT` (32 bits; call `enable_cycle_counter` once) | as for x86_64 | the core clock rate is the program's to state; **compiled, not run on hardware here** |
+//! | your own [`Clock`] | anything, `no_std` | e.g. a timer peripheral | yours | counters narrower than 64 bits wrap; `rtconv` unwraps them |
 //!
 //! **Invariant TSC.** On x86_64 the TSC is assumed to tick at a constant rate
 //! on every core (CPUID `invtsc`, Linux `constant_tsc nonstop_tsc`), true of
@@ -215,5 +216,66 @@ mod arch {
     monotonic_clock!(Serialized);
 }
 
-#[cfg(all(not(any(target_arch = "x86_64", target_arch = "aarch64")), not(feature = "std")))]
+#[cfg(all(target_arch = "arm", target_os = "none", not(feature = "std")))]
+mod arch {
+    //! Cortex-M3/M4/M7/M33: the DWT cycle counter `CYCCNT`, 32 bits at the
+    //! core clock. **Compiled for `thumbv7em-none-eabihf` in CI, not run on
+    //! hardware here.** The program enables it once ([`enable_cycle_counter`])
+    //! and states the core clock as the nominal rate in its dump.
+    use super::*;
+
+    const DEMCR: *mut u32 = 0xE000_EDFC as *mut u32;
+    const DWT_CTRL: *mut u32 = 0xE000_1000 as *mut u32;
+    const DWT_CYCCNT: *const u32 = 0xE000_1004 as *const u32;
+
+    /// Turns on the DWT cycle counter (DEMCR.TRCENA, DWT_CTRL.CYCCNTENA).
+    ///
+    /// # Safety
+    ///
+    /// Only on a Cortex-M core with a DWT unit, in privileged mode.
+    pub unsafe fn enable_cycle_counter() {
+        // SAFETY: the caller runs on a Cortex-M with a DWT; these are its architected registers.
+        unsafe {
+            DEMCR.write_volatile(DEMCR.read_volatile() | 1 << 24);
+            DWT_CTRL.write_volatile(DWT_CTRL.read_volatile() | 1);
+        }
+    }
+
+    #[inline(always)]
+    fn cyccnt() -> u64 {
+        // SAFETY: DWT_CYCCNT is a readable architected register on the cores this module is for.
+        u64::from(unsafe { DWT_CYCCNT.read_volatile() })
+    }
+
+    #[inline(always)]
+    fn isb_cyccnt() -> u64 {
+        // SAFETY: `dsb; isb` only order memory accesses and the instruction stream.
+        unsafe { core::arch::asm!("dsb", "isb", options(nostack, preserves_flags)) };
+        cyccnt()
+    }
+
+    macro_rules! dwt_clock {
+        ($t:ty, $read:ident) => {
+            impl Clock for $t {
+                const KIND: CounterKind = CounterKind::ArmDwtCyccnt;
+                const BITS: u32 = 32;
+                #[inline(always)]
+                fn now() -> u64 {
+                    $read()
+                }
+            }
+        };
+    }
+    dwt_clock!(Fast, cyccnt);
+    dwt_clock!(Ordered, isb_cyccnt);
+    dwt_clock!(Serialized, isb_cyccnt);
+}
+
+#[cfg(all(target_arch = "arm", target_os = "none", not(feature = "std")))]
+pub use arch::enable_cycle_counter;
+
+#[cfg(all(
+    not(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "arm", target_os = "none"))),
+    not(feature = "std")
+))]
 compile_error!("ringtrace has no built-in counter for this target without `std`: implement `Clock` for yours");

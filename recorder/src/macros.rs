@@ -162,10 +162,11 @@ macro_rules! pulse {
         $crate::pulse!(@key $clock, $crate::site!($label))
     };
     (@key $clock:ty, $key:expr) => {{
-        static PULSE: ::core::sync::atomic::AtomicU64 = ::core::sync::atomic::AtomicU64::new(0);
-        let mut pulse = $crate::Pulse::<$clock>::resume($key, PULSE.load(::core::sync::atomic::Ordering::Relaxed));
+        static PULSE: $crate::ring::AtomicWord = $crate::ring::AtomicWord::new(0);
+        let mut pulse =
+            $crate::Pulse::<$clock>::resume($key, $crate::ring::wide(PULSE.load(::core::sync::atomic::Ordering::Relaxed)));
         pulse.pass();
-        PULSE.store(pulse.last_pass(), ::core::sync::atomic::Ordering::Relaxed);
+        PULSE.store($crate::ring::word(pulse.last_pass()), ::core::sync::atomic::Ordering::Relaxed);
     }};
     ($label:expr) => {
         $crate::pulse!(@key $crate::clock::DefaultClock, $crate::site!($label))

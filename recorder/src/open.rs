@@ -23,12 +23,12 @@
 
 use core::sync::atomic::Ordering;
 #[cfg(not(loom))]
-use core::sync::atomic::{AtomicU64, fence};
+use core::sync::atomic::fence;
 
 #[cfg(loom)]
-use loom::sync::atomic::{AtomicU64, fence};
+use loom::sync::atomic::fence;
 
-use crate::ring::own_load;
+use crate::ring::{AtomicWord, own_load, wide, word};
 
 /// How many nested open spans a thread tracks; deeper ones are not shown as open.
 pub const OPEN_DEPTH: usize = 64;
@@ -37,14 +37,14 @@ const DEPTH_MASK: u64 = (1 << DEPTH_BITS) - 1;
 
 #[derive(Debug)]
 struct Entry {
-    key: AtomicU64,
-    enter: AtomicU64,
+    key: AtomicWord,
+    enter: AtomicWord,
 }
 
 /// A thread's stack of open spans.
 #[derive(Debug)]
 pub struct OpenStack {
-    state: AtomicU64,
+    state: AtomicWord,
     entries: [Entry; OPEN_DEPTH],
 }
 
@@ -59,8 +59,8 @@ impl OpenStack {
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         OpenStack {
-            state: AtomicU64::new(0),
-            entries: [const { Entry { key: AtomicU64::new(0), enter: AtomicU64::new(0) } }; OPEN_DEPTH],
+            state: AtomicWord::new(0),
+            entries: [const { Entry { key: AtomicWord::new(0), enter: AtomicWord::new(0) } }; OPEN_DEPTH],
         }
     }
 
@@ -68,8 +68,8 @@ impl OpenStack {
     #[cfg(loom)]
     pub fn new() -> Self {
         OpenStack {
-            state: AtomicU64::new(0),
-            entries: core::array::from_fn(|_| Entry { key: AtomicU64::new(0), enter: AtomicU64::new(0) }),
+            state: AtomicWord::new(0),
+            entries: core::array::from_fn(|_| Entry { key: AtomicWord::new(0), enter: AtomicWord::new(0) }),
         }
     }
 
@@ -81,14 +81,14 @@ impl OpenStack {
         let depth = state & DEPTH_MASK;
         let announced = state + (1 << DEPTH_BITS);
         // Release: a reader that loads this state sees the entries below its depth.
-        self.state.store(announced, Ordering::Release);
+        self.state.store(word(announced), Ordering::Release);
         // Release stores: a reader that sees either field sees the announcement too.
         if let Some(entry) = self.entries.get(depth as usize) {
-            entry.key.store(key, Ordering::Release);
-            entry.enter.store(enter, Ordering::Release);
+            entry.key.store(word(key), Ordering::Release);
+            entry.enter.store(word(enter), Ordering::Release);
         }
         // Saturate rather than carry into `pushes` (depth 255 is far past OPEN_DEPTH).
-        self.state.store(announced + u64::from(depth < DEPTH_MASK), Ordering::Release);
+        self.state.store(word(announced + u64::from(depth < DEPTH_MASK)), Ordering::Release);
         depth
     }
 
@@ -96,20 +96,20 @@ impl OpenStack {
     #[inline(always)]
     pub fn pop(&self, depth: u64) {
         let state = own_load(&self.state);
-        self.state.store((state & !DEPTH_MASK) | depth, Ordering::Release);
+        self.state.store(word((state & !DEPTH_MASK) | depth), Ordering::Release);
     }
 
     /// Copies the open spans, outermost first, into `out`; returns how many,
     /// or `None` if the owner kept pushing so no consistent copy was had.
     pub fn snapshot(&self, out: &mut [(u64, u64); OPEN_DEPTH]) -> Option<usize> {
         for _ in 0..8 {
-            let before = self.state.load(Ordering::Acquire);
+            let before = wide(self.state.load(Ordering::Acquire));
             let depth = ((before & DEPTH_MASK) as usize).min(OPEN_DEPTH);
             for (slot, entry) in out.iter_mut().zip(&self.entries[..depth]) {
-                *slot = (entry.key.load(Ordering::Relaxed), entry.enter.load(Ordering::Relaxed));
+                *slot = (wide(entry.key.load(Ordering::Relaxed)), wide(entry.enter.load(Ordering::Relaxed)));
             }
             fence(Ordering::Acquire);
-            let after = self.state.load(Ordering::Relaxed);
+            let after = wide(self.state.load(Ordering::Relaxed));
             if before >> DEPTH_BITS == after >> DEPTH_BITS {
                 return Some(depth.min((after & DEPTH_MASK) as usize));
             }

@@ -30,20 +30,53 @@
 
 use core::sync::atomic::Ordering;
 #[cfg(not(loom))]
-use core::sync::atomic::{AtomicU64, fence};
+use core::sync::atomic::fence;
 
 #[cfg(loom)]
-use loom::sync::atomic::{AtomicU64, fence};
+use loom::sync::atomic::fence;
+
+/// The recorder's storage word: 64 bits where the target has 64-bit
+/// atomics; otherwise 32 (32-bit microcontrollers), and then a record takes
+/// 12 bytes, keys are 32-bit addresses, and counters are kept to 32 bits
+/// (written as compact records; `rtconv` unwraps them).
+#[cfg(any(loom, target_has_atomic = "64"))]
+pub type Word = u64;
+/// See [`Word`].
+#[cfg(all(not(loom), not(target_has_atomic = "64")))]
+pub type Word = u32;
+/// The atomic form of [`Word`].
+#[cfg(all(not(loom), target_has_atomic = "64"))]
+pub type AtomicWord = core::sync::atomic::AtomicU64;
+/// The atomic form of [`Word`].
+#[cfg(all(not(loom), not(target_has_atomic = "64")))]
+pub type AtomicWord = core::sync::atomic::AtomicU32;
+/// The atomic form of [`Word`].
+#[cfg(loom)]
+pub type AtomicWord = loom::sync::atomic::AtomicU64;
+
+/// A [`Word`] as a `u64`.
+#[inline(always)]
+#[allow(clippy::useless_conversion)] // a no-op where `Word` is `u64`
+pub fn wide(x: Word) -> u64 {
+    u64::from(x)
+}
+
+/// A value as a [`Word`]: the same on 64-bit targets, its low 32 bits on the others.
+#[inline(always)]
+#[allow(clippy::unnecessary_cast)] // a no-op where `Word` is `u64`
+pub const fn word(x: u64) -> Word {
+    x as Word
+}
 
 /// Reads an atomic that only the calling thread ever writes (the writer's
 /// own `head`, `dropped`, `aux`, `state`). A relaxed load in production;
 /// under loom its `unsync_load`, which states exactly that, and keeps loom's
 /// partial-order reduction from losing interleavings (tokio-rs/loom#166).
 #[inline(always)]
-pub(crate) fn own_load(a: &AtomicU64) -> u64 {
+pub(crate) fn own_load(a: &AtomicWord) -> u64 {
     #[cfg(not(loom))]
     {
-        a.load(Ordering::Relaxed)
+        wide(a.load(Ordering::Relaxed))
     }
     #[cfg(loom)]
     // SAFETY: called only by the one thread that stores to `a`.
@@ -58,22 +91,22 @@ use ringtrace_format::Record;
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct Slot {
-    key: AtomicU64,
-    enter: AtomicU64,
-    exit: AtomicU64,
+    key: AtomicWord,
+    enter: AtomicWord,
+    exit: AtomicWord,
 }
 
 impl Slot {
     /// An empty slot, for rings in `static` storage.
     #[cfg(not(loom))]
     pub const fn new() -> Self {
-        Slot { key: AtomicU64::new(0), enter: AtomicU64::new(0), exit: AtomicU64::new(0) }
+        Slot { key: AtomicWord::new(0), enter: AtomicWord::new(0), exit: AtomicWord::new(0) }
     }
 
     /// An empty slot (loom's atomics cannot be made in `const`).
     #[cfg(loom)]
     pub fn new() -> Self {
-        Slot { key: AtomicU64::new(0), enter: AtomicU64::new(0), exit: AtomicU64::new(0) }
+        Slot { key: AtomicWord::new(0), enter: AtomicWord::new(0), exit: AtomicWord::new(0) }
     }
 }
 
@@ -95,9 +128,9 @@ macro_rules! ring_with_mode {
             slots: $slots,
             mask: $slots.len() as u64 - 1,
             stop_when_full: matches!($mode, Mode::StopWhenFull),
-            head: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
-            aux: AtomicU64::new(0),
+            head: AtomicWord::new(0),
+            dropped: AtomicWord::new(0),
+            aux: AtomicWord::new(0),
         }
     };
 }
@@ -108,9 +141,9 @@ pub struct Ring {
     slots: &'static [Slot],
     mask: u64,
     stop_when_full: bool,
-    head: AtomicU64,
-    dropped: AtomicU64,
-    aux: AtomicU64,
+    head: AtomicWord,
+    dropped: AtomicWord,
+    aux: AtomicWord,
 }
 
 /// What a snapshot could take.
@@ -171,12 +204,12 @@ impl Ring {
 
     /// Records ever written.
     pub fn written(&self) -> u64 {
-        self.head.load(Ordering::Acquire)
+        wide(self.head.load(Ordering::Acquire))
     }
 
     /// Spans dropped because the ring was full (stop-when-full mode).
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        wide(self.dropped.load(Ordering::Relaxed))
     }
 
     /// Appends one record; when full, overwrites the oldest or counts the span
@@ -187,16 +220,16 @@ impl Ring {
     pub fn push(&self, key: u64, enter: u64, exit: u64) {
         let n = own_load(&self.head);
         if self.stop_when_full && n > self.mask {
-            self.dropped.store(own_load(&self.dropped) + 1, Ordering::Relaxed);
+            self.dropped.store(word(own_load(&self.dropped) + 1), Ordering::Relaxed);
             return;
         }
         // SAFETY: `slots.len()` is a power of two and `mask == slots.len() - 1`
         // (checked in `new`, never changed), so `n & mask < slots.len()`.
         let slot = unsafe { self.slots.get_unchecked((n & self.mask) as usize) };
-        slot.key.store(key, Ordering::Release);
-        slot.enter.store(enter, Ordering::Release);
-        slot.exit.store(exit, Ordering::Release);
-        self.head.store(n.wrapping_add(1), Ordering::Release);
+        slot.key.store(word(key), Ordering::Release);
+        slot.enter.store(word(enter), Ordering::Release);
+        slot.exit.store(word(exit), Ordering::Release);
+        self.head.store(word(n.wrapping_add(1)), Ordering::Release);
     }
 
     /// Appends a span with an integer argument: an argument record (key
@@ -206,19 +239,19 @@ impl Ring {
     pub fn push_with_arg(&self, arg: u64, key: u64, enter: u64, exit: u64) {
         let n = own_load(&self.head);
         if self.stop_when_full && n + 1 > self.mask {
-            self.dropped.store(own_load(&self.dropped) + 1, Ordering::Relaxed);
+            self.dropped.store(word(own_load(&self.dropped) + 1), Ordering::Relaxed);
             return;
         }
         for (i, (k, a, b)) in [(ringtrace_format::layout::ARG_KEY, arg, 0), (key, enter, exit)].into_iter().enumerate()
         {
             // SAFETY: as in `push`: the index is masked to the power-of-two length.
             let slot = unsafe { self.slots.get_unchecked((n.wrapping_add(i as u64) & self.mask) as usize) };
-            slot.key.store(k, Ordering::Release);
-            slot.enter.store(a, Ordering::Release);
-            slot.exit.store(b, Ordering::Release);
+            slot.key.store(word(k), Ordering::Release);
+            slot.enter.store(word(a), Ordering::Release);
+            slot.exit.store(word(b), Ordering::Release);
         }
-        self.aux.store(own_load(&self.aux) + 1, Ordering::Relaxed);
-        self.head.store(n.wrapping_add(2), Ordering::Release);
+        self.aux.store(word(own_load(&self.aux) + 1), Ordering::Relaxed);
+        self.head.store(word(n.wrapping_add(2)), Ordering::Release);
     }
 
     /// Copies the retained records, oldest first, into `out` (which must hold
@@ -226,20 +259,20 @@ impl Ring {
     /// owning thread may be writing concurrently (see the module docs).
     pub fn snapshot(&self, out: &mut [Record], writer_may_run: bool) -> Snapshot {
         let cap = self.slots.len() as u64;
-        let h1 = self.head.load(Ordering::Acquire);
+        let h1 = wide(self.head.load(Ordering::Acquire));
         let first = h1.saturating_sub(cap);
         let n = ((h1 - first) as usize).min(out.len());
         let first = h1 - n as u64;
         for (i, rec) in out[..n].iter_mut().enumerate() {
             let slot = &self.slots[((first + i as u64) & self.mask) as usize];
             *rec = Record {
-                key: slot.key.load(Ordering::Relaxed),
-                enter: slot.enter.load(Ordering::Relaxed),
-                exit: slot.exit.load(Ordering::Relaxed),
+                key: wide(slot.key.load(Ordering::Relaxed)),
+                enter: wide(slot.enter.load(Ordering::Relaxed)),
+                exit: wide(slot.exit.load(Ordering::Relaxed)),
             };
         }
         fence(Ordering::Acquire);
-        let h2 = self.head.load(Ordering::Relaxed);
+        let h2 = wide(self.head.load(Ordering::Relaxed));
         let safe_from = if self.stop_when_full || !writer_may_run {
             // Nothing in [first, h1) can have been overwritten.
             h2.saturating_sub(cap).min(first)
@@ -250,7 +283,7 @@ impl Ring {
         out.copy_within(skip..n, 0);
         // The snapshot is of the ring as it was at `h1`: records written
         // during the copy belong to the next dump, not to this one's losses.
-        Snapshot { written: h1, dropped: self.dropped(), aux: self.aux.load(Ordering::Relaxed), copied: n - skip }
+        Snapshot { written: h1, dropped: self.dropped(), aux: wide(self.aux.load(Ordering::Relaxed)), copied: n - skip }
     }
 }
 

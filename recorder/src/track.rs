@@ -1,10 +1,10 @@
 //! A track: one ring of finished spans plus the stack of open ones. Each
 //! thread has one (with `std`); a program without `std` installs one.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
 
 use crate::open::OpenStack;
-use crate::ring::{Mode, Ring, Slot, own_load};
+use crate::ring::{AtomicWord, Mode, Ring, Slot, own_load, wide, word};
 
 /// Where one thread's spans go: finished ones into the ring, open ones onto the stack.
 #[derive(Debug)]
@@ -12,9 +12,9 @@ pub struct Track {
     ring: Ring,
     open: OpenStack,
     /// Calls the `-finstrument-functions` hooks did not record: nested too deep.
-    too_deep: AtomicU64,
+    too_deep: AtomicWord,
     /// Spans whose exit hook never ran (a `longjmp` past them).
-    abandoned: AtomicU64,
+    abandoned: AtomicWord,
 }
 
 impl Track {
@@ -28,8 +28,8 @@ impl Track {
         Track {
             ring: Ring::with_mode(slots, mode),
             open: OpenStack::new(),
-            too_deep: AtomicU64::new(0),
-            abandoned: AtomicU64::new(0),
+            too_deep: AtomicWord::new(0),
+            abandoned: AtomicWord::new(0),
         }
     }
 
@@ -47,13 +47,13 @@ impl Track {
     /// nested past a hook's shadow stack, `abandoned` spans whose end never
     /// came. Only the owning thread calls this.
     pub fn note_unrecorded(&self, too_deep: u64, abandoned: u64) {
-        self.too_deep.store(own_load(&self.too_deep).wrapping_add(too_deep), Ordering::Relaxed);
-        self.abandoned.store(own_load(&self.abandoned).wrapping_add(abandoned), Ordering::Relaxed);
+        self.too_deep.store(word(own_load(&self.too_deep).wrapping_add(too_deep)), Ordering::Relaxed);
+        self.abandoned.store(word(own_load(&self.abandoned).wrapping_add(abandoned)), Ordering::Relaxed);
     }
 
     /// (too deep, abandoned) so far: see [`note_unrecorded`](Self::note_unrecorded).
     pub fn unrecorded(&self) -> (u64, u64) {
-        (self.too_deep.load(Ordering::Relaxed), self.abandoned.load(Ordering::Relaxed))
+        (wide(self.too_deep.load(Ordering::Relaxed)), wide(self.abandoned.load(Ordering::Relaxed)))
     }
 
     /// A span began: note it as open. Returns the token for [`end`](Self::end).

@@ -43,6 +43,7 @@ fn write_report(trace: &Trace, symbols: &Symbols, out: &mut dyn Write) -> io::Re
                 CounterKind::X86Tsc => "x86 TSC",
                 CounterKind::Aarch64Cntvct => "CNTVCT_EL0",
                 CounterKind::MonotonicNs => "monotonic ns",
+                CounterKind::ArmDwtCyccnt => "Cortex-M DWT CYCCNT",
                 CounterKind::User => "user counter",
                 CounterKind::Other(_) => "unknown counter",
             };
