@@ -48,6 +48,30 @@
 //! The lock-free protocols are described in [`ring`] and [`open`], and
 //! model-checked with loom.
 //!
+//! # Interrupts and signal handlers
+//!
+//! A ring has one writer. Code that can run in the middle of another span's
+//! recording on the same core or thread — an interrupt handler, a signal
+//! handler — records into a track of its own: it begins with
+//! `let _ctx = ringtrace::interrupt(&TRACK);` ([`context_track`] makes and
+//! registers one with `std`; without `std`, a `static` [`Track`], one per
+//! priority level that records). Handlers nest: each finishes before the code
+//! it interrupted resumes, so switching tracks is a save and restore of one
+//! pointer, and the interrupted span's record, written half before and half
+//! after the handler, is never touched by it. No atomic read-modify-write, no
+//! interrupt masking. `recorder/tests/interrupts.rs` interrupts a recording
+//! thread with tens of thousands of signals whose handler records, and
+//! requires both rings exact; without the switch it loses records.
+//!
+//! # Without an operating system
+//!
+//! `ringtrace::install` a `static` [`Track`] (built without `std`), give spans a [`clock::Clock`] (on
+//! Cortex-M3/M4/M7/M33 the DWT cycle counter is built in), and write dumps
+//! with [`bare::write_dump`] through any byte sink. Where the target lacks
+//! 64-bit atomics the ring stores 32-bit words: 12-byte records, compact
+//! dumps, counters `rtconv` unwraps. `samples/freestanding` is a complete
+//! program with no std and no libc.
+//!
 //! # Example
 //!
 //! ```
@@ -114,13 +138,14 @@ pub use ringtrace_macros::trace;
 #[cfg(not(loom))]
 pub use sink::enabled;
 #[cfg(all(not(feature = "std"), not(loom)))]
-pub use sink::{install, set_enabled};
+pub use sink::{Interrupt, install, interrupt, set_enabled};
 #[cfg(not(loom))]
 pub use span::{ArgSpan, Entered, Pulse, SiteDescriptor, Span, enter, exit};
 #[cfg(all(feature = "std", not(loom)))]
 pub use thread::{
-    AlreadyRecording, DEFAULT_RING_RECORDS, MAX_RING_RECORDS, MIN_RING_RECORDS, RING_MODE_ENV, RING_RECORDS_ENV,
-    RingConfig, set_default_ring, set_enabled, set_thread_enabled, set_thread_ring, start,
+    AlreadyRecording, CONTEXT_TID_BASE, DEFAULT_RING_RECORDS, Interrupt, MAX_RING_RECORDS, MIN_RING_RECORDS,
+    RING_MODE_ENV, RING_RECORDS_ENV, RingConfig, context_track, interrupt, set_default_ring, set_enabled,
+    set_thread_enabled, set_thread_ring, start,
 };
 #[cfg(not(loom))]
 pub use track::Track;

@@ -142,6 +142,55 @@ pub fn current() -> Option<&'static Track> {
     }
 }
 
+/// Thread ids of [`context_track`]s count from here (above any Linux tid, below 2^32).
+pub const CONTEXT_TID_BASE: u64 = 1 << 30;
+
+/// A track of its own for an interrupting context — a signal handler, or
+/// any code that may run in the middle of another span's recording on the
+/// same thread — registered so dumps include it (as thread
+/// `CONTEXT_TID_BASE + n`, named `name`). Use it with [`interrupt`].
+pub fn context_track(name: &str) -> &'static Track {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    start();
+    let config = process_default();
+    let slots: &'static [Slot] = Box::leak((0..config.records_rounded()).map(|_| Slot::new()).collect());
+    let tid = CONTEXT_TID_BASE + NEXT.fetch_add(1, Ordering::Relaxed) as u64;
+    let t = Box::new(ThreadRing {
+        track: Track::with_mode(slots, config.mode),
+        tid,
+        name: name.into(),
+        exited: AtomicBool::new(false),
+    });
+    let track: *const Track = &t.track;
+    lock_registry().push(t);
+    // SAFETY: the ThreadRing is boxed (it does not move) and registered; a
+    // dump frees only rings marked exited, which this one never is.
+    unsafe { &*track }
+}
+
+/// While alive, the calling thread's spans go to another track: see [`interrupt`].
+#[must_use = "spans go to the interrupt's track only while this guard lives"]
+#[derive(Debug)]
+pub struct Interrupt {
+    previous: *const Track,
+}
+
+/// Sends the calling thread's spans to `track` until the returned guard is
+/// dropped: the first thing an interrupting context (a signal handler) does.
+/// Spans already begun end in their own track. Contexts nest — a handler
+/// finishes before the code it interrupted resumes — so the switch is a
+/// save and restore of one thread-local pointer: async-signal-safe, no lock,
+/// no atomic read-modify-write.
+pub fn interrupt(track: &'static Track) -> Interrupt {
+    Interrupt { previous: CURRENT.with(|c| c.replace(track)) }
+}
+
+impl Drop for Interrupt {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.previous));
+    }
+}
+
 /// Turns recording on or off for every thread. Spans already running finish normally.
 pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Relaxed);
