@@ -1,7 +1,8 @@
 //! Dumps without an operating system: the installed track, through any
 //! byte [`Sink`] (a UART, semihosting, RTT, a buffer), with no allocation.
-//! On targets without 64-bit atomics (32-bit microcontrollers) the ring's
-//! words are 32 bits and the dump holds compact 12-byte records.
+//! The dump holds compact 12-byte records when the counter has at most 32
+//! bits, and always on targets without 64-bit atomics (32-bit
+//! microcontrollers), whose ring words are 32 bits.
 //!
 //! A program without `std` says what a hosted recorder finds out itself:
 //! its name, its counter ([`ClockInfo`]) and time anchors, and where its
@@ -68,8 +69,9 @@ pub fn write_dump<S: Sink>(
         producer_version: env!("CARGO_PKG_VERSION").as_bytes(),
         process_name: target.process_name,
     })?;
-    // Where the recorder's words are 32 bits, so are the counter readings it kept.
-    let compact = core::mem::size_of::<Word>() == 4;
+    // Compact records where the recorder's words are 32 bits (so are the
+    // counter readings it kept), or where the counter is 32 bits or fewer.
+    let compact = core::mem::size_of::<Word>() == 4 || target.clock.counter_bits <= 32;
     let mut clock = target.clock;
     if compact {
         clock.counter_bits = clock.counter_bits.min(32);

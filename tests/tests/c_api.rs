@@ -177,3 +177,37 @@ fn calls_that_never_return_leave_a_valid_dump_that_says_so() {
     let nested = parents(&trace).iter().filter(|(e, p)| e.name == "deep" && *p == Some("deep")).count();
     assert_eq!(nested, 254);
 }
+
+#[test]
+fn the_c_api_by_hand_scopes_configures_and_dumps_to_a_path_and_a_descriptor() {
+    let dir = scratch("c-manual");
+    let exe = compile_c(&source("manual.c"), &dir.join("manual"), &[]);
+    let (by_path, by_fd) = (dir.join("path.rtd"), dir.join("fd.rtd"));
+    let out = Command::new(&exe).arg(&by_path).arg(&by_fd).output().unwrap();
+    assert!(out.status.success());
+    // 0+2+4+6+8; both dumps written; the impossible path reported, not fatal.
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "20 0 0 -1\n");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("cannot write a dump to /nonexistent/dir/x.rtd"), "{stderr}");
+    for dump in [&by_path, &by_fd] {
+        let (code, json, stderr) = convert(dump, &[]);
+        assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
+        let trace = parse_chrome(&json);
+        let expected: BTreeMap<String, usize> = [("load".to_string(), 1), ("step".to_string(), 5)].into();
+        assert_eq!(counts(&trace), expected);
+        for (e, parent) in parents(&trace) {
+            assert_eq!(parent, if e.name == "step" { Some("load") } else { None }, "{}", e.name);
+        }
+    }
+    // The ring is the 16-record stop-when-full one asked for.
+    let bytes = std::fs::read(&by_path).unwrap();
+    let dump = ringtrace_format::Dump::parse(&bytes).unwrap();
+    let rings: Vec<(u64, u32)> = dump
+        .sections()
+        .filter_map(|s| match s.unwrap().decode().unwrap() {
+            ringtrace_format::SectionData::Ring(info, _, _) => Some((info.capacity, info.flags)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rings, [(16, ringtrace_format::layout::RING_FLAG_STOP_WHEN_FULL)]);
+}

@@ -1,8 +1,8 @@
 //! The recorder with no OS at all: `samples/freestanding` (no std, no libc,
 //! its own `_start`, raw `write`/`exit` system calls) records with a counter
 //! of its own and writes its dump to stdout; rtconv converts it with names
-//! from the site section and from DWARF. Its simulated counter makes every
-//! time exact (see the sample's docs). Also measures what instrumenting a
+//! from the site section and from DWARF. Its simulated 32-bit counter makes
+//! every time exact and wraps mid-run (compact records, unwrapped by rtconv). Also measures what instrumenting a
 //! function adds to its size, against the same program built with `off`.
 
 use std::path::PathBuf;
@@ -54,6 +54,21 @@ fn a_program_without_an_os_records_and_dumps_through_a_byte_sink() {
     let dir = scratch("freestanding");
     let dump = dir.join("fs.rtd");
     std::fs::write(&dump, &out.stdout).unwrap();
+
+    // Compact records of the 32-bit counter, which wrapped during the run.
+    let parsed = ringtrace_format::Dump::parse(&out.stdout).unwrap();
+    let rings: Vec<Vec<ringtrace_format::Record>> = parsed
+        .sections()
+        .filter_map(|s| match s.unwrap().decode().unwrap() {
+            ringtrace_format::SectionData::Ring(_, records, _) => {
+                assert!(records.compact(), "a 32-bit counter's dump holds compact records");
+                Some(records.iter().collect())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rings.len(), 1);
+    assert!(rings[0].windows(2).any(|w| w[1].exit < w[0].exit), "the counter wrapped between two records");
 
     let conv = run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "--exe", exe.to_str().unwrap()]);
     assert!(conv.status.success() && conv.stderr.is_empty(), "{}", String::from_utf8_lossy(&conv.stderr));

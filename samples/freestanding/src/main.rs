@@ -3,7 +3,8 @@
 //! stdout with the format crate's no-alloc writer, through raw system calls.
 //!
 //! Known truth for tests/tests/freestanding.rs. The counter is simulated: each
-//! read advances it 100 ticks at a nominal 1 GHz, so times are exact:
+//! read advances it 100 ticks at a nominal 1 GHz, so times are exact, and it
+//! is 32 bits wide and wraps in the first round:
 //! - `outer` (named span) 4 times, 700 ns each: its own two reads and three `leaf`s of two;
 //! - `freestanding::leaf` (code address, named from DWARF) 12 times, 100 ns each, inside `outer`;
 //! - `loop` (pulse) 3 intervals of 900 ns: one pass read, then `outer`'s 8 reads.
@@ -18,16 +19,18 @@ use ringtrace::clock::Clock;
 use ringtrace::ring::Slot;
 use ringtrace_format::{Anchor, CounterKind, Module, RateSource, Record, Sink};
 
-/// The program's own counter: a simulated cycle counter, 100 ticks per read at 1 GHz.
+/// The program's own counter: a simulated 32-bit cycle counter, 100 ticks
+/// per read at 1 GHz, starting just below 2^32 so that it wraps during the
+/// first round (the dump then holds compact records, which rtconv unwraps).
 struct SimClock;
 
-static TICKS: AtomicU64 = AtomicU64::new(0);
+static TICKS: AtomicU64 = AtomicU64::new(u32::MAX as u64 - 1_000);
 
 impl Clock for SimClock {
     const KIND: CounterKind = CounterKind::User;
-    const BITS: u32 = 64;
+    const BITS: u32 = 32;
     fn now() -> u64 {
-        TICKS.fetch_add(100, Ordering::Relaxed) + 100
+        (TICKS.fetch_add(100, Ordering::Relaxed) + 100) & u64::from(u32::MAX)
     }
     fn nominal_hz() -> (u64, RateSource) {
         (1_000_000_000, RateSource::User)
@@ -116,7 +119,8 @@ extern "C" fn main() -> ! {
         process_name: b"freestanding",
         thread_name: b"main",
         clock: SimClock::info(),
-        anchors: &[Anchor { ticks: 0, mono_ns: 0, real_ns: 0 }],
+        // One anchor, at dump time: a narrow counter is placed by it and timed by the nominal rate.
+        anchors: &[Anchor { ticks: SimClock::now(), mono_ns: 0, real_ns: 0 }],
         modules: &modules,
     };
     let mut scratch = [Record::default(); 64];
