@@ -220,7 +220,20 @@ pub fn convert(
     out: &mut dyn Write,
 ) -> Result<Report, ConvertError> {
     let bytes = load::open(path)?;
-    let Prepared { trace, symbols, timebase, mut report } = prepare(path, &bytes, opts, &symbolize::Cache::default())?;
+    convert_bytes(path, &bytes, format, opts, &symbolize::Cache::default(), out)
+}
+
+/// Converts a dump already in memory (`bytes`, named `path` in messages),
+/// naming keys through `cache` (shared by the dumps of a batch).
+pub fn convert_bytes(
+    path: &Path,
+    bytes: &[u8],
+    format: Format,
+    opts: &symbolize::Options,
+    cache: &symbolize::Cache,
+    out: &mut dyn Write,
+) -> Result<Report, ConvertError> {
+    let Prepared { trace, symbols, timebase, mut report } = prepare(path, bytes, opts, cache)?;
     let timeline = Timeline::new(&trace, &symbols, timebase);
     match format {
         Format::Chrome(opts) => render::chrome::write(&timeline, &opts, out).map_err(ConvertError::Output)?,
@@ -240,6 +253,22 @@ pub fn convert(
     out.flush().map_err(ConvertError::Output)?;
     check_timeline(&timeline, format, &mut report);
     Ok(report)
+}
+
+/// Reads, times and names a dump in memory and hands its timeline to `f`,
+/// with what was wrong with it (for callers that compute rather than render).
+pub fn with_timeline<T>(
+    path: &Path,
+    bytes: &[u8],
+    opts: &symbolize::Options,
+    cache: &symbolize::Cache,
+    f: impl FnOnce(&Timeline<'_>) -> T,
+) -> Result<(T, Report), ConvertError> {
+    let Prepared { trace, symbols, timebase, mut report } = prepare(path, bytes, opts, cache)?;
+    let timeline = Timeline::new(&trace, &symbols, timebase);
+    let value = f(&timeline);
+    check_timeline(&timeline, Format::Folded, &mut report);
+    Ok((value, report))
 }
 
 /// Converts several dumps into one Chrome trace, aligned by their realtime

@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod address;
+pub mod batch;
 pub mod calltree;
 pub mod clean;
 pub mod convert;

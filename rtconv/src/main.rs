@@ -31,8 +31,12 @@ struct Cli {
 enum Command {
     /// Convert a dump into a trace (Chrome JSON for Perfetto), collapsed stacks or a flame graph.
     Convert(ConvertArgs),
-    /// Per-function statistics: calls, total, self, min, mean, p50, p90, p99, max, stddev.
+    /// Per-function statistics: calls, total, self, min, mean, p50, p90, p99, max, stddev —
+    /// of one dump, or merged over many (files, directories, globs, archives) per build-id.
     Stats(StatsArgs),
+    /// Convert many dumps — files, directories, glob patterns, .tar/.tar.gz/.tar.zst archives —
+    /// in parallel, one output per dump in --out-dir.
+    Batch(BatchArgs),
     /// Describe a dump: process, clock, modules, threads, losses, and how its keys were named.
     Info(InfoArgs),
     /// Name addresses in a binary, as `addr2line -f -i -C` does (addresses from the
@@ -69,9 +73,52 @@ enum ChromeEventsArg {
 }
 
 #[derive(clap::Args)]
+struct BatchArgs {
+    /// Dumps, directories (searched for *.rtd and archives), glob patterns, tar archives.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Output format.
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Chrome)]
+    format: FormatArg,
+    /// Where the outputs go, one per dump, named after it.
+    #[arg(long, value_name = "DIR")]
+    out_dir: PathBuf,
+    /// Chrome events: x or be (see `rtconv convert --help`).
+    #[arg(long, value_enum, default_value_t = ChromeEventsArg::X)]
+    chrome_events: ChromeEventsArg,
+    /// Chrome: add each span's source place, inline chain and module to its args.
+    #[arg(long)]
+    args: bool,
+    #[command(flatten)]
+    run: RunArgs,
+    #[command(flatten)]
+    symbols: SymbolArgs,
+}
+
+/// How work over many dumps runs.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Worker threads (default: one per core).
+    #[arg(short = 'j', long, value_name = "N")]
+    jobs: Option<usize>,
+    /// No progress bar (it shows only when stderr is a terminal anyway).
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+impl RunArgs {
+    fn options(&self, symbols: symbolize::Options) -> rtconv::batch::Options {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        rtconv::batch::Options { jobs: self.jobs.unwrap_or(cores).max(1), quiet: self.quiet, symbols }
+    }
+}
+
+#[derive(clap::Args)]
 struct StatsArgs {
-    /// The dump to summarize.
-    dump: PathBuf,
+    /// The dump to summarize; with several, or a directory, glob or archive, the figures are
+    /// merged over all of them, one table per program build-id.
+    #[arg(required = true)]
+    dumps: Vec<PathBuf>,
     /// One table per thread instead of one over all threads.
     #[arg(long)]
     per_thread: bool,
@@ -93,6 +140,8 @@ struct StatsArgs {
     /// Write the output here instead of to stdout.
     #[arg(short = 'o', long, value_name = "PATH")]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
     #[command(flatten)]
     symbols: SymbolArgs,
 }
@@ -211,33 +260,81 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Convert(args) => run_convert(args),
-        Command::Stats(args) => {
-            let format = Format::Stats(rtconv::stats::Options {
-                sort: args.sort,
-                per_thread: args.per_thread,
-                output: args.format,
-                tree: args.tree,
-                calibrated: args.calibrated,
-                clean: args.clean,
-            });
-            convert_to(std::slice::from_ref(&args.dump), format, args.output.as_deref(), args.symbols.options())
-        }
+        Command::Stats(args) => run_stats(args),
+        Command::Batch(args) => run_batch(args),
         Command::Info(args) => run_info(args),
         Command::Symbolize(args) => run_symbolize(args),
     }
 }
 
-fn run_convert(args: ConvertArgs) -> ExitCode {
-    let format = match (args.format, args.chrome_events) {
-        (FormatArg::Chrome, events) => Format::Chrome(rtconv::render::chrome::Options {
-            begin_end: matches!(events, ChromeEventsArg::Be),
-            args: args.args,
-        }),
-        (FormatArg::Folded, _) => Format::Folded,
-        (FormatArg::Flamegraph, _) => Format::Flamegraph,
-        (FormatArg::Ftrace, _) => Format::Ftrace,
-        (FormatArg::Systrace, _) => Format::Systrace,
+fn run_stats(args: StatsArgs) -> ExitCode {
+    let opts = rtconv::stats::Options {
+        sort: args.sort,
+        per_thread: args.per_thread,
+        output: args.format,
+        tree: args.tree,
+        calibrated: args.calibrated,
+        clean: args.clean,
     };
+    // One dump file: its own tables. Anything else: merged over every dump.
+    if let [dump] = args.dumps.as_slice()
+        && dump.is_file()
+        && rtconv::batch::inputs::archive_kind(dump).is_none()
+    {
+        return convert_to(
+            std::slice::from_ref(dump),
+            Format::Stats(opts),
+            args.output.as_deref(),
+            args.symbols.options(),
+        );
+    }
+    if args.tree || args.per_thread {
+        eprintln!(
+            "rtconv: error: --tree and --per-thread show one dump; over many dumps, figures are merged per build-id"
+        );
+        return ExitCode::from(2);
+    }
+    let batch = args.run.options(args.symbols.options());
+    let result = match &args.output {
+        Some(path) => match File::create(path) {
+            Ok(file) => rtconv::batch::stats_all(&args.dumps, opts, &batch, &mut BufWriter::new(file)),
+            Err(e) => {
+                eprintln!("rtconv: error: cannot create {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        },
+        None => rtconv::batch::stats_all(&args.dumps, opts, &batch, &mut BufWriter::new(io::stdout().lock())),
+    };
+    match result {
+        Ok(summary) => ExitCode::from(summary.exit_code()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rtconv: error: writing the output: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_batch(args: BatchArgs) -> ExitCode {
+    let format = format_of(args.format, args.chrome_events, args.args);
+    let opts = args.run.options(args.symbols.options());
+    ExitCode::from(rtconv::batch::convert_all(&args.inputs, format, &args.out_dir, &opts).exit_code())
+}
+
+fn format_of(format: FormatArg, events: ChromeEventsArg, args: bool) -> Format {
+    match format {
+        FormatArg::Chrome => {
+            Format::Chrome(rtconv::render::chrome::Options { begin_end: matches!(events, ChromeEventsArg::Be), args })
+        }
+        FormatArg::Folded => Format::Folded,
+        FormatArg::Flamegraph => Format::Flamegraph,
+        FormatArg::Ftrace => Format::Ftrace,
+        FormatArg::Systrace => Format::Systrace,
+    }
+}
+
+fn run_convert(args: ConvertArgs) -> ExitCode {
+    let format = format_of(args.format, args.chrome_events, args.args);
     convert_to(&args.dumps, format, args.output.as_deref(), args.symbols.options())
 }
 

@@ -8,6 +8,7 @@
 //! scope's time (self time ÷ the top-level spans' total, so shares add up to
 //! 100%). Percentiles come from an HDR histogram with 3 significant digits.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
@@ -99,6 +100,8 @@ pub struct Row {
     pub stddev_ns: f64,
     /// With `--clean`: calls left out of min..stddev as outliers.
     pub outliers: u64,
+    /// Over many dumps: how many of them have the function.
+    pub dumps: Option<u64>,
 }
 
 /// The rows of one scope: a thread, or all threads.
@@ -116,8 +119,10 @@ pub struct Scope {
     pub cleaned: bool,
 }
 
-#[derive(Default)]
-struct Acc {
+/// One function's figures as they accumulate, call by call; accumulators of
+/// several dumps merge exactly (the histograms too).
+#[derive(Default, Debug)]
+pub struct Acc {
     calls: u64,
     total: u64,
     self_ns: u64,
@@ -171,6 +176,31 @@ impl Acc {
         row
     }
 
+    /// Adds `other`'s calls to these.
+    fn merge(&mut self, other: Acc) {
+        if other.calls == 0 {
+            return;
+        }
+        self.min = if self.calls == 0 { other.min } else { self.min.min(other.min) };
+        self.max = self.max.max(other.max);
+        self.calls += other.calls;
+        self.total += other.total;
+        self.self_ns += other.self_ns;
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+        match (&mut self.hist, other.hist) {
+            (Some(mine), Some(theirs)) => {
+                // Both grow to any value; adding cannot fail for histograms made by `Histogram::new`.
+                let _ = mine.add(&theirs);
+            }
+            (mine @ None, theirs) => *mine = theirs,
+            (Some(_), None) => {}
+        }
+        if let (Some(mine), Some(theirs)) = (&mut self.durations, other.durations) {
+            mine.extend(theirs);
+        }
+    }
+
     fn row(&self, name: String, scope_total: u64) -> Row {
         if let Some(calls) = &self.durations {
             // In the order the calls started.
@@ -199,6 +229,7 @@ impl Acc {
             max_ns: self.max,
             stddev_ns: (self.sum_sq / n - mean * mean).max(0.0).sqrt(),
             outliers: 0,
+            dumps: None,
         }
     }
 }
@@ -247,6 +278,86 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
             Scope { name, total_ns, rows, calibration, cleaned: opts.clean }
         })
         .collect()
+}
+
+/// One dump's per-function accumulators over all its threads, by function
+/// name, and its top-level time: what [`Merged`] adds up.
+#[derive(Debug)]
+pub struct DumpTotals {
+    /// Time of the top-level spans, over all threads.
+    pub total_ns: u64,
+    /// Per function name (keys of the same name merged).
+    pub functions: Vec<(String, Acc)>,
+}
+
+/// The accumulators of `tl` over all its threads (see [`DumpTotals`]).
+pub fn totals(tl: &Timeline<'_>, calibrated: bool, clean: bool) -> DumpTotals {
+    let mut accs: Vec<Acc> =
+        tl.keys.iter().map(|_| Acc { durations: clean.then(Vec::new), ..Acc::default() }).collect();
+    let mut total_ns = 0;
+    let costs = if calibrated { tl.recorder_costs() } else { None };
+    tl.walk(costs, |v| {
+        if v.path.len() == 1 {
+            total_ns += v.duration;
+        }
+        if let Some(acc) = accs.get_mut(v.path.last().copied().unwrap_or_default() as usize) {
+            acc.add(v.enter_ns, v.duration, v.self_ns, v.outermost);
+        }
+    });
+    let mut by_name: HashMap<String, Acc> = HashMap::new();
+    for (acc, &key) in accs.into_iter().zip(tl.keys).filter(|(acc, _)| acc.calls > 0) {
+        let name = tl.symbols.get(key).map_or_else(|| "??".to_string(), |n| n.name.clone());
+        by_name.entry(name).or_default().merge(acc);
+    }
+    DumpTotals { total_ns, functions: by_name.into_iter().collect() }
+}
+
+/// Per-function figures merged over many dumps: calls, times and histograms
+/// add up (percentiles come from the merged histogram, never averaged), and
+/// each function counts the dumps it appears in.
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// Dumps added.
+    pub dumps: u64,
+    /// Their top-level time, summed.
+    pub total_ns: u64,
+    functions: HashMap<String, (Acc, u64)>,
+}
+
+impl Merged {
+    /// Adds one dump.
+    pub fn add(&mut self, dump: DumpTotals) {
+        self.dumps += 1;
+        self.total_ns += dump.total_ns;
+        for (name, acc) in dump.functions {
+            let (mine, dumps) = self.functions.entry(name).or_default();
+            mine.merge(acc);
+            *dumps += 1;
+        }
+    }
+
+    /// Adds everything `other` holds.
+    pub fn merge(&mut self, other: Merged) {
+        self.dumps += other.dumps;
+        self.total_ns += other.total_ns;
+        for (name, (acc, dumps)) in other.functions {
+            let (mine, count) = self.functions.entry(name).or_default();
+            mine.merge(acc);
+            *count += dumps;
+        }
+    }
+
+    /// The table of it, named `name`.
+    pub fn scope(self, name: String, sort_by: Column, clean: bool) -> Scope {
+        let total_ns = self.total_ns;
+        let mut rows: Vec<Row> = self
+            .functions
+            .into_iter()
+            .map(|(function, (acc, dumps))| Row { dumps: Some(dumps), ..acc.row(function, total_ns) })
+            .collect();
+        sort(&mut rows, sort_by);
+        Scope { name, total_ns, rows, calibration: None, cleaned: clean }
+    }
 }
 
 fn sort(rows: &mut [Row], column: Column) {
@@ -316,11 +427,16 @@ fn write_table(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                  (calls, total and self keep them)"
             )?;
         }
-        let cells: Vec<[String; 12]> = scope
+        let with_dumps = scope.rows.iter().any(|r| r.dumps.is_some());
+        let mut headers: Vec<&str> = HEADERS.to_vec();
+        if with_dumps {
+            headers.push("dumps");
+        }
+        let cells: Vec<Vec<String>> = scope
             .rows
             .iter()
             .map(|r| {
-                [
+                let mut row = vec![
                     r.name.clone(),
                     r.calls.to_string(),
                     human(r.total_ns as f64),
@@ -333,11 +449,15 @@ fn write_table(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                     human(r.p99_ns as f64),
                     human(r.max_ns as f64),
                     human(r.stddev_ns),
-                ]
+                ];
+                if with_dumps {
+                    row.push(r.dumps.unwrap_or(0).to_string());
+                }
+                row
             })
             .collect();
-        let widths: Vec<usize> = (0..12)
-            .map(|c| cells.iter().map(|row| row[c].chars().count()).chain([HEADERS[c].len()]).max().unwrap_or(0))
+        let widths: Vec<usize> = (0..headers.len())
+            .map(|c| cells.iter().map(|row| row[c].chars().count()).chain([headers[c].len()]).max().unwrap_or(0))
             .collect();
         let line = |cols: Vec<&str>, out: &mut dyn Write| -> io::Result<()> {
             for (c, text) in cols.iter().enumerate() {
@@ -350,7 +470,7 @@ fn write_table(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
             }
             writeln!(out)
         };
-        line(HEADERS.to_vec(), out)?;
+        line(headers, out)?;
         for row in &cells {
             line(row.iter().map(String::as_str).collect(), out)?;
         }
@@ -363,15 +483,17 @@ fn csv_field(text: &str) -> String {
 }
 
 fn write_csv(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
+    let with_dumps = scopes.iter().flat_map(|s| &s.rows).any(|r| r.dumps.is_some());
     writeln!(
         out,
-        "scope,function,calls,total_ns,self_ns,self_share,min_ns,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,stddev_ns"
+        "scope,function,calls,total_ns,self_ns,self_share,min_ns,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,stddev_ns{}",
+        if with_dumps { ",dumps" } else { "" }
     )?;
     for scope in scopes {
         for r in &scope.rows {
             writeln!(
                 out,
-                "{},{},{},{},{},{:.6},{},{:.0},{},{},{},{},{:.0}",
+                "{},{},{},{},{},{:.6},{},{:.0},{},{},{},{},{:.0}{}",
                 csv_field(&scope.name),
                 csv_field(&r.name),
                 r.calls,
@@ -384,7 +506,8 @@ fn write_csv(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                 r.p90_ns,
                 r.p99_ns,
                 r.max_ns,
-                r.stddev_ns
+                r.stddev_ns,
+                r.dumps.map_or(String::new(), |d| format!(",{d}"))
             )?;
         }
     }
@@ -399,12 +522,16 @@ fn write_json(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                 .rows
                 .iter()
                 .map(|r| {
-                    serde_json::json!({
+                    let mut row = serde_json::json!({
                         "function": r.name, "calls": r.calls, "total_ns": r.total_ns, "self_ns": r.self_ns,
                         "self_share": r.share, "min_ns": r.min_ns, "mean_ns": r.mean_ns.round() as u64,
                         "p50_ns": r.p50_ns, "p90_ns": r.p90_ns, "p99_ns": r.p99_ns, "max_ns": r.max_ns,
                         "stddev_ns": r.stddev_ns.round() as u64, "outliers": r.outliers,
-                    })
+                    });
+                    if let Some(dumps) = r.dumps {
+                        row["dumps"] = dumps.into();
+                    }
+                    row
                 })
                 .collect();
             let calibration =

@@ -1,0 +1,279 @@
+//! What a batch reads: dump files, directories (recursively), glob patterns,
+//! and tar archives (`.tar`, `.tar.gz`/`.tgz`, `.tar.zst`) read as streams,
+//! entry by entry, without unpacking anything to disk.
+//!
+//! Dumps are the files named `*.rtd` (in directories and archives; a file
+//! named on the command line is taken whatever its name). Each dump is read
+//! whole into memory when its turn comes — by a plain read sized by the
+//! data, never by a length field of the archive — so a batch holds about one
+//! dump per worker, whatever the size of the archive.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The largest zstd window an archive may ask for: 128 MiB (zstd's default
+/// limit for decoders is the same order; larger windows need `--long` on purpose).
+const MAX_ZSTD_WINDOW: u64 = 128 << 20;
+
+/// How an archive is compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// A plain tar.
+    None,
+    /// gzip (`.tar.gz`, `.tgz`).
+    Gzip,
+    /// Zstandard (`.tar.zst`, `.tzst`).
+    Zstd,
+}
+
+/// One input, classified.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// A dump file.
+    File(PathBuf),
+    /// A tar archive of dumps.
+    Archive(PathBuf, Compression),
+}
+
+impl Input {
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        match self {
+            Input::File(p) | Input::Archive(p, _) => p,
+        }
+    }
+}
+
+/// An archive by its name, or `None` for anything else.
+pub fn archive_kind(path: &Path) -> Option<Compression> {
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    if name.ends_with(".tar") {
+        Some(Compression::None)
+    } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+        Some(Compression::Gzip)
+    } else if name.ends_with(".tar.zst") || name.ends_with(".tzst") {
+        Some(Compression::Zstd)
+    } else {
+        None
+    }
+}
+
+fn is_dump_name(name: &str) -> bool {
+    name.to_ascii_lowercase().ends_with(".rtd")
+}
+
+/// Expands the command line's inputs, in order: a directory into its dumps
+/// and archives (sorted, recursively), a glob pattern into its matches.
+/// Returns the inputs and one line per argument that named nothing.
+pub fn expand(args: &[PathBuf]) -> (Vec<Input>, Vec<String>) {
+    let (mut inputs, mut problems) = (Vec::new(), Vec::new());
+    for arg in args {
+        if arg.is_dir() {
+            walk(arg, &mut inputs, &mut problems);
+        } else if arg.exists() {
+            inputs.push(classify(arg.clone()));
+        } else {
+            let text = arg.to_string_lossy();
+            let is_pattern = text.contains(['*', '?', '[']);
+            match glob::glob(&text) {
+                Ok(paths) if is_pattern => {
+                    let before = inputs.len();
+                    for path in paths {
+                        match path {
+                            Ok(p) if p.is_dir() => walk(&p, &mut inputs, &mut problems),
+                            Ok(p) => inputs.push(classify(p)),
+                            Err(e) => problems.push(format!("{}: {}", e.path().display(), e.error())),
+                        }
+                    }
+                    if inputs.len() == before {
+                        problems.push(format!("{text}: the pattern matches no file"));
+                    }
+                }
+                Err(e) if is_pattern => problems.push(format!("{text}: not a valid glob pattern: {e}")),
+                _ => problems.push(format!("{text}: no such file or directory")),
+            }
+        }
+    }
+    (inputs, problems)
+}
+
+fn classify(path: PathBuf) -> Input {
+    match archive_kind(&path) {
+        Some(kind) => Input::Archive(path, kind),
+        None => Input::File(path),
+    }
+}
+
+fn walk(dir: &Path, inputs: &mut Vec<Input>, problems: &mut Vec<String>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            problems.push(format!("{}: cannot list: {e}", dir.display()));
+            return;
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for path in paths {
+        // Symbolic links to directories are not followed: a loop cannot hang the walk.
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        if meta.is_dir() {
+            walk(&path, inputs, problems);
+        } else if archive_kind(&path).is_some() || is_dump_name(&path.file_name().unwrap_or_default().to_string_lossy())
+        {
+            inputs.push(classify(path));
+        }
+    }
+}
+
+/// One dump of the batch, or why one could not be read.
+pub enum Item {
+    /// A dump's bytes and where they came from.
+    Dump {
+        /// `path`, or `archive!entry`.
+        name: String,
+        /// The bytes.
+        bytes: Bytes,
+    },
+    /// A dump or archive that could not be read; later entries of a damaged archive are lost.
+    Unreadable {
+        /// As for `Dump`.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A dump's bytes: a file mapped, or an archive entry read.
+pub enum Bytes {
+    /// A file.
+    Mapped(crate::load::FileBytes),
+    /// An archive entry.
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Read(v) => v,
+        }
+    }
+}
+
+/// Counts the bytes read through it, for progress.
+struct Counting<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// The dumps of `inputs`, in order, read by a thread of their own and
+/// handed over through a queue of `capacity` (so at most `capacity + 1`
+/// dumps wait in memory); `consumed` counts the input bytes read so far
+/// (files whole, archives as compressed bytes).
+pub fn items(inputs: Vec<Input>, consumed: Arc<AtomicU64>, capacity: usize) -> impl Iterator<Item = Item> + Send {
+    let (tx, rx) = std::sync::mpsc::sync_channel(capacity);
+    std::thread::Builder::new()
+        .name("rtconv-read".into())
+        .spawn(move || {
+            for input in inputs {
+                let more = match input {
+                    Input::File(path) => tx.send(read_file(&path, &consumed)).is_ok(),
+                    Input::Archive(path, kind) => read_archive(&path, kind, &consumed, &tx),
+                };
+                if !more {
+                    return; // the consumer stopped
+                }
+            }
+        })
+        .map(drop)
+        .unwrap_or_else(|e| eprintln!("rtconv: error: cannot start the reading thread: {e}"));
+    rx.into_iter()
+}
+
+fn read_file(path: &Path, consumed: &AtomicU64) -> Item {
+    let name = path.display().to_string();
+    match crate::load::map_file(path) {
+        Ok(bytes) => {
+            consumed.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            Item::Dump { name, bytes: Bytes::Mapped(bytes) }
+        }
+        Err(e) => Item::Unreadable { name, reason: format!("cannot read: {e}") },
+    }
+}
+
+type ArchiveReader = Box<dyn Read + Send>;
+
+fn open_archive(path: &Path, kind: Compression, consumed: Arc<AtomicU64>) -> Result<ArchiveReader, String> {
+    let file = File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let counted = BufReader::with_capacity(1 << 16, Counting { inner: file, count: consumed });
+    Ok(match kind {
+        Compression::None => Box::new(counted),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(counted)),
+        Compression::Zstd => Box::new(
+            ruzstd::decoding::StreamingDecoder::new_with_max_window_size(counted, MAX_ZSTD_WINDOW)
+                .map_err(|e| format!("not a zstd stream: {e}; expected a .tar.zst archive"))?,
+        ),
+    })
+}
+
+/// Sends the dumps of one archive, entry by entry; false if the consumer stopped.
+fn read_archive(
+    path: &Path,
+    kind: Compression,
+    consumed: &Arc<AtomicU64>,
+    tx: &std::sync::mpsc::SyncSender<Item>,
+) -> bool {
+    let archive_name = path.display().to_string();
+    let unreadable = |reason: String| Item::Unreadable { name: archive_name.clone(), reason };
+    let reader = match open_archive(path, kind, consumed.clone()) {
+        Ok(reader) => reader,
+        Err(reason) => return tx.send(unreadable(reason)).is_ok(),
+    };
+    let mut archive = tar::Archive::new(reader);
+    let entries = match archive.entries() {
+        Ok(entries) => entries,
+        Err(e) => return tx.send(unreadable(format!("not a tar archive: {e}"))).is_ok(),
+    };
+    for (index, entry) in entries.enumerate() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                let reason = format!(
+                    "damaged after entry {index}: {e}; the rest of the archive is lost (earlier dumps are converted)"
+                );
+                return tx.send(unreadable(reason)).is_ok();
+            }
+        };
+        let entry_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        if !entry.header().entry_type().is_file() || !is_dump_name(&entry_name) {
+            continue;
+        }
+        let name = format!("{archive_name}!{entry_name}");
+        let mut bytes = Vec::new();
+        // Sized by the data that arrives, not by the header's size field.
+        let item = match { entry }.read_to_end(&mut bytes) {
+            Ok(_) => Item::Dump { name, bytes: Bytes::Read(bytes) },
+            Err(e) => {
+                let reason = format!("cannot read the entry: {e}; the rest of the archive is lost");
+                return tx.send(Item::Unreadable { name, reason }).is_ok();
+            }
+        };
+        if tx.send(item).is_err() {
+            return false;
+        }
+    }
+    true
+}

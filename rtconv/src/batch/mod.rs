@@ -1,0 +1,298 @@
+//! `rtconv batch` and `rtconv stats` over many dumps: every input expanded
+//! ([`inputs`]), dumps converted in parallel on a rayon pool of `jobs`
+//! threads with one symbolization cache for the whole batch (keyed by
+//! build-id), progress on a terminal, and a failed dump reported and skipped.
+//!
+//! Memory: the reading thread keeps at most `jobs` dumps queued, and each
+//! worker converts one, so the batch holds about `2 × jobs + 1` dumps and
+//! `jobs` conversions (bounded by the largest ring, see [`crate::timeline`])
+//! whatever the size of the archives.
+
+pub mod inputs;
+pub mod naming;
+
+use std::fs::OpenOptions;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rayon::iter::{ParallelBridge, ParallelIterator};
+
+use crate::convert::{self, Format, Level};
+use crate::symbolize;
+
+/// How a batch runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Worker threads (at least 1).
+    pub jobs: usize,
+    /// No progress bar even on a terminal.
+    pub quiet: bool,
+    /// How keys are named.
+    pub symbols: symbolize::Options,
+}
+
+/// What a batch did.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Dumps converted completely.
+    pub converted: u64,
+    /// Dumps converted with something missing (damaged, names missing).
+    pub salvaged: u64,
+    /// Dumps (or archives) that could not be converted at all.
+    pub failed: u64,
+}
+
+impl Summary {
+    /// The exit status: 0 all converted, 3 some salvaged or failed, 1 none converted.
+    pub fn exit_code(&self) -> u8 {
+        match (self.converted + self.salvaged, self.salvaged + self.failed) {
+            (0, _) => 1,
+            (_, 0) => 0,
+            _ => 3,
+        }
+    }
+}
+
+/// A progress bar on stderr when it is a terminal, else nothing; diagnostics
+/// go above it.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new(total_bytes: u64, quiet: bool) -> Self {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(total_bytes);
+            let style = indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {binary_bytes}/{binary_total_bytes} \
+                 {binary_bytes_per_sec} ETA {eta} {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Progress { bar }
+    }
+
+    fn line(&self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("{text}")),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    fn update(&self, bytes: u64, summary: &Summary) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(bytes);
+            bar.set_message(format!("{} dumps, {} failed", summary.converted + summary.salvaged, summary.failed));
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// The inputs' total size on disk, for the progress bar.
+fn total_bytes(inputs: &[inputs::Input]) -> u64 {
+    inputs.iter().filter_map(|i| std::fs::metadata(i.path()).ok()).map(|m| m.len()).sum()
+}
+
+/// Runs `work` on every dump of `args` on `opts.jobs` threads; `work` gets
+/// the dump's name, what `label` made of that name (called in input order,
+/// so labels do not depend on scheduling), and its bytes, and says how it
+/// went. Arguments naming nothing and unreadable dumps count as failed.
+fn run<L: Send>(
+    args: &[PathBuf],
+    opts: &Options,
+    mut label: impl FnMut(&str) -> L + Send,
+    work: impl Fn(&str, L, &[u8], &Progress) -> Outcome + Sync,
+) -> Summary {
+    let (inputs, problems) = inputs::expand(args);
+    let progress = Progress::new(total_bytes(&inputs), opts.quiet);
+    let summary = Mutex::new(Summary::default());
+    for p in &problems {
+        progress.line(&format!("rtconv: error: {p}"));
+        summary.lock().unwrap_or_else(|e| e.into_inner()).failed += 1;
+    }
+    let consumed = Arc::new(AtomicU64::new(0));
+    let jobs = opts.jobs.max(1);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).thread_name(|i| format!("rtconv-{i}")).build();
+    let items = inputs::items(inputs, consumed.clone(), jobs).map(move |item| {
+        let l = match &item {
+            inputs::Item::Dump { name, .. } => Some(label(name)),
+            inputs::Item::Unreadable { .. } => None,
+        };
+        (item, l)
+    });
+    let each = |(item, l): (inputs::Item, Option<L>)| {
+        let outcome = match (item, l) {
+            (inputs::Item::Dump { name, bytes }, Some(l)) => work(&name, l, &bytes, &progress),
+            (inputs::Item::Dump { name, .. }, None) => {
+                progress.line(&format!("rtconv: error: {name}: not labelled; skipped"));
+                Outcome::Failed
+            }
+            (inputs::Item::Unreadable { name, reason }, _) => {
+                progress.line(&format!("rtconv: error: {name}: {reason}; skipped"));
+                Outcome::Failed
+            }
+        };
+        let mut s = summary.lock().unwrap_or_else(|e| e.into_inner());
+        match outcome {
+            Outcome::Converted => s.converted += 1,
+            Outcome::Salvaged => s.salvaged += 1,
+            Outcome::Failed => s.failed += 1,
+        }
+        progress.update(consumed.load(Ordering::Relaxed), &s);
+    };
+    match pool {
+        Ok(pool) => pool.install(|| items.par_bridge().for_each(each)),
+        Err(e) => {
+            progress.line(&format!("rtconv: warning: cannot start {jobs} workers ({e}); converting on one"));
+            items.for_each(each);
+        }
+    }
+    progress.finish();
+    summary.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How one dump went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Converted,
+    Salvaged,
+    Failed,
+}
+
+/// Prints a conversion's diagnostics and says how it went.
+fn outcome(report: &convert::Report, progress: &Progress) -> Outcome {
+    for d in &report.diagnostics {
+        let level = if d.level == Level::Error { "error" } else { "warning" };
+        progress.line(&format!("rtconv: {level}: {}", d.message));
+    }
+    if report.degraded() { Outcome::Salvaged } else { Outcome::Converted }
+}
+
+/// The file extension of a format's output.
+pub fn extension(format: Format) -> &'static str {
+    match format {
+        Format::Chrome(_) => "json",
+        Format::Folded => "folded",
+        Format::Flamegraph => "svg",
+        Format::Ftrace => "ftrace.txt",
+        Format::Systrace => "systrace.txt",
+        Format::Stats(_) => "stats.txt",
+    }
+}
+
+/// Creates `dir/name` for writing, replacing a file but never following a
+/// symbolic link out of `dir`.
+fn create(dir: &Path, name: &str) -> std::io::Result<std::fs::File> {
+    OpenOptions::new().write(true).create(true).truncate(true).custom_flags(libc::O_NOFOLLOW).open(dir.join(name))
+}
+
+/// `rtconv batch`: converts every dump of `args` into `format`, one output
+/// per dump in `out_dir` (created if needed), named after the dump.
+pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Options) -> Summary {
+    if let Err(e) = std::fs::create_dir_all(out_dir) {
+        eprintln!("rtconv: error: cannot create {}: {e}", out_dir.display());
+        return Summary { failed: 1, ..Summary::default() };
+    }
+    let cache = symbolize::Cache::default();
+    let mut namer = naming::Namer::default();
+    let label = move |name: &str| namer.name(name, extension(format));
+    let summary = run(args, opts, label, |name, file_name, bytes, progress| {
+        let file = match create(out_dir, &file_name) {
+            Ok(file) => file,
+            Err(e) => {
+                progress.line(&format!(
+                    "rtconv: error: {name}: cannot create {}: {e}; skipped",
+                    out_dir.join(&file_name).display()
+                ));
+                return Outcome::Failed;
+            }
+        };
+        let mut out = BufWriter::with_capacity(1 << 16, file);
+        match convert::convert_bytes(Path::new(name), bytes, format, &opts.symbols, &cache, &mut out) {
+            Ok(report) => outcome(&report, progress),
+            Err(e) => {
+                drop(out);
+                let _ = std::fs::remove_file(out_dir.join(&file_name));
+                progress.line(&format!("rtconv: error: {e}; skipped"));
+                Outcome::Failed
+            }
+        }
+    });
+    eprintln!(
+        "rtconv: batch: {} converted, {} salvaged (converted with losses), {} failed -> {}",
+        summary.converted,
+        summary.salvaged,
+        summary.failed,
+        out_dir.display()
+    );
+    summary
+}
+
+/// `rtconv stats` over many dumps: per-function figures merged across them
+/// (histograms merged, not percentiles averaged), one table per build-id of
+/// the dumps' main executable, with the number of dumps each function is in.
+pub fn stats_all(
+    args: &[PathBuf],
+    stats: crate::stats::Options,
+    opts: &Options,
+    out: &mut dyn Write,
+) -> std::io::Result<Summary> {
+    let cache = symbolize::Cache::default();
+    // (program, build-id) -> merged figures.
+    let groups: Mutex<std::collections::BTreeMap<(String, String), crate::stats::Merged>> = Mutex::default();
+    let summary = run(
+        args,
+        opts,
+        |_| (),
+        |name, (), bytes, progress| {
+            let result = convert::with_timeline(Path::new(name), bytes, &opts.symbols, &cache, |tl| {
+                let main = tl.trace.modules.iter().find(|m| m.is_main);
+                let build_id: String =
+                    main.map_or(String::new(), |m| m.build_id.iter().map(|b| format!("{b:02x}")).collect());
+                let program = tl.trace.process.name.clone();
+                ((program, build_id), crate::stats::totals(tl, stats.calibrated, stats.clean))
+            });
+            match result {
+                Ok(((group, totals), report)) => {
+                    groups.lock().unwrap_or_else(|e| e.into_inner()).entry(group).or_default().add(totals);
+                    outcome(&report, progress)
+                }
+                Err(e) => {
+                    progress.line(&format!("rtconv: error: {e}; skipped"));
+                    Outcome::Failed
+                }
+            }
+        },
+    );
+    let scopes: Vec<crate::stats::Scope> = groups
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|((program, build_id), merged)| {
+            let id = if build_id.is_empty() { "no build-id".to_string() } else { format!("build-id {build_id}") };
+            let name = format!("{} ({id}), {} dumps", if program.is_empty() { "?" } else { &program }, merged.dumps);
+            merged.scope(name, stats.sort, stats.clean)
+        })
+        .collect();
+    crate::stats::write(&scopes, stats.output, out)?;
+    out.flush()?;
+    eprintln!(
+        "rtconv: stats: {} dumps merged ({} with losses), {} failed",
+        summary.converted + summary.salvaged,
+        summary.salvaged,
+        summary.failed
+    );
+    Ok(summary)
+}
