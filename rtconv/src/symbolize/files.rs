@@ -35,6 +35,12 @@ pub enum ModuleError {
         /// Why.
         reason: String,
     },
+    /// No chosen backend reads binaries (`--symbolizer` without dwarf, symtab, addr2line).
+    #[error("binary {} not read: the chosen --symbolizer backends read only the dump", path.display())]
+    NotRead {
+        /// The recorded path.
+        path: PathBuf,
+    },
     /// The file is a different build from the one that was recorded.
     #[error(
         "binary {} has build-id {found} but the dump recorded {expected}; pass the right build with --exe or \

@@ -220,11 +220,17 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
             }
         }
     }
+    // Binaries are looked for only when a backend reads them.
+    let reads_files = opts.backends().iter().any(|b| matches!(b, Source::Dwarf | Source::Symtab | Source::Addr2line));
     for &(key, location) in &queries {
         if let Location::Module { index, .. } = location
             && !symbols.names.contains_key(&key)
         {
-            symbols.files.entry(index).or_insert_with(|| opts.search.find(&trace.modules[index]));
+            let module = &trace.modules[index];
+            symbols.files.entry(index).or_insert_with(|| match reads_files {
+                true => opts.search.find(module),
+                false => Err(ModuleError::NotRead { path: module.path.clone() }),
+            });
         }
     }
     for backend in opts.backends() {
