@@ -269,6 +269,8 @@ pub enum SectionData<'a> {
 struct Cur<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// Where the field read last (or being read) starts: errors name it.
+    field_start: usize,
     offset: u64,
     endian: Endian,
     kind: SectionKind,
@@ -277,7 +279,7 @@ struct Cur<'a> {
 impl<'a> Cur<'a> {
     fn malformed(&self, field: &'static str, reason: &'static str) -> ReadError {
         ReadError::Malformed {
-            offset: self.offset + SECTION_HEADER_SIZE as u64 + self.pos as u64,
+            offset: self.offset + SECTION_HEADER_SIZE as u64 + self.field_start as u64,
             section: self.kind,
             field,
             reason,
@@ -285,6 +287,7 @@ impl<'a> Cur<'a> {
     }
 
     fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], ReadError> {
+        self.field_start = self.pos;
         let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
         let end = end.ok_or_else(|| self.malformed(field, "runs past the end of the section"))?;
         let s = &self.bytes[self.pos..end];
@@ -319,7 +322,7 @@ impl<'a> Cur<'a> {
 
 impl<'a> Section<'a> {
     fn cur(&self) -> Cur<'a> {
-        Cur { bytes: self.payload, pos: 0, offset: self.offset, endian: self.endian, kind: self.kind }
+        Cur { bytes: self.payload, pos: 0, field_start: 0, offset: self.offset, endian: self.endian, kind: self.kind }
     }
 
     /// Decodes the payload, checking every length against the bytes present.
@@ -566,7 +569,14 @@ impl<'a> DladdrTable<'a> {
     }
     /// The entries in file order.
     pub fn iter(&self) -> impl Iterator<Item = DladdrEntry<'a>> + 'a {
-        let mut c = Cur { bytes: self.bytes, pos: 0, offset: 0, endian: self.endian, kind: SectionKind::Dladdr };
+        let mut c = Cur {
+            bytes: self.bytes,
+            pos: 0,
+            field_start: 0,
+            offset: 0,
+            endian: self.endian,
+            kind: SectionKind::Dladdr,
+        };
         // Every entry was bounds-checked by `Section::decode`.
         (0..self.count).map_while(move |_| {
             Some(DladdrEntry {
@@ -623,7 +633,14 @@ impl<'a> Modules<'a> {
     }
     /// The modules in file order.
     pub fn iter(&self) -> impl Iterator<Item = Module<'a>> + 'a {
-        let mut c = Cur { bytes: self.bytes, pos: 0, offset: 0, endian: self.endian, kind: SectionKind::Modules };
+        let mut c = Cur {
+            bytes: self.bytes,
+            pos: 0,
+            field_start: 0,
+            offset: 0,
+            endian: self.endian,
+            kind: SectionKind::Modules,
+        };
         // Every entry was bounds-checked by `Section::decode`; `ok()?` only ends early on a bug.
         (0..self.count).map_while(move |_| {
             Some(Module {

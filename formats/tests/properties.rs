@@ -229,3 +229,32 @@ proptest! {
         }
     }
 }
+
+/// A ring whose record count (under a valid checksum) claims 2^60 records:
+/// refused by a bounds check, never trusted for a size.
+#[test]
+fn a_huge_count_under_a_valid_checksum_is_refused_not_trusted() {
+    let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
+    let info = RingInfo { tid: 1, capacity: 4, written: 3, dropped: 0, aux: 0, flags: 0, name: b"" };
+    let records = [Record { key: 1, enter: 2, exit: 3 }; 3];
+    w.ring(&info, &records, &[]).unwrap();
+    let mut bytes = w.finish().unwrap().0;
+    let ring = bounds(&bytes)[0];
+    let (start, end) = (ring.0 as usize, ring.1 as usize);
+    // record count 3, open count 0, then the three records: the count field is right before them.
+    let records_at = bytes[start..end]
+        .windows(24)
+        .position(|w| w == [1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0])
+        .unwrap();
+    let count_at = start + records_at - 16;
+    assert_eq!(bytes[count_at..count_at + 8], 3u64.to_le_bytes());
+    bytes[count_at..count_at + 8].copy_from_slice(&(1u64 << 60).to_le_bytes());
+    let crc_at = end - SECTION_CRC_SIZE;
+    let crc = crc32fast::hash(&bytes[start..crc_at]);
+    bytes[crc_at..end].copy_from_slice(&crc.to_le_bytes());
+    let (_, sections, err) = read(&bytes);
+    assert_eq!(sections, 0);
+    let err = err.unwrap();
+    assert_eq!(err.offset(), count_at as u64, "the error names the field's own offset: {err}");
+    assert!(err.to_string().contains("record_count"), "{err}");
+}
