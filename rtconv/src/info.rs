@@ -56,7 +56,7 @@ fn write_report(trace: &Trace, symbols: &Symbols, out: &mut dyn Write) -> io::Re
                 Ok((tb, origin)) => {
                     let over = match (origin, anchors.first(), anchors.last()) {
                         (RateOrigin::Anchors, Some(a), Some(b)) => {
-                            format!("from anchors {:.3} s apart", (b.mono_ns - a.mono_ns) as f64 / 1e9)
+                            format!("from anchors {:.3} s apart", b.mono_ns.saturating_sub(a.mono_ns) as f64 / 1e9)
                         }
                         _ => "nominal".to_string(),
                     };

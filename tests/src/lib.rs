@@ -1,6 +1,8 @@
 //! Helpers for the end-to-end tests: build the real binaries once, run them,
 //! and read Chrome JSON back into plain spans.
 
+pub mod checksums;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -282,3 +282,23 @@ fn outputs_are_the_same_whether_a_ring_nests_in_the_file_or_must_be_sorted() {
     assert!(file.windows(2).all(|w| w[0].1 <= w[1].1), "start order");
     assert_eq!(file, sorted);
 }
+
+#[test]
+fn an_exit_before_its_enter_is_reported_and_the_rest_still_converts() {
+    let dir = scratch("backwards");
+    let dump = dir.join("backwards.rtd");
+    let (mut w, keys) = dump_start();
+    // parse's counter went back (exit 900 < enter 1000); read and request are sound.
+    ring(&mut w, 1, b"t", &[r(keys[2], 100, 200), r(keys[1], 1_000, 900), r(keys[0], 0, 5_000)]);
+    std::fs::write(&dump, w.finish().unwrap().0).unwrap();
+    for format in [&["-f", "chrome"][..], &["-f", "ftrace"], &["-f", "folded"], &["-f", "systrace"]] {
+        let (code, _, stderr) = convert(&dump, format);
+        assert_eq!((code, stderr.len()), (0, 1), "{format:?}: {stderr:?}");
+        assert!(stderr[0].contains("1 span(s) end before they start (counter went backwards)"), "{stderr:?}");
+    }
+    let (_, json, _) = convert(&dump, &[]);
+    let events = ringtrace_tests::parse_chrome(&json).events;
+    let span = |name: &str| events.iter().find(|e| e.name == name).map(|e| (e.ts_ns, e.dur_ns)).unwrap();
+    assert_eq!(span("parse"), (1_000, 0), "shown with zero length");
+    assert_eq!((span("read line"), span("handle request")), ((100, 100), (0, 5_000)));
+}

@@ -53,18 +53,24 @@ fn write_threads<W: Write>(tl: &Timeline<'_>, out: &mut W) -> io::Result<()> {
                     break;
                 }
                 let top = stack.pop().unwrap_or(s);
-                line(out, &head, Some(top.exit_ns - top.enter_ns), stack.len(), b"}\n")?;
+                line(out, &head, Some(top.exit_ns.saturating_sub(top.enter_ns)), stack.len(), b"}\n")?;
             }
             let has_child = t.spans.get(i + 1).is_some_and(|next| next.enter_ns < s.exit_ns);
             if has_child {
                 line(out, &head, None, stack.len(), &entries[s.key_index as usize])?;
                 stack.push(s);
             } else {
-                line(out, &head, Some(s.exit_ns - s.enter_ns), stack.len(), &leaves[s.key_index as usize])?;
+                line(
+                    out,
+                    &head,
+                    Some(s.exit_ns.saturating_sub(s.enter_ns)),
+                    stack.len(),
+                    &leaves[s.key_index as usize],
+                )?;
             }
         }
         while let Some(top) = stack.pop() {
-            line(out, &head, Some(top.exit_ns - top.enter_ns), stack.len(), b"}\n")?;
+            line(out, &head, Some(top.exit_ns.saturating_sub(top.enter_ns)), stack.len(), b"}\n")?;
         }
         previous = Some(task);
     }

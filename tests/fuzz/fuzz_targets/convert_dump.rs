@@ -1,0 +1,39 @@
+//! rtconv's whole decode path on arbitrary bytes: load (with narrow-counter
+//! unwrapping), names from the dump's own tables only (no file is opened
+//! for paths the input names), the timeline, and every renderer to a sink.
+//! It may report damage; it must never panic, hang or allocate by a length
+//! the input claims. Each input is tried as it is and with its checksums
+//! made right (see the lib).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rtconv::convert::{Format, convert_bytes};
+use rtconv::symbolize::{Cache, Options, Source};
+
+fuzz_target!(|data: &[u8]| {
+    let opts = Options { order: Some(vec![Source::Site, Source::Dladdr]), ..Options::default() };
+    let cache = Cache::default();
+    let path = std::path::Path::new("fuzz.rtd");
+    let fixed = ringtrace_fuzz::with_checksums_fixed(data);
+    for (data, format) in [data, &fixed[..]].into_iter().flat_map(|d| formats().into_iter().map(move |f| (d, f))) {
+        let _ = convert_bytes(path, data, format, &opts, &cache, &mut std::io::sink());
+    }
+});
+
+fn formats() -> [Format; 6] {
+    [
+        Format::Chrome(Default::default()),
+        Format::Chrome(rtconv::render::chrome::Options { begin_end: true, args: true }),
+        Format::Ftrace,
+        Format::Systrace,
+        Format::Folded,
+        Format::Stats(rtconv::stats::Options {
+            sort: rtconv::stats::Column::Total,
+            per_thread: true,
+            output: rtconv::stats::Output::Csv,
+            tree: false,
+            calibrated: true,
+            clean: true,
+        }),
+    ]
+}

@@ -1,0 +1,29 @@
+//! The dump with every checksum made right, so that mutated inputs reach
+//! the decoders behind the checksums. Shared, as this one source file, by
+//! the fuzz targets (tests/fuzz, `#[path]`) and the suite that replays their
+//! corpus (tests/tests/fuzz_regressions.rs).
+
+/// The input with the file header's checksum and each section's made right,
+/// walking the sections by their length fields. Little-endian only (the
+/// byte order of the seeds).
+pub fn with_checksums_fixed(data: &[u8]) -> Vec<u8> {
+    let mut out = data.to_vec();
+    if out.len() < 32 {
+        return out;
+    }
+    let crc = crc32fast::hash(&out[..28]);
+    out[28..32].copy_from_slice(&crc.to_le_bytes());
+    let header_size = usize::from(u16::from_le_bytes([out[18], out[19]])).max(32);
+    let mut pos = header_size;
+    while let Some(header) = out.get(pos..pos + 16) {
+        let len = u64::from_le_bytes(header[8..16].try_into().unwrap_or_default());
+        let Some(end) = usize::try_from(len).ok().and_then(|l| pos.checked_add(16)?.checked_add(l)) else { break };
+        if out.len() < end.saturating_add(4) {
+            break;
+        }
+        let crc = crc32fast::hash(&out[pos..end]);
+        out[end..end + 4].copy_from_slice(&crc.to_le_bytes());
+        pos = (end + 4).next_multiple_of(8);
+    }
+    out
+}

@@ -1,0 +1,54 @@
+//! Replays what fuzzing found (`tests/fuzz/regressions/`): the 200
+//! smallest inputs of the fuzzing corpus (`corpus-*.rtd`, 907 inputs after
+//! `cargo fuzz cmin`, 2,532 coverage edges), and any input that ever made a
+//! target crash (`crash-WHAT.rtd`; none so far). Every input, as it is and
+//! with its checksums made right (as the fuzz targets try them), goes
+//! through rtconv's decode path into every output format. None may panic;
+//! each either converts or is refused with an error.
+
+use ringtrace_tests::checksums::with_checksums_fixed;
+use ringtrace_tests::workspace_root;
+use rtconv::convert::{Format, convert_bytes};
+use rtconv::symbolize::{Cache, Options, Source};
+
+fn formats() -> Vec<Format> {
+    vec![
+        Format::Chrome(Default::default()),
+        Format::Chrome(rtconv::render::chrome::Options { begin_end: true, args: true }),
+        Format::Ftrace,
+        Format::Systrace,
+        Format::Folded,
+        Format::Stats(rtconv::stats::Options {
+            sort: rtconv::stats::Column::Total,
+            per_thread: true,
+            output: rtconv::stats::Output::Csv,
+            tree: false,
+            calibrated: true,
+            clean: true,
+        }),
+    ]
+}
+
+#[test]
+fn every_fuzzing_finding_converts_or_is_refused_without_a_panic() {
+    let dir = workspace_root().join("tests/fuzz/regressions");
+    let mut inputs: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    inputs.sort();
+    assert!(!inputs.is_empty(), "{} holds the corpus", dir.display());
+    let opts = Options { order: Some(vec![Source::Site, Source::Dladdr]), ..Options::default() };
+    let cache = Cache::default();
+    let (mut converted, mut refused) = (0, 0);
+    for input in &inputs {
+        let raw = std::fs::read(input).unwrap();
+        for bytes in [raw.clone(), with_checksums_fixed(&raw)] {
+            for format in formats() {
+                match convert_bytes(input, &bytes, format, &opts, &cache, &mut std::io::sink()) {
+                    Ok(_) => converted += 1,
+                    Err(_) => refused += 1,
+                }
+            }
+        }
+    }
+    // The corpus reaches past the checksums: some inputs convert, some are refused.
+    assert!(converted > 0 && refused > 0, "{converted} converted, {refused} refused");
+}
