@@ -18,7 +18,10 @@
  *
  * Threads: each thread records into its own ring, made on its first span
  * (RINGTRACE_RING_RECORDS, RINGTRACE_RING_MODE=stop). A span must end on the
- * thread that began it.
+ * thread that began it. A signal handler that records (or is compiled with
+ * -finstrument-functions) could interrupt its thread in the middle of a
+ * record: mark such handlers __attribute__((no_instrument_function)) and do
+ * not record in them (Rust code has ringtrace::interrupt for this case).
  */
 #ifndef RINGTRACE_H
 #define RINGTRACE_H

@@ -117,7 +117,12 @@ pub unsafe extern "C" fn ringtrace_dump_to_path(path: *const c_char) -> c_int {
 /// Returns 0, or -1 with a message on stderr.
 #[unsafe(no_mangle)]
 pub extern "C" fn ringtrace_dump_to_fd(fd: c_int) -> c_int {
-    // SAFETY: the caller owns `fd`; ManuallyDrop keeps it open afterwards.
+    if fd < 0 {
+        std::eprintln!("ringtrace: cannot write a dump to descriptor {fd}: not a descriptor");
+        return -1;
+    }
+    // SAFETY: `fd` is not negative and the caller owns it; ManuallyDrop keeps it open
+    // afterwards (a closed descriptor fails the writes with EBADF, which is reported).
     let file = core::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
     report(crate::dump_to_writer(std::io::BufWriter::new(&*file)).map(|_| ()), &std::format!("descriptor {fd}"))
 }

@@ -4,8 +4,8 @@
  *
  * A stop-when-full ring of 16 records, a named scope around five
  * code-address scopes, then a dump to PATH_DUMP, one to the descriptor of
- * FD_DUMP, and one to a path that cannot be created (which must fail with -1).
- * Prints the three results.
+ * FD_DUMP, one to a path that cannot be created and one to descriptor -1
+ * (both must fail with -1). Prints the four results.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,6 +31,7 @@ int main(int argc, char **argv) {
     int to_fd = ringtrace_dump_to_fd(fd);
     close(fd);
     int to_nowhere = ringtrace_dump_to_path("/nonexistent/dir/x.rtd");
-    printf("%ld %d %d %d\n", total, to_path, to_fd, to_nowhere);
+    int to_no_fd = ringtrace_dump_to_fd(-1);
+    printf("%ld %d %d %d %d\n", total, to_path, to_fd, to_nowhere, to_no_fd);
     return 0;
 }

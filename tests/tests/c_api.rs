@@ -185,10 +185,11 @@ fn the_c_api_by_hand_scopes_configures_and_dumps_to_a_path_and_a_descriptor() {
     let (by_path, by_fd) = (dir.join("path.rtd"), dir.join("fd.rtd"));
     let out = Command::new(&exe).arg(&by_path).arg(&by_fd).output().unwrap();
     assert!(out.status.success());
-    // 0+2+4+6+8; both dumps written; the impossible path reported, not fatal.
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "20 0 0 -1\n");
+    // 0+2+4+6+8; both dumps written; the impossible path and descriptor reported, not fatal.
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "20 0 0 -1 -1\n");
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("cannot write a dump to /nonexistent/dir/x.rtd"), "{stderr}");
+    assert!(stderr.contains("cannot write a dump to descriptor -1"), "{stderr}");
     for dump in [&by_path, &by_fd] {
         let (code, json, stderr) = convert(dump, &[]);
         assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
