@@ -1,7 +1,7 @@
 //! Helpers for the end-to-end tests: build the real binaries once, run them,
 //! and read Chrome JSON back into plain spans.
 
-pub mod checksums;
+pub mod fuzz_support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -6,28 +6,10 @@
 //! through rtconv's decode path into every output format. None may panic;
 //! each either converts or is refused with an error.
 
-use ringtrace_tests::checksums::with_checksums_fixed;
+use ringtrace_tests::fuzz_support::{formats, with_checksums_fixed};
 use ringtrace_tests::workspace_root;
-use rtconv::convert::{Format, convert_bytes};
+use rtconv::convert::convert_bytes;
 use rtconv::symbolize::{Cache, Options, Source};
-
-fn formats() -> Vec<Format> {
-    vec![
-        Format::Chrome(Default::default()),
-        Format::Chrome(rtconv::render::chrome::Options { begin_end: true, args: true }),
-        Format::Ftrace,
-        Format::Systrace,
-        Format::Folded,
-        Format::Stats(rtconv::stats::Options {
-            sort: rtconv::stats::Column::Total,
-            per_thread: true,
-            output: rtconv::stats::Output::Csv,
-            tree: false,
-            calibrated: true,
-            clean: true,
-        }),
-    ]
-}
 
 #[test]
 fn every_fuzzing_finding_converts_or_is_refused_without_a_panic() {

@@ -148,22 +148,7 @@ pub enum Item {
 }
 
 /// A dump's bytes: a file mapped, or an archive entry read.
-pub enum Bytes {
-    /// A file.
-    Mapped(crate::load::FileBytes),
-    /// An archive entry.
-    Read(Vec<u8>),
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Mapped(m) => m,
-            Bytes::Read(v) => v,
-        }
-    }
-}
+pub type Bytes = crate::load::FileBytes;
 
 /// Counts the bytes read through it, for progress.
 struct Counting<R> {
@@ -208,7 +193,7 @@ fn read_file(path: &Path, consumed: &AtomicU64) -> Item {
     match crate::load::map_file(path) {
         Ok(bytes) => {
             consumed.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-            Item::Dump { name, bytes: Bytes::Mapped(bytes) }
+            Item::Dump { name, bytes }
         }
         Err(e) => Item::Unreadable { name, reason: format!("cannot read: {e}") },
     }

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rtconv::convert::{Format, convert_bytes};
+use rtconv::convert::convert_bytes;
 use rtconv::symbolize::{Cache, Options, Source};
 
 fuzz_target!(|data: &[u8]| {
@@ -15,25 +15,9 @@ fuzz_target!(|data: &[u8]| {
     let cache = Cache::default();
     let path = std::path::Path::new("fuzz.rtd");
     let fixed = ringtrace_fuzz::with_checksums_fixed(data);
-    for (data, format) in [data, &fixed[..]].into_iter().flat_map(|d| formats().into_iter().map(move |f| (d, f))) {
+    for (data, format) in
+        [data, &fixed[..]].into_iter().flat_map(|d| ringtrace_fuzz::formats().into_iter().map(move |f| (d, f)))
+    {
         let _ = convert_bytes(path, data, format, &opts, &cache, &mut std::io::sink());
     }
 });
-
-fn formats() -> [Format; 6] {
-    [
-        Format::Chrome(Default::default()),
-        Format::Chrome(rtconv::render::chrome::Options { begin_end: true, args: true }),
-        Format::Ftrace,
-        Format::Systrace,
-        Format::Folded,
-        Format::Stats(rtconv::stats::Options {
-            sort: rtconv::stats::Column::Total,
-            per_thread: true,
-            output: rtconv::stats::Output::Csv,
-            tree: false,
-            calibrated: true,
-            clean: true,
-        }),
-    ]
-}

@@ -1,7 +1,7 @@
-//! Helpers for the fuzz targets: the checksum fixer, shared as one source
-//! file with the suite that replays the corpus.
+//! Helpers for the fuzz targets, shared as one source file with the suite
+//! that replays the corpus.
 
-#[path = "../../src/checksums.rs"]
-mod checksums;
+#[path = "../../src/fuzz_support.rs"]
+mod fuzz_support;
 
-pub use checksums::with_checksums_fixed;
+pub use fuzz_support::{formats, with_checksums_fixed};

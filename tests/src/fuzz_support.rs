@@ -1,7 +1,6 @@
-//! The dump with every checksum made right, so that mutated inputs reach
-//! the decoders behind the checksums. Shared, as this one source file, by
-//! the fuzz targets (tests/fuzz, `#[path]`) and the suite that replays their
-//! corpus (tests/tests/fuzz_regressions.rs).
+//! What the fuzz targets (tests/fuzz, by `#[path]`) and the suite that
+//! replays their corpus (tests/tests/fuzz_regressions.rs) share, as this one
+//! source file: the checksum fixer and the formats every input goes through.
 
 /// The input with the file header's checksum and each section's made right,
 /// walking the sections by their length fields. Little-endian only (the
@@ -26,4 +25,24 @@ pub fn with_checksums_fixed(data: &[u8]) -> Vec<u8> {
         pos = (end + 4).next_multiple_of(8);
     }
     out
+}
+
+/// Every output rtconv renders, each way a user can ask for it.
+pub fn formats() -> Vec<rtconv::convert::Format> {
+    use rtconv::convert::Format;
+    vec![
+        Format::Chrome(Default::default()),
+        Format::Chrome(rtconv::render::chrome::Options { begin_end: true, args: true }),
+        Format::Ftrace,
+        Format::Systrace,
+        Format::Folded,
+        Format::Stats(rtconv::stats::Options {
+            sort: rtconv::stats::Column::Total,
+            per_thread: true,
+            output: rtconv::stats::Output::Csv,
+            tree: false,
+            calibrated: true,
+            clean: true,
+        }),
+    ]
 }
