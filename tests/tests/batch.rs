@@ -176,3 +176,28 @@ fn stats_over_many_dumps_merge_calls_histograms_and_count_dumps() {
     let (code, _, stderr) = rtconv(&["stats", "--tree", f.root.join("dumps").to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr:?}");
 }
+
+#[test]
+fn progress_shows_on_a_terminal_and_not_with_quiet() {
+    let f = fleet("batch-pty");
+    let dumps = f.root.join("dumps/host1");
+    // `script` gives rtconv a pseudo-terminal for stdout and stderr (util-linux).
+    let on_terminal = |extra: &str| {
+        let out_dir = f.root.join(format!("out{}", extra.len()));
+        let command = format!(
+            "{} batch {} --out-dir {} -j 1 {extra}",
+            binary("rtconv").display(),
+            dumps.display(),
+            out_dir.display()
+        );
+        let out =
+            Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("script (util-linux) runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shown = on_terminal("");
+    assert!(shown.contains("ETA") && shown.contains("1 dumps, 0 failed"), "{shown:?}");
+    assert!(shown.contains("rtconv: batch: 1 converted"), "{shown:?}");
+    let quiet = on_terminal("--quiet");
+    assert!(!quiet.contains("ETA") && quiet.contains("rtconv: batch: 1 converted"), "{quiet:?}");
+}
