@@ -125,21 +125,18 @@ fn run<L: Send>(
     let consumed = Arc::new(AtomicU64::new(0));
     let jobs = opts.jobs.max(1);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).thread_name(|i| format!("rtconv-{i}")).build();
-    let items = inputs::items(inputs, consumed.clone(), jobs).map(move |item| {
-        let l = match &item {
-            inputs::Item::Dump { name, .. } => Some(label(name)),
-            inputs::Item::Unreadable { .. } => None,
-        };
-        (item, l)
+    // Each dump labelled in input order; an unreadable one carries its reason.
+    let items = inputs::items(inputs, consumed.clone(), jobs).map(move |item| match item {
+        inputs::Item::Dump { name, bytes } => {
+            let l = label(&name);
+            Ok((name, bytes, l))
+        }
+        inputs::Item::Unreadable { name, reason } => Err((name, reason)),
     });
-    let each = |(item, l): (inputs::Item, Option<L>)| {
-        let outcome = match (item, l) {
-            (inputs::Item::Dump { name, bytes }, Some(l)) => work(&name, l, &bytes, &progress),
-            (inputs::Item::Dump { name, .. }, None) => {
-                progress.line(&format!("rtconv: error: {name}: not labelled; skipped"));
-                Outcome::Failed
-            }
-            (inputs::Item::Unreadable { name, reason }, _) => {
+    let each = |item: Result<(String, inputs::Bytes, L), (String, String)>| {
+        let outcome = match item {
+            Ok((name, bytes, l)) => work(&name, l, &bytes, &progress),
+            Err((name, reason)) => {
                 progress.line(&format!("rtconv: error: {name}: {reason}; skipped"));
                 Outcome::Failed
             }
