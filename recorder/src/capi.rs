@@ -161,9 +161,12 @@ std::thread_local! {
 #[unsafe(no_mangle)]
 pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mut c_void) {
     let Some(track) = sink::current() else { return };
-    arrange_exit_dump();
     let _ = SHADOW.try_with(|s| {
         let depth = s.depth.get();
+        if depth == 0 {
+            // A thread's outermost call: the first hook call of all is one.
+            arrange_exit_dump();
+        }
         s.depth.set(depth + 1);
         match s.frames.get(depth) {
             Some(frame) => {
@@ -197,7 +200,9 @@ pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, _call_site: *mut
             return; // entered while recording was off
         };
         let frame = s.frames[at].get();
-        track.note_unrecorded(0, (depth - 1 - at) as u64);
+        if at + 1 < depth {
+            track.note_unrecorded(0, (depth - 1 - at) as u64);
+        }
         // Ends the span and pops the open stack to below it, abandoned spans included.
         track.end(frame.token, frame.key, frame.enter, exit);
         s.depth.set(at);
