@@ -41,16 +41,8 @@ type Paths = HashMap<Vec<u32>, (u64, u64, u64)>;
 /// with `calibrated`, the recorder's own cost taken out (see `Timeline::walk`).
 pub fn build(tl: &Timeline<'_>, per_thread: bool, calibrated: bool) -> Vec<Tree> {
     let costs = if calibrated { tl.recorder_costs() } else { None };
-    let scope_name = |thread: &crate::load::ThreadTrace<'_>| match (per_thread, thread.name.is_empty()) {
-        (false, _) => "all threads".to_string(),
-        (true, true) => format!("thread {}", thread.tid),
-        (true, false) => thread.name.clone(),
-    };
-    // One scope per thread, or one over all of them (none for a dump without rings).
-    let mut scopes: Vec<(String, u64, Paths)> = match per_thread {
-        true => tl.trace.threads.iter().map(|t| (scope_name(t), 0, HashMap::new())).collect(),
-        false => tl.trace.threads.first().map(|t| (scope_name(t), 0, HashMap::new())).into_iter().collect(),
-    };
+    let mut scopes: Vec<(String, u64, Paths)> =
+        tl.scope_names(per_thread).into_iter().map(|name| (name, 0, HashMap::new())).collect();
     tl.walk(costs, |v| {
         let Some((_, total, paths)) = scopes.get_mut(if per_thread { v.thread } else { 0 }) else { return };
         if v.path.len() == 1 {
@@ -61,10 +53,7 @@ pub fn build(tl: &Timeline<'_>, per_thread: bool, calibrated: bool) -> Vec<Tree>
         entry.1 += v.duration;
         entry.2 += v.self_ns;
     });
-    let name_of = |key_index: u32| {
-        let key = tl.keys[key_index as usize];
-        tl.symbols.get(key).map_or_else(|| "??".to_string(), |n| n.name.clone())
-    };
+    let name_of = |key_index: u32| tl.name(key_index as usize).to_string();
     scopes
         .into_iter()
         .map(|(scope, total_ns, paths)| {

@@ -236,48 +236,41 @@ impl Acc {
 
 /// Computes the scopes of `tl`: one over all threads, or one per thread.
 pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
-    // One accumulator per key index; keys never seen in a scope stay at zero calls.
-    let fresh = || -> Vec<Acc> {
-        tl.keys.iter().map(|_| Acc { durations: opts.clean.then(Vec::new), ..Acc::default() }).collect()
-    };
-    let scope_name = |thread: &crate::load::ThreadTrace<'_>| match (opts.per_thread, thread.name.is_empty()) {
-        (false, _) => "all threads".to_string(),
-        (true, true) => format!("thread {}", thread.tid),
-        (true, false) => thread.name.clone(),
-    };
-    // One scope per thread, or one over all of them (none for a dump without rings).
-    let mut scopes: Vec<(String, u64, Vec<Acc>)> = match opts.per_thread {
-        true => tl.trace.threads.iter().map(|t| (scope_name(t), 0, fresh())).collect(),
-        false => tl.trace.threads.first().map(|t| (scope_name(t), 0, fresh())).into_iter().collect(),
-    };
-    let costs = if opts.calibrated { tl.recorder_costs() } else { None };
-    tl.walk(costs, |v| {
-        let Some((_, total, accs)) = scopes.get_mut(if opts.per_thread { v.thread } else { 0 }) else { return };
-        if v.path.len() == 1 {
-            *total += v.duration;
-        }
-        let key = v.path.last().copied().unwrap_or_default() as usize;
-        if let Some(acc) = accs.get_mut(key) {
-            acc.add(v.enter_ns, v.duration, v.self_ns, v.outermost);
-        }
-    });
-    scopes
+    let calibration = if opts.calibrated { tl.recorder_costs() } else { None };
+    accumulate(tl, opts.per_thread, opts.calibrated, opts.clean)
         .into_iter()
         .map(|(name, total_ns, accs)| {
             let mut rows: Vec<Row> = accs
                 .into_iter()
-                .zip(tl.keys)
-                .filter(|(acc, _)| acc.calls > 0)
-                .map(|(acc, &key)| {
-                    let name = tl.symbols.get(key).map_or_else(|| "??".to_string(), |n| n.name.clone());
-                    acc.row(name, total_ns)
-                })
+                .enumerate()
+                .filter(|(_, acc)| acc.calls > 0)
+                .map(|(key, acc)| acc.row(tl.name(key).to_string(), total_ns))
                 .collect();
             sort(&mut rows, opts.sort);
-            let calibration = if opts.calibrated { tl.recorder_costs() } else { None };
             Scope { name, total_ns, rows, calibration, cleaned: opts.clean }
         })
         .collect()
+}
+
+/// Walks `tl` into its scopes ([`Timeline::scope_names`]): each with its
+/// top-level time and one accumulator per key index (zero calls for keys
+/// the scope never saw).
+fn accumulate(tl: &Timeline<'_>, per_thread: bool, calibrated: bool, clean: bool) -> Vec<(String, u64, Vec<Acc>)> {
+    let fresh =
+        || -> Vec<Acc> { tl.keys.iter().map(|_| Acc { durations: clean.then(Vec::new), ..Acc::default() }).collect() };
+    let mut scopes: Vec<(String, u64, Vec<Acc>)> =
+        tl.scope_names(per_thread).into_iter().map(|name| (name, 0, fresh())).collect();
+    let costs = if calibrated { tl.recorder_costs() } else { None };
+    tl.walk(costs, |v| {
+        let Some((_, total, accs)) = scopes.get_mut(if per_thread { v.thread } else { 0 }) else { return };
+        if v.path.len() == 1 {
+            *total += v.duration;
+        }
+        if let Some(acc) = accs.get_mut(v.path.last().copied().unwrap_or_default() as usize) {
+            acc.add(v.enter_ns, v.duration, v.self_ns, v.outermost);
+        }
+    });
+    scopes
 }
 
 /// One dump's per-function accumulators over all its threads, by function
@@ -292,22 +285,12 @@ pub struct DumpTotals {
 
 /// The accumulators of `tl` over all its threads (see [`DumpTotals`]).
 pub fn totals(tl: &Timeline<'_>, calibrated: bool, clean: bool) -> DumpTotals {
-    let mut accs: Vec<Acc> =
-        tl.keys.iter().map(|_| Acc { durations: clean.then(Vec::new), ..Acc::default() }).collect();
-    let mut total_ns = 0;
-    let costs = if calibrated { tl.recorder_costs() } else { None };
-    tl.walk(costs, |v| {
-        if v.path.len() == 1 {
-            total_ns += v.duration;
-        }
-        if let Some(acc) = accs.get_mut(v.path.last().copied().unwrap_or_default() as usize) {
-            acc.add(v.enter_ns, v.duration, v.self_ns, v.outermost);
-        }
-    });
+    let Some((_, total_ns, accs)) = accumulate(tl, false, calibrated, clean).pop() else {
+        return DumpTotals { total_ns: 0, functions: Vec::new() };
+    };
     let mut by_name: HashMap<String, Acc> = HashMap::new();
-    for (acc, &key) in accs.into_iter().zip(tl.keys).filter(|(acc, _)| acc.calls > 0) {
-        let name = tl.symbols.get(key).map_or_else(|| "??".to_string(), |n| n.name.clone());
-        by_name.entry(name).or_default().merge(acc);
+    for (key, acc) in accs.into_iter().enumerate().filter(|(_, acc)| acc.calls > 0) {
+        by_name.entry(tl.name(key).to_string()).or_default().merge(acc);
     }
     DumpTotals { total_ns, functions: by_name.into_iter().collect() }
 }

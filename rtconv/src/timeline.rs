@@ -493,6 +493,25 @@ impl<'a> Timeline<'a> {
         Some((ns(c.read_cost), ns(c.span_cost)))
     }
 
+    /// The name of the key at `key_index` in [`keys`](Self::keys), or `??`.
+    pub fn name(&self, key_index: usize) -> &str {
+        self.keys.get(key_index).and_then(|&k| self.symbols.get(k)).map_or("??", |n| n.name.as_str())
+    }
+
+    /// The scopes of a summary: one per thread (its name, or `thread TID`)
+    /// with `per_thread`, else one named `all threads` (none without rings).
+    /// A span of thread `t` belongs to scope `t`, or to scope 0.
+    pub fn scope_names(&self, per_thread: bool) -> Vec<String> {
+        let threads = &self.trace.threads;
+        match per_thread {
+            true => threads
+                .iter()
+                .map(|t| if t.name.is_empty() { format!("thread {}", t.tid) } else { t.name.clone() })
+                .collect(),
+            false => threads.first().map(|_| "all threads".to_string()).into_iter().collect(),
+        }
+    }
+
     /// Spans in the dump, over all threads.
     pub fn span_count(&self) -> u64 {
         self.trace.threads.iter().map(|t| t.span_count()).sum()

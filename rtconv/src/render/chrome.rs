@@ -102,8 +102,7 @@ fn write_process<W: Write>(
 ) -> io::Result<()> {
     let trace = tl.trace;
     // Each distinct name, and with `args` each key's place, is escaped once.
-    let names: Vec<String> =
-        tl.keys.iter().map(|&key| json_string(tl.symbols.get(key).map_or("??", |n| n.name.as_str()))).collect();
+    let names: Vec<String> = (0..tl.keys.len()).map(|k| json_string(tl.name(k))).collect();
     let places: Vec<String> =
         tl.keys.iter().map(|&key| if opts.args { key_args(tl, key) } else { String::new() }).collect();
     // Everything of an `X` event before its start time, per key: one copy per event.

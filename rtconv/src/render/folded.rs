@@ -15,8 +15,7 @@ use crate::timeline::Timeline;
 
 /// The collapsed stacks of `tl`, one `(path, self_ns)` per distinct path, sorted.
 pub fn stacks(tl: &Timeline<'_>) -> Vec<(String, u64)> {
-    let names: Vec<String> =
-        tl.keys.iter().map(|&k| frame(tl.symbols.get(k).map_or("??", |n| n.name.as_str()))).collect();
+    let names: Vec<String> = (0..tl.keys.len()).map(|k| frame(tl.name(k))).collect();
     // Self time per thread and path of key indices.
     let mut self_ns: HashMap<(usize, Vec<u32>), u64> = HashMap::new();
     tl.walk(None, |v| {

@@ -31,7 +31,7 @@ fn write_threads<W: Write>(tl: &Timeline<'_>, out: &mut W) -> io::Result<()> {
     out.write_all(b"# tracer: function_graph\n#\n")?;
     out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
     out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
-    let names: Vec<&str> = tl.keys.iter().map(|&k| tl.symbols.get(k).map_or("??", |n| n.name.as_str())).collect();
+    let names: Vec<&str> = (0..tl.keys.len()).map(|k| tl.name(k)).collect();
     // Each key's entry and leaf text, with the line's end: one copy per line.
     let entries: Vec<Vec<u8>> = names.iter().map(|name| format!("{name}() {{\n").into_bytes()).collect();
     let leaves: Vec<Vec<u8>> = names.iter().map(|name| format!("{name}();\n").into_bytes()).collect();

@@ -25,11 +25,7 @@ use crate::timeline::Timeline;
 /// Writes `tl` as systrace text.
 pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
     let pid = tl.trace.process.pid;
-    let names: Vec<String> = tl
-        .keys
-        .iter()
-        .map(|&k| tl.symbols.get(k).map_or("??", |n| n.name.as_str()).replace(['\n', '\r'], " "))
-        .collect();
+    let names: Vec<String> = (0..tl.keys.len()).map(|k| tl.name(k).replace(['\n', '\r'], " ")).collect();
     // Edges: (ns, thread, sequence within the thread, begin key index or None for an end).
     let mut edges: Vec<(i64, usize, usize, Option<u32>)> = Vec::new();
     let mut threads = tl.threads();
