@@ -127,73 +127,18 @@ fn ns(timebase: &Timebase, ticks: u64) -> i64 {
     timebase.ns(ticks).clamp(i64::MIN.into(), i64::MAX.into()) as i64
 }
 
-/// Buffers reused from one thread to the next.
+/// Buffers reused from one thread to the next by [`decode_nested`].
 #[derive(Default)]
 struct Scratch {
-    ordered: Vec<SpanNs>,
-    first_child: Vec<u32>,
-    next_sibling: Vec<u32>,
-    stack: Vec<(u32, u32)>,
     roots: Vec<(u32, u64)>,
     parent: Vec<u32>,
     size: Vec<u32>,
     ancestors: Vec<(u32, u32, u32)>,
 }
 
-/// Puts spans that arrive in the order they ended, from a ring that does not
-/// nest, into start order, longer first on ties: one pass with a stack of
-/// finished subtrees rebuilds the call tree, walking it (parents first,
-/// siblings left to right) gives start order where spans do nest, and the
-/// result is checked and sorted if spans overlap without nesting.
-fn order_by_start(spans: &mut Vec<SpanNs>, scratch: &mut Scratch) {
-    let key = |s: &SpanNs| (s.enter_ns, std::cmp::Reverse(s.exit_ns));
-    let n = spans.len();
-    if n < 2 || u32::try_from(n).is_err() {
-        spans.sort_unstable_by_key(key);
-        return;
-    }
-    const NONE: u32 = u32::MAX;
-    let Scratch { ordered, first_child, next_sibling, stack, .. } = scratch;
-    first_child.clear();
-    first_child.resize(n, NONE);
-    next_sibling.clear();
-    next_sibling.resize(n, NONE);
-    // Roots of finished subtrees not yet adopted, earliest start at the bottom.
-    let roots = stack;
-    roots.clear();
-    for i in 0..n {
-        let enter = spans[i].enter_ns;
-        let mut child = NONE;
-        while let Some(&(top, _)) = roots.last() {
-            if spans[top as usize].enter_ns < enter {
-                break;
-            }
-            roots.pop();
-            next_sibling[top as usize] = child;
-            child = top;
-        }
-        first_child[i] = child;
-        roots.push((i as u32, 0));
-    }
-    // Depth first from the roots, siblings in start order.
-    roots.reverse();
-    let stack = roots;
-    ordered.clear();
-    ordered.reserve(n);
-    while let Some((i, _)) = stack.pop() {
-        ordered.push(spans[i as usize]);
-        let mut c = first_child[i as usize];
-        let at = stack.len();
-        while c != NONE {
-            stack.push((c, 0));
-            c = next_sibling[c as usize];
-        }
-        stack[at..].reverse();
-    }
-    std::mem::swap(spans, ordered);
-    if !spans.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
-        spans.sort_unstable_by_key(key);
-    }
+/// Start order, longer first on ties: how a ring that does not nest is sorted.
+fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>) {
+    (s.enter_ns, std::cmp::Reverse(s.exit_ns))
 }
 
 /// Decodes a ring known to nest into `out` in start order without reading
@@ -262,7 +207,8 @@ fn decode_nested(tl: &Timeline<'_>, t: &ThreadTrace<'_>, out: &mut Vec<SpanNs>, 
 }
 
 /// Decodes a timeline's threads one at a time into buffers it reuses, so
-/// memory holds one ring's spans (twice, while ordering them) at most.
+/// memory holds one ring's spans (and, while placing them, two `u32` per
+/// record) at most.
 /// `while let Some(t) = threads.next() { … }`.
 pub struct Threads<'t, 'a> {
     timeline: &'t Timeline<'a>,
@@ -299,7 +245,8 @@ impl Threads<'_, '_> {
                 let key_index = tl.key_index(r.key, &mut last);
                 spans.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open));
             });
-            order_by_start(spans, &mut self.scratch);
+            // Damaged or out of order: spans that overlap without nesting are sorted, then cut.
+            spans.sort_unstable_by_key(start_order);
             let (clamped, too_deep) = clamp_into_parents(spans);
             Anomalies { clamped, too_deep, ..found }
         };
@@ -526,8 +473,9 @@ mod tests {
         SpanNs::new(enter_ns, exit_ns, 0, None, false)
     }
 
-    /// A random call tree's spans in the order they ended, as a ring holds them.
-    fn nested(seed: u64, n: usize) -> Vec<SpanNs> {
+    /// A random call tree's spans in the order they ended, as a ring holds
+    /// them; `ties` lets spans start or end at the same ns.
+    fn nested(seed: u64, n: usize, ties: bool) -> Vec<SpanNs> {
         let mut x = seed | 1;
         let mut next = move |m: u64| {
             x ^= x << 13;
@@ -537,7 +485,7 @@ mod tests {
         };
         let (mut now, mut open, mut ended) = (0i64, Vec::new(), Vec::new());
         while ended.len() < n {
-            now += next(3) as i64; // ties happen: spans that start or end together
+            now += next(3) as i64 + i64::from(!ties);
             if open.is_empty() || (next(2) == 0 && open.len() < 40) {
                 open.push(now);
             } else {
@@ -548,16 +496,52 @@ mod tests {
         ended
     }
 
+    /// `spans` written as one ring of a real dump (ticks = ns), read back,
+    /// and decoded as renderers see it.
+    fn decoded(spans: &[SpanNs]) -> Vec<SpanNs> {
+        use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, Record, RingInfo, Writer};
+        let mut w = Writer::new(IoSink(Vec::new()), 8).unwrap();
+        let clock = ClockInfo {
+            counter: CounterKind::MonotonicNs,
+            counter_bits: 64,
+            nominal_hz: 1_000_000_000,
+            rate_source: RateSource::Exact,
+        };
+        w.clock(&clock, &[Anchor::default()]).unwrap();
+        let records: Vec<Record> =
+            spans.iter().map(|s| Record { key: 1, enter: s.enter_ns as u64, exit: s.exit_ns as u64 }).collect();
+        let n = records.len() as u64;
+        let info = RingInfo { tid: 1, capacity: n, written: n, dropped: 0, aux: 0, flags: 0, name: b"t" };
+        w.ring(&info, &records, &[]).unwrap();
+        let bytes = w.finish().unwrap().0;
+        let trace = crate::load::decode("t.rtd".as_ref(), &bytes).unwrap();
+        assert!(trace.threads[0].nested);
+        let (info, anchors) = trace.clock.as_ref().unwrap();
+        let (timebase, _) = Timebase::new(info, anchors).unwrap();
+        let symbols = Symbols::default();
+        let tl = Timeline::new(&trace, &symbols, timebase);
+        let mut threads = tl.threads();
+        threads.next().unwrap().spans.clone()
+    }
+
     #[test]
     fn nested_spans_in_end_order_come_out_in_start_order() {
-        for seed in 1..50 {
-            let mut spans = nested(seed, 2_000);
+        let times = |v: &[SpanNs]| v.iter().map(|s| (s.enter_ns, s.exit_ns)).collect::<Vec<_>>();
+        for seed in 1..30 {
+            let spans = nested(seed, 2_000, false);
             let mut expected = spans.clone();
-            expected.sort_by_key(|s| (s.enter_ns, std::cmp::Reverse(s.exit_ns)));
-            order_by_start(&mut spans, &mut Scratch::default());
-            // Ties of equal start and end may come in either order: compare the times.
-            let times = |v: &[SpanNs]| v.iter().map(|s| (s.enter_ns, s.exit_ns)).collect::<Vec<_>>();
-            assert_eq!(times(&spans), times(&expected), "seed {seed}");
+            expected.sort_by_key(start_order);
+            assert_eq!(times(&decoded(&spans)), times(&expected), "seed {seed}");
+        }
+        // With ties, spans that touch keep the order they were recorded in: still by start, the same spans.
+        for seed in 1..30 {
+            let spans = nested(seed, 2_000, true);
+            let out = decoded(&spans);
+            assert!(out.windows(2).all(|w| w[0].enter_ns <= w[1].enter_ns), "seed {seed}");
+            let (mut a, mut b) = (times(&out), times(&spans));
+            a.sort_unstable();
+            b.sort_unstable();
+            assert_eq!(a, b, "seed {seed}");
         }
     }
 
@@ -565,7 +549,7 @@ mod tests {
     fn overlapping_spans_are_sorted_and_then_cut_into_their_parent() {
         // b starts inside a and ends after it; c lies inside both.
         let mut spans = vec![span(20, 25), span(0, 30), span(10, 40)];
-        order_by_start(&mut spans, &mut Scratch::default());
+        spans.sort_unstable_by_key(start_order);
         assert_eq!(spans, vec![span(0, 30), span(10, 40), span(20, 25)]);
         assert_eq!(clamp_into_parents(&mut spans), (1, 0));
         assert_eq!(spans[1], span(10, 30));
