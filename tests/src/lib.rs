@@ -94,6 +94,25 @@ impl ringtrace_format::Sink for VecSink {
     }
 }
 
+/// Builds the program of a workspace of its own (`manifest`, relative to
+/// the workspace root) in release mode into `target/TARGET_DIR`, with
+/// `features` if any, and returns its executable `bin`.
+pub fn build_side_workspace(manifest: &str, target_dir: &str, features: Option<&str>, bin: &str) -> PathBuf {
+    let root = workspace_root();
+    let target = root.join("target").join(target_dir);
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args(["build", "--release", "--locked", "--manifest-path"])
+        .arg(root.join(manifest))
+        .arg("--target-dir")
+        .arg(&target);
+    if let Some(features) = features {
+        cmd.args(["--features", features]);
+    }
+    let out = cmd.output().expect("cargo runs");
+    assert!(out.status.success(), "building {manifest} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    target.join("release").join(bin)
+}
+
 /// The workspace's top folder.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()

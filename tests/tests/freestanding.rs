@@ -9,22 +9,11 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use object::{Object, ObjectSymbol};
-use ringtrace_tests::{binary, parse_chrome, run, scratch, workspace_root};
+use ringtrace_tests::{binary, build_side_workspace, parse_chrome, run, scratch};
 
 fn build(off: bool) -> PathBuf {
-    let root = workspace_root();
-    let target = root.join("target").join(if off { "freestanding-off" } else { "freestanding" });
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.args(["build", "--release", "--locked", "--manifest-path"])
-        .arg(root.join("samples/freestanding/Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target);
-    if off {
-        cmd.args(["--features", "off"]);
-    }
-    let out = cmd.output().expect("cargo runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    target.join("release/freestanding")
+    let target = if off { "freestanding-off" } else { "freestanding" };
+    build_side_workspace("samples/freestanding/Cargo.toml", target, off.then_some("off"), "freestanding")
 }
 
 /// Sizes of the sample's two instrumented functions, by symbol.

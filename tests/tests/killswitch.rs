@@ -4,25 +4,13 @@
 //! program built without `off` holds all three, so the check can fail.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use object::{Object, ObjectSymbol};
-use ringtrace_tests::{run, scratch, workspace_root};
+use ringtrace_tests::{build_side_workspace, run, scratch};
 
 fn build(off: bool) -> PathBuf {
-    let root = workspace_root();
-    let target = root.join("target").join(if off { "killswitch-off" } else { "killswitch-on" });
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.args(["build", "--release", "--locked", "--manifest-path"])
-        .arg(root.join("tests/killswitch/Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target);
-    if off {
-        cmd.args(["--features", "ringtrace/off"]);
-    }
-    let out = cmd.output().expect("cargo runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    target.join("release/killswitch")
+    let target = if off { "killswitch-off" } else { "killswitch-on" };
+    build_side_workspace("tests/killswitch/Cargo.toml", target, off.then_some("ringtrace/off"), "killswitch")
 }
 
 /// (has a ringtrace_sites section, ringtrace symbols, counter-read instructions)
