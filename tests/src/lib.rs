@@ -8,31 +8,39 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-/// Paths of the release binaries `workload` and `rtconv`, built on first use
-/// with the same cargo that runs the tests.
+/// Runs `cargo build --release --locked ARGS` in the workspace and returns
+/// cargo's JSON messages about the artifacts it built.
+fn cargo_build(args: &[&str]) -> Vec<serde_json::Value> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["build", "--release", "--locked"])
+        .args(args)
+        .arg("--message-format=json-render-diagnostics")
+        .current_dir(workspace_root())
+        .output()
+        .expect("cargo runs");
+    assert!(out.status.success(), "cargo build {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
+}
+
+/// Paths of the release binaries of `samples` and `rtconv`, built on first
+/// use with the same cargo that runs the tests.
 pub fn binary(name: &str) -> PathBuf {
     static BINARIES: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
     let all = BINARIES.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let out = Command::new(cargo)
-            .args(["build", "--release", "--locked", "-p", "samples", "-p", "rtconv", "--bins"])
-            .arg("--message-format=json-render-diagnostics")
-            .current_dir(workspace_root())
-            .output()
-            .expect("cargo runs");
-        assert!(out.status.success(), "building the binaries failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        let mut map = HashMap::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            if let (Some(exe), Some(name)) = (msg["executable"].as_str(), msg["target"]["name"].as_str()) {
-                map.insert(name.to_string(), PathBuf::from(exe));
-            }
-        }
-        map
+        cargo_build(&["-p", "samples", "-p", "rtconv", "--bins"])
+            .iter()
+            .filter_map(|msg| {
+                Some((msg["target"]["name"].as_str()?.to_string(), PathBuf::from(msg["executable"].as_str()?)))
+            })
+            .collect()
     });
     all.get(name).unwrap_or_else(|| panic!("no binary named {name} was built")).clone()
+}
+
+/// The workspace's top folder.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
 }
 
 /// `libringtrace.a`, the C ABI (`recorder/capi`), built on first use in release mode.
@@ -40,17 +48,8 @@ pub fn static_library() -> PathBuf {
     static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
     LIBRARY
         .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let out = Command::new(cargo)
-                .args(["build", "--release", "--locked", "-p", "ringtrace-capi"])
-                .arg("--message-format=json-render-diagnostics")
-                .current_dir(workspace_root())
-                .output()
-                .expect("cargo runs");
-            assert!(out.status.success(), "building libringtrace.a failed:\n{}", String::from_utf8_lossy(&out.stderr));
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            cargo_build(&["-p", "ringtrace-capi"])
+                .iter()
                 .filter(|msg| msg["target"]["name"] == "ringtrace")
                 .flat_map(|msg| msg["filenames"].as_array().cloned().unwrap_or_default())
                 .filter_map(|f| f.as_str().map(PathBuf::from))
@@ -111,11 +110,6 @@ pub fn build_side_workspace(manifest: &str, target_dir: &str, features: Option<&
     let out = cmd.output().expect("cargo runs");
     assert!(out.status.success(), "building {manifest} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     target.join("release").join(bin)
-}
-
-/// The workspace's top folder.
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
 }
 
 /// A fresh, empty folder for one test.
