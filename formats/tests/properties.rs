@@ -8,15 +8,9 @@ use proptest::prelude::*;
 use ringtrace_format::layout::*;
 use ringtrace_format::*;
 
-struct VecSink(Vec<u8>);
+mod common;
 
-impl Sink for VecSink {
-    type Error = std::convert::Infallible;
-    fn write_all(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
-        self.0.extend_from_slice(bytes);
-        Ok(())
-    }
-}
+use common::VecSink;
 
 #[derive(Clone, Debug, PartialEq)]
 struct RingSpec {

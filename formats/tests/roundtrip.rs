@@ -5,15 +5,9 @@ use core::mem::size_of;
 use ringtrace_format::layout::*;
 use ringtrace_format::*;
 
-struct VecSink(Vec<u8>);
+mod common;
 
-impl Sink for VecSink {
-    type Error = core::convert::Infallible;
-    fn write_all(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
-        self.0.extend_from_slice(bytes);
-        Ok(())
-    }
-}
+use common::VecSink;
 
 #[test]
 fn on_disk_sizes_are_pinned() {

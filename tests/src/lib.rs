@@ -38,6 +38,26 @@ pub fn binary(name: &str) -> PathBuf {
     all.get(name).unwrap_or_else(|| panic!("no binary named {name} was built")).clone()
 }
 
+/// A site section for synthetic dumps, written by hand from FORMAT.md
+/// (little-endian: magic, line, label length, file length, column 0,
+/// label, file, zero padding to 8): one descriptor per (label, file, line),
+/// and each one's key when the section starts at `base`.
+pub fn site_section(base: u64, sites: &[(&str, &str, u32)]) -> (Vec<u8>, Vec<u64>) {
+    let (mut bytes, mut keys) = (Vec::new(), Vec::new());
+    for (label, file, line) in sites {
+        keys.push(base + bytes.len() as u64);
+        bytes.extend_from_slice(&0x5349_5445u32.to_le_bytes());
+        bytes.extend_from_slice(&line.to_le_bytes());
+        bytes.extend_from_slice(&(label.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(&(file.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.extend_from_slice(label.as_bytes());
+        bytes.extend_from_slice(file.as_bytes());
+        bytes.resize(bytes.len().next_multiple_of(8), 0);
+    }
+    (bytes, keys)
+}
+
 /// The workspace's top folder.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
@@ -80,17 +100,6 @@ pub fn compile_c(source: &Path, out: &Path, flags: &[&str]) -> PathBuf {
         .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
     assert!(status.success(), "{compiler} failed on {}", source.display());
     out.to_path_buf()
-}
-
-/// A dump writer's sink into memory, for synthetic dumps.
-pub struct VecSink(pub Vec<u8>);
-
-impl ringtrace_format::Sink for VecSink {
-    type Error = std::convert::Infallible;
-    fn write_all(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
-        self.0.extend_from_slice(bytes);
-        Ok(())
-    }
 }
 
 /// Builds the program of a workspace of its own (`manifest`, relative to

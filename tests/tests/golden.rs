@@ -5,31 +5,20 @@
 use std::path::{Path, PathBuf};
 
 use ringtrace_format::layout::RING_FLAG_THREAD_EXITED;
-use ringtrace_format::{Anchor, ClockInfo, CounterKind, DumpReason, MetaInfo, RateSource, Record, RingInfo, Writer};
-use ringtrace_tests::{VecSink, convert, run, scratch, workspace_root};
+use ringtrace_format::{
+    Anchor, ClockInfo, CounterKind, DumpReason, IoSink, MetaInfo, RateSource, Record, RingInfo, Writer,
+};
+use ringtrace_tests::{convert, run, scratch, site_section, workspace_root};
 
 const BASE: u64 = 0x10_0000;
 const LABELS: [&str; 4] = ["handle request", "parse", "read line", "wait"];
 
 /// Starts a dump with a ns clock and the site section for [`LABELS`]; returns the writer and the keys.
-fn dump_start() -> (Writer<VecSink>, Vec<u64>) {
-    // Site descriptors written by hand from FORMAT.md (little-endian): magic,
-    // line, label length, file length, column, label, file, zero padding to 8.
-    let mut sites: Vec<u8> = Vec::new();
-    let mut keys = Vec::new();
-    for (i, label) in LABELS.iter().enumerate() {
-        keys.push(BASE + sites.len() as u64);
-        let file = "src/server.rs";
-        sites.extend_from_slice(&0x5349_5445u32.to_le_bytes());
-        sites.extend_from_slice(&(10 + i as u32).to_le_bytes());
-        sites.extend_from_slice(&(label.len() as u16).to_le_bytes());
-        sites.extend_from_slice(&(file.len() as u16).to_le_bytes());
-        sites.extend_from_slice(&0u32.to_le_bytes());
-        sites.extend_from_slice(label.as_bytes());
-        sites.extend_from_slice(file.as_bytes());
-        sites.resize(sites.len().next_multiple_of(8), 0);
-    }
-    let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
+fn dump_start() -> (Writer<IoSink<Vec<u8>>>, Vec<u64>) {
+    let descriptors: Vec<(&str, &str, u32)> =
+        LABELS.iter().enumerate().map(|(i, &label)| (label, "src/server.rs", 10 + i as u32)).collect();
+    let (sites, keys) = site_section(BASE, &descriptors);
+    let mut w = Writer::new(IoSink(Vec::new()), 8).unwrap();
     let meta = MetaInfo {
         pid: 7,
         reason: DumpReason::Requested,
@@ -53,7 +42,7 @@ fn dump_start() -> (Writer<VecSink>, Vec<u64>) {
     (w, keys)
 }
 
-fn ring(w: &mut Writer<VecSink>, tid: u64, name: &[u8], records: &[Record]) {
+fn ring(w: &mut Writer<IoSink<Vec<u8>>>, tid: u64, name: &[u8], records: &[Record]) {
     let n = records.len() as u64;
     let info = RingInfo { tid, capacity: 1024, written: n, dropped: 0, aux: 0, flags: RING_FLAG_THREAD_EXITED, name };
     w.ring(&info, records, &[]).unwrap();

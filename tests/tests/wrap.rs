@@ -6,32 +6,15 @@
 
 use ringtrace_format::layout::{COMPACT_ARG_KEY, COMPACT_WRAP_KEY, RING_FLAG_THREAD_EXITED};
 use ringtrace_format::{
-    Anchor, ClockInfo, CompactRecord, CounterKind, DumpReason, MetaInfo, RateSource, Record, RingInfo, Writer,
+    Anchor, ClockInfo, CompactRecord, CounterKind, DumpReason, IoSink, MetaInfo, RateSource, Record, RingInfo, Writer,
 };
-use ringtrace_tests::{VecSink, convert, parse_chrome, scratch};
+use ringtrace_tests::{convert, parse_chrome, scratch, site_section};
 
 const SITES_BASE: u64 = 0x1000;
 
-/// One site descriptor per label (FORMAT.md's layout, little-endian), and their keys.
-fn sites(labels: &[&str]) -> (Vec<u8>, Vec<u64>) {
-    let (mut bytes, mut keys) = (Vec::new(), Vec::new());
-    for label in labels {
-        keys.push(SITES_BASE + bytes.len() as u64);
-        bytes.extend_from_slice(&0x5349_5445u32.to_le_bytes());
-        bytes.extend_from_slice(&1u32.to_le_bytes());
-        bytes.extend_from_slice(&(label.len() as u16).to_le_bytes());
-        bytes.extend_from_slice(&4u16.to_le_bytes());
-        bytes.extend_from_slice(&0u32.to_le_bytes());
-        bytes.extend_from_slice(label.as_bytes());
-        bytes.extend_from_slice(b"w.rs");
-        bytes.resize(bytes.len().next_multiple_of(8), 0);
-    }
-    (bytes, keys)
-}
-
 /// A dump with a `bits`-bit counter at `hz`, the dump-time reading `dump_ticks` (already narrow).
-fn start(bits: u32, hz: u64, dump_ticks: u64, labels: &[&str]) -> (Writer<VecSink>, Vec<u64>) {
-    let mut w = Writer::new(VecSink(Vec::new()), 4).unwrap();
+fn start(bits: u32, hz: u64, dump_ticks: u64, labels: &[&str]) -> (Writer<IoSink<Vec<u8>>>, Vec<u64>) {
+    let mut w = Writer::new(IoSink(Vec::new()), 4).unwrap();
     let meta = MetaInfo {
         pid: 1,
         reason: DumpReason::Requested,
@@ -43,7 +26,8 @@ fn start(bits: u32, hz: u64, dump_ticks: u64, labels: &[&str]) -> (Writer<VecSin
     let clock =
         ClockInfo { counter: CounterKind::User, counter_bits: bits, nominal_hz: hz, rate_source: RateSource::User };
     w.clock(&clock, &[Anchor { ticks: dump_ticks, mono_ns: 0, real_ns: 0 }]).unwrap();
-    let (bytes, keys) = sites(labels);
+    let descriptors: Vec<(&str, &str, u32)> = labels.iter().map(|&label| (label, "w.rs", 1)).collect();
+    let (bytes, keys) = site_section(SITES_BASE, &descriptors);
     w.sites(SITES_BASE, &bytes).unwrap();
     (w, keys)
 }
