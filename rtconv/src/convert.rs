@@ -142,7 +142,8 @@ fn prepare<'a>(
 
 /// Adds what rendering the timeline found (anomalies, losses) and its counts
 /// to `report`; call it after rendering, which decodes the threads.
-fn check_timeline(timeline: &Timeline<'_>, format: Format, report: &mut Report) {
+/// `calibrated`: the figures were to be calibrated.
+fn check_timeline(timeline: &Timeline<'_>, calibrated: bool, report: &mut Report) {
     let trace = timeline.trace;
     let shown = trace.path.display();
     let anomalies = timeline.anomalies();
@@ -175,10 +176,7 @@ fn check_timeline(timeline: &Timeline<'_>, format: Format, report: &mut Report) 
             ),
         );
     }
-    if let Format::Stats(opts) = format
-        && opts.calibrated
-        && timeline.recorder_costs().is_none()
-    {
+    if calibrated && timeline.recorder_costs().is_none() {
         report.push(
             Level::Warning,
             format!("{shown}: the dump holds no calibration (an older recorder?); the figures are not calibrated"),
@@ -233,41 +231,42 @@ pub fn convert_bytes(
     cache: &symbolize::Cache,
     out: &mut dyn Write,
 ) -> Result<Report, ConvertError> {
-    let Prepared { trace, symbols, timebase, mut report } = prepare(path, bytes, opts, cache)?;
-    let timeline = Timeline::new(&trace, &symbols, timebase);
-    match format {
-        Format::Chrome(opts) => render::chrome::write(&timeline, &opts, out).map_err(ConvertError::Output)?,
-        Format::Folded => render::folded::write(&timeline, out).map_err(ConvertError::Output)?,
-        Format::Ftrace => render::ftrace::write(&timeline, out).map_err(ConvertError::Output)?,
-        Format::Systrace => render::systrace::write(&timeline, out).map_err(ConvertError::Output)?,
-        Format::Stats(opts) if opts.tree => crate::calltree::write(
-            &crate::calltree::build(&timeline, opts.per_thread, opts.calibrated),
-            opts.output,
-            out,
-        )
-        .map_err(ConvertError::Output)?,
-        Format::Stats(opts) => crate::stats::write(&crate::stats::compute(&timeline, &opts), opts.output, out)
-            .map_err(ConvertError::Output)?,
-        Format::Flamegraph => render::folded::write_svg(&timeline, out).map_err(ConvertError::Output)?,
-    }
-    out.flush().map_err(ConvertError::Output)?;
-    check_timeline(&timeline, format, &mut report);
+    let calibrated = matches!(format, Format::Stats(o) if o.calibrated);
+    let (written, report) = with_timeline(path, bytes, opts, cache, calibrated, |timeline| {
+        match format {
+            Format::Chrome(opts) => render::chrome::write(timeline, &opts, out)?,
+            Format::Folded => render::folded::write(timeline, out)?,
+            Format::Ftrace => render::ftrace::write(timeline, out)?,
+            Format::Systrace => render::systrace::write(timeline, out)?,
+            Format::Stats(opts) if opts.tree => crate::calltree::write(
+                &crate::calltree::build(timeline, opts.per_thread, opts.calibrated),
+                opts.output,
+                out,
+            )?,
+            Format::Stats(opts) => crate::stats::write(&crate::stats::compute(timeline, &opts), opts.output, out)?,
+            Format::Flamegraph => render::folded::write_svg(timeline, out)?,
+        }
+        out.flush()
+    })?;
+    written.map_err(ConvertError::Output)?;
     Ok(report)
 }
 
-/// Reads, times and names a dump in memory and hands its timeline to `f`,
-/// with what was wrong with it (for callers that compute rather than render).
+/// Reads, times and names a dump in memory, hands its timeline to `f` (a
+/// renderer, or a computation), and returns what `f` gave with what was
+/// wrong with the dump; `calibrated` says `f` wanted calibrated figures.
 pub fn with_timeline<T>(
     path: &Path,
     bytes: &[u8],
     opts: &symbolize::Options,
     cache: &symbolize::Cache,
+    calibrated: bool,
     f: impl FnOnce(&Timeline<'_>) -> T,
 ) -> Result<(T, Report), ConvertError> {
     let Prepared { trace, symbols, timebase, mut report } = prepare(path, bytes, opts, cache)?;
     let timeline = Timeline::new(&trace, &symbols, timebase);
     let value = f(&timeline);
-    check_timeline(&timeline, Format::Folded, &mut report);
+    check_timeline(&timeline, calibrated, &mut report);
     Ok((value, report))
 }
 
@@ -295,7 +294,7 @@ pub fn convert_many(
     let mut report = Report::default();
     for (p, timeline) in prepared.iter().zip(&timelines) {
         report.diagnostics.extend(p.report.diagnostics.iter().cloned());
-        check_timeline(timeline, format, &mut report);
+        check_timeline(timeline, false, &mut report);
     }
     Ok(report)
 }

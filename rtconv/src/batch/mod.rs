@@ -254,13 +254,14 @@ pub fn stats_all(
         opts,
         |_| (),
         |name, (), bytes, progress| {
-            let result = convert::with_timeline(Path::new(name), bytes, &opts.symbols, &cache, |tl| {
-                let main = tl.trace.modules.iter().find(|m| m.is_main);
-                let build_id: String =
-                    main.map_or(String::new(), |m| m.build_id.iter().map(|b| format!("{b:02x}")).collect());
-                let program = tl.trace.process.name.clone();
-                ((program, build_id), crate::stats::totals(tl, stats.calibrated, stats.clean))
-            });
+            let result =
+                convert::with_timeline(Path::new(name), bytes, &opts.symbols, &cache, stats.calibrated, |tl| {
+                    let main = tl.trace.modules.iter().find(|m| m.is_main);
+                    let build_id: String =
+                        main.map_or(String::new(), |m| m.build_id.iter().map(|b| format!("{b:02x}")).collect());
+                    let program = tl.trace.process.name.clone();
+                    ((program, build_id), crate::stats::totals(tl, stats.calibrated, stats.clean))
+                });
             match result {
                 Ok(((group, totals), report)) => {
                     groups.lock().unwrap_or_else(|e| e.into_inner()).entry(group).or_default().add(totals);
