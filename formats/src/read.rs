@@ -499,8 +499,10 @@ impl<'a> Records<'a> {
     /// The record at `index` in file order.
     #[inline]
     pub fn get(&self, index: usize) -> Option<Record> {
-        let at = index.checked_mul(self.size)?;
-        let c = self.bytes.get(at..at.checked_add(self.size)?)?;
+        // Sizes as constants: this runs once per record, in whatever order the caller needs.
+        let size = if self.compact() { COMPACT_RECORD_SIZE } else { RECORD_SIZE };
+        let at = index.checked_mul(size)?;
+        let c = self.bytes.get(at..at.checked_add(size)?)?;
         Some(Self::decode(self.endian, c))
     }
 

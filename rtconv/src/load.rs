@@ -142,14 +142,6 @@ impl RecordSource<'_> {
         }
     }
 
-    #[inline]
-    fn get(&self, index: usize) -> Option<Record> {
-        match self {
-            RecordSource::File(r) => r.get(index),
-            RecordSource::Unwrapped(v) => v.get(index).copied(),
-        }
-    }
-
     /// Calls `f` with every record, in file order or (`newest_first`) reversed.
     #[inline]
     fn for_each(&self, newest_first: bool, f: impl FnMut(Record)) {
@@ -251,23 +243,72 @@ impl ThreadTrace<'_> {
     }
 }
 
-impl ThreadTrace<'_> {
-    /// Positions of [`span_at`](Self::span_at): the ring's records, then the open spans.
-    pub fn positions(&self) -> usize {
-        self.records.len() + self.open.len()
+/// Random access to a ring's spans by position — its records (argument
+/// records and wrap markers give `None`), then its open spans — for one
+/// kind of record storage, so a caller reading every position dispatches on
+/// the storage once per ring, not once per record ([`ThreadTrace::with_spans`]).
+pub trait SpanAt {
+    /// Positions: records, then open spans.
+    fn positions(&self) -> usize;
+    /// The span at `position`, in [`ThreadTrace::spans`]' order.
+    fn span_at(&self, position: usize) -> Option<SpanRecord>;
+}
+
+/// What [`ThreadTrace::with_spans`] hands its random access to.
+pub trait WithSpans {
+    /// What it gives back.
+    type Out;
+    /// Runs with the ring's spans.
+    fn run<S: SpanAt>(self, spans: &S) -> Self::Out;
+}
+
+/// Records by index, from the file or unwrapped.
+trait RecordAt {
+    fn count(&self) -> usize;
+    fn at(&self, index: usize) -> Option<Record>;
+}
+
+impl RecordAt for Records<'_> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline(always)]
+    fn at(&self, index: usize) -> Option<Record> {
+        self.get(index)
+    }
+}
+
+impl RecordAt for [Record] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline(always)]
+    fn at(&self, index: usize) -> Option<Record> {
+        self.get(index).copied()
+    }
+}
+
+/// A ring's spans over one kind of record storage.
+struct Positioned<'t, R: ?Sized> {
+    records: &'t R,
+    open: &'t [(u64, u64)],
+    dump_ticks: u64,
+}
+
+impl<R: RecordAt + ?Sized> SpanAt for Positioned<'_, R> {
+    fn positions(&self) -> usize {
+        self.records.count() + self.open.len()
     }
 
-    /// The span at `position` in [`spans`](Self::spans)' order counting
-    /// argument records too (`None` for those): records first, then open spans.
-    #[inline]
-    pub fn span_at(&self, position: usize) -> Option<SpanRecord> {
-        match position.checked_sub(self.records.len()) {
+    #[inline(always)] // once per record, in the decoder's inner loops
+    fn span_at(&self, position: usize) -> Option<SpanRecord> {
+        match position.checked_sub(self.records.count()) {
             None => {
-                let r = self.records.get(position)?;
+                let r = self.records.at(position)?;
                 if r.key == ARG_KEY || r.key == WRAP_KEY {
                     return None;
                 }
-                let before = position.checked_sub(1).and_then(|p| self.records.get(p));
+                let before = position.checked_sub(1).and_then(|p| self.records.at(p));
                 let arg = before.filter(|b| b.key == ARG_KEY).map(|b| b.enter);
                 Some(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg, open: false })
             }
@@ -275,6 +316,22 @@ impl ThreadTrace<'_> {
                 let &(key, enter) = self.open.get(j)?;
                 Some(SpanRecord { key, enter, exit: self.dump_ticks.max(enter), arg: None, open: true })
             }
+        }
+    }
+}
+
+impl ThreadTrace<'_> {
+    /// Positions of the ring's spans: its records, then its open spans.
+    pub fn positions(&self) -> usize {
+        self.records.len() + self.open.len()
+    }
+
+    /// Runs `v` with random access to the ring's spans ([`SpanAt`]).
+    pub fn with_spans<V: WithSpans>(&self, v: V) -> V::Out {
+        let (open, dump_ticks) = (self.open.as_slice(), self.dump_ticks);
+        match &self.records {
+            RecordSource::File(records) => v.run(&Positioned { records, open, dump_ticks }),
+            RecordSource::Unwrapped(records) => v.run(&Positioned { records: records.as_slice(), open, dump_ticks }),
         }
     }
 

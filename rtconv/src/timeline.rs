@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 
-use crate::load::{ThreadTrace, Trace};
+use crate::load::{SpanAt, Trace, WithSpans};
 use crate::symbolize::Symbols;
 use crate::timebase::Timebase;
 
@@ -148,7 +148,7 @@ fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>) {
 /// size; then one backward pass — parents before children, siblings right
 /// to left — places each span: a parent's subtree occupies the `size`
 /// slots from its own, and its children fill them from the right.
-fn decode_nested(tl: &Timeline<'_>, t: &ThreadTrace<'_>, out: &mut Vec<SpanNs>, scratch: &mut Scratch) -> Anomalies {
+fn decode_nested<S: SpanAt>(tl: &Timeline<'_>, t: &S, out: &mut Vec<SpanNs>, scratch: &mut Scratch) -> Anomalies {
     const NONE: u32 = u32::MAX;
     let n = t.positions();
     let Scratch { parent, size, ancestors: stack, roots, .. } = scratch;
@@ -206,6 +206,20 @@ fn decode_nested(tl: &Timeline<'_>, t: &ThreadTrace<'_>, out: &mut Vec<SpanNs>, 
     found
 }
 
+/// [`decode_nested`] over whichever storage a ring's records are in.
+struct Place<'x, 'a> {
+    tl: &'x Timeline<'a>,
+    out: &'x mut Vec<SpanNs>,
+    scratch: &'x mut Scratch,
+}
+
+impl WithSpans for Place<'_, '_> {
+    type Out = Anomalies;
+    fn run<S: SpanAt>(self, spans: &S) -> Anomalies {
+        decode_nested(self.tl, spans, self.out, self.scratch)
+    }
+}
+
 /// Decodes a timeline's threads one at a time into buffers it reuses, so
 /// memory holds one ring's spans (and, while placing them, two `u32` per
 /// record) at most.
@@ -236,7 +250,7 @@ impl Threads<'_, '_> {
         // The count comes from the ring's bytes in the mapped file: no larger than the file.
         spans.reserve(usize::try_from(t.span_count()).unwrap_or(0));
         let found = if t.nested && u32::try_from(t.positions()).is_ok() {
-            decode_nested(tl, t, spans, &mut self.scratch)
+            t.with_spans(Place { tl, out: spans, scratch: &mut self.scratch })
         } else {
             let mut found = Anomalies::default();
             let mut last: Option<(u64, u32)> = None;
