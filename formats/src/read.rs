@@ -506,6 +506,13 @@ impl<'a> Records<'a> {
         Some(Self::decode(self.endian, c))
     }
 
+    /// The bytes of the records from `first` to `last` (inclusive), if both exist.
+    #[inline]
+    pub fn bytes_between(&self, first: usize, last: usize) -> Option<&'a [u8]> {
+        let size = if self.compact() { COMPACT_RECORD_SIZE } else { RECORD_SIZE };
+        self.bytes.get(first.checked_mul(size)?..last.checked_add(1)?.checked_mul(size)?)
+    }
+
     /// The records in file order (or, reversed, newest first).
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Record> + DoubleEndedIterator + 'a {
         let e = self.endian;

@@ -32,6 +32,7 @@ pub mod clean;
 pub mod convert;
 pub mod info;
 pub mod load;
+mod prefetch;
 pub mod render;
 pub mod stats;
 pub mod symbolize;

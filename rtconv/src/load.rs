@@ -252,6 +252,9 @@ pub trait SpanAt {
     fn positions(&self) -> usize;
     /// The span at `position`, in [`ThreadTrace::spans`]' order.
     fn span_at(&self, position: usize) -> Option<SpanRecord>;
+    /// Starts loading what [`span_at`](Self::span_at)`(position)` reads
+    /// into the cache, for a caller that knows its positions ahead.
+    fn prefetch(&self, position: usize);
 }
 
 /// What [`ThreadTrace::with_spans`] hands its random access to.
@@ -266,6 +269,8 @@ pub trait WithSpans {
 trait RecordAt {
     fn count(&self) -> usize;
     fn at(&self, index: usize) -> Option<Record>;
+    /// Starts loading records `first..=last` into the cache.
+    fn prefetch(&self, first: usize, last: usize);
 }
 
 impl RecordAt for Records<'_> {
@@ -276,6 +281,12 @@ impl RecordAt for Records<'_> {
     fn at(&self, index: usize) -> Option<Record> {
         self.get(index)
     }
+    #[inline(always)]
+    fn prefetch(&self, first: usize, last: usize) {
+        if let Some(bytes) = self.bytes_between(first, last) {
+            crate::prefetch::range(bytes);
+        }
+    }
 }
 
 impl RecordAt for [Record] {
@@ -285,6 +296,12 @@ impl RecordAt for [Record] {
     #[inline(always)]
     fn at(&self, index: usize) -> Option<Record> {
         self.get(index).copied()
+    }
+    #[inline(always)]
+    fn prefetch(&self, first: usize, last: usize) {
+        if let Some(records) = self.get(first..=last) {
+            crate::prefetch::range(records);
+        }
     }
 }
 
@@ -317,6 +334,12 @@ impl<R: RecordAt + ?Sized> SpanAt for Positioned<'_, R> {
                 Some(SpanRecord { key, enter, exit: self.dump_ticks.max(enter), arg: None, open: true })
             }
         }
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, position: usize) {
+        // The record and the one before it (an argument record, maybe).
+        self.records.prefetch(position.saturating_sub(1), position);
     }
 }
 

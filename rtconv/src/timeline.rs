@@ -130,10 +130,15 @@ fn ns(timebase: &Timebase, ticks: u64) -> i64 {
 /// Buffers reused from one thread to the next by [`decode_nested`].
 #[derive(Default)]
 struct Scratch {
-    roots: Vec<(u32, u64)>,
+    /// Finished subtrees not yet inside a parent: (position, first span index, enter ticks).
+    roots: Vec<(u32, u32, u64)>,
+    /// Per position: the position of the span around it (`NONE` for a root).
     parent: Vec<u32>,
-    size: Vec<u32>,
-    ancestors: Vec<(u32, u32, u32)>,
+    /// Per position: the end-order index of its subtree's first span, then,
+    /// once placed, its depth (`NONE` where a position holds no span).
+    first: Vec<u32>,
+    /// Per place in start order: the span's position.
+    order: Vec<u32>,
 }
 
 /// Start order, longer first on ties: how a ring that does not nest is sorted.
@@ -141,67 +146,87 @@ fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>) {
     (s.enter_ns, std::cmp::Reverse(s.exit_ns))
 }
 
-/// Decodes a ring known to nest into `out` in start order without reading
-/// the file out of order (random reads of a large ring are cache misses).
-/// In end order every span follows the spans inside it, so one forward pass
-/// with a stack of finished subtrees gives each span's parent and subtree
-/// size; then one backward pass — parents before children, siblings right
-/// to left — places each span: a parent's subtree occupies the `size`
-/// slots from its own, and its children fill them from the right.
+/// How many spans ahead [`decode_nested`] asks for the records it will read
+/// (16 to 64 measured alike on 7 M-span rings; 8 a little slower).
+const PREFETCH_AHEAD: usize = 32;
+
+/// Decodes a ring known to nest into `out` in start order.
+///
+/// A ring is its thread's call tree in end order: every span follows the
+/// spans inside it. A span's place in start order is the number of spans
+/// that start before it: those that ended before its subtree's first span
+/// (that span's end-order index) plus its ancestors (its depth). Three
+/// passes, each reading or writing its large arrays in sequence:
+/// 1. forward over the records: each span's parent and its subtree's first
+///    index, from a stack of finished subtrees;
+/// 2. backward over those two arrays (parents before children): each span's
+///    depth from its parent's, so its place, noted in `order`;
+/// 3. forward over `order`: each span decoded into `out` in start order.
+///
+/// Only pass 3 reads records out of order, and those reads are independent
+/// (the CPU overlaps their misses); `out` is written front to back. Placing
+/// each span straight into `out` from pass 2 would scatter 32-byte stores
+/// over the whole buffer, and those stall.
 fn decode_nested<S: SpanAt>(tl: &Timeline<'_>, t: &S, out: &mut Vec<SpanNs>, scratch: &mut Scratch) -> Anomalies {
     const NONE: u32 = u32::MAX;
     let n = t.positions();
-    let Scratch { parent, size, ancestors: stack, roots, .. } = scratch;
-    parent.clear();
+    let Scratch { roots, parent, first, order } = scratch;
+    // Every position a span holds is written before it is read; the rest are never read.
     parent.resize(n, NONE);
-    size.clear();
-    size.resize(n, 0);
+    first.resize(n, 0);
     roots.clear();
+    // Positions fit u32 (checked by the caller), and so does the span count.
     let mut spans = 0u32;
     for i in 0..n {
-        let Some(r) = t.span_at(i) else { continue };
-        let mut inside = 1u32;
-        while let Some(&(top, enter)) = roots.last() {
+        let Some(r) = t.span_at(i) else {
+            first[i] = NONE; // not a span
+            continue;
+        };
+        let mut subtree_first = spans;
+        while let Some(&(top, top_first, enter)) = roots.last() {
             if enter < r.enter {
                 break;
             }
             roots.pop();
-            parent[top as usize] = i as u32; // i < n fits u32: checked by the caller
-            inside += size[top as usize];
+            parent[top as usize] = i as u32;
+            subtree_first = top_first;
         }
-        size[i] = inside;
+        parent[i] = NONE;
+        first[i] = subtree_first;
+        roots.push((i as u32, subtree_first, r.enter));
         spans += 1;
-        roots.push((i as u32, r.enter));
     }
-    out.clear();
-    out.resize(spans as usize, SpanNs::new(0, 0, 0, None, false));
     let mut found = Anomalies::default();
-    let mut last: Option<(u64, u32)> = None;
-    // Open ancestors of the span being placed: (position, next free slot from the right, depth).
-    stack.clear();
-    let mut top_cursor = spans;
+    order.clear();
+    order.resize(spans as usize, NONE);
     for i in (0..n).rev() {
-        let Some(r) = t.span_at(i) else { continue };
-        let p = parent[i];
-        while stack.last().is_some_and(|&(a, _, _)| a != p) {
-            stack.pop();
+        if first[i] == NONE {
+            continue; // not a span
         }
-        let (cursor, depth) = match stack.last_mut() {
-            Some((_, cursor, depth)) => (cursor, *depth + 1),
-            None => (&mut top_cursor, 1),
+        // The parent (a later position) was placed already and left its depth in `first`.
+        let depth = match parent[i] {
+            NONE => 0,
+            p => first[p as usize] + 1,
         };
-        *cursor -= size[i];
-        let slot = *cursor;
-        let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
-        let key_index = tl.key_index(r.key, &mut last);
-        if let Some(s) = out.get_mut(slot as usize) {
-            *s = SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open);
+        if let Some(place) = order.get_mut((first[i] + depth) as usize) {
+            *place = i as u32;
         }
-        if depth as usize > MAX_DEPTH {
+        first[i] = depth;
+        if depth as usize >= MAX_DEPTH {
             found.too_deep += 1;
         }
-        // Its children fill the slots after its own, from the right.
-        stack.push((i as u32, slot + size[i], depth));
+    }
+    out.clear();
+    let mut last: Option<(u64, u32)> = None;
+    for (k, &i) in order.iter().enumerate() {
+        // Records are read out of file order here: ask for them early.
+        if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
+            t.prefetch(ahead as usize);
+        }
+        let Some(r) = t.span_at(i as usize) else { continue };
+        let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
+        let key_index = tl.key_index(r.key, &mut last);
+        out.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open));
     }
     found
 }
