@@ -16,6 +16,7 @@
 
 use std::io::{self, Write};
 
+use super::text::{Piece, Text};
 use crate::timeline::{SpanNs, ThreadSpans, Timeline};
 
 /// How to write Chrome JSON.
@@ -37,14 +38,12 @@ pub fn write(tl: &Timeline<'_>, opts: &Options, out: &mut dyn Write) -> io::Resu
 /// anchors: `ts` counts from the earliest span of them all, each dump is
 /// its own process (a pid seen before gets `1_000_000 × n` added).
 pub fn write_many(timelines: &[&Timeline<'_>], opts: &Options, out: &mut dyn Write) -> io::Result<()> {
-    // A concrete buffered writer: the many small writes per event are
-    // inlined copies, not dynamic calls.
-    let mut out = io::BufWriter::with_capacity(1 << 16, out);
+    let mut out = Text::new(out);
     write_all_dumps(timelines, opts, &mut out)?;
     out.flush()
 }
 
-fn write_all_dumps<W: Write>(timelines: &[&Timeline<'_>], opts: &Options, out: &mut W) -> io::Result<()> {
+fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'_>) -> io::Result<()> {
     // Each dump's first span in realtime ns; the earliest is the trace's zero.
     let starts: Vec<i128> = timelines.iter().map(|tl| tl.timebase.realtime_ns(i128::from(tl.origin_ns))).collect();
     let zero = starts.iter().copied().min().unwrap_or(0);
@@ -92,22 +91,28 @@ fn write_all_dumps<W: Write>(timelines: &[&Timeline<'_>], opts: &Options, out: &
 }
 
 /// One dump's process: its metadata, loss markers and span events.
-fn write_process<W: Write>(
+fn write_process(
     tl: &Timeline<'_>,
     opts: &Options,
     pid: u64,
     shift: i64,
     first: bool,
-    out: &mut W,
+    out: &mut Text<'_>,
 ) -> io::Result<()> {
     let trace = tl.trace;
     // Each distinct name, and with `args` each key's place, is escaped once.
     let names: Vec<String> = (0..tl.keys.len()).map(|k| json_string(tl.name(k))).collect();
     let places: Vec<String> =
         tl.keys.iter().map(|&key| if opts.args { key_args(tl, key) } else { String::new() }).collect();
-    // Everything of an `X` event before its start time, per key: one copy per event.
-    let x_heads: Vec<Vec<u8>> =
-        names.iter().map(|name| format!(",\n{{\"ph\":\"X\",\"name\":{name},\"ts\":").into_bytes()).collect();
+    // What every event of a key has before its time, written as one piece.
+    let heads = |ph: &str| -> Vec<Piece> {
+        names
+            .iter()
+            .map(|name| Piece::new(format!(",\n{{\"ph\":\"{ph}\",\"name\":{name},\"ts\":").as_bytes()))
+            .collect()
+    };
+    let (x_heads, b_heads, e_heads) =
+        if opts.begin_end { (Vec::new(), heads("B"), heads("E")) } else { (heads("X"), Vec::new(), Vec::new()) };
     let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
     if !first {
         out.write_all(b",\n")?;
@@ -138,7 +143,7 @@ fn write_process<W: Write>(
                 continue;
             }
             write!(out, ",\n{{\"name\":\"ringtrace: {count} {what}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":")?;
-            write_us(out, at.map_or(0, |at| at.saturating_add(shift)))?;
+            out.us(at.map_or(0, |at| at.saturating_add(shift)))?;
             write!(
                 out,
                 ",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"spans_in_dump\":{},\"overwritten\":{},\"dropped\":{}}}}}",
@@ -148,19 +153,22 @@ fn write_process<W: Write>(
             )?;
         }
         // The fixed part of every event of this thread, written once.
-        let tail = format!(",\"pid\":{pid},\"tid\":{tid}}}");
+        let tail = Piece::new(format!(",\"pid\":{pid},\"tid\":{tid}}}").as_bytes());
         if opts.begin_end {
-            write_begin_end(shift, t, &names, &places, &tail, out)?;
+            write_begin_end(shift, t, (&b_heads, &e_heads), &places, &tail, out)?;
             continue;
         }
-        let mut buf = [0u8; 24];
+        let dur = Piece::new(b",\"dur\":");
         for s in &t.spans {
-            out.write_all(&x_heads[s.key_index as usize])?;
-            out.write_all(us_text(s.enter_ns.saturating_add(shift), &mut buf))?;
-            out.write_all(b",\"dur\":")?;
-            out.write_all(us_text(s.exit_ns.saturating_sub(s.enter_ns), &mut buf))?;
-            write_args(s, &places[s.key_index as usize], out)?;
-            out.write_all(tail.as_bytes())?;
+            let key = s.key_index as usize;
+            out.piece(&x_heads[key])?;
+            out.us(s.enter_ns.saturating_add(shift))?;
+            out.piece(&dur)?;
+            out.us(s.exit_ns.saturating_sub(s.enter_ns))?;
+            if s.arg().is_some() || s.open() || !places[key].is_empty() {
+                write_args(s, &places[key], out)?;
+            }
+            out.piece(&tail)?;
         }
     }
     Ok(())
@@ -203,13 +211,13 @@ fn key_args(tl: &Timeline<'_>, key: u64) -> String {
 
 /// The span's `args`: its key's place (with `--args`), its recorded argument,
 /// and whether it was still open at the dump.
-fn write_args<W: Write>(s: &SpanNs, place: &str, out: &mut W) -> io::Result<()> {
+fn write_args(s: &SpanNs, place: &str, out: &mut Text<'_>) -> io::Result<()> {
     if s.arg().is_none() && !s.open() && place.is_empty() {
         return Ok(());
     }
     out.write_all(b",\"args\":{")?;
     let mut first = true;
-    let mut sep = |out: &mut W| -> io::Result<()> {
+    let mut sep = |out: &mut Text<'_>| -> io::Result<()> {
         if !std::mem::take(&mut first) {
             out.write_all(b",")?;
         }
@@ -233,21 +241,19 @@ fn write_args<W: Write>(s: &SpanNs, place: &str, out: &mut W) -> io::Result<()> 
 
 /// One thread as `B`/`E` pairs: each span's `B` at its start, its `E` (with
 /// the name too) at its end, in nesting order.
-fn write_begin_end<W: Write>(
+fn write_begin_end(
     shift: i64,
     t: &ThreadSpans,
-    names: &[String],
+    (b_heads, e_heads): (&[Piece], &[Piece]),
     places: &[String],
-    tail: &str,
-    out: &mut W,
+    tail: &Piece,
+    out: &mut Text<'_>,
 ) -> io::Result<()> {
     let mut open: Vec<&SpanNs> = Vec::new();
-    let end = |s: &SpanNs, out: &mut W| -> io::Result<()> {
-        out.write_all(b",\n{\"ph\":\"E\",\"name\":")?;
-        out.write_all(names[s.key_index as usize].as_bytes())?;
-        out.write_all(b",\"ts\":")?;
-        write_us(out, s.exit_ns.saturating_add(shift))?;
-        out.write_all(tail.as_bytes())
+    let end = |s: &SpanNs, out: &mut Text<'_>| -> io::Result<()> {
+        out.piece(&e_heads[s.key_index as usize])?;
+        out.us(s.exit_ns.saturating_add(shift))?;
+        out.piece(tail)
     };
     for s in &t.spans {
         while let Some(top) = open.last() {
@@ -257,12 +263,10 @@ fn write_begin_end<W: Write>(
             end(top, out)?;
             open.pop();
         }
-        out.write_all(b",\n{\"ph\":\"B\",\"name\":")?;
-        out.write_all(names[s.key_index as usize].as_bytes())?;
-        out.write_all(b",\"ts\":")?;
-        write_us(out, s.enter_ns.saturating_add(shift))?;
+        out.piece(&b_heads[s.key_index as usize])?;
+        out.us(s.enter_ns.saturating_add(shift))?;
         write_args(s, &places[s.key_index as usize], out)?;
-        out.write_all(tail.as_bytes())?;
+        out.piece(tail)?;
         open.push(s);
     }
     while let Some(top) = open.pop() {
@@ -271,54 +275,7 @@ fn write_begin_end<W: Write>(
     Ok(())
 }
 
-/// A non-negative nanosecond count as microseconds with three decimals, in `buf`.
-fn us_text(ns: i64, buf: &mut [u8; 24]) -> &[u8] {
-    let mut n = ns.max(0) as u64;
-    let mut i = buf.len();
-    // u64::MAX has 20 digits: with the point, 21 bytes.
-    for _ in 0..3 {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-    }
-    i -= 1;
-    buf[i] = b'.';
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    &buf[i..]
-}
-
-/// Writes a non-negative nanosecond count as microseconds with three decimals.
-fn write_us<W: Write>(out: &mut W, ns: i64) -> io::Result<()> {
-    out.write_all(us_text(ns, &mut [0; 24]))
-}
-
 fn json_string(s: &str) -> String {
     // Serialising a &str cannot fail.
     serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn us(ns: i64) -> String {
-        String::from_utf8(us_text(ns, &mut [0; 24]).to_vec()).unwrap()
-    }
-
-    #[test]
-    fn microseconds_have_exactly_three_decimals() {
-        assert_eq!(us(0), "0.000");
-        assert_eq!(us(7), "0.007");
-        assert_eq!(us(1_234), "1.234");
-        assert_eq!(us(20_000_050), "20000.050");
-        assert_eq!(us(-5), "0.000");
-        assert_eq!(us(i64::MAX), "9223372036854775.807");
-    }
 }
