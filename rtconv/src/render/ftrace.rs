@@ -17,24 +17,25 @@
 
 use std::io::{self, Write};
 
+use super::text::{PAIRS, Piece, Text, digits};
 use crate::timeline::{SpanNs, Timeline};
 
 /// Writes `tl` as function_graph text.
 pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
-    // A concrete buffered writer: the several writes per line are inlined copies.
-    let mut out = io::BufWriter::with_capacity(1 << 16, out);
+    let mut out = Text::new(out);
     write_threads(tl, &mut out)?;
     out.flush()
 }
 
-fn write_threads<W: Write>(tl: &Timeline<'_>, out: &mut W) -> io::Result<()> {
+fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<()> {
     out.write_all(b"# tracer: function_graph\n#\n")?;
     out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
     out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
     let names: Vec<&str> = (0..tl.keys.len()).map(|k| tl.name(k)).collect();
     // Each key's entry and leaf text, with the line's end: one copy per line.
-    let entries: Vec<Vec<u8>> = names.iter().map(|name| format!("{name}() {{\n").into_bytes()).collect();
-    let leaves: Vec<Vec<u8>> = names.iter().map(|name| format!("{name}();\n").into_bytes()).collect();
+    let entries: Vec<Piece> = names.iter().map(|name| Piece::new(format!("{name}() {{\n").as_bytes())).collect();
+    let leaves: Vec<Piece> = names.iter().map(|name| Piece::new(format!("{name}();\n").as_bytes())).collect();
+    let close = Piece::new(b"}\n");
     let mut previous: Option<String> = None;
     let mut threads = tl.threads();
     while let Some(t) = threads.next() {
@@ -44,8 +45,10 @@ fn write_threads<W: Write>(tl: &Timeline<'_>, out: &mut W) -> io::Result<()> {
         out.write_all(b" ------------------------------------------\n")?;
         writeln!(out, " 0) {} => {}", previous.as_deref().unwrap_or(&proc_column("<idle>", 0)), task)?;
         out.write_all(b" ------------------------------------------\n\n")?;
-        let head = format!(" 0) {task} | ");
-        // Open spans: (span, depth). A span is a leaf when the next span does not start inside it.
+        // The CPU and task columns, and with the duration column's blank for entry lines.
+        let head = Piece::new(format!(" 0) {task} | ").as_bytes());
+        let entry_head = Piece::new(format!(" 0) {task} |               |  ").as_bytes());
+        // Open spans. A span is a leaf when the next span does not start inside it.
         let mut stack: Vec<&SpanNs> = Vec::new();
         for (i, s) in t.spans.iter().enumerate() {
             while let Some(top) = stack.last() {
@@ -53,59 +56,35 @@ fn write_threads<W: Write>(tl: &Timeline<'_>, out: &mut W) -> io::Result<()> {
                     break;
                 }
                 let top = stack.pop().unwrap_or(s);
-                line(out, &head, Some(top.exit_ns.saturating_sub(top.enter_ns)), stack.len(), b"}\n")?;
+                exit_line(out, &head, top, stack.len(), &close)?;
             }
             let has_child = t.spans.get(i + 1).is_some_and(|next| next.enter_ns < s.exit_ns);
             if has_child {
-                line(out, &head, None, stack.len(), &entries[s.key_index as usize])?;
+                out.piece(&entry_head)?;
+                out.spaces(stack.len() * 2)?;
+                out.piece(&entries[s.key_index as usize])?;
                 stack.push(s);
             } else {
-                line(
-                    out,
-                    &head,
-                    Some(s.exit_ns.saturating_sub(s.enter_ns)),
-                    stack.len(),
-                    &leaves[s.key_index as usize],
-                )?;
+                exit_line(out, &head, s, stack.len(), &leaves[s.key_index as usize])?;
             }
         }
         while let Some(top) = stack.pop() {
-            line(out, &head, Some(top.exit_ns.saturating_sub(top.enter_ns)), stack.len(), b"}\n")?;
+            exit_line(out, &head, top, stack.len(), &close)?;
         }
         previous = Some(task);
     }
     Ok(())
 }
 
-/// One line: `head` (CPU and task), the duration column (or its blank),
-/// indentation, then `text` (which ends the line). Four copies: this runs
-/// once per span edge.
-fn line<W: Write>(out: &mut W, head: &str, duration_ns: Option<i64>, depth: usize, text: &[u8]) -> io::Result<()> {
-    const SPACES: [u8; 128] = [b' '; 128];
-    out.write_all(head.as_bytes())?;
-    match duration_ns {
-        Some(ns) => out.write_all(duration_column(ns.max(0) as u64).as_bytes())?,
-        None => out.write_all(b"              |  ")?,
-    }
-    let mut indent = depth * 2;
-    while indent > 0 {
-        let n = indent.min(SPACES.len());
-        out.write_all(&SPACES[..n])?;
-        indent -= n;
-    }
-    out.write_all(text)
-}
-
-/// The duration column: overhead mark, a space, [`duration`], `|  `.
-fn duration_column(ns: u64) -> DurationText {
-    let text = duration(ns);
-    let mut column = DurationText { bytes: [b' '; 32], len: 0 };
-    let mut mark_buf = [0u8; 4];
-    column.push(mark(ns).encode_utf8(&mut mark_buf).as_bytes());
-    column.push(b" ");
-    column.push(text.as_bytes());
-    column.push(b"|  ");
-    column
+/// A line with a duration: `head` (CPU and task), the duration column,
+/// indentation, then `text` (which ends the line).
+#[inline]
+fn exit_line(out: &mut Text<'_>, head: &Piece, span: &SpanNs, depth: usize, text: &Piece) -> io::Result<()> {
+    out.piece(head)?;
+    let ns = span.exit_ns.saturating_sub(span.enter_ns).max(0) as u64;
+    out.formatted(|to| duration_column(ns, to))?;
+    out.spaces(depth * 2)?;
+    out.piece(text)
 }
 
 /// The kernel's overhead mark for a duration in ns (strictly greater than each threshold).
@@ -115,44 +94,35 @@ pub fn mark(ns: u64) -> char {
     MARKS.iter().find(|&&(limit, _)| ns > limit).map_or(' ', |&(_, c)| c)
 }
 
-/// The duration column's text, built without allocating (it is written once per span).
-pub struct DurationText {
-    bytes: [u8; 32],
-    len: usize,
-}
-
-impl DurationText {
-    /// The text.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-
-    fn push(&mut self, b: &[u8]) {
-        self.bytes[self.len..self.len + b.len()].copy_from_slice(b);
-        self.len += b.len();
-    }
-}
-
-/// `trace_print_graph_duration`: µs, then as many ns digits as keep the
-/// number within 7 digits, then ` us ` and padding to 12 characters.
-pub fn duration(ns: u64) -> DurationText {
-    let mut num = itoa::Buffer::new();
-    let us = num.format(ns / 1000); // at most 17 digits
-    let mut text = DurationText { bytes: [b' '; 32], len: 0 };
-    text.push(us.as_bytes());
-    if us.len() < 7 {
+/// The duration column — overhead mark, a space, the duration as
+/// `trace_print_graph_duration` prints it, `|  ` — written at the start of
+/// `to`; returns its length (17 bytes, more only for durations of 10^8 µs and up).
+///
+/// The duration: µs, then as many ns digits as keep the number within 7
+/// digits, then ` us ` and padding to 12 characters.
+#[inline]
+pub fn duration_column(ns: u64, to: &mut [u8; 32]) -> usize {
+    to.fill(b' ');
+    to[0] = mark(ns) as u8; // the marks are ASCII
+    let us = ns / 1000;
+    // At most 17 digits: the column is at most 2 + 17 + 4 + 3 = 26 bytes.
+    let mut end = 2 + digits(us, &mut to[2..]);
+    let us_len = end - 2;
+    if us_len < 7 {
         // snprintf("%03lu") into a buffer of min(5, 8 - len) bytes keeps that many minus one digits.
-        let digits = (5.min(8 - us.len()) - 1).min(3);
-        let frac = ns % 1000;
-        let all = [b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8];
-        text.push(b".");
-        text.push(&all[..digits]);
+        let keep = (5.min(8 - us_len) - 1).min(3);
+        let frac = (ns % 1000) as usize;
+        let all = [b'0' + (frac / 100) as u8, PAIRS[frac % 100 * 2], PAIRS[frac % 100 * 2 + 1]];
+        to[end] = b'.';
+        to[end + 1..end + 1 + keep].copy_from_slice(&all[..keep]);
+        end += 1 + keep;
     }
-    let len = text.len;
-    text.push(b" us ");
-    // Padding to 8 before " us ": the array is pre-filled with spaces.
-    text.len += 8usize.saturating_sub(len);
-    text
+    // " us " after the number, then spaces to make up a number shorter than 8
+    // (the array is filled with spaces).
+    to[end + 1..end + 3].copy_from_slice(b"us");
+    end += 4 + 8usize.saturating_sub(end - 2);
+    to[end..end + 3].copy_from_slice(b"|  ");
+    end + 3
 }
 
 /// `print_graph_proc`: `comm-pid` cut to 14 characters and centred in them.
@@ -168,16 +138,24 @@ fn proc_column(comm: &str, tid: u64) -> String {
 mod tests {
     use super::*;
 
+    fn column(ns: u64) -> String {
+        let mut to = [0; 32];
+        let len = duration_column(ns, &mut to);
+        String::from_utf8(to[..len].to_vec()).unwrap()
+    }
+
     #[test]
     fn durations_as_the_kernel_prints_them() {
-        assert_eq!(std::str::from_utf8(duration(1_382).as_bytes()).unwrap(), "1.382 us    ");
-        assert_eq!(std::str::from_utf8(duration(10_123).as_bytes()).unwrap(), "10.123 us   ");
-        assert_eq!(std::str::from_utf8(duration(123_456).as_bytes()).unwrap(), "123.456 us  ");
-        assert_eq!(std::str::from_utf8(duration(1_234_567).as_bytes()).unwrap(), "1234.567 us ");
-        assert_eq!(std::str::from_utf8(duration(12_345_678).as_bytes()).unwrap(), "12345.67 us ");
-        assert_eq!(std::str::from_utf8(duration(123_456_789).as_bytes()).unwrap(), "123456.7 us ");
-        assert_eq!(std::str::from_utf8(duration(1_234_567_890).as_bytes()).unwrap(), "1234567 us  ");
-        assert_eq!(std::str::from_utf8(duration(12_345_678_901).as_bytes()).unwrap(), "12345678 us ");
+        assert_eq!(column(1_382), "  1.382 us    |  ");
+        assert_eq!(column(10_123), "+ 10.123 us   |  ");
+        assert_eq!(column(123_456), "! 123.456 us  |  ");
+        assert_eq!(column(1_234_567), "# 1234.567 us |  ");
+        assert_eq!(column(12_345_678), "* 12345.67 us |  ");
+        assert_eq!(column(123_456_789), "@ 123456.7 us |  ");
+        assert_eq!(column(1_234_567_890), "$ 1234567 us  |  ");
+        assert_eq!(column(12_345_678_901), "$ 12345678 us |  ");
+        assert_eq!(column(0), "  0.000 us    |  ");
+        assert_eq!(column(u64::MAX), "$ 18446744073709551 us |  ");
     }
 
     #[test]

@@ -51,7 +51,7 @@ impl Piece {
 }
 
 /// Two-digit decimal strings, "00" to "99".
-const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+pub const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 2021222324252627282930313233343536373839\
 4041424344454647484950515253545556575859\
 6061626364656667686970717273747576777879\
@@ -59,7 +59,7 @@ const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 
 /// Writes the decimal digits of `n` at the start of `out`; returns their count.
 #[inline(always)]
-fn digits(mut n: u64, out: &mut [u8; 24]) -> usize {
+pub fn digits(mut n: u64, out: &mut [u8]) -> usize {
     // At most 20 digits; the rest of the array is room for what a caller appends.
     let len = n.checked_ilog10().map_or(1, |l| l as usize + 1);
     let mut end = len;
@@ -129,19 +129,28 @@ impl<'w> Text<'w> {
         Ok(())
     }
 
-    /// The next 24 bytes of the buffer, to format text in place: bytes
+    /// The next `N` bytes of the buffer, to format text in place: bytes
     /// stored one by one and then copied as a block would stall on store
     /// forwarding. The caller advances `pos` by what it wrote.
     #[inline(always)]
-    fn next_24(&mut self) -> io::Result<Option<&mut [u8; 24]>> {
-        self.room(24)?;
-        Ok(self.buf[self.pos..].first_chunk_mut::<24>())
+    fn next<const N: usize>(&mut self) -> io::Result<Option<&mut [u8; N]>> {
+        self.room(N)?;
+        Ok(self.buf[self.pos..].first_chunk_mut::<N>())
+    }
+
+    /// Lets `f` format up to 32 bytes in place; it returns how many it wrote.
+    #[inline(always)]
+    pub fn formatted(&mut self, f: impl FnOnce(&mut [u8; 32]) -> usize) -> io::Result<()> {
+        if let Some(to) = self.next::<32>()? {
+            self.pos += f(to).min(32);
+        }
+        Ok(())
     }
 
     /// Writes `n` in decimal.
     #[inline]
     pub fn u64(&mut self, n: u64) -> io::Result<()> {
-        if let Some(to) = self.next_24()? {
+        if let Some(to) = self.next::<24>()? {
             self.pos += digits(n, to);
         }
         Ok(())
@@ -152,7 +161,7 @@ impl<'w> Text<'w> {
     #[inline]
     pub fn us(&mut self, ns: i64) -> io::Result<()> {
         let ns = ns.max(0) as u64;
-        if let Some(to) = self.next_24()? {
+        if let Some(to) = self.next::<24>()? {
             // At most 17 integer digits: with the point and three decimals, 21 bytes.
             let len = digits(ns / 1000, to);
             let frac = (ns % 1000) as usize;
