@@ -80,34 +80,49 @@ impl Timebase {
     }
 
     /// Monotonic nanoseconds at `ticks`: `origin + floor((ticks - origin_ticks) × ns / ticks)`.
-    ///
-    /// Runs twice per span, so the common case (at or after the first
-    /// anchor) avoids the 128-bit division. With `frac = floor(2^64 × (ns
-    /// mod ticks) / ticks)`, `delta × frac = hi × 2^64 + lo` falls short of
-    /// `2^64 × delta × (ns mod ticks) / ticks` by less than `delta`; so when
-    /// `lo + delta` does not carry, `hi` is exactly the fractional part's
-    /// floor, and otherwise (rarely: `delta` is far below 2^64) it is `hi`
-    /// or `hi + 1`, which one multiplication settles.
     #[inline]
     pub fn ns(&self, ticks: u64) -> i128 {
-        if let Some(delta) = ticks.checked_sub(self.origin_ticks) {
-            let p = u128::from(delta) * u128::from(self.frac);
-            let (hi, lo) = ((p >> 64) as u64, p as u64);
-            if let Some(approx) = delta.checked_mul(self.whole).and_then(|w| w.checked_add(hi)) {
-                let exact = if lo.checked_add(delta).is_some() {
-                    approx
-                } else {
-                    let next = u128::from(approx) + 1;
-                    if next * u128::from(self.ticks) <= u128::from(delta) * u128::from(self.ns) {
-                        next as u64
-                    } else {
-                        approx
-                    }
-                };
-                return i128::from(self.origin_mono_ns) + i128::from(exact);
-            }
+        match self.since_origin(ticks) {
+            Some(exact) => i128::from(self.origin_mono_ns) + i128::from(exact),
+            None => self.ns_slow(ticks),
         }
-        self.ns_slow(ticks)
+    }
+
+    /// [`ns`](Self::ns) clamped into `i64` (292 years of nanoseconds),
+    /// without 128-bit arithmetic in the common case.
+    #[inline]
+    pub fn ns_i64(&self, ticks: u64) -> i64 {
+        let fast = self.since_origin(ticks).and_then(|exact| self.origin_mono_ns.checked_add(exact));
+        match fast.and_then(|ns| i64::try_from(ns).ok()) {
+            Some(ns) => ns,
+            None => self.ns(ticks).clamp(i64::MIN.into(), i64::MAX.into()) as i64,
+        }
+    }
+
+    /// `floor((ticks - origin_ticks) × ns / ticks)` for `ticks` at or after
+    /// the origin, when it fits 64 bits.
+    ///
+    /// Runs twice per span, so it avoids the 128-bit division. With `frac =
+    /// floor(2^64 × (ns mod ticks) / ticks)`, `delta × frac = hi × 2^64 +
+    /// lo` falls short of `2^64 × delta × (ns mod ticks) / ticks` by less
+    /// than `delta`; so when `lo + delta` does not carry, `hi` is exactly the
+    /// fractional part's floor, and otherwise (rarely: `delta` is far below
+    /// 2^64) it is `hi` or `hi + 1`, which one multiplication settles.
+    #[inline(always)]
+    fn since_origin(&self, ticks: u64) -> Option<u64> {
+        let delta = ticks.checked_sub(self.origin_ticks)?;
+        let p = u128::from(delta) * u128::from(self.frac);
+        let (hi, lo) = ((p >> 64) as u64, p as u64);
+        let approx = delta.checked_mul(self.whole)?.checked_add(hi)?;
+        if lo.checked_add(delta).is_some() {
+            return Some(approx);
+        }
+        let next = u128::from(approx) + 1;
+        if next * u128::from(self.ticks) <= u128::from(delta) * u128::from(self.ns) {
+            Some(next as u64)
+        } else {
+            Some(approx)
+        }
     }
 
     /// [`ns`](Self::ns) by 128-bit division, for any `ticks`.

@@ -84,6 +84,22 @@ pub struct Visit<'p> {
     pub outermost: bool,
 }
 
+/// One span as [`Timeline::arrivals`] reports it: at its start, before the spans inside it.
+pub struct Arrival {
+    /// Index of its thread in `Trace::threads`.
+    pub thread: usize,
+    /// Its key index.
+    pub key_index: u32,
+    /// The key index of the span around it, if any.
+    pub parent: Option<u32>,
+    /// Its start, monotonic ns.
+    pub enter_ns: i64,
+    /// Its duration, clamped into its parent (as in [`Visit::duration`], uncalibrated).
+    pub duration: u64,
+    /// No span around it has the same key.
+    pub outermost: bool,
+}
+
 /// One thread's spans, sorted by start, longer first on ties (so a parent
 /// precedes the children that start with it).
 #[derive(Debug)]
@@ -124,7 +140,7 @@ pub struct Timeline<'a> {
 
 /// Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
 fn ns(timebase: &Timebase, ticks: u64) -> i64 {
-    timebase.ns(ticks).clamp(i64::MIN.into(), i64::MAX.into()) as i64
+    timebase.ns_i64(ticks)
 }
 
 /// Buffers reused from one thread to the next by [`decode_nested`].
@@ -173,7 +189,7 @@ fn decode_nested<S: SpanAt>(tl: &Timeline<'_>, t: &S, out: &mut Vec<SpanNs>, scr
     let Scratch { roots, parent, first, order } = scratch;
     // Every position a span holds is written before it is read; the rest are never read.
     parent.resize(n, NONE);
-    first.resize(n, 0);
+    first.resize(n, NONE);
     roots.clear();
     // Positions fit u32 (checked by the caller), and so does the span count.
     let mut spans = 0u32;
@@ -295,10 +311,23 @@ impl Threads<'_, '_> {
     }
 }
 
+/// Whether a span that starts at `enter` lies outside the open span
+/// `open_enter..open_end`, which came before it in a walk. Newest first (a
+/// nested ring read backwards) a span ended no later than every open span,
+/// so it is inside each one it does not start before — one starting at an
+/// open span's end is its zero-length last child. In start order, a span
+/// starting at or after an open span's end follows it.
+#[inline(always)]
+fn outside(open_enter: i64, open_end: i64, enter: i64, newest_first: bool) -> bool {
+    enter < open_enter || (!newest_first && open_end <= enter)
+}
+
 /// The call-tree walk behind [`Timeline::walk`]: spans come in pre-order
 /// (parents first), children left to right or right to left.
 struct Walker {
     thread: usize,
+    /// Spans come newest first (see [`outside`]), not in start order.
+    newest_first: bool,
     costs: Option<(u64, u64)>,
     stack: Vec<Open>,
     path: Vec<u32>,
@@ -317,15 +346,22 @@ struct Open {
 
 impl Walker {
     fn new(keys: usize, costs: Option<(u64, u64)>) -> Self {
-        Walker { thread: 0, costs, stack: Vec::new(), path: Vec::new(), active: vec![0; keys], too_deep: 0 }
+        Walker {
+            thread: 0,
+            newest_first: false,
+            costs,
+            stack: Vec::new(),
+            path: Vec::new(),
+            active: vec![0; keys],
+            too_deep: 0,
+        }
     }
 
-    /// The next span: it closes the open spans it lies outside of (after
-    /// their end, or before their start), then opens inside the innermost
-    /// one left, cut at that one's end.
+    /// The next span: it closes the open spans it lies [`outside`] of, then
+    /// opens inside the innermost one left, cut at that one's end.
     #[inline]
     fn push(&mut self, enter: i64, exit: i64, key_index: u32, visit: &mut impl FnMut(&Visit<'_>)) {
-        while self.stack.last().is_some_and(|o| o.end <= enter || enter < o.enter) {
+        while self.stack.last().is_some_and(|o| outside(o.enter, o.end, enter, self.newest_first)) {
             self.close(visit);
         }
         let end = self.stack.last().map_or(exit, |o| exit.min(o.end));
@@ -375,7 +411,100 @@ impl Walker {
     }
 }
 
+/// The open path behind [`Timeline::arrivals`]: spans come in pre-order,
+/// children left to right or right to left.
+struct Path {
+    thread: usize,
+    /// The open spans, outermost first: (enter, end, key index).
+    frames: Vec<(i64, i64, u32)>,
+    /// Per key index: the depth of the outermost open span of that key, when
+    /// one is open (otherwise any value; see [`Path::push`]).
+    outer: Vec<u32>,
+    too_deep: u64,
+}
+
+impl Path {
+    fn new(keys: usize) -> Self {
+        Path { thread: 0, frames: Vec::new(), outer: vec![u32::MAX; keys], too_deep: 0 }
+    }
+
+    /// The next span: it leaves the open spans it lies [`outside`] of, then
+    /// opens inside the innermost one left, cut at that one's end. Nothing is done per span left:
+    /// whether a key is open further out is one lookup, since `outer[key]`
+    /// is right whenever the frame at that depth still has that key (the
+    /// outermost frame of a key goes only with every frame inside it).
+    /// `NEWEST_FIRST`: spans come newest first (see [`outside`]), not in start order.
+    #[inline(always)]
+    fn push<const NEWEST_FIRST: bool>(
+        &mut self,
+        enter: i64,
+        exit: i64,
+        key_index: u32,
+        visit: &mut impl FnMut(&Arrival),
+    ) {
+        let mut depth = self.frames.len();
+        while let Some(&(open_enter, open_end, _)) = self.frames.get(depth.wrapping_sub(1)) {
+            if !outside(open_enter, open_end, enter, NEWEST_FIRST) {
+                break;
+            }
+            depth -= 1;
+        }
+        self.frames.truncate(depth);
+        let (end, parent) = match self.frames.last() {
+            Some(&(_, open_end, key)) => (exit.min(open_end), Some(key)),
+            None => (exit, None),
+        };
+        let Some(outer) = self.outer.get_mut(key_index as usize) else { return };
+        let open_further_out = self.frames.get(*outer as usize).is_some_and(|f| f.2 == key_index);
+        if !open_further_out {
+            *outer = depth as u32;
+        }
+        self.frames.push((enter, end, key_index));
+        if depth >= MAX_DEPTH {
+            self.too_deep += 1;
+        }
+        visit(&Arrival {
+            thread: self.thread,
+            key_index,
+            parent,
+            enter_ns: enter,
+            duration: end.saturating_sub(enter).max(0) as u64,
+            outermost: !open_further_out,
+        });
+    }
+}
+
 impl<'a> Timeline<'a> {
+    /// Every span, thread after thread, as it starts (see [`Arrival`]):
+    /// what [`walk`](Self::walk) gives without calibration, for a caller
+    /// that needs neither the path nor a span's children at its end — each
+    /// span is one lookup and one push, where a walk also closes it.
+    /// Rings that nest are read straight from the file, newest first.
+    pub fn arrivals(&self, mut visit: impl FnMut(&Arrival)) {
+        let mut path = Path::new(self.keys.len());
+        let mut decoder = self.threads();
+        for (index, t) in self.trace.threads.iter().enumerate() {
+            path.thread = index;
+            path.frames.clear();
+            if t.nested {
+                let mut found = Anomalies::default();
+                let mut last: Option<(u64, u32)> = None;
+                t.spans_rev(|r| {
+                    let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, &mut found);
+                    let key_index = self.key_index(r.key, &mut last);
+                    path.push::<true>(enter_ns, exit_ns, key_index, &mut visit);
+                });
+                found.too_deep = std::mem::take(&mut path.too_deep);
+                self.add_anomalies(found);
+            } else if let Some(decoded) = decoder.decode(index) {
+                for s in &decoded.spans {
+                    path.push::<false>(s.enter_ns, s.exit_ns, s.key_index, &mut visit);
+                }
+                path.too_deep = 0; // counted by the decoder
+            }
+        }
+    }
+
     /// A timeline over `trace`; nothing is decoded yet.
     pub fn new(trace: &'a Trace<'a>, symbols: &'a Symbols, timebase: Timebase) -> Self {
         let first = trace.threads.iter().filter_map(|t| t.first_enter).min();
@@ -417,6 +546,7 @@ impl<'a> Timeline<'a> {
         let mut decoder = self.threads();
         for (index, t) in self.trace.threads.iter().enumerate() {
             walker.thread = index;
+            walker.newest_first = t.nested;
             if t.nested {
                 let mut found = Anomalies::default();
                 let mut last: Option<(u64, u32)> = None;
@@ -515,6 +645,11 @@ mod tests {
     /// A random call tree's spans in the order they ended, as a ring holds
     /// them; `ties` lets spans start or end at the same ns.
     fn nested(seed: u64, n: usize, ties: bool) -> Vec<SpanNs> {
+        nested_tree(seed, n, ties).0
+    }
+
+    /// [`nested`], with each span's parent (an index into the spans).
+    fn nested_tree(seed: u64, n: usize, ties: bool) -> (Vec<SpanNs>, Vec<Option<usize>>) {
         let mut x = seed | 1;
         let mut next = move |m: u64| {
             x ^= x << 13;
@@ -522,23 +657,33 @@ mod tests {
             x ^= x << 17;
             x % m
         };
-        let (mut now, mut open, mut ended) = (0i64, Vec::new(), Vec::new());
+        // Open spans: their start and the children they have so far.
+        let (mut now, mut open, mut ended, mut parents) =
+            (0i64, Vec::<(i64, Vec<usize>)>::new(), Vec::new(), Vec::new());
         while ended.len() < n {
             now += next(3) as i64 + i64::from(!ties);
             if open.is_empty() || (next(2) == 0 && open.len() < 40) {
-                open.push(now);
+                open.push((now, Vec::new()));
             } else {
-                let enter = open.pop().unwrap();
+                let (enter, children) = open.pop().unwrap();
+                let index = ended.len();
+                for child in children {
+                    parents[child] = Some(index);
+                }
                 ended.push(span(enter, now));
+                parents.push(None);
+                if let Some(parent) = open.last_mut() {
+                    parent.1.push(index);
+                }
             }
         }
-        ended
+        (ended, parents)
     }
 
-    /// `spans` written as one ring of a real dump (ticks = ns), read back,
-    /// and decoded as renderers see it.
-    fn decoded(spans: &[SpanNs]) -> Vec<SpanNs> {
-        use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, Record, RingInfo, Writer};
+    /// `rings` (records with ticks = ns) written as a real dump, one thread
+    /// each, read back, and handed to `f` as a timeline.
+    fn with_dump<T>(rings: &[Vec<ringtrace_format::Record>], f: impl FnOnce(&Timeline<'_>) -> T) -> T {
+        use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, RingInfo, Writer};
         let mut w = Writer::new(IoSink(Vec::new()), 8).unwrap();
         let clock = ClockInfo {
             counter: CounterKind::MonotonicNs,
@@ -547,20 +692,97 @@ mod tests {
             rate_source: RateSource::Exact,
         };
         w.clock(&clock, &[Anchor::default()]).unwrap();
-        let records: Vec<Record> =
-            spans.iter().map(|s| Record { key: 1, enter: s.enter_ns as u64, exit: s.exit_ns as u64 }).collect();
-        let n = records.len() as u64;
-        let info = RingInfo { tid: 1, capacity: n, written: n, dropped: 0, aux: 0, flags: 0, name: b"t" };
-        w.ring(&info, &records, &[]).unwrap();
+        for (i, records) in rings.iter().enumerate() {
+            let n = records.len() as u64;
+            let info =
+                RingInfo { tid: i as u64 + 1, capacity: n, written: n, dropped: 0, aux: 0, flags: 0, name: b"t" };
+            w.ring(&info, records, &[]).unwrap();
+        }
         let bytes = w.finish().unwrap().0;
         let trace = crate::load::decode("t.rtd".as_ref(), &bytes).unwrap();
-        assert!(trace.threads[0].nested);
         let (info, anchors) = trace.clock.as_ref().unwrap();
         let (timebase, _) = Timebase::new(info, anchors).unwrap();
         let symbols = Symbols::default();
-        let tl = Timeline::new(&trace, &symbols, timebase);
-        let mut threads = tl.threads();
-        threads.next().unwrap().spans.clone()
+        f(&Timeline::new(&trace, &symbols, timebase))
+    }
+
+    fn records(spans: &[SpanNs]) -> Vec<ringtrace_format::Record> {
+        let record = |s: &SpanNs| ringtrace_format::Record {
+            key: u64::from(s.key_index) + 1,
+            enter: s.enter_ns as u64,
+            exit: s.exit_ns as u64,
+        };
+        spans.iter().map(record).collect()
+    }
+
+    /// `spans` written as one ring of a real dump, read back, and decoded as renderers see it.
+    fn decoded(spans: &[SpanNs]) -> Vec<SpanNs> {
+        with_dump(&[records(spans)], |tl| {
+            assert!(tl.trace.threads[0].nested);
+            let mut threads = tl.threads();
+            threads.next().unwrap().spans.clone()
+        })
+    }
+
+    #[test]
+    fn arrivals_report_what_the_walk_reports() {
+        // A random tree over three keys (recursion included) as a ring holds
+        // it, and the same spans shuffled: walked straight from the file and sorted.
+        let (mut spans, parents) = nested_tree(7, 3_000, true);
+        for (i, s) in spans.iter_mut().enumerate() {
+            s.key_index = (i as u32).wrapping_mul(2_654_435_761) % 3;
+        }
+        // Self time per key, from the tree as it was built.
+        let mut true_self = std::collections::BTreeMap::new();
+        for (s, parent) in spans.iter().zip(&parents) {
+            let duration = s.exit_ns - s.enter_ns;
+            *true_self.entry(s.key_index).or_insert(0) += duration;
+            if let Some(p) = *parent {
+                *true_self.entry(spans[p].key_index).or_insert(0) -= duration;
+            }
+        }
+        let mut shuffled = spans.clone();
+        shuffled.reverse();
+        shuffled.swap(10, 2_000);
+        let rings = [records(&spans), records(&shuffled)];
+        let (walked, arrived) = with_dump(&rings, |tl| {
+            assert_eq!((tl.trace.threads[0].nested, tl.trace.threads[1].nested), (true, false));
+            // Each span: (thread, key, start, duration, outermost, parent's key); self time per (thread, key).
+            let (mut walked, mut walked_self) = (Vec::new(), std::collections::BTreeMap::new());
+            tl.walk(None, |v| {
+                let key = *v.path.last().unwrap();
+                let parent = v.path.len().checked_sub(2).map(|i| v.path[i]);
+                walked.push((v.thread, key, v.enter_ns, v.duration, v.outermost, parent));
+                *walked_self.entry((v.thread, key)).or_insert(0u64) += v.self_ns;
+            });
+            let (mut arrived, mut arrived_self) = (Vec::new(), std::collections::BTreeMap::new());
+            tl.arrivals(|a| {
+                arrived.push((a.thread, a.key_index, a.enter_ns, a.duration, a.outermost, a.parent));
+                // As stats adds them up: a span's duration to its key, taken from its parent's.
+                let own = arrived_self.entry((a.thread, a.key_index)).or_insert(0u64);
+                *own = own.wrapping_add(a.duration);
+                if let Some(parent) = a.parent {
+                    let entry = arrived_self.entry((a.thread, parent)).or_insert(0u64);
+                    *entry = entry.wrapping_sub(a.duration);
+                }
+            });
+            walked.sort_unstable();
+            arrived.sort_unstable();
+            ((walked, walked_self), (arrived, arrived_self))
+        });
+        assert_eq!(walked.0.len(), 6_000);
+        assert!(walked.0.iter().any(|w| !w.4), "recursion: some spans are not their key's outermost");
+        assert!(walked.0.iter().any(|w| w.3 == 0), "zero-length spans");
+        // The ring's order settles ties: a zero-length span at its parent's
+        // end is inside it, and none of its earlier siblings' time counts
+        // twice. (Shuffled, spans with the same start and end cannot be told
+        // apart: which is the parent is a guess.)
+        assert!(spans.iter().zip(&parents).any(|(s, p)| p.is_some_and(|p| s.enter_ns == spans[p].exit_ns)));
+        let got: std::collections::BTreeMap<u32, i64> =
+            walked.1.iter().filter(|((t, _), _)| *t == 0).map(|(&(_, k), &v)| (k, v as i64)).collect();
+        assert_eq!(got, true_self);
+        assert_eq!(arrived.1, walked.1, "self times");
+        assert!(arrived.0 == walked.0, "arrivals differ from the walk's spans");
     }
 
     #[test]
