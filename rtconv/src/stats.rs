@@ -121,43 +121,104 @@ pub struct Scope {
 
 /// One function's figures as they accumulate, call by call; accumulators of
 /// several dumps merge exactly (the histograms too).
-#[derive(Default, Debug)]
+///
+/// A call costs a few additions: durations below [`EXACT_BELOW`] ns — most
+/// calls of a hot function — are counted in a plain array, and their share
+/// of the extremes, sums and histogram is added per distinct duration when
+/// the figures are read ([`Acc::settle`]). Sums are integers, so the result
+/// does not depend on the order of the calls.
+#[derive(Debug)]
 pub struct Acc {
     calls: u64,
     total: u64,
     self_ns: u64,
+    /// Shortest and longest of the calls settled so far (`u64::MAX`, 0 before any).
     min: u64,
     max: u64,
-    sum: f64,
-    sum_sq: f64,
+    /// Sum of the settled calls' durations and of their squares (saturating).
+    sum: u128,
+    sum_sq: u128,
     hist: Option<Histogram<u64>>,
+    /// Calls per duration below [`EXACT_BELOW`] ns, not yet settled.
+    short: Option<Box<[u64; EXACT_BELOW as usize]>>,
     /// Every call's start and duration (kept only with `--clean`).
     durations: Option<Vec<(i64, u64)>>,
 }
 
+impl Default for Acc {
+    fn default() -> Self {
+        Acc {
+            calls: 0,
+            total: 0,
+            self_ns: 0,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            sum_sq: 0,
+            hist: None,
+            short: None,
+            durations: None,
+        }
+    }
+}
+
+/// A histogram of 3 significant digits holds every value below 2048
+/// exactly, so counting such durations in an array first and adding the
+/// counts later (`record_n`) makes the same histogram.
+const EXACT_BELOW: u64 = 2048;
+
+/// Calls an accumulator takes before it allocates the array (16 KiB): rare
+/// functions do without.
+const SHORT_ARRAY_AFTER: u64 = 256;
+
 impl Acc {
+    /// One call: its start, inclusive duration, and what it adds to the
+    /// function's self time; `outermost` when no call of the same function
+    /// is around it (only those count towards the total).
+    #[inline(always)] // once per span
     fn add(&mut self, enter_ns: i64, duration: u64, self_ns: u64, outermost: bool) {
         if let Some(all) = &mut self.durations {
             all.push((enter_ns, duration));
         }
-        if self.calls == 0 || duration < self.min {
-            self.min = duration;
-        }
-        self.max = self.max.max(duration);
         self.calls += 1;
-        self.self_ns += self_ns;
+        self.self_ns = self.self_ns.wrapping_add(self_ns);
         if outermost {
             self.total += duration;
         }
-        let d = duration as f64;
-        self.sum += d;
-        self.sum_sq += d * d;
-        // 3 significant digits (creation fails only above 5); it grows to any value it is given.
+        if let Some(short) = &mut self.short
+            && let Some(count) = short.get_mut(duration as usize)
+        {
+            *count += 1;
+            return;
+        }
+        if self.calls == SHORT_ARRAY_AFTER {
+            self.short = Some(Box::new([0; EXACT_BELOW as usize]));
+        }
+        self.settle_calls(duration, 1);
+    }
+
+    /// Adds `count` calls of `duration` to the extremes, sums and histogram.
+    #[inline(never)] // for the long calls only: `add` stays small
+    fn settle_calls(&mut self, duration: u64, count: u64) {
+        self.min = self.min.min(duration);
+        self.max = self.max.max(duration);
+        let (d, n) = (u128::from(duration), u128::from(count));
+        self.sum = self.sum.saturating_add(d * n);
+        self.sum_sq = self.sum_sq.saturating_add((d * d).saturating_mul(n));
         if self.hist.is_none() {
+            // 3 significant digits (creation fails only above 5); it grows to any value it is given.
             self.hist = Histogram::new(3).ok();
         }
         if let Some(hist) = &mut self.hist {
-            let _ = hist.record(duration.max(1));
+            let _ = hist.record_n(duration.max(1), count);
+        }
+    }
+
+    /// Moves the counted short durations into the extremes, sums and histogram.
+    fn settle(&mut self) {
+        let Some(short) = self.short.take() else { return };
+        for (duration, &count) in short.iter().enumerate().filter(|&(_, &count)| count > 0) {
+            self.settle_calls(duration as u64, count);
         }
     }
 
@@ -167,27 +228,30 @@ impl Acc {
         for &d in all.iter().filter(|&&d| d <= fence) {
             kept.add(0, d, 0, false);
         }
+        let kept_calls = kept.calls;
         let mut row = kept.row(name, scope_total);
         row.calls = self.calls;
         row.total_ns = self.total;
         row.self_ns = self.self_ns;
         row.share = if scope_total == 0 { 0.0 } else { self.self_ns as f64 / scope_total as f64 };
-        row.outliers = self.calls - kept.calls;
+        row.outliers = self.calls - kept_calls;
         row
     }
 
     /// Adds `other`'s calls to these.
-    fn merge(&mut self, other: Acc) {
+    fn merge(&mut self, mut other: Acc) {
         if other.calls == 0 {
             return;
         }
-        self.min = if self.calls == 0 { other.min } else { self.min.min(other.min) };
+        self.settle();
+        other.settle();
+        self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.calls += other.calls;
         self.total += other.total;
-        self.self_ns += other.self_ns;
-        self.sum += other.sum;
-        self.sum_sq += other.sum_sq;
+        self.self_ns = self.self_ns.wrapping_add(other.self_ns);
+        self.sum = self.sum.saturating_add(other.sum);
+        self.sum_sq = self.sum_sq.saturating_add(other.sum_sq);
         match (&mut self.hist, other.hist) {
             (Some(mine), Some(theirs)) => {
                 // Both grow to any value; adding cannot fail for histograms made by `Histogram::new`.
@@ -201,7 +265,8 @@ impl Acc {
         }
     }
 
-    fn row(&self, name: String, scope_total: u64) -> Row {
+    fn row(mut self, name: String, scope_total: u64) -> Row {
+        self.settle();
         if let Some(calls) = &self.durations {
             // In the order the calls started.
             let mut calls = calls.clone();
@@ -212,22 +277,23 @@ impl Acc {
             }
         }
         let n = self.calls.max(1) as f64;
-        let mean = self.sum / n;
+        let mean = self.sum as f64 / n;
+        let min = self.min.min(self.max); // 0 without calls
         // The histogram answers with its bucket's upper bound: keep it within the calls seen.
-        let q = |p: f64| self.hist.as_ref().map_or(0, |h| h.value_at_quantile(p)).clamp(self.min, self.max);
+        let q = |p: f64| self.hist.as_ref().map_or(0, |h| h.value_at_quantile(p)).clamp(min, self.max);
         Row {
             name,
             calls: self.calls,
             total_ns: self.total,
             self_ns: self.self_ns,
             share: if scope_total == 0 { 0.0 } else { self.self_ns as f64 / scope_total as f64 },
-            min_ns: self.min,
+            min_ns: min,
             mean_ns: mean,
             p50_ns: q(0.5),
             p90_ns: q(0.9),
             p99_ns: q(0.99),
             max_ns: self.max,
-            stddev_ns: (self.sum_sq / n - mean * mean).max(0.0).sqrt(),
+            stddev_ns: (self.sum_sq as f64 / n - mean * mean).max(0.0).sqrt(),
             outliers: 0,
             dumps: None,
         }
@@ -255,21 +321,42 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> Vec<Scope> {
 /// Walks `tl` into its scopes ([`Timeline::scope_names`]): each with its
 /// top-level time and one accumulator per key index (zero calls for keys
 /// the scope never saw).
+///
+/// Without calibration every span is added as it starts
+/// ([`Timeline::arrivals`]): its duration counts towards its own key's self
+/// time and is taken from its parent's, so no span needs closing. With it,
+/// a span's duration depends on how many spans it holds, known when it
+/// closes ([`Timeline::walk`]).
 fn accumulate(tl: &Timeline<'_>, per_thread: bool, calibrated: bool, clean: bool) -> Vec<(String, u64, Vec<Acc>)> {
     let fresh =
         || -> Vec<Acc> { tl.keys.iter().map(|_| Acc { durations: clean.then(Vec::new), ..Acc::default() }).collect() };
     let mut scopes: Vec<(String, u64, Vec<Acc>)> =
         tl.scope_names(per_thread).into_iter().map(|name| (name, 0, fresh())).collect();
-    let costs = if calibrated { tl.recorder_costs() } else { None };
-    tl.walk(costs, |v| {
-        let Some((_, total, accs)) = scopes.get_mut(if per_thread { v.thread } else { 0 }) else { return };
-        if v.path.len() == 1 {
-            *total += v.duration;
-        }
-        if let Some(acc) = accs.get_mut(v.path.last().copied().unwrap_or_default() as usize) {
-            acc.add(v.enter_ns, v.duration, v.self_ns, v.outermost);
-        }
-    });
+    let scope = |thread: usize| if per_thread { thread } else { 0 };
+    match calibrated.then(|| tl.recorder_costs()).flatten() {
+        None => tl.arrivals(|a| {
+            let Some((_, total, accs)) = scopes.get_mut(scope(a.thread)) else { return };
+            if a.parent.is_none() {
+                *total += a.duration;
+            }
+            if let Some(acc) = accs.get_mut(a.key_index as usize) {
+                acc.add(a.enter_ns, a.duration, a.duration, a.outermost);
+            }
+            if let Some(parent) = a.parent.and_then(|p| accs.get_mut(p as usize)) {
+                // It arrived before its children, so its self time never goes below zero.
+                parent.self_ns = parent.self_ns.wrapping_sub(a.duration);
+            }
+        }),
+        costs => tl.walk(costs, |v| {
+            let Some((_, total, accs)) = scopes.get_mut(scope(v.thread)) else { return };
+            if v.path.len() == 1 {
+                *total += v.duration;
+            }
+            if let Some(acc) = accs.get_mut(v.path.last().copied().unwrap_or_default() as usize) {
+                acc.add(v.enter_ns, v.duration, v.self_ns, v.outermost);
+            }
+        }),
+    }
     scopes
 }
 
