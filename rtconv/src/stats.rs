@@ -122,10 +122,10 @@ pub struct Scope {
 /// One function's figures as they accumulate, call by call; accumulators of
 /// several dumps merge exactly (the histograms too).
 ///
-/// A call costs a few additions: durations below [`EXACT_BELOW`] ns — most
+/// A call costs a few additions: durations below 2048 ns — most
 /// calls of a hot function — are counted in a plain array, and their share
 /// of the extremes, sums and histogram is added per distinct duration when
-/// the figures are read ([`Acc::settle`]). Sums are integers, so the result
+/// the figures are read. Sums are integers, so the result
 /// does not depend on the order of the calls.
 #[derive(Debug)]
 pub struct Acc {

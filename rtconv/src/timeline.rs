@@ -100,14 +100,58 @@ pub struct Arrival {
     pub outermost: bool,
 }
 
-/// One thread's spans, sorted by start, longer first on ties (so a parent
-/// precedes the children that start with it).
-#[derive(Debug)]
-pub struct ThreadSpans {
+/// One thread's spans, lent by [`Threads::next`] in batches
+/// ([`next_batch`](Self::next_batch)): in nanoseconds, sorted by start,
+/// longer first on ties (so a parent precedes the children that start with
+/// it), children cut at their parent's end.
+pub struct ThreadSpans<'x, 't, 'a> {
     /// Index into `Trace::threads`.
     pub thread: usize,
-    /// The spans.
-    pub spans: Vec<SpanNs>,
+    threads: &'x mut Threads<'t, 'a>,
+    /// Whether the spans are decoded batch by batch in `order` (a ring that
+    /// nests) or were decoded and sorted at once into `sorted`.
+    placed: bool,
+    /// The next place in start order.
+    next: usize,
+    last_key: Option<(u64, u32)>,
+}
+
+/// Spans per batch: 512 KiB, so a batch is still in the cache when it is rendered.
+const BATCH: usize = 16 * 1024;
+
+impl ThreadSpans<'_, '_, '_> {
+    /// The next spans in start order, or `None` when the thread has no more.
+    pub fn next_batch(&mut self) -> Option<&[SpanNs]> {
+        let threads = &mut *self.threads;
+        if !self.placed {
+            let batch = threads.sorted.get(self.next..).filter(|rest| !rest.is_empty())?;
+            self.next = threads.sorted.len();
+            return Some(batch);
+        }
+        let order = &threads.scratch.order;
+        let from = self.next;
+        let to = order.len().min(from.saturating_add(BATCH));
+        if from >= to {
+            return None;
+        }
+        self.next = to;
+        let tl = threads.timeline;
+        let t = tl.trace.threads.get(self.thread)?;
+        let out = &mut threads.batch;
+        out.clear();
+        let found = t.with_spans(Fill { tl, order, from, to, out, last_key: &mut self.last_key });
+        tl.add_anomalies(found);
+        Some(&threads.batch)
+    }
+
+    /// All the remaining spans, in one vector (for tests and small rings).
+    pub fn to_vec(mut self) -> Vec<SpanNs> {
+        let mut all = Vec::new();
+        while let Some(batch) = self.next_batch() {
+            all.extend_from_slice(batch);
+        }
+        all
+    }
 }
 
 /// What decoding the threads found wrong with their spans.
@@ -122,8 +166,9 @@ pub struct Anomalies {
     pub too_deep: u64,
 }
 
-/// A trace ready to render. Threads are decoded one at a time
-/// ([`threads`](Self::threads)), so memory holds one ring's spans at most.
+/// A trace ready to render. Threads are decoded one at a time and in
+/// batches ([`threads`](Self::threads)), so memory holds a few bytes per
+/// record of one ring at most.
 pub struct Timeline<'a> {
     /// The dump.
     pub trace: &'a Trace<'a>,
@@ -143,7 +188,7 @@ fn ns(timebase: &Timebase, ticks: u64) -> i64 {
     timebase.ns_i64(ticks)
 }
 
-/// Buffers reused from one thread to the next by [`decode_nested`].
+/// Buffers reused from one thread to the next by [`place_nested`].
 #[derive(Default)]
 struct Scratch {
     /// Finished subtrees not yet inside a parent: (position, first span index, enter ticks).
@@ -162,28 +207,25 @@ fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>) {
     (s.enter_ns, std::cmp::Reverse(s.exit_ns))
 }
 
-/// How many spans ahead [`decode_nested`] asks for the records it will read
-/// (16 to 64 measured alike on 7 M-span rings; 8 a little slower).
-const PREFETCH_AHEAD: usize = 32;
-
-/// Decodes a ring known to nest into `out` in start order.
+/// Finds the start order of a ring known to nest, as positions in
+/// `scratch.order`, without reading the records out of order ([`Fill`]
+/// then decodes them in that order, a batch at a time).
 ///
 /// A ring is its thread's call tree in end order: every span follows the
 /// spans inside it. A span's place in start order is the number of spans
 /// that start before it: those that ended before its subtree's first span
-/// (that span's end-order index) plus its ancestors (its depth). Three
+/// (that span's end-order index) plus its ancestors (its depth). Two
 /// passes, each reading or writing its large arrays in sequence:
 /// 1. forward over the records: each span's parent and its subtree's first
 ///    index, from a stack of finished subtrees;
 /// 2. backward over those two arrays (parents before children): each span's
-///    depth from its parent's, so its place, noted in `order`;
-/// 3. forward over `order`: each span decoded into `out` in start order.
+///    depth from its parent's, so its place, noted in `order`.
 ///
-/// Only pass 3 reads records out of order, and those reads are independent
-/// (the CPU overlaps their misses); `out` is written front to back. Placing
-/// each span straight into `out` from pass 2 would scatter 32-byte stores
-/// over the whole buffer, and those stall.
-fn decode_nested<S: SpanAt>(tl: &Timeline<'_>, t: &S, out: &mut Vec<SpanNs>, scratch: &mut Scratch) -> Anomalies {
+/// Then only the decoding reads records out of order, and those reads are
+/// independent (the CPU overlaps their misses, and they are prefetched);
+/// spans are written front to back. Placing each span straight into a
+/// buffer of them would scatter 32-byte stores over all of it, and those stall.
+fn place_nested<S: SpanAt>(t: &S, scratch: &mut Scratch) -> Anomalies {
     const NONE: u32 = u32::MAX;
     let n = t.positions();
     let Scratch { roots, parent, first, order } = scratch;
@@ -232,67 +274,87 @@ fn decode_nested<S: SpanAt>(tl: &Timeline<'_>, t: &S, out: &mut Vec<SpanNs>, scr
             found.too_deep += 1;
         }
     }
-    out.clear();
-    let mut last: Option<(u64, u32)> = None;
-    for (k, &i) in order.iter().enumerate() {
-        // Records are read out of file order here: ask for them early.
-        if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
-            t.prefetch(ahead as usize);
-        }
-        let Some(r) = t.span_at(i as usize) else { continue };
-        let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
-        let key_index = tl.key_index(r.key, &mut last);
-        out.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open));
-    }
     found
 }
 
-/// [`decode_nested`] over whichever storage a ring's records are in.
-struct Place<'x, 'a> {
-    tl: &'x Timeline<'a>,
-    out: &'x mut Vec<SpanNs>,
-    scratch: &'x mut Scratch,
-}
+/// [`place_nested`] over whichever storage a ring's records are in.
+struct Place<'x>(&'x mut Scratch);
 
-impl WithSpans for Place<'_, '_> {
+impl WithSpans for Place<'_> {
     type Out = Anomalies;
     fn run<S: SpanAt>(self, spans: &S) -> Anomalies {
-        decode_nested(self.tl, spans, self.out, self.scratch)
+        place_nested(spans, self.0)
+    }
+}
+
+/// How many spans ahead [`Fill`] asks for the records it will read
+/// (16 to 64 measured alike on 7 M-span rings; 8 a little slower).
+const PREFETCH_AHEAD: usize = 32;
+
+/// Decodes the spans at places `from..to` of `order` into `out`.
+struct Fill<'x, 'a> {
+    tl: &'x Timeline<'a>,
+    order: &'x [u32],
+    from: usize,
+    to: usize,
+    out: &'x mut Vec<SpanNs>,
+    last_key: &'x mut Option<(u64, u32)>,
+}
+
+impl WithSpans for Fill<'_, '_> {
+    type Out = Anomalies;
+    fn run<S: SpanAt>(self, t: &S) -> Anomalies {
+        let Fill { tl, order, from, to, out, last_key } = self;
+        let mut found = Anomalies::default();
+        for (k, &i) in order.iter().enumerate().take(to).skip(from) {
+            // Records are read out of file order here: ask for them early.
+            if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
+                t.prefetch(ahead as usize);
+            }
+            let Some(r) = t.span_at(i as usize) else { continue };
+            let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
+            let key_index = tl.key_index(r.key, last_key);
+            out.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open));
+        }
+        found
     }
 }
 
 /// Decodes a timeline's threads one at a time into buffers it reuses, so
-/// memory holds one ring's spans (and, while placing them, two `u32` per
-/// record) at most.
-/// `while let Some(t) = threads.next() { … }`.
+/// memory holds, for a ring that nests, three `u32` per record (while its
+/// start order is found and while it is decoded) and a batch of spans; for
+/// one that does not, all its spans, to sort them.
+/// `while let Some(mut t) = threads.next() { while let Some(batch) = t.next_batch() { … } }`.
 pub struct Threads<'t, 'a> {
     timeline: &'t Timeline<'a>,
     next: usize,
-    current: ThreadSpans,
     scratch: Scratch,
+    batch: Vec<SpanNs>,
+    sorted: Vec<SpanNs>,
 }
 
-impl Threads<'_, '_> {
-    /// The next thread's spans: in nanoseconds, in start order, children cut
-    /// at their parent's end; what was wrong is added to [`Timeline::anomalies`].
-    #[allow(clippy::should_implement_trait)] // lends its buffer: not an `Iterator`
-    pub fn next(&mut self) -> Option<&ThreadSpans> {
+impl<'t, 'a> Threads<'t, 'a> {
+    /// The next thread's spans; what was wrong with them is added to
+    /// [`Timeline::anomalies`] as they are decoded.
+    #[allow(clippy::should_implement_trait)] // lends its buffers: not an `Iterator`
+    pub fn next(&mut self) -> Option<ThreadSpans<'_, 't, 'a>> {
         let index = self.next;
         self.next += 1;
         self.decode(index)
     }
 
     /// Thread `index`'s spans, as [`next`](Self::next) gives them.
-    fn decode(&mut self, index: usize) -> Option<&ThreadSpans> {
+    fn decode(&mut self, index: usize) -> Option<ThreadSpans<'_, 't, 'a>> {
         let tl = self.timeline;
         let t = tl.trace.threads.get(index)?;
-        let spans = &mut self.current.spans;
-        spans.clear();
-        // The count comes from the ring's bytes in the mapped file: no larger than the file.
-        spans.reserve(usize::try_from(t.span_count()).unwrap_or(0));
-        let found = if t.nested && u32::try_from(t.positions()).is_ok() {
-            t.with_spans(Place { tl, out: spans, scratch: &mut self.scratch })
+        let placed = t.nested && u32::try_from(t.positions()).is_ok();
+        if placed {
+            tl.add_anomalies(t.with_spans(Place(&mut self.scratch)));
         } else {
+            let spans = &mut self.sorted;
+            spans.clear();
+            // The count comes from the ring's bytes in the mapped file: no larger than the file.
+            spans.reserve(usize::try_from(t.span_count()).unwrap_or(0));
             let mut found = Anomalies::default();
             let mut last: Option<(u64, u32)> = None;
             t.spans(|r| {
@@ -303,11 +365,9 @@ impl Threads<'_, '_> {
             // Damaged or out of order: spans that overlap without nesting are sorted, then cut.
             spans.sort_unstable_by_key(start_order);
             let (clamped, too_deep) = clamp_into_parents(spans);
-            Anomalies { clamped, too_deep, ..found }
-        };
-        tl.add_anomalies(found);
-        self.current.thread = index;
-        Some(&self.current)
+            tl.add_anomalies(Anomalies { clamped, too_deep, ..found });
+        }
+        Some(ThreadSpans { thread: index, threads: self, placed, next: 0, last_key: None })
     }
 }
 
@@ -496,9 +556,11 @@ impl<'a> Timeline<'a> {
                 });
                 found.too_deep = std::mem::take(&mut path.too_deep);
                 self.add_anomalies(found);
-            } else if let Some(decoded) = decoder.decode(index) {
-                for s in &decoded.spans {
-                    path.push::<false>(s.enter_ns, s.exit_ns, s.key_index, &mut visit);
+            } else if let Some(mut decoded) = decoder.decode(index) {
+                while let Some(batch) = decoded.next_batch() {
+                    for s in batch {
+                        path.push::<false>(s.enter_ns, s.exit_ns, s.key_index, &mut visit);
+                    }
                 }
                 path.too_deep = 0; // counted by the decoder
             }
@@ -518,8 +580,9 @@ impl<'a> Timeline<'a> {
         Threads {
             timeline: self,
             next: 0,
-            current: ThreadSpans { thread: 0, spans: Vec::new() },
             scratch: Scratch::default(),
+            batch: Vec::with_capacity(BATCH),
+            sorted: Vec::new(),
         }
     }
 
@@ -558,9 +621,11 @@ impl<'a> Timeline<'a> {
                 walker.finish(&mut visit);
                 found.too_deep = std::mem::take(&mut walker.too_deep);
                 self.add_anomalies(found);
-            } else if let Some(decoded) = decoder.decode(index) {
-                for s in &decoded.spans {
-                    walker.push(s.enter_ns, s.exit_ns, s.key_index, &mut visit);
+            } else if let Some(mut decoded) = decoder.decode(index) {
+                while let Some(batch) = decoded.next_batch() {
+                    for s in batch {
+                        walker.push(s.enter_ns, s.exit_ns, s.key_index, &mut visit);
+                    }
                 }
                 walker.finish(&mut visit);
                 walker.too_deep = 0; // counted by the decoder
@@ -720,7 +785,7 @@ mod tests {
         with_dump(&[records(spans)], |tl| {
             assert!(tl.trace.threads[0].nested);
             let mut threads = tl.threads();
-            threads.next().unwrap().spans.clone()
+            threads.next().unwrap().to_vec()
         })
     }
 
@@ -788,8 +853,9 @@ mod tests {
     #[test]
     fn nested_spans_in_end_order_come_out_in_start_order() {
         let times = |v: &[SpanNs]| v.iter().map(|s| (s.enter_ns, s.exit_ns)).collect::<Vec<_>>();
-        for seed in 1..30 {
-            let spans = nested(seed, 2_000, false);
+        // Small rings, and one decoded in several batches.
+        for (seed, n) in (1..30).map(|seed| (seed, 2_000)).chain([(31, 3 * BATCH + 7)]) {
+            let spans = nested(seed, n, false);
             let mut expected = spans.clone();
             expected.sort_by_key(start_order);
             assert_eq!(times(&decoded(&spans)), times(&expected), "seed {seed}");

@@ -138,15 +138,28 @@ fn workload_converts_with_exact_counts_nesting_names_and_durations() {
     assert_eq!(trace.events.iter().map(|e| e.ts_ns).min(), Some(0));
 }
 
+/// `fib(20)` on each fib thread: 21,891 spans, more than rtconv decodes at
+/// once (16,384), so state carried from batch to batch is checked too.
+const ACROSS_BATCHES: &[&str] = &["--fib", "20"];
+
 #[test]
 fn begin_end_events_describe_the_same_spans_as_complete_events() {
     let dir = scratch("begin-end");
-    let dump = ringtrace_tests::record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
+    let dump = ringtrace_tests::record_workload_with(&binary("workload"), &dir, "w.rtd", ACROSS_BATCHES);
     let (code, x, _) = ringtrace_tests::convert(&dump, &[]);
     assert_eq!(code, 0);
     let (code, be, _) = ringtrace_tests::convert(&dump, &["--chrome-events", "be"]);
     assert_eq!(code, 0);
     assert!(!be.contains("\"ph\":\"X\""), "never mixed with X events");
+    // In file order, each thread's `B`/`E` events go forward in time.
+    let doc: serde_json::Value = serde_json::from_str(&be).unwrap();
+    let mut last_ts: HashMap<u64, f64> = HashMap::new();
+    for e in doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "B" || e["ph"] == "E") {
+        let (tid, ts) = (e["tid"].as_u64().unwrap(), e["ts"].as_f64().unwrap());
+        let last = last_ts.entry(tid).or_insert(ts);
+        assert!(ts >= *last, "thread {tid}: {e} after ts {last}");
+        *last = ts;
+    }
     let sorted = |text: &str| {
         let mut events: Vec<_> =
             parse_chrome(text).events.into_iter().map(|e| (e.tid, e.ts_ns, e.dur_ns, e.name)).collect();
@@ -154,6 +167,65 @@ fn begin_end_events_describe_the_same_spans_as_complete_events() {
         events
     };
     assert_eq!(sorted(&x), sorted(&be));
+}
+
+#[test]
+fn ftrace_lines_describe_the_same_spans_as_complete_events() {
+    let dir = scratch("ftrace-spans");
+    let dump = ringtrace_tests::record_workload_with(&binary("workload"), &dir, "w.rtd", ACROSS_BATCHES);
+    let (code, x, _) = ringtrace_tests::convert(&dump, &[]);
+    assert_eq!(code, 0);
+    let (code, text, _) = ringtrace_tests::convert(&dump, &["-f", "ftrace"]);
+    assert_eq!(code, 0);
+    // Per thread, from the Chrome events (in start order): each span's
+    // (name, duration, depth), a span's parent being the last one still running when it starts.
+    let mut expected: BTreeMap<u64, Vec<(String, i64, usize)>> = BTreeMap::new();
+    let mut running: HashMap<u64, Vec<i64>> = HashMap::new();
+    for e in parse_chrome(&x).events {
+        let ends = running.entry(e.tid).or_default();
+        while ends.last().is_some_and(|&end| end <= e.ts_ns) {
+            ends.pop();
+        }
+        expected.entry(e.tid).or_default().push((e.name.clone(), e.dur_ns, ends.len()));
+        ends.push(e.end_ns());
+    }
+    // From the ftrace lines: a leaf `name();` carries its duration; an entry
+    // `name() {` gets it from the `}` at its depth. The indentation is the depth.
+    let mut got: BTreeMap<u64, Vec<(String, i64, usize)>> = BTreeMap::new();
+    let mut open: Vec<String> = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with(" 0) ") && !l.contains("=>")) {
+        let (task, rest) = line[4..].split_once(" | ").unwrap();
+        let tid: u64 = task.trim().rsplit_once('-').unwrap().1.parse().unwrap();
+        let (duration, call) = rest.split_once("|  ").unwrap();
+        let indent = call.len() - call.trim_start().len();
+        let call = call.trim_start();
+        // A `}` is at the depth of the span it closes.
+        let depth = if call == "}" { open.len().saturating_sub(1) } else { open.len() };
+        assert_eq!(indent, depth * 2, "{line:?}");
+        // Durations below 10 ms have all their nanosecond digits.
+        let ns = || -> i64 {
+            let us = duration[1..].trim().strip_suffix(" us").unwrap();
+            let (whole, frac) = us.split_once('.').unwrap();
+            assert_eq!(frac.len(), 3, "{line:?}");
+            whole.parse::<i64>().unwrap() * 1000 + frac.parse::<i64>().unwrap()
+        };
+        if let Some(name) = call.strip_suffix("() {") {
+            assert_eq!(duration.trim(), "", "{line:?}");
+            open.push(name.to_string());
+        } else if let Some(name) = call.strip_suffix("();") {
+            got.entry(tid).or_default().push((name.to_string(), ns(), depth));
+        } else {
+            assert_eq!(call, "}", "{line:?}");
+            got.entry(tid).or_default().push((open.pop().unwrap(), ns(), depth));
+        }
+    }
+    assert!(open.is_empty());
+    for spans in expected.values_mut().chain(got.values_mut()) {
+        spans.sort();
+    }
+    let fib_thread = expected.values().map(Vec::len).max().unwrap();
+    assert!(fib_thread > 16_384, "{fib_thread} spans on the largest thread");
+    assert_eq!(got, expected);
 }
 
 /// The 1-based line of the first line of the workload's source containing `needle` after `after`.

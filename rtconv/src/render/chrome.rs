@@ -17,7 +17,7 @@
 use std::io::{self, Write};
 
 use super::text::{Piece, Text};
-use crate::timeline::{SpanNs, ThreadSpans, Timeline};
+use crate::timeline::{SpanNs, Timeline};
 
 /// How to write Chrome JSON.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -123,7 +123,7 @@ fn write_process(
         json_string(process_name)
     )?;
     let mut threads = tl.threads();
-    while let Some(t) = threads.next() {
+    while let Some(mut t) = threads.next() {
         let thread = &trace.threads[t.thread];
         let tid = thread.tid;
         let name = if thread.name.is_empty() { format!("thread {tid}") } else { thread.name.clone() };
@@ -132,15 +132,13 @@ fn write_process(
             ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}",
             json_string(&name)
         )?;
-        // Losses, where they happened: overwritten spans before the first
-        // one kept, dropped spans after the last one.
-        let losses = [
-            (thread.overwritten(), "earlier span(s) overwritten", t.spans.first().map(|s| s.enter_ns)),
-            (thread.dropped, "later span(s) dropped (ring full)", t.spans.iter().map(|s| s.exit_ns).max()),
-        ];
-        for (count, what, at) in losses {
+        // The fixed part of every event of this thread, written once.
+        let tail = Piece::new(format!(",\"pid\":{pid},\"tid\":{tid}}}").as_bytes());
+        let dur = Piece::new(b",\"dur\":");
+        // Losses, where they happened: overwritten spans before the first one kept, dropped ones after the last.
+        let loss = |count: u64, what: &str, at: Option<i64>, out: &mut Text<'_>| -> io::Result<()> {
             if count == 0 {
-                continue;
+                return Ok(());
             }
             write!(out, ",\n{{\"name\":\"ringtrace: {count} {what}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":")?;
             out.us(at.map_or(0, |at| at.saturating_add(shift)))?;
@@ -150,26 +148,38 @@ fn write_process(
                 thread.span_count(),
                 thread.overwritten(),
                 thread.dropped
-            )?;
-        }
-        // The fixed part of every event of this thread, written once.
-        let tail = Piece::new(format!(",\"pid\":{pid},\"tid\":{tid}}}").as_bytes());
-        if opts.begin_end {
-            write_begin_end(shift, t, (&b_heads, &e_heads), &places, &tail, out)?;
-            continue;
-        }
-        let dur = Piece::new(b",\"dur\":");
-        for s in &t.spans {
-            let key = s.key_index as usize;
-            out.piece(&x_heads[key])?;
-            out.us(s.enter_ns.saturating_add(shift))?;
-            out.piece(&dur)?;
-            out.us(s.exit_ns.saturating_sub(s.enter_ns))?;
-            if s.arg().is_some() || s.open() || !places[key].is_empty() {
-                write_args(s, &places[key], out)?;
+            )
+        };
+        let (mut first_enter, mut last_exit): (Option<i64>, Option<i64>) = (None, None);
+        let mut open: Vec<SpanNs> = Vec::new();
+        while let Some(batch) = t.next_batch() {
+            if first_enter.is_none() {
+                first_enter = batch.first().map(|s| s.enter_ns);
+                loss(thread.overwritten(), "earlier span(s) overwritten", first_enter, out)?;
             }
-            out.piece(&tail)?;
+            last_exit = last_exit.max(batch.iter().map(|s| s.exit_ns).max());
+            if opts.begin_end {
+                write_begin_end(shift, batch, &mut open, (&b_heads, &e_heads), &places, &tail, out)?;
+                continue;
+            }
+            for s in batch {
+                let key = s.key_index as usize;
+                out.piece(&x_heads[key])?;
+                out.us(s.enter_ns.saturating_add(shift))?;
+                out.piece(&dur)?;
+                out.us(s.exit_ns.saturating_sub(s.enter_ns))?;
+                if s.arg().is_some() || s.open() || !places[key].is_empty() {
+                    write_args(s, &places[key], out)?;
+                }
+                out.piece(&tail)?;
+            }
         }
+        // The `E` events of the spans still open: the thread's last span is in.
+        write_begin_end(shift, &[], &mut open, (&b_heads, &e_heads), &places, &tail, out)?;
+        if first_enter.is_none() {
+            loss(thread.overwritten(), "earlier span(s) overwritten", None, out)?;
+        }
+        loss(thread.dropped, "later span(s) dropped (ring full)", last_exit, out)?;
     }
     Ok(())
 }
@@ -239,23 +249,25 @@ fn write_args(s: &SpanNs, place: &str, out: &mut Text<'_>) -> io::Result<()> {
     out.write_all(b"}")
 }
 
-/// One thread as `B`/`E` pairs: each span's `B` at its start, its `E` (with
-/// the name too) at its end, in nesting order.
+/// A batch of a thread's spans as `B`/`E` pairs: each span's `B` at its
+/// start, its `E` (with the name too) at its end, in nesting order. `open`
+/// holds the spans begun and not yet ended, from batch to batch; an empty
+/// batch ends them all.
 fn write_begin_end(
     shift: i64,
-    t: &ThreadSpans,
+    batch: &[SpanNs],
+    open: &mut Vec<SpanNs>,
     (b_heads, e_heads): (&[Piece], &[Piece]),
     places: &[String],
     tail: &Piece,
     out: &mut Text<'_>,
 ) -> io::Result<()> {
-    let mut open: Vec<&SpanNs> = Vec::new();
     let end = |s: &SpanNs, out: &mut Text<'_>| -> io::Result<()> {
         out.piece(&e_heads[s.key_index as usize])?;
         out.us(s.exit_ns.saturating_add(shift))?;
         out.piece(tail)
     };
-    for s in &t.spans {
+    for s in batch {
         while let Some(top) = open.last() {
             if top.exit_ns > s.enter_ns {
                 break;
@@ -267,10 +279,12 @@ fn write_begin_end(
         out.us(s.enter_ns.saturating_add(shift))?;
         write_args(s, &places[s.key_index as usize], out)?;
         out.piece(tail)?;
-        open.push(s);
+        open.push(*s);
     }
-    while let Some(top) = open.pop() {
-        end(top, out)?;
+    if batch.is_empty() {
+        while let Some(top) = open.pop() {
+            end(&top, out)?;
+        }
     }
     Ok(())
 }

@@ -38,7 +38,7 @@ fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<()> {
     let close = Piece::new(b"}\n");
     let mut previous: Option<String> = None;
     let mut threads = tl.threads();
-    while let Some(t) = threads.next() {
+    while let Some(mut t) = threads.next() {
         let thread = &tl.trace.threads[t.thread];
         let comm = if thread.name.is_empty() { "<...>" } else { thread.name.as_str() };
         let task = proc_column(comm, thread.tid);
@@ -48,37 +48,66 @@ fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<()> {
         // The CPU and task columns, and with the duration column's blank for entry lines.
         let head = Piece::new(format!(" 0) {task} | ").as_bytes());
         let entry_head = Piece::new(format!(" 0) {task} |               |  ").as_bytes());
-        // Open spans. A span is a leaf when the next span does not start inside it.
-        let mut stack: Vec<&SpanNs> = Vec::new();
-        for (i, s) in t.spans.iter().enumerate() {
-            while let Some(top) = stack.last() {
-                if top.exit_ns > s.enter_ns {
-                    break;
-                }
-                let top = stack.pop().unwrap_or(s);
-                exit_line(out, &head, top, stack.len(), &close)?;
-            }
-            let has_child = t.spans.get(i + 1).is_some_and(|next| next.enter_ns < s.exit_ns);
-            if has_child {
-                out.piece(&entry_head)?;
-                out.spaces(stack.len() * 2)?;
-                out.piece(&entries[s.key_index as usize])?;
-                stack.push(s);
-            } else {
-                exit_line(out, &head, s, stack.len(), &leaves[s.key_index as usize])?;
+        let (entries, leaves, close) = (&entries[..], &leaves[..], &close);
+        let mut graph = Graph { head, entry_head, entries, leaves, close, stack: Vec::new(), pending: None };
+        while let Some(batch) = t.next_batch() {
+            for s in batch {
+                graph.step(Some(s), out)?;
             }
         }
-        while let Some(top) = stack.pop() {
-            exit_line(out, &head, top, stack.len(), &close)?;
-        }
+        graph.step(None, out)?;
         previous = Some(task);
     }
     Ok(())
 }
 
+/// One thread's lines, span by span. A span is a leaf when the next span
+/// does not start inside it, so each span's line waits for the next span.
+struct Graph<'p> {
+    /// The CPU and task columns.
+    head: Piece,
+    /// The CPU and task columns and the duration column's blank, for entry lines.
+    entry_head: Piece,
+    entries: &'p [Piece],
+    leaves: &'p [Piece],
+    close: &'p Piece,
+    /// Spans entered and not yet closed.
+    stack: Vec<SpanNs>,
+    /// The span before `next`, not yet written.
+    pending: Option<SpanNs>,
+}
+
+impl Graph<'_> {
+    /// Writes the pending span's line, knowing the span after it (`None`
+    /// at the thread's end), then closes the spans that end before it starts.
+    #[inline(always)] // once per span
+    fn step(&mut self, next: Option<&SpanNs>, out: &mut Text<'_>) -> io::Result<()> {
+        if let Some(s) = self.pending.take() {
+            if next.is_some_and(|next| next.enter_ns < s.exit_ns) {
+                out.piece(&self.entry_head)?;
+                out.spaces(self.stack.len() * 2)?;
+                out.piece(&self.entries[s.key_index as usize])?;
+                self.stack.push(s);
+            } else {
+                exit_line(out, &self.head, &s, self.stack.len(), &self.leaves[s.key_index as usize])?;
+            }
+        }
+        while let Some(top) = self.stack.last() {
+            if next.is_some_and(|next| top.exit_ns > next.enter_ns) {
+                break;
+            }
+            let top = *top;
+            self.stack.pop();
+            exit_line(out, &self.head, &top, self.stack.len(), self.close)?;
+        }
+        self.pending = next.copied();
+        Ok(())
+    }
+}
+
 /// A line with a duration: `head` (CPU and task), the duration column,
 /// indentation, then `text` (which ends the line).
-#[inline]
+#[inline(always)]
 fn exit_line(out: &mut Text<'_>, head: &Piece, span: &SpanNs, depth: usize, text: &Piece) -> io::Result<()> {
     out.piece(head)?;
     let ns = span.exit_ns.saturating_sub(span.enter_ns).max(0) as u64;

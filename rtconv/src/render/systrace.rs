@@ -29,7 +29,7 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
     // Edges: (ns, thread, sequence within the thread, begin key index or None for an end).
     let mut edges: Vec<(i64, usize, usize, Option<u32>)> = Vec::new();
     let mut threads = tl.threads();
-    while let Some(t) = threads.next() {
+    while let Some(mut t) = threads.next() {
         let ti = t.thread;
         let mut seq = 0;
         let mut push = |ns: i64, key: Option<u32>, edges: &mut Vec<_>| {
@@ -37,17 +37,19 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
             seq += 1;
         };
         let mut open: Vec<i64> = Vec::new();
-        for s in &t.spans {
-            while let Some(&end) = open.last() {
-                if end > s.enter_ns {
-                    break;
+        while let Some(batch) = t.next_batch() {
+            for s in batch {
+                while let Some(&end) = open.last() {
+                    if end > s.enter_ns {
+                        break;
+                    }
+                    open.pop();
+                    push(end, None, &mut edges);
                 }
-                open.pop();
-                push(end, None, &mut edges);
+                push(s.enter_ns, Some(s.key_index), &mut edges);
+                // Clamped into the parent, so ends stay nested.
+                open.push(open.last().map_or(s.exit_ns, |&parent| s.exit_ns.min(parent)));
             }
-            push(s.enter_ns, Some(s.key_index), &mut edges);
-            // Clamped into the parent, so ends stay nested.
-            open.push(open.last().map_or(s.exit_ns, |&parent| s.exit_ns.min(parent)));
         }
         while let Some(end) = open.pop() {
             push(end, None, &mut edges);

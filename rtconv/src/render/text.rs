@@ -15,8 +15,9 @@ use std::io::{self, Write};
 /// The unit pieces are padded to and copied in.
 const BLOCK: usize = 32;
 
-/// Bytes written out at once.
-const CAPACITY: usize = 1 << 16;
+/// Bytes written out at once: more than the 64 KiB of a `BufWriter` the
+/// caller may have, which then passes them through instead of copying them.
+const CAPACITY: usize = 1 << 17;
 
 /// A piece of text known before writing, padded for block copies.
 #[derive(Clone, Debug)]
@@ -88,7 +89,7 @@ pub struct Text<'w> {
 }
 
 impl<'w> Text<'w> {
-    /// A buffer writing to `out` in 64 KiB writes.
+    /// A buffer writing to `out` in writes of about 128 KiB.
     pub fn new(out: &'w mut dyn Write) -> Self {
         Text { buf: vec![0; CAPACITY + 4 * BLOCK], pos: 0, out }
     }
