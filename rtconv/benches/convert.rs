@@ -4,7 +4,7 @@
 //! by the real recorder (two threads of recursive `fib`, 1,271,242 spans),
 //! so keys resolve through this bench binary's own DWARF. Reported as spans
 //! per second for reading alone (the floor) and for the whole conversion
-//! to Chrome JSON, in the same run.
+//! to Chrome JSON, to ftrace text and to statistics, in the same run.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -42,14 +42,28 @@ fn conversion(c: &mut Criterion) {
             black_box(rtconv::load::decode(&path, &bytes).expect("readable").keys.len())
         })
     });
-    g.bench_function("dump to chrome json", |b| {
-        b.iter(|| {
-            let mut out = std::io::sink();
-            let report =
-                convert(&path, Format::Chrome(Default::default()), &Default::default(), &mut out).expect("converts");
-            assert_eq!(report.spans, spans);
-        })
-    });
+    let stats = rtconv::stats::Options {
+        sort: rtconv::stats::Column::SelfTime,
+        per_thread: false,
+        output: rtconv::stats::Output::Table,
+        tree: false,
+        calibrated: false,
+        clean: false,
+    };
+    let formats = [
+        ("dump to chrome json", Format::Chrome(Default::default())),
+        ("dump to ftrace text", Format::Ftrace),
+        ("dump to stats", Format::Stats(stats)),
+    ];
+    for (name, format) in formats {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut out = std::io::sink();
+                let report = convert(&path, format, &Default::default(), &mut out).expect("converts");
+                assert_eq!(report.spans, spans);
+            })
+        });
+    }
     g.finish();
     std::fs::remove_file(&path).ok();
 }
