@@ -382,18 +382,29 @@ fn outside(open_enter: i64, open_end: i64, enter: i64, newest_first: bool) -> bo
     enter < open_enter || (!newest_first && open_end <= enter)
 }
 
-/// The call-tree walk behind [`Timeline::walk`]: spans come in pre-order
-/// (parents first), children left to right or right to left.
-struct Walker {
+/// What [`Timeline::pre_order`] feeds: every thread's spans in pre-order
+/// (parents before children), children right to left when a nested ring is
+/// read newest first, else left to right.
+trait PreOrder {
+    /// Thread `index` begins.
+    fn thread(&mut self, index: usize);
+    /// The next span; `NEWEST_FIRST` tells which order they come in (see [`outside`]).
+    fn span<const NEWEST_FIRST: bool>(&mut self, enter: i64, exit: i64, key_index: u32);
+    /// The thread is done: how many of its spans lay deeper than [`MAX_DEPTH`].
+    fn end(&mut self) -> u64;
+}
+
+/// The call-tree walk behind [`Timeline::walk`]: each span is reported to
+/// `visit` when it closes.
+struct Walker<F> {
     thread: usize,
-    /// Spans come newest first (see [`outside`]), not in start order.
-    newest_first: bool,
     costs: Option<(u64, u64)>,
     stack: Vec<Open>,
     path: Vec<u32>,
     /// How many spans of each key are open: a span is its key's outermost when it is the only one.
     active: Vec<u32>,
     too_deep: u64,
+    visit: F,
 }
 
 struct Open {
@@ -404,55 +415,16 @@ struct Open {
     descendants: u64,
 }
 
-impl Walker {
-    fn new(keys: usize, costs: Option<(u64, u64)>) -> Self {
-        Walker {
-            thread: 0,
-            newest_first: false,
-            costs,
-            stack: Vec::new(),
-            path: Vec::new(),
-            active: vec![0; keys],
-            too_deep: 0,
-        }
-    }
-
-    /// The next span: it closes the open spans it lies [`outside`] of, then
-    /// opens inside the innermost one left, cut at that one's end.
+impl<F: FnMut(&Visit<'_>)> Walker<F> {
     #[inline]
-    fn push(&mut self, enter: i64, exit: i64, key_index: u32, visit: &mut impl FnMut(&Visit<'_>)) {
-        while self.stack.last().is_some_and(|o| outside(o.enter, o.end, enter, self.newest_first)) {
-            self.close(visit);
-        }
-        let end = self.stack.last().map_or(exit, |o| exit.min(o.end));
-        let own = end.saturating_sub(enter).max(0) as u64;
-        self.stack.push(Open { enter, end, own, children: 0, descendants: 0 });
-        self.path.push(key_index);
-        if self.stack.len() > MAX_DEPTH {
-            self.too_deep += 1;
-        }
-        // Key indices come from `keys.binary_search`, so they are in range.
-        if let Some(count) = self.active.get_mut(key_index as usize) {
-            *count += 1;
-        }
-    }
-
-    /// Closes every open span: the thread is done.
-    fn finish(&mut self, visit: &mut impl FnMut(&Visit<'_>)) {
-        while !self.stack.is_empty() {
-            self.close(visit);
-        }
-    }
-
-    #[inline]
-    fn close(&mut self, visit: &mut impl FnMut(&Visit<'_>)) {
+    fn close(&mut self) {
         let (Some(o), Some(&key)) = (self.stack.pop(), self.path.last()) else { return };
         let duration = match self.costs {
             Some((read, span)) => o.own.saturating_sub(read.saturating_add(span.saturating_mul(o.descendants))),
             None => o.own,
         };
         let count = self.active.get(key as usize).copied().unwrap_or(1);
-        visit(&Visit {
+        (self.visit)(&Visit {
             thread: self.thread,
             path: &self.path,
             enter_ns: o.enter,
@@ -471,37 +443,66 @@ impl Walker {
     }
 }
 
-/// The open path behind [`Timeline::arrivals`]: spans come in pre-order,
-/// children left to right or right to left.
-struct Path {
+impl<F: FnMut(&Visit<'_>)> PreOrder for Walker<F> {
+    fn thread(&mut self, index: usize) {
+        self.thread = index;
+    }
+
+    /// Closes the open spans the span lies [`outside`] of, then opens it
+    /// inside the innermost one left, cut at that one's end.
+    #[inline]
+    fn span<const NEWEST_FIRST: bool>(&mut self, enter: i64, exit: i64, key_index: u32) {
+        while self.stack.last().is_some_and(|o| outside(o.enter, o.end, enter, NEWEST_FIRST)) {
+            self.close();
+        }
+        let end = self.stack.last().map_or(exit, |o| exit.min(o.end));
+        let own = end.saturating_sub(enter).max(0) as u64;
+        self.stack.push(Open { enter, end, own, children: 0, descendants: 0 });
+        self.path.push(key_index);
+        if self.stack.len() > MAX_DEPTH {
+            self.too_deep += 1;
+        }
+        // Key indices come from `keys.binary_search`, so they are in range.
+        if let Some(count) = self.active.get_mut(key_index as usize) {
+            *count += 1;
+        }
+    }
+
+    /// Closes every open span.
+    fn end(&mut self) -> u64 {
+        while !self.stack.is_empty() {
+            self.close();
+        }
+        std::mem::take(&mut self.too_deep)
+    }
+}
+
+/// The open path behind [`Timeline::arrivals`]: each span is reported to
+/// `visit` when it opens, and nothing is done when it closes.
+struct Path<F> {
     thread: usize,
     /// The open spans, outermost first: (enter, end, key index).
     frames: Vec<(i64, i64, u32)>,
     /// Per key index: the depth of the outermost open span of that key, when
-    /// one is open (otherwise any value; see [`Path::push`]).
+    /// one is open (otherwise any value; see [`Path::span`]).
     outer: Vec<u32>,
     too_deep: u64,
+    visit: F,
 }
 
-impl Path {
-    fn new(keys: usize) -> Self {
-        Path { thread: 0, frames: Vec::new(), outer: vec![u32::MAX; keys], too_deep: 0 }
+impl<F: FnMut(&Arrival)> PreOrder for Path<F> {
+    fn thread(&mut self, index: usize) {
+        self.thread = index;
+        self.frames.clear();
     }
 
-    /// The next span: it leaves the open spans it lies [`outside`] of, then
-    /// opens inside the innermost one left, cut at that one's end. Nothing is done per span left:
-    /// whether a key is open further out is one lookup, since `outer[key]`
-    /// is right whenever the frame at that depth still has that key (the
-    /// outermost frame of a key goes only with every frame inside it).
-    /// `NEWEST_FIRST`: spans come newest first (see [`outside`]), not in start order.
-    #[inline(always)]
-    fn push<const NEWEST_FIRST: bool>(
-        &mut self,
-        enter: i64,
-        exit: i64,
-        key_index: u32,
-        visit: &mut impl FnMut(&Arrival),
-    ) {
+    /// Leaves the open spans the span lies [`outside`] of, then opens it
+    /// inside the innermost one left, cut at that one's end. Whether a key
+    /// is open further out is one lookup, since `outer[key]` is right
+    /// whenever the frame at that depth still has that key (the outermost
+    /// frame of a key goes only with every frame inside it).
+    #[inline(always)] // once per span
+    fn span<const NEWEST_FIRST: bool>(&mut self, enter: i64, exit: i64, key_index: u32) {
         let mut depth = self.frames.len();
         while let Some(&(open_enter, open_end, _)) = self.frames.get(depth.wrapping_sub(1)) {
             if !outside(open_enter, open_end, enter, NEWEST_FIRST) {
@@ -523,7 +524,7 @@ impl Path {
         if depth >= MAX_DEPTH {
             self.too_deep += 1;
         }
-        visit(&Arrival {
+        (self.visit)(&Arrival {
             thread: self.thread,
             key_index,
             parent,
@@ -532,37 +533,49 @@ impl Path {
             outermost: !open_further_out,
         });
     }
+
+    fn end(&mut self) -> u64 {
+        std::mem::take(&mut self.too_deep)
+    }
 }
 
 impl<'a> Timeline<'a> {
     /// Every span, thread after thread, as it starts (see [`Arrival`]):
     /// what [`walk`](Self::walk) gives without calibration, for a caller
     /// that needs neither the path nor a span's children at its end — each
-    /// span is one lookup and one push, where a walk also closes it.
-    /// Rings that nest are read straight from the file, newest first.
-    pub fn arrivals(&self, mut visit: impl FnMut(&Arrival)) {
-        let mut path = Path::new(self.keys.len());
+    /// span is one lookup and one push, where a walk also closes it. Rings
+    /// are read as [`walk`](Self::walk) reads them.
+    pub fn arrivals(&self, visit: impl FnMut(&Arrival)) {
+        let keys = self.keys.len();
+        self.pre_order(&mut Path { thread: 0, frames: Vec::new(), outer: vec![u32::MAX; keys], too_deep: 0, visit });
+    }
+
+    /// Feeds every thread's spans to `p` in pre-order. A ring whose spans
+    /// nest ([`ThreadTrace::nested`](crate::load::ThreadTrace::nested)) is
+    /// read straight from the file, newest span first (parents before
+    /// children, siblings right to left); others are decoded, sorted and
+    /// clamped first. Each thread is decoded once, and its anomalies counted.
+    fn pre_order(&self, p: &mut impl PreOrder) {
         let mut decoder = self.threads();
         for (index, t) in self.trace.threads.iter().enumerate() {
-            path.thread = index;
-            path.frames.clear();
+            p.thread(index);
             if t.nested {
                 let mut found = Anomalies::default();
                 let mut last: Option<(u64, u32)> = None;
                 t.spans_rev(|r| {
                     let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, &mut found);
                     let key_index = self.key_index(r.key, &mut last);
-                    path.push::<true>(enter_ns, exit_ns, key_index, &mut visit);
+                    p.span::<true>(enter_ns, exit_ns, key_index);
                 });
-                found.too_deep = std::mem::take(&mut path.too_deep);
+                found.too_deep = p.end();
                 self.add_anomalies(found);
             } else if let Some(mut decoded) = decoder.decode(index) {
                 while let Some(batch) = decoded.next_batch() {
                     for s in batch {
-                        path.push::<false>(s.enter_ns, s.exit_ns, s.key_index, &mut visit);
+                        p.span::<false>(s.enter_ns, s.exit_ns, s.key_index);
                     }
                 }
-                path.too_deep = 0; // counted by the decoder
+                p.end(); // too deep: counted by the decoder
             }
         }
     }
@@ -604,33 +617,17 @@ impl<'a> Timeline<'a> {
     /// children, siblings right to left), holding only the open path;
     /// others are decoded, sorted and clamped first. Each thread is decoded
     /// once, and its anomalies counted.
-    pub fn walk(&self, costs: Option<(u64, u64)>, mut visit: impl FnMut(&Visit<'_>)) {
-        let mut walker = Walker::new(self.keys.len(), costs);
-        let mut decoder = self.threads();
-        for (index, t) in self.trace.threads.iter().enumerate() {
-            walker.thread = index;
-            walker.newest_first = t.nested;
-            if t.nested {
-                let mut found = Anomalies::default();
-                let mut last: Option<(u64, u32)> = None;
-                t.spans_rev(|r| {
-                    let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, &mut found);
-                    let key_index = self.key_index(r.key, &mut last);
-                    walker.push(enter_ns, exit_ns, key_index, &mut visit);
-                });
-                walker.finish(&mut visit);
-                found.too_deep = std::mem::take(&mut walker.too_deep);
-                self.add_anomalies(found);
-            } else if let Some(mut decoded) = decoder.decode(index) {
-                while let Some(batch) = decoded.next_batch() {
-                    for s in batch {
-                        walker.push(s.enter_ns, s.exit_ns, s.key_index, &mut visit);
-                    }
-                }
-                walker.finish(&mut visit);
-                walker.too_deep = 0; // counted by the decoder
-            }
-        }
+    pub fn walk(&self, costs: Option<(u64, u64)>, visit: impl FnMut(&Visit<'_>)) {
+        let active = vec![0; self.keys.len()];
+        self.pre_order(&mut Walker {
+            thread: 0,
+            costs,
+            stack: Vec::new(),
+            path: Vec::new(),
+            active,
+            too_deep: 0,
+            visit,
+        });
     }
 
     /// A span's ticks in ns; an exit before the enter (counted in `found`) becomes a zero-length span.
