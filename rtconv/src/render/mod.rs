@@ -4,4 +4,4 @@ pub mod chrome;
 pub mod folded;
 pub mod ftrace;
 pub mod systrace;
-pub mod text;
+mod text;

@@ -6,9 +6,9 @@
 //! key's event head, a thread's tail) is stored padded to whole 32-byte
 //! blocks and copied block by block into room kept at the buffer's end,
 //! then the write position advances by its true length; numbers are
-//! formatted in a register-sized array and copied the same way. Every copy
-//! is a fixed-size move, every index is bounds-checked, and the only branch
-//! per piece is whether the buffer needs flushing.
+//! formatted in place, in room kept the same way. Every copy is a
+//! fixed-size move, every index is bounds-checked, and the only branch per
+//! piece is whether the buffer needs flushing.
 
 use std::io::{self, Write};
 
@@ -38,16 +38,6 @@ impl Piece {
             })
             .collect();
         Piece { blocks, len: bytes.len() }
-    }
-
-    /// Its length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 
@@ -148,15 +138,6 @@ impl<'w> Text<'w> {
         Ok(())
     }
 
-    /// Writes `n` in decimal.
-    #[inline]
-    pub fn u64(&mut self, n: u64) -> io::Result<()> {
-        if let Some(to) = self.next::<24>()? {
-            self.pos += digits(n, to);
-        }
-        Ok(())
-    }
-
     /// Writes a nanosecond count as microseconds with exactly three
     /// decimals (negative counts as `0.000`).
     #[inline]
@@ -237,7 +218,9 @@ mod tests {
         }));
         samples.extend((0..10_000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (i % 64)));
         for n in samples {
-            assert_eq!(written(|t| t.u64(n)), n.to_string());
+            let mut text = [0; 24];
+            let len = digits(n, &mut text);
+            assert_eq!(std::str::from_utf8(&text[..len]).unwrap(), n.to_string());
             let ns = n as i64;
             let expected = if ns < 0 { "0.000".to_string() } else { format!("{}.{:03}", ns / 1000, ns % 1000) };
             assert_eq!(written(|t| t.us(ns)), expected, "{ns} ns");
@@ -257,11 +240,11 @@ mod tests {
             for i in 0..20_000usize {
                 let p = &pieces[i % pieces.len()];
                 t.piece(p)?;
-                expected.push_str(std::str::from_utf8(&p.blocks.concat()[..p.len()]).unwrap());
+                expected.push_str(std::str::from_utf8(&p.blocks.concat()[..p.len]).unwrap());
                 t.spaces(i % 150)?;
                 expected.push_str(&" ".repeat(i % 150));
-                t.u64(i as u64)?;
-                expected.push_str(&i.to_string());
+                t.us(i as i64)?;
+                expected.push_str(&format!("{}.{:03}", i / 1000, i % 1000));
                 t.bytes(b"|")?;
                 expected.push('|');
             }
