@@ -10,9 +10,10 @@
 //! - Events of a thread are sorted by start, longer first, so parents come
 //!   before the children that start with them.
 //! - `process_name` and `thread_name` metadata events name the tracks; a
-//!   thread that lost spans gets an instant event at its first span saying
-//!   how many, and the top-level `metadata` object carries the absolute
-//!   start time and where the trace came from.
+//!   thread that lost spans gets instant events saying how many: spans
+//!   overwritten at its first span, spans dropped at the end of its last;
+//!   and the top-level `metadata` object carries the absolute start time
+//!   and where the trace came from.
 
 use std::io::{self, Write};
 
