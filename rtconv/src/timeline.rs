@@ -264,9 +264,9 @@ fn place_nested<S: SpanAt>(t: &S, scratch: &mut Scratch) -> Anomalies {
         // The parent (a later position) was placed already and left its depth in `first`.
         let depth = match parent[i] {
             NONE => 0,
-            p => first[p as usize] + 1,
+            p => first[p as usize].saturating_add(1),
         };
-        if let Some(place) = order.get_mut((first[i] + depth) as usize) {
+        if let Some(place) = order.get_mut(first[i].saturating_add(depth) as usize) {
             *place = i as u32;
         }
         first[i] = depth;
