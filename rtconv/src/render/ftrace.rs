@@ -45,11 +45,18 @@ fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<()> {
         out.write_all(b" ------------------------------------------\n")?;
         writeln!(out, " 0) {} => {}", previous.as_deref().unwrap_or(&proc_column("<idle>", 0)), task)?;
         out.write_all(b" ------------------------------------------\n\n")?;
-        // The CPU and task columns, and with the duration column's blank for entry lines.
+        // The CPU and task columns; for entry lines, also the duration column's blank.
         let head = Piece::new(format!(" 0) {task} | ").as_bytes());
         let entry_head = Piece::new(format!(" 0) {task} |               |  ").as_bytes());
-        let (entries, leaves, close) = (&entries[..], &leaves[..], &close);
-        let mut graph = Graph { head, entry_head, entries, leaves, close, stack: Vec::new(), pending: None };
+        let mut graph = Graph {
+            head,
+            entry_head,
+            entries: &entries,
+            leaves: &leaves,
+            close: &close,
+            stack: Vec::new(),
+            pending: None,
+        };
         while let Some(batch) = t.next_batch() {
             for s in batch {
                 graph.step(Some(s), out)?;
