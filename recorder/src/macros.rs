@@ -120,19 +120,29 @@ macro_rules! timed {
 ///     std::hint::black_box(frame);
 /// }
 /// ```
-#[cfg(all(not(feature = "off"), feature = "std"))]
+#[cfg(not(feature = "off"))]
 #[macro_export]
 macro_rules! pulse {
     () => {
-        $crate::pulse!(@key $crate::clock::DefaultClock, $crate::code_address!())
+        $crate::__pulse_pass!($crate::clock::DefaultClock, $crate::code_address!())
     };
     (clock = $clock:ty) => {
-        $crate::pulse!(@key $clock, $crate::code_address!())
+        $crate::__pulse_pass!($clock, $crate::code_address!())
     };
     (clock = $clock:ty, $label:expr) => {
-        $crate::pulse!(@key $clock, $crate::site!($label))
+        $crate::__pulse_pass!($clock, $crate::site!($label))
     };
-    (@key $clock:ty, $key:expr) => {{
+    ($label:expr) => {
+        $crate::__pulse_pass!($crate::clock::DefaultClock, $crate::site!($label))
+    };
+}
+
+/// One pass of a `pulse!`, the last pass kept per thread and call site.
+#[doc(hidden)]
+#[cfg(all(not(feature = "off"), feature = "std"))]
+#[macro_export]
+macro_rules! __pulse_pass {
+    ($clock:ty, $key:expr) => {{
         $crate::__std::thread_local! {
             static PULSE: ::core::cell::Cell<u64> = const { ::core::cell::Cell::new(0) };
         }
@@ -142,35 +152,23 @@ macro_rules! pulse {
             last.set(pulse.last_pass());
         })
     }};
-    ($label:expr) => {
-        $crate::pulse!(@key $crate::clock::DefaultClock, $crate::site!($label))
-    };
 }
 
-/// Records the interval between successive passes of a loop (single-core
-/// targets without `std`: one state per call site, shared by all contexts).
+/// One pass of a `pulse!`, the last pass kept per call site (single-core
+/// targets without `std`: one state shared by all contexts).
+#[doc(hidden)]
 #[cfg(all(not(feature = "off"), not(feature = "std")))]
 #[macro_export]
-macro_rules! pulse {
-    () => {
-        $crate::pulse!(@key $crate::clock::DefaultClock, $crate::code_address!())
-    };
-    (clock = $clock:ty) => {
-        $crate::pulse!(@key $clock, $crate::code_address!())
-    };
-    (clock = $clock:ty, $label:expr) => {
-        $crate::pulse!(@key $clock, $crate::site!($label))
-    };
-    (@key $clock:ty, $key:expr) => {{
+macro_rules! __pulse_pass {
+    ($clock:ty, $key:expr) => {{
         static PULSE: $crate::ring::AtomicWord = $crate::ring::AtomicWord::new(0);
-        let mut pulse =
-            $crate::Pulse::<$clock>::resume($key, $crate::ring::wide(PULSE.load(::core::sync::atomic::Ordering::Relaxed)));
+        let mut pulse = $crate::Pulse::<$clock>::resume(
+            $key,
+            $crate::ring::wide(PULSE.load(::core::sync::atomic::Ordering::Relaxed)),
+        );
         pulse.pass();
         PULSE.store($crate::ring::word(pulse.last_pass()), ::core::sync::atomic::Ordering::Relaxed);
     }};
-    ($label:expr) => {
-        $crate::pulse!(@key $crate::clock::DefaultClock, $crate::site!($label))
-    };
 }
 
 /// Compiled out by the `off` feature: expands to `()`.
