@@ -44,6 +44,16 @@ impl Endian {
             Endian::Big => u64::from_be_bytes(b),
         }
     }
+    /// The `u32` at byte `at` of `b` (0 if `b` ends before it: callers pass fixed-size entries).
+    #[inline(always)]
+    pub fn u32_at(self, b: &[u8], at: usize) -> u32 {
+        self.u32(b.get(at..).and_then(|b| b.first_chunk()).copied().unwrap_or_default())
+    }
+    /// The `u64` at byte `at` of `b` (0 if `b` ends before it: callers pass fixed-size entries).
+    #[inline(always)]
+    pub fn u64_at(self, b: &[u8], at: usize) -> u64 {
+        self.u64(b.get(at..).and_then(|b| b.first_chunk()).copied().unwrap_or_default())
+    }
 }
 
 /// A validated file header over the dump's bytes.
@@ -193,7 +203,7 @@ impl<'a> Sections<'a> {
         })?;
         let e = self.endian;
         let kind = SectionKind::from_code(e.u32([header[0], header[1], header[2], header[3]]));
-        let len = e.u64(header[8..16].try_into().unwrap_or_default());
+        let len = e.u64_at(&header, 8);
         let needed = (SECTION_HEADER_SIZE + SECTION_CRC_SIZE) as u64;
         let total = len.checked_add(needed).filter(|&t| t <= available).ok_or(ReadError::Truncated {
             offset: start as u64,
@@ -443,9 +453,9 @@ impl<'a> Anchors<'a> {
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Anchor> + 'a {
         let e = self.endian;
         self.bytes.chunks_exact(ANCHOR_SIZE).map(move |c| Anchor {
-            ticks: e.u64(c[0..8].try_into().unwrap_or_default()),
-            mono_ns: e.u64(c[8..16].try_into().unwrap_or_default()),
-            real_ns: e.u64(c[16..24].try_into().unwrap_or_default()),
+            ticks: e.u64_at(c, 0),
+            mono_ns: e.u64_at(c, 8),
+            real_ns: e.u64_at(c, 16),
         })
     }
 }
@@ -476,6 +486,8 @@ impl<'a> Records<'a> {
 
     #[inline]
     fn decode(e: Endian, c: &[u8]) -> Record {
+        // Fixed ranges, not `u32_at`/`u64_at`: this runs once per record, and
+        // the ranges' checks compile to less (`rtconv stats` 10% slower with those).
         if c.len() == COMPACT_RECORD_SIZE {
             let key = match e.u32(c[0..4].try_into().unwrap_or_default()) {
                 COMPACT_ARG_KEY => ARG_KEY,
@@ -532,10 +544,10 @@ impl<'a> Calibrations<'a> {
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Calibration> + 'a {
         let e = self.endian;
         self.bytes.chunks_exact(CALIBRATION_ENTRY_SIZE).map(move |c| Calibration {
-            mode: ClockMode::from_code(e.u32(c[0..4].try_into().unwrap_or_default())),
-            samples: e.u32(c[4..8].try_into().unwrap_or_default()),
-            span_cost: e.u64(c[8..16].try_into().unwrap_or_default()),
-            read_cost: e.u64(c[16..24].try_into().unwrap_or_default()),
+            mode: ClockMode::from_code(e.u32_at(c, 0)),
+            samples: e.u32_at(c, 4),
+            span_cost: e.u64_at(c, 8),
+            read_cost: e.u64_at(c, 16),
         })
     }
 }
@@ -552,9 +564,9 @@ impl<'a> UnbalancedEntries<'a> {
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Unbalanced> + 'a {
         let e = self.endian;
         self.bytes.chunks_exact(UNBALANCED_ENTRY_SIZE).map(move |c| Unbalanced {
-            tid: e.u64(c[0..8].try_into().unwrap_or_default()),
-            too_deep: e.u64(c[8..16].try_into().unwrap_or_default()),
-            abandoned: e.u64(c[16..24].try_into().unwrap_or_default()),
+            tid: e.u64_at(c, 0),
+            too_deep: e.u64_at(c, 8),
+            abandoned: e.u64_at(c, 16),
         })
     }
 }
@@ -617,9 +629,7 @@ impl<'a> OpenSpans<'a> {
     /// The open spans, outermost first.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + 'a {
         let e = self.endian;
-        self.bytes.chunks_exact(OPEN_SPAN_SIZE).map(move |c| {
-            (e.u64(c[0..8].try_into().unwrap_or_default()), e.u64(c[8..16].try_into().unwrap_or_default()))
-        })
+        self.bytes.chunks_exact(OPEN_SPAN_SIZE).map(move |c| (e.u64_at(c, 0), e.u64_at(c, 8)))
     }
 }
 
