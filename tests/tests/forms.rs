@@ -94,4 +94,16 @@ fn every_form_converts_with_exact_counts() {
         .collect();
     losses.sort();
     assert_eq!(losses, [("overwrite-16".to_string(), 24, 0), ("stop-16".to_string(), 0, 24)]);
+    // Where they stand: overwritten spans at the thread's first span, dropped ones at the end of its last.
+    for e in trace.json["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "i") {
+        let tid = e["tid"].as_u64().unwrap();
+        let ts = (e["ts"].as_f64().unwrap() * 1000.0).round() as i64;
+        let spans = trace.events.iter().filter(|s| s.tid == tid);
+        let expected = if e["args"]["dropped"].as_u64().unwrap() > 0 {
+            spans.map(|s| s.end_ns()).max()
+        } else {
+            spans.map(|s| s.ts_ns).min()
+        };
+        assert_eq!(Some(ts), expected, "{e}");
+    }
 }

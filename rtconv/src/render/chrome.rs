@@ -158,7 +158,9 @@ fn write_process(
                 first_enter = batch.first().map(|s| s.enter_ns);
                 loss(thread.overwritten(), "earlier span(s) overwritten", first_enter, out)?;
             }
-            last_exit = last_exit.max(batch.iter().map(|s| s.exit_ns).max());
+            if thread.dropped > 0 {
+                last_exit = last_exit.max(batch.iter().map(|s| s.exit_ns).max());
+            }
             if opts.begin_end {
                 write_begin_end(shift, batch, &mut open, (&b_heads, &e_heads), &places, &tail, out)?;
                 continue;
