@@ -70,17 +70,22 @@ fn a_signal_handler_recording_mid_span_corrupts_neither_ring() {
                     iterations += 1;
                 }
             }
-            // SAFETY: deletes the timer made above.
-            unsafe { libc::timer_delete(timer) };
-            // Let any signal still in flight land before the dump.
-            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: deletes the timer made above, then blocks its signal on this thread (the
+            // one it targets), so one still pending stays pending: none lands after the count.
+            unsafe {
+                libc::timer_delete(timer);
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, libc::SIGUSR1);
+                assert_eq!(libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()), 0);
+            }
+            let handled = HANDLED.load(Ordering::Relaxed);
             let mut out = Vec::new();
             ringtrace::dump_to_writer(&mut out).unwrap();
-            (iterations, out)
+            (iterations, handled, out)
         })
         .unwrap();
-    let (iterations, dump) = main.join().unwrap();
-    let handled = HANDLED.load(Ordering::Relaxed);
+    let (iterations, handled, dump) = main.join().unwrap();
     assert!(handled >= ENOUGH_SIGNALS, "only {handled} signals were handled");
     println!("{handled} signals handled during {iterations} iterations");
 

@@ -4,8 +4,8 @@
 //! first sees it exited (which then frees its ring), and nowhere after.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
 
 use ringtrace::{Mode, RingConfig};
 use ringtrace_format::layout::RING_FLAG_THREAD_EXITED;
@@ -14,6 +14,9 @@ use ringtrace_format::{Dump, SectionData};
 const WAVES: usize = 6;
 const THREADS: usize = 4;
 const SPANS: u64 = 3000;
+
+/// Spans each thread records before it waits at the wave's barrier, mid-run.
+const HALF: u64 = SPANS / 2;
 
 #[derive(Default)]
 struct Seen {
@@ -69,23 +72,35 @@ fn threads_come_and_go_while_dumps_are_taken() {
             dumps
         })
     };
+    // Each wave's threads record half their spans and wait at a barrier; the
+    // main thread dumps while they all wait (so every dump of a wave catches
+    // its threads mid-run, however the machine schedules them), then lets
+    // them finish. The dumper thread races all of this.
+    let mut mid_run = Vec::new();
     for wave in 0..WAVES {
+        let (halfway, resume) = (Arc::new(Barrier::new(THREADS + 1)), Arc::new(Barrier::new(THREADS + 1)));
         let threads: Vec<_> = (0..THREADS)
             .map(|i| {
+                let (halfway, resume) = (halfway.clone(), resume.clone());
                 std::thread::Builder::new()
                     .name(format!("stress-{wave}-{i}"))
-                    .spawn(|| {
+                    .spawn(move || {
                         for n in 0..SPANS {
-                            let _span = ringtrace::span!("stress");
-                            // Pauses, so dumps catch the thread mid-run.
-                            if n % 500 == 0 {
-                                std::thread::sleep(std::time::Duration::from_millis(1));
+                            if n == HALF {
+                                halfway.wait();
+                                resume.wait();
                             }
+                            let _span = ringtrace::span!("stress");
                         }
                     })
                     .unwrap()
             })
             .collect();
+        halfway.wait();
+        let mut bytes = Vec::new();
+        ringtrace::dump_to_writer(&mut bytes).expect("dump");
+        mid_run.push((wave, bytes));
+        resume.wait();
         for t in threads {
             t.join().unwrap();
         }
@@ -98,13 +113,27 @@ fn threads_come_and_go_while_dumps_are_taken() {
     dumps.push(last);
 
     let mut seen = HashMap::new();
-    for d in &dumps {
+    for d in dumps.iter().chain(mid_run.iter().map(|(_, d)| d)) {
         check_dump(d, &mut seen);
     }
     assert_eq!(seen.len(), WAVES * THREADS, "every thread appears");
     for (name, s) in &seen {
         assert_eq!(s.exited, [SPANS], "{name}: complete exactly once, once exited ({} running sightings)", s.running);
     }
-    let running_sightings: usize = seen.values().map(|s| s.running).sum();
-    assert!(running_sightings > WAVES, "dumps caught threads running only {running_sightings} times");
+    // The dumps taken at the barrier saw each of their wave's threads running, with exactly half its spans.
+    for (wave, bytes) in &mid_run {
+        let mut halfway = Vec::new();
+        for section in Dump::parse(bytes).unwrap().sections() {
+            if let SectionData::Ring(info, _, _) = section.unwrap().decode().unwrap() {
+                let name = String::from_utf8_lossy(info.name).into_owned();
+                if name.starts_with(&format!("stress-{wave}-")) {
+                    assert_eq!(info.flags & RING_FLAG_THREAD_EXITED, 0, "{name} waits at the barrier");
+                    halfway.push((name, info.written));
+                }
+            }
+        }
+        halfway.sort();
+        let want: Vec<_> = (0..THREADS).map(|i| (format!("stress-{wave}-{i}"), HALF)).collect();
+        assert_eq!(halfway, want, "wave {wave}'s dump at the barrier");
+    }
 }

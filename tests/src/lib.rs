@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 /// Runs `cargo build --release --locked ARGS` in the workspace and returns
 /// cargo's JSON messages about the artifacts it built.
-fn cargo_build(args: &[&str]) -> Vec<serde_json::Value> {
+pub fn cargo_build(args: &[&str]) -> Vec<serde_json::Value> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args(["build", "--release", "--locked"])
@@ -24,18 +24,27 @@ fn cargo_build(args: &[&str]) -> Vec<serde_json::Value> {
 }
 
 /// Paths of the release binaries of `samples` and `rtconv`, built on first
-/// use with the same cargo that runs the tests.
+/// use with the same cargo that runs the tests, each package alone — as the
+/// README builds them (`cargo run --release -p samples`, `-p rtconv`), so a
+/// dump recorded by following the README names its keys here too.
 pub fn binary(name: &str) -> PathBuf {
     static BINARIES: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
     let all = BINARIES.get_or_init(|| {
-        cargo_build(&["-p", "samples", "-p", "rtconv", "--bins"])
-            .iter()
-            .filter_map(|msg| {
-                Some((msg["target"]["name"].as_str()?.to_string(), PathBuf::from(msg["executable"].as_str()?)))
-            })
-            .collect()
+        let mut all = executables(&cargo_build(&["-p", "samples", "--bins"]));
+        all.extend(executables(&cargo_build(&["-p", "rtconv", "--bins"])));
+        all
     });
     all.get(name).unwrap_or_else(|| panic!("no binary named {name} was built")).clone()
+}
+
+/// Target name to executable path, from cargo's artifact messages.
+pub fn executables(messages: &[serde_json::Value]) -> HashMap<String, PathBuf> {
+    messages
+        .iter()
+        .filter_map(|msg| {
+            Some((msg["target"]["name"].as_str()?.to_string(), PathBuf::from(msg["executable"].as_str()?)))
+        })
+        .collect()
 }
 
 /// A site section for synthetic dumps, written by hand from FORMAT.md
@@ -63,20 +72,11 @@ pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
 }
 
-/// `libringtrace.a`, the C ABI (`recorder/capi`), built on first use in release mode.
+/// `libringtrace.a`, the C ABI (`recorder/capi`, a workspace of its own),
+/// built on first use in release mode into `target/capi`, as `recorder/capi/install` builds it.
 pub fn static_library() -> PathBuf {
     static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
-    LIBRARY
-        .get_or_init(|| {
-            cargo_build(&["-p", "ringtrace-capi"])
-                .iter()
-                .filter(|msg| msg["target"]["name"] == "ringtrace")
-                .flat_map(|msg| msg["filenames"].as_array().cloned().unwrap_or_default())
-                .filter_map(|f| f.as_str().map(PathBuf::from))
-                .find(|f| f.extension().is_some_and(|e| e == "a"))
-                .expect("cargo names libringtrace.a")
-        })
-        .clone()
+    LIBRARY.get_or_init(|| build_side_workspace("recorder/capi/Cargo.toml", "capi", None, "libringtrace.a")).clone()
 }
 
 /// Compiles C (`cc`) or C++ (`c++`, for a `.cpp` source) with `-g` and
@@ -85,7 +85,7 @@ pub fn static_library() -> PathBuf {
 pub fn compile_c(source: &Path, out: &Path, flags: &[&str]) -> PathBuf {
     let cpp = source.extension().is_some_and(|e| e == "cpp");
     let compiler = if cpp { "c++" } else { "cc" };
-    let status = Command::new(compiler)
+    let status = tool(compiler)
         .args(["-g", "-O1", "-Wall", "-Wextra", "-Werror"])
         .args(flags)
         .arg("-I")
@@ -178,17 +178,24 @@ pub struct ChromeTrace {
     pub json: serde_json::Value,
 }
 
-/// Microseconds with three decimals, as text, to integer nanoseconds.
+/// Microseconds (three decimals, checked on the text by [`parse_chrome`]) to integer nanoseconds.
+/// Exact: a trace's microsecond values stay far below 2^53 / 1000.
 fn us_to_ns(v: &serde_json::Value) -> i64 {
-    let text = v.to_string();
-    let (int, frac) = text.split_once('.').unwrap_or_else(|| panic!("{text} has no decimals"));
-    assert_eq!(frac.len(), 3, "{text} must have exactly three decimals");
-    int.parse::<i64>().unwrap() * 1000 + frac.parse::<i64>().unwrap()
+    (v.as_f64().unwrap_or_else(|| panic!("{v} is not a number")) * 1000.0).round() as i64
 }
 
-/// Parses Chrome JSON text. Number text is kept so `ts` is read exactly.
+/// Parses Chrome JSON text. Every `ts` and `dur` must have exactly three decimals (whole ns).
 pub fn parse_chrome(text: &str) -> ChromeTrace {
     let json: serde_json::Value = serde_json::from_str(text).expect("output is valid JSON");
+    let number = regex::Regex::new(r#""(ts|dur)":(-?[0-9.eE+-]+)"#).unwrap();
+    for c in number.captures_iter(text) {
+        let (int, frac) = c[2].split_once('.').unwrap_or_else(|| panic!("{} has no decimals", &c[0]));
+        assert!(
+            int.bytes().all(|b| b.is_ascii_digit() || b == b'-') && frac.len() == 3,
+            "{} must have three decimals",
+            &c[0]
+        );
+    }
     let mut trace = ChromeTrace {
         events: Vec::new(),
         thread_names: HashMap::new(),
@@ -234,12 +241,38 @@ pub fn parse_chrome(text: &str) -> ChromeTrace {
 
 /// Runs the workload (small settings plus `args`) writing `dir/name`, and returns the dump's path.
 pub fn record_workload_with(program: &Path, dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    record_workload_timed(program, dir, name, args).0
+}
+
+/// As [`record_workload_with`], and also how long each sleeper round took, in ns, as the
+/// workload measured it with `Instant` around the round's spans: an upper bound on each of
+/// them that holds however loaded the machine is.
+pub fn record_workload_timed(program: &Path, dir: &Path, name: &str, args: &[&str]) -> (PathBuf, Vec<u64>) {
     let dump = dir.join(name);
     let mut all = vec!["--out", dump.to_str().expect("UTF-8 temp path"), "--fib", "12", "--sleep-ms", "1"];
     all.extend_from_slice(args);
     let out = run(program, &all);
-    assert!(out.status.success(), "workload failed: {}", String::from_utf8_lossy(&out.stderr));
-    dump
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "workload failed: {stderr}");
+    let rounds = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("workload: sleeper rounds (ns):"))
+        .unwrap_or_else(|| panic!("the workload says how long its sleeper rounds took: {stderr}"));
+    (dump, rounds.split_whitespace().map(|n| n.parse().unwrap()).collect())
+}
+
+/// The most a span measured inside an interval of `outside_ns` (by the
+/// monotonic clock) can show: the counter rate rtconv derives from a short
+/// run's anchors may be off by a few hundred ppm, and each time converts to
+/// whole nanoseconds. A wrong rate or unit is off by far more.
+pub fn at_most(outside_ns: u64) -> u64 {
+    outside_ns + outside_ns / 200 + 2_000
+}
+
+/// The least a span around a sleep of `sleep_ns` can show: a sleep never ends
+/// early; the same rate margin as [`at_most`].
+pub fn at_least(sleep_ns: u64) -> u64 {
+    sleep_ns - sleep_ns / 200
 }
 
 /// `rtconv convert DUMP ARGS...` with stdout captured: (exit code, stdout, stderr lines).
@@ -253,4 +286,13 @@ pub fn convert(dump: &Path, args: &[&str]) -> (i32, String, Vec<String>) {
         String::from_utf8(out.stdout).expect("UTF-8 output"),
         stderr,
     )
+}
+
+/// A command for the external tool `name` (nm, readelf, llvm-symbolizer, …), or a
+/// failure that says how to get it: the tests never skip for want of a tool.
+pub fn tool(name: &str) -> Command {
+    let found =
+        std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(name).is_file()));
+    assert!(found, "{name} is not on PATH: run tests/setup, which installs what the tests use");
+    Command::new(name)
 }

@@ -190,8 +190,10 @@ fn progress_shows_on_a_terminal_and_not_with_quiet() {
             dumps.display(),
             out_dir.display()
         );
-        let out =
-            Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("script (util-linux) runs");
+        let out = ringtrace_tests::tool("script")
+            .args(["-qec", &command, "/dev/null"])
+            .output()
+            .expect("script (util-linux) runs");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };

@@ -3,8 +3,9 @@
 //! file is found by build-id or .gnu_debuglink, an external addr2line.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use ringtrace_tests::{binary, convert, copy_executable, parse_chrome, record_workload_with, run, scratch};
 
@@ -39,7 +40,7 @@ fn must_run(cmd: &mut Command) -> String {
 
 /// Addresses inside the binary's functions: each function's start and a few bytes in.
 fn function_addresses(bin: &Path, limit: usize) -> Vec<u64> {
-    let nm = must_run(Command::new("nm").args(["--defined-only", "-S"]).arg(bin));
+    let nm = must_run(ringtrace_tests::tool("nm").args(["--defined-only", "-S"]).arg(bin));
     let mut addresses = Vec::new();
     for line in nm.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
@@ -106,7 +107,10 @@ fn rtconv_symbolize_agrees_with_llvm_symbolizer() {
     let hex: Vec<String> = addresses.iter().map(|a| format!("{a:#x}")).collect();
     let ours = must_run(Command::new(binary("rtconv")).args(["symbolize", "-a", "-e"]).arg(&bin).args(&hex));
     let theirs = must_run(
-        Command::new("llvm-symbolizer").arg("--no-demangle").arg(format!("--obj={}", bin.display())).args(&hex),
+        ringtrace_tests::tool("llvm-symbolizer")
+            .arg("--no-demangle")
+            .arg(format!("--obj={}", bin.display()))
+            .args(&hex),
     );
     let (ours, theirs) = (blocks(&ours, true), blocks(&theirs, false));
     assert_eq!((ours.len(), theirs.len()), (addresses.len(), addresses.len()));
@@ -168,8 +172,8 @@ fn stripped_workload(dir: &Path) -> (PathBuf, PathBuf) {
     let bin = dir.join("workload");
     let debug = dir.join("workload.debug");
     copy_executable(&binary("workload"), &bin);
-    must_run(Command::new("objcopy").arg("--only-keep-debug").arg(&bin).arg(&debug));
-    must_run(Command::new("objcopy").arg("--strip-all").arg(&bin));
+    must_run(ringtrace_tests::tool("objcopy").arg("--only-keep-debug").arg(&bin).arg(&debug));
+    must_run(ringtrace_tests::tool("objcopy").arg("--strip-all").arg(&bin));
     (bin, debug)
 }
 
@@ -182,7 +186,7 @@ fn a_stripped_binary_is_named_from_its_debug_file_found_by_build_id() {
     let (_, json, _) = convert(&dump, &[]);
     assert!(!names(&json).contains_key("workload::fib"));
     // A symbol directory laid out as .build-id/xx/rest.debug.
-    let id = must_run(Command::new("readelf").arg("-n").arg(&debug));
+    let id = must_run(ringtrace_tests::tool("readelf").arg("-n").arg(&debug));
     let id = id.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).unwrap().trim().to_string();
     let tree = dir.join("syms/.build-id").join(&id[..2]);
     std::fs::create_dir_all(&tree).unwrap();
@@ -205,7 +209,7 @@ fn a_stripped_binary_is_named_from_its_gnu_debuglink() {
     copy_executable(&bin, &linked_bin);
     let link_target = linked.join("workload.debug");
     std::fs::rename(&debug, &link_target).unwrap();
-    let mut cmd = Command::new("objcopy");
+    let mut cmd = ringtrace_tests::tool("objcopy");
     must_run(cmd.current_dir(&linked).arg("--add-gnu-debuglink=workload.debug").arg(&linked_bin));
     let dump = record_workload_with(&linked_bin, &dir, "w.rtd", &[]);
     let (code, json, stderr) = convert(&dump, &[]);
@@ -241,8 +245,8 @@ fn compressed_debug_sections_are_read() {
     let dir = scratch("compressed");
     let bin = dir.join("workload");
     copy_executable(&binary("workload"), &bin);
-    must_run(Command::new("objcopy").arg("--compress-debug-sections=zlib").arg(&bin));
-    let sections = must_run(Command::new("readelf").arg("-S").arg("-W").arg(&bin));
+    must_run(ringtrace_tests::tool("objcopy").arg("--compress-debug-sections=zlib").arg(&bin));
+    let sections = must_run(ringtrace_tests::tool("readelf").arg("-S").arg("-W").arg(&bin));
     assert!(sections.lines().any(|l| l.contains(".debug_line") && l.contains(" C ")), "not compressed");
     let dump = record_workload_with(&bin, &dir, "w.rtd", &[]);
     let (code, json, stderr) = convert(&dump, &[]);
@@ -264,12 +268,14 @@ fn split_dwarf_is_found_through_the_skeleton() {
     assert_eq!(dwo.len(), 1, "one .dwo written");
 
     // An address in demo_work's loop where llvm-symbolizer sees the inlined `square`.
-    let nm = must_run(Command::new("nm").arg(&lib));
+    let nm = must_run(ringtrace_tests::tool("nm").arg(&lib));
     let start = nm.lines().find(|l| l.ends_with(" T demo_work")).unwrap();
     let start = u64::from_str_radix(start.split_whitespace().next().unwrap(), 16).unwrap();
     let obj = format!("--obj={}", lib.display());
     let inlined = (start..start + 64)
-        .find(|a| must_run(Command::new("llvm-symbolizer").arg(&obj).arg(format!("{a:#x}"))).starts_with("square\n"))
+        .find(|a| {
+            must_run(ringtrace_tests::tool("llvm-symbolizer").arg(&obj).arg(format!("{a:#x}"))).starts_with("square\n")
+        })
         .expect("an address inside the inlined square");
     let rtconv = |extra: &[&str]| {
         let mut cmd = Command::new(binary("rtconv"));
@@ -306,7 +312,7 @@ fn info_reports_how_keys_were_named() {
 /// (address, mangled name) of the first `count` global text symbols of `bin` whose names start with `prefix`
 /// and contain `part`.
 fn text_symbols(bin: &Path, prefix: &str, part: &str, count: usize) -> Vec<(u64, String)> {
-    must_run(Command::new("nm").arg("--defined-only").arg(bin))
+    must_run(ringtrace_tests::tool("nm").arg("--defined-only").arg(bin))
         .lines()
         .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
             [addr, "T" | "W", name] if name.starts_with(prefix) && name.contains(part) => {
@@ -325,7 +331,7 @@ fn demangled_both_ways(bin: &Path, symbols: &[(u64, String)]) -> (Vec<String>, V
     let ours = must_run(cmd.args(["symbolize", "--symbolizer", "symtab", "-e"]).arg(bin).args(&addresses));
     let ours: Vec<String> = ours.lines().step_by(2).map(str::to_owned).collect();
     let mangled: Vec<&str> = symbols.iter().map(|(_, n)| n.as_str()).collect();
-    let theirs = must_run(Command::new("c++filt").args(&mangled));
+    let theirs = must_run(ringtrace_tests::tool("c++filt").args(&mangled));
     (ours, theirs.lines().map(str::to_owned).collect())
 }
 
@@ -425,14 +431,20 @@ fn a_binary_replaced_while_running_is_found_at_its_path() {
     copy_executable(&binary("workload"), &bin);
     let dump = dir.join("w.rtd");
     let mut child = Command::new(&bin)
-        .args(["--out", dump.to_str().unwrap(), "--fib", "12", "--sleep-ms", "300", "--rounds", "2"])
+        .args(["--out", dump.to_str().unwrap(), "--fib", "12", "--rounds", "2", "--hold"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    // While it runs, the file is deleted and the same build put back: Linux
-    // now names the running executable "…/workload (deleted)".
-    std::thread::sleep(std::time::Duration::from_millis(150));
+    // Once it has recorded (it says `ready` and waits for a line before it dumps), the
+    // file is deleted and the same build put back: Linux now names the running
+    // executable "…/workload (deleted)".
+    let mut ready = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut ready).unwrap();
+    assert_eq!(ready, "ready\n");
     std::fs::remove_file(&bin).unwrap();
     copy_executable(&binary("workload"), &bin);
+    child.stdin.take().unwrap().write_all(b"dump\n").unwrap();
     assert!(child.wait().unwrap().success());
     let info = must_run(Command::new(binary("rtconv")).arg("info").arg(&dump));
     assert!(info.contains("workload (deleted)"), "{info}");

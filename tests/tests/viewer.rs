@@ -2,13 +2,13 @@
 //! headless Chromium loads the sample's trace, and what it imported —
 //! per-thread and per-function total and self time — equals `rtconv stats`.
 //!
-//! Needs Chromium, Node and `tests/viewer/node_modules`: `.ci/install-viewers`
+//! Needs Chromium, Node and `tests/viewer/node_modules`: `tests/setup`
 //! installs them.
 
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use ringtrace_tests::{binary, convert, record_workload_with, scratch, workspace_root};
+use ringtrace_tests::{at_least, at_most, binary, convert, record_workload_timed, scratch, workspace_root};
 use serde_json::Value;
 
 /// (thread name, function) to (total ns, self ns).
@@ -18,13 +18,13 @@ fn speedscope(trace: &std::path::Path) -> Value {
     let viewer = workspace_root().join("tests/viewer");
     assert!(
         viewer.join("node_modules/speedscope").is_dir() && viewer.join("node_modules/puppeteer-core").is_dir(),
-        "speedscope is not installed in tests/viewer: run .ci/install-viewers (Chromium, Node, npm ci)"
+        "speedscope is not installed in tests/viewer: run tests/setup (Chromium, Node, npm ci)"
     );
-    let out = Command::new("node")
+    let out = ringtrace_tests::tool("node")
         .arg(viewer.join("speedscope.mjs"))
         .arg(trace)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run node ({e}): run .ci/install-viewers"));
+        .unwrap_or_else(|e| panic!("cannot run node ({e}): run tests/setup"));
     assert!(out.status.success(), "speedscope run failed:\n{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("speedscope.mjs prints JSON")
 }
@@ -33,7 +33,7 @@ fn speedscope(trace: &std::path::Path) -> Value {
 fn speedscope_shows_the_same_per_thread_and_per_function_totals_as_rtconv_stats() {
     let dir = scratch("viewer");
     // Sleeps of a known length, recursion (fib) and nesting three deep (parser).
-    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &["--sleep-ms", "20"]);
+    let (dump, rounds) = record_workload_timed(&binary("workload"), &dir, "w.rtd", &["--sleep-ms", "20"]);
     let (code, json, stderr) = convert(&dump, &["--chrome-events", "be"]);
     assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
     let trace = dir.join("w.json");
@@ -90,7 +90,8 @@ fn speedscope_shows_the_same_per_thread_and_per_function_totals_as_rtconv_stats(
     // "main done" is an empty span: 0 ns or a few, so present or not.
     compared.retain(|&k| k != ("main", "main done"));
     assert_eq!(compared, expected);
-    // The known sleeps are there: 5 rounds of 20 ms on the sleeper thread.
+    // The known sleeps are there: 5 rounds of 20 ms on the sleeper thread, no longer than the workload timed them.
     let (sleep_total, _) = ours[&("sleeper".to_string(), "sleep".to_string())];
-    assert!((100_000_000..140_000_000).contains(&sleep_total), "{sleep_total}");
+    let (least, most) = (at_least(5 * 20_000_000), at_most(rounds.iter().sum()));
+    assert!((least..=most).contains(&sleep_total), "{sleep_total}, want {least}..={most}");
 }

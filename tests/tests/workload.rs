@@ -3,12 +3,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use ringtrace_tests::{ChromeTrace, Event, binary, parse_chrome, run, scratch};
+use ringtrace_tests::{
+    ChromeTrace, Event, at_least, at_most, binary, parse_chrome, record_workload_timed, run, scratch,
+};
 
 const FIB_N: u32 = 18;
 const ROUNDS: u32 = 4;
 const LINES: u32 = 6;
-const SLEEP_MS: i64 = 50;
+const SLEEP_MS: u64 = 50;
 
 /// Calls made by the naive recursive `fib(n)`: C(n) = 1 + C(n-1) + C(n-2), C(0) = C(1) = 1.
 fn fib_calls(n: u32) -> u64 {
@@ -19,30 +21,18 @@ fn fib_calls(n: u32) -> u64 {
     if n == 0 { a } else { b }
 }
 
-fn record_and_convert(test: &str) -> ChromeTrace {
+/// Records the workload and converts its dump; also returns how long each
+/// sleeper round took, timed by the workload around the round's spans.
+fn record_and_convert(test: &str) -> (ChromeTrace, Vec<u64>) {
     let dir = scratch(test);
-    let dump = dir.join("workload.rtd");
+    let (fib, rounds, lines, sleep) = (FIB_N.to_string(), ROUNDS.to_string(), LINES.to_string(), SLEEP_MS.to_string());
+    let args = ["--fib", &fib, "--rounds", &rounds, "--lines", &lines, "--sleep-ms", &sleep];
+    let (dump, rounds) = record_workload_timed(&binary("workload"), &dir, "workload.rtd", &args);
     let json = dir.join("workload.json");
-    let out = run(
-        &binary("workload"),
-        &[
-            "--out",
-            dump.to_str().unwrap(),
-            "--fib",
-            &FIB_N.to_string(),
-            "--rounds",
-            &ROUNDS.to_string(),
-            "--lines",
-            &LINES.to_string(),
-            "--sleep-ms",
-            &SLEEP_MS.to_string(),
-        ],
-    );
-    assert!(out.status.success(), "workload failed: {}", String::from_utf8_lossy(&out.stderr));
     let out =
         run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "-f", "chrome", "-o", json.to_str().unwrap()]);
     assert!(out.status.success(), "rtconv failed: {}", String::from_utf8_lossy(&out.stderr));
-    parse_chrome(&std::fs::read_to_string(&json).unwrap())
+    (parse_chrome(&std::fs::read_to_string(&json).unwrap()), rounds)
 }
 
 #[test]
@@ -52,7 +42,7 @@ fn fib_calls_matches_the_recurrence() {
 
 #[test]
 fn workload_converts_with_exact_counts_nesting_names_and_durations() {
-    let trace = record_and_convert("workload");
+    let (trace, rounds) = record_and_convert("workload");
 
     // Exact span count per name. `fib`, `tokenize` and `checksum` are named
     // from DWARF (the last two are inlined into `parse_batch`, so they carry
@@ -119,17 +109,14 @@ fn workload_converts_with_exact_counts_nesting_names_and_durations() {
         }
     }
 
-    // Sleep spans last their known length: never less than the request (a
-    // 1% margin for the counter rate), and not far beyond it — a loaded
-    // machine wakes a sleeper late by milliseconds, a wrong rate or unit is
-    // off by far more.
-    let want = SLEEP_MS * 1_000_000;
-    for e in trace.events.iter().filter(|e| e.name == "sleep") {
-        assert!(
-            (want * 99 / 100..=want * 140 / 100).contains(&e.dur_ns),
-            "sleep span lasted {} ns, expected {want} ns: at least 99%, at most 140%",
-            e.dur_ns
-        );
+    // Sleep spans last their known length: never less than the request, and
+    // no more than the round the workload timed around them with `Instant`
+    // (a loaded machine wakes a sleeper late; a wrong rate or unit is off by far more).
+    let sleeps: Vec<i64> = trace.events.iter().filter(|e| e.name == "sleep").map(|e| e.dur_ns).collect();
+    assert_eq!(sleeps.len(), rounds.len());
+    for (dur, outside) in sleeps.iter().zip(&rounds) {
+        let (least, most) = (at_least(SLEEP_MS * 1_000_000), at_most(*outside));
+        assert!((least as i64..=most as i64).contains(dur), "sleep span lasted {dur} ns, want {least}..={most}");
     }
 
     // Nothing was lost, so no loss markers.

@@ -2,13 +2,15 @@
 //!
 //! Everything lives in `ringtrace::capi` (feature `c-api`); this crate only
 //! makes the static library. Declarations: `recorder/include/ringtrace.h`.
-//! Link it after the program's objects, with the system libraries Rust's
-//! standard library needs:
+//! `install` builds it and installs it with a pkg-config file and a CMake
+//! package (`dist/`):
 //!
 //! ```sh
-//! cargo build --release -p ringtrace-capi
-//! cc -g -finstrument-functions -Irecorder/include app.c \
-//!    target/release/libringtrace.a -lpthread -ldl -lm -lrt -lgcc_s
+//! recorder/capi/install ~/.local
+//! cc -g -finstrument-functions app.c $(pkg-config --cflags --libs ringtrace)
 //! ```
+//!
+//! A workspace of its own, so the `c-api` feature never reaches the main
+//! workspace's build (see the top-level `Cargo.toml`).
 
 pub use ringtrace::capi::*;

@@ -1,6 +1,6 @@
 //! A multi-threaded workload whose spans are known exactly, for tests and demos.
 //!
-//! `workload --out PATH [--fib N] [--sleep-ms MS] [--rounds R]`
+//! `workload --out PATH [--fib N] [--sleep-ms MS] [--rounds R] [--lines L] [--hold]`
 //!
 //! Threads (all named):
 //! - `main` spawns the workers, then dumps.
@@ -11,12 +11,18 @@
 //! - `parser-0`, `parser-1`: `R` rounds of `parse_batch` (`#[trace]`), each
 //!   calling `tokenize` and `checksum` (`span!()`) once per line.
 //!
-//! Defaults: N = 20, MS = 20, R = 5. Prints what it recorded to stderr.
+//! Defaults: N = 20, MS = 20, R = 5, L = 8. Prints what it recorded to stderr,
+//! and how long each sleeper round took as measured by `Instant` *outside* its
+//! spans (`workload: sleeper rounds (ns): …`): an upper bound on each span's
+//! duration that holds however loaded the machine is. With `--hold` it prints
+//! `ready` on stdout once the workers are done and waits for a line on stdin
+//! before it dumps (for tests that change the world while it runs).
 
+use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 struct Args {
     out: PathBuf,
@@ -24,10 +30,11 @@ struct Args {
     sleep_ms: u64,
     rounds: u32,
     lines: usize,
+    hold: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { out: PathBuf::new(), fib: 20, sleep_ms: 20, rounds: 5, lines: 8 };
+    let mut args = Args { out: PathBuf::new(), fib: 20, sleep_ms: 20, rounds: 5, lines: 8, hold: false };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
@@ -37,6 +44,7 @@ fn parse_args() -> Result<Args, String> {
             "--sleep-ms" => args.sleep_ms = value()?.parse().map_err(|e| format!("--sleep-ms: {e}"))?,
             "--rounds" => args.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
             "--lines" => args.lines = value()?.parse().map_err(|e| format!("--lines: {e}"))?,
+            "--hold" => args.hold = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -72,7 +80,7 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!("workload: {e}");
-            eprintln!("usage: workload --out PATH [--fib N] [--sleep-ms MS] [--rounds R] [--lines L]");
+            eprintln!("usage: workload --out PATH [--fib N] [--sleep-ms MS] [--rounds R] [--lines L] [--hold]");
             return ExitCode::from(2);
         }
     };
@@ -85,11 +93,16 @@ fn main() -> ExitCode {
         workers.push(thread::Builder::new().name(format!("fib-{i}")).spawn(move || std::hint::black_box(fib(n))));
     }
     let (rounds, sleep) = (args.rounds, Duration::from_millis(args.sleep_ms));
+    let (measured_tx, measured) = std::sync::mpsc::channel();
     workers.push(thread::Builder::new().name("sleeper".into()).spawn(move || {
         for _ in 0..rounds {
-            let _round = ringtrace::span!("sleeper round");
-            let _sleep = ringtrace::span!("sleep");
-            thread::sleep(sleep);
+            let outside = Instant::now();
+            {
+                let _round = ringtrace::span!("sleeper round");
+                let _sleep = ringtrace::span!("sleep");
+                thread::sleep(sleep);
+            }
+            let _ = measured_tx.send(outside.elapsed().as_nanos());
         }
         0
     }));
@@ -112,6 +125,12 @@ fn main() -> ExitCode {
     }
     {
         let _span = ringtrace::span!("main done");
+    }
+    let rounds: Vec<String> = measured.try_iter().map(|ns| ns.to_string()).collect();
+    eprintln!("workload: sleeper rounds (ns): {}", rounds.join(" "));
+    if args.hold {
+        println!("ready");
+        let _ = std::io::stdin().lock().read_line(&mut String::new());
     }
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty())
         && let Err(e) = std::fs::create_dir_all(dir)
