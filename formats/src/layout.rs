@@ -9,8 +9,8 @@ pub const MAGIC: [u8; 8] = *b"RNGTRACE";
 pub const ENDIAN_PROBE: u32 = 0x0102_0304;
 /// The major version this crate writes. A reader accepts every major up to this one.
 pub const VERSION_MAJOR: u16 = 1;
-/// The minor version this crate writes. Minor versions only append fields.
-pub const VERSION_MINOR: u16 = 1;
+/// The minor version this crate writes. Minor versions only append fields and section kinds.
+pub const VERSION_MINOR: u16 = 2;
 /// The format versions this crate reads, oldest and newest major.
 pub const SUPPORTED_MAJORS: (u16, u16) = (1, 1);
 
@@ -75,6 +75,8 @@ pub enum SectionKind {
     Dladdr,
     /// Per thread, spans the `-finstrument-functions` hooks could not record (since 1.1).
     Unbalanced,
+    /// Names of the dump's keys, appended by `rtconv pack` where the binaries were (since 1.2).
+    Names,
     /// The end marker: the last section of a complete dump.
     End,
     /// A kind this reader does not know (written by a newer minor version).
@@ -93,6 +95,7 @@ impl SectionKind {
             SectionKind::Calibration => 6,
             SectionKind::Dladdr => 7,
             SectionKind::Unbalanced => 8,
+            SectionKind::Names => 9,
             SectionKind::End => 0xFFFF_FFFF,
             SectionKind::Unknown(code) => code,
         }
@@ -109,6 +112,7 @@ impl SectionKind {
             6 => SectionKind::Calibration,
             7 => SectionKind::Dladdr,
             8 => SectionKind::Unbalanced,
+            9 => SectionKind::Names,
             0xFFFF_FFFF => SectionKind::End,
             other => SectionKind::Unknown(other),
         }
@@ -125,6 +129,7 @@ impl SectionKind {
             SectionKind::Calibration => "calibration",
             SectionKind::Dladdr => "dladdr",
             SectionKind::Unbalanced => "unbalanced",
+            SectionKind::Names => "names",
             SectionKind::End => "end",
             SectionKind::Unknown(_) => "unknown",
         }
@@ -212,6 +217,25 @@ code_enum!(
         Panic = 5,
     }
 );
+
+code_enum!(
+    /// Which way of naming found a packed name (names section, since 1.2).
+    NameSource {
+        /// A site descriptor in the dump's site section.
+        Site = 1,
+        /// DWARF line and inline info.
+        Dwarf = 2,
+        /// An ELF symbol table.
+        Symtab = 3,
+        /// The dump's dladdr table.
+        Dladdr = 4,
+        /// An external addr2line-compatible program.
+        Addr2line = 5,
+    }
+);
+
+/// Size of the fixed part of a names entry: key, source, frame count.
+pub const NAME_ENTRY_FIXED_SIZE: usize = 8 + 4 + 4;
 
 /// A record with this key is not a span: it carries an integer argument
 /// (in its `enter` field) of the record that follows it in the same ring.

@@ -47,9 +47,10 @@ pub mod site;
 mod write;
 
 pub use error::{ReadError, WriteError};
-pub use layout::{ClockMode, CounterKind, DumpReason, RateSource, SectionKind};
+pub use layout::{ClockMode, CounterKind, DumpReason, NameSource, RateSource, SectionKind};
 pub use model::{
-    Anchor, Calibration, ClockInfo, CompactRecord, DladdrEntry, MetaInfo, Module, Record, RingInfo, Unbalanced,
+    Anchor, Calibration, ClockInfo, CompactRecord, DladdrEntry, MetaInfo, Module, NameEntry, NameFrame, Record,
+    RingInfo, Unbalanced,
 };
 pub use read::{Dump, Endian, Section, SectionData};
 pub use site::{Site, decode_site, encode_site, site_len};

@@ -85,6 +85,29 @@ pub struct DladdrEntry<'a> {
     pub symbol: &'a [u8],
 }
 
+/// One frame of a packed name: a function, and where in its source the key is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NameFrame<'a> {
+    /// The function's name as the backend gave it (mangled or not), or a span's label.
+    pub function: &'a [u8],
+    /// Source file, empty if unknown.
+    pub file: &'a [u8],
+    /// Source line, 0 if unknown.
+    pub line: u32,
+}
+
+/// A key's name, for [`Writer::names`](crate::Writer::names): its frames,
+/// innermost first (the function the key is in, then those it was inlined into).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NameEntry<'a> {
+    /// The span key.
+    pub key: u64,
+    /// Which way of naming found it.
+    pub source: crate::layout::NameSource,
+    /// At least one frame, innermost first.
+    pub frames: &'a [NameFrame<'a>],
+}
+
 /// One loaded module (executable or shared library).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Module<'a> {

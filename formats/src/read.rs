@@ -8,7 +8,9 @@
 
 use crate::error::ReadError;
 use crate::layout::*;
-use crate::model::{Anchor, Calibration, ClockInfo, DladdrEntry, MetaInfo, Module, Record, RingInfo, Unbalanced};
+use crate::model::{
+    Anchor, Calibration, ClockInfo, DladdrEntry, MetaInfo, Module, NameFrame, Record, RingInfo, Unbalanced,
+};
 
 /// The byte order of a dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,6 +242,7 @@ fn section_what(kind: SectionKind) -> &'static str {
         SectionKind::Calibration => "calibration section",
         SectionKind::Unbalanced => "unbalanced section",
         SectionKind::Dladdr => "dladdr section",
+        SectionKind::Names => "names section",
         SectionKind::End => "end marker",
         SectionKind::Unknown(_) => "section of unknown kind",
     }
@@ -269,6 +272,8 @@ pub enum SectionData<'a> {
     Unbalanced(UnbalancedEntries<'a>),
     /// `dladdr` results for code-address keys.
     Dladdr(DladdrTable<'a>),
+    /// Names of keys, packed by `rtconv pack` (since 1.2).
+    Names(NamesTable<'a>),
     /// The end marker.
     End,
     /// A section kind this reader does not know; skip it.
@@ -426,6 +431,23 @@ impl<'a> Section<'a> {
                     c.str("symbol")?;
                 }
                 SectionData::Dladdr(DladdrTable { bytes: &self.payload[start..c.pos], count, endian: self.endian })
+            }
+            SectionKind::Names => {
+                let count = c.u32("entry_count")?;
+                let start = c.pos;
+                for _ in 0..count {
+                    c.take(12, "entry")?;
+                    let frames = c.u32("frame_count")?;
+                    if frames == 0 {
+                        return Err(c.malformed("frame_count", "must be at least 1"));
+                    }
+                    for _ in 0..frames {
+                        c.take(4, "line")?;
+                        c.str("function")?;
+                        c.str("file")?;
+                    }
+                }
+                SectionData::Names(NamesTable { bytes: &self.payload[start..c.pos], count, endian: self.endian })
             }
             SectionKind::End => SectionData::End,
             SectionKind::Unknown(code) => SectionData::Unknown(code),
@@ -606,6 +628,74 @@ impl<'a> DladdrTable<'a> {
                 module: c.str("module").ok()?,
                 symbol: c.str("symbol").ok()?,
             })
+        })
+    }
+}
+
+/// The names section (since 1.2), validated on decode.
+#[derive(Clone, Copy, Debug)]
+pub struct NamesTable<'a> {
+    bytes: &'a [u8],
+    count: u32,
+    endian: Endian,
+}
+
+/// One entry of a [`NamesTable`]: a key, the way it was named, and its frames.
+#[derive(Clone, Copy, Debug)]
+pub struct PackedName<'a> {
+    /// The span key.
+    pub key: u64,
+    /// Which way of naming found it.
+    pub source: NameSource,
+    frames: &'a [u8],
+    frame_count: u32,
+    endian: Endian,
+}
+
+impl<'a> PackedName<'a> {
+    /// Its frames, innermost first (at least one).
+    pub fn frames(&self) -> impl Iterator<Item = NameFrame<'a>> + 'a {
+        let mut c = Cur {
+            bytes: self.frames,
+            pos: 0,
+            field_start: 0,
+            offset: 0,
+            endian: self.endian,
+            kind: SectionKind::Names,
+        };
+        // Every frame was bounds-checked by `Section::decode`.
+        (0..self.frame_count).map_while(move |_| {
+            let line = c.u32("line").ok()?;
+            Some(NameFrame { line, function: c.str("function").ok()?, file: c.str("file").ok()? })
+        })
+    }
+}
+
+impl<'a> NamesTable<'a> {
+    /// How many entries there are.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// The entries in file order.
+    pub fn iter(&self) -> impl Iterator<Item = PackedName<'a>> + 'a {
+        let mut c =
+            Cur { bytes: self.bytes, pos: 0, field_start: 0, offset: 0, endian: self.endian, kind: SectionKind::Names };
+        let (endian, bytes) = (self.endian, self.bytes);
+        (0..self.count).map_while(move |_| {
+            let key = c.u64("key").ok()?;
+            let source = NameSource::from_code(c.u32("source").ok()?);
+            let frame_count = c.u32("frame_count").ok()?;
+            let start = c.pos;
+            for _ in 0..frame_count {
+                c.take(4, "line").ok()?;
+                c.str("function").ok()?;
+                c.str("file").ok()?;
+            }
+            Some(PackedName { key, source, frames: bytes.get(start..c.pos)?, frame_count, endian })
         })
     }
 }

@@ -10,7 +10,8 @@ use crc32fast::Hasher;
 use crate::error::WriteError;
 use crate::layout::*;
 use crate::model::{
-    Anchor, Calibration, ClockInfo, CompactRecord, DladdrEntry, MetaInfo, Module, Record, RingInfo, Unbalanced,
+    Anchor, Calibration, ClockInfo, CompactRecord, DladdrEntry, MetaInfo, Module, NameEntry, Record, RingInfo,
+    Unbalanced,
 };
 
 /// Where dump bytes go: a file, a socket, a UART, a buffer.
@@ -106,6 +107,13 @@ impl<S: Sink> Writer<S> {
         h[28..32].copy_from_slice(&crc.to_ne_bytes());
         w.raw(&h)?;
         Ok(w)
+    }
+
+    /// Continues a dump whose first `position` bytes the sink already holds, up to and
+    /// without its end marker (a multiple of 8 bytes, as every section ends there): appends
+    /// sections to a finished dump, as `rtconv pack` does, without writing a header.
+    pub fn resume(sink: S, position: u64) -> Self {
+        Writer { sink, pos: position, crc: Hasher::new(), remaining: 0, declared: 0 }
     }
 
     fn raw(&mut self, bytes: &[u8]) -> WResult<(), S::Error> {
@@ -350,6 +358,30 @@ impl<S: Sink> Writer<S> {
             self.u64(e.symbol_address)?;
             self.bytes(e.module)?;
             self.bytes(e.symbol)?;
+        }
+        self.end_section()
+    }
+
+    /// Writes a names section (since 1.2): each entry's key, source and frames.
+    pub fn names(&mut self, entries: &[NameEntry<'_>]) -> WResult<(), S::Error> {
+        let n = u32::try_from(entries.len()).map_err(|_| WriteError::TooLarge { field: "names" })?;
+        let mut len = 4u64;
+        for e in entries {
+            u32::try_from(e.frames.len()).map_err(|_| WriteError::TooLarge { field: "name frames" })?;
+            len += NAME_ENTRY_FIXED_SIZE as u64;
+            len += e.frames.iter().map(|f| 4 + str_len(f.function) + str_len(f.file)).sum::<u64>();
+        }
+        self.begin_section(SectionKind::Names, len)?;
+        self.u32(n)?;
+        for e in entries {
+            self.u64(e.key)?;
+            self.u32(e.source.code())?;
+            self.u32(e.frames.len() as u32)?;
+            for f in e.frames {
+                self.u32(f.line)?;
+                self.bytes(f.function)?;
+                self.bytes(f.file)?;
+            }
         }
         self.end_section()
     }

@@ -158,7 +158,7 @@ fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
                     d.iter().map(|e| (e.key, e.symbol_address, e.module.to_vec(), e.symbol.to_vec())).collect()
             }
             SectionData::Unbalanced(u) => seen.unbalanced = u.iter().collect(),
-            SectionData::End | SectionData::Unknown(_) => {}
+            SectionData::Names(_) | SectionData::End | SectionData::Unknown(_) => {}
         }
     }
     (seen, None)
@@ -298,4 +298,60 @@ fn slice_sink_reports_full() {
     let mut buf = [0u8; 40];
     let w = Writer::new(SliceSink::new(&mut buf), 8).unwrap();
     assert!(matches!(w.finish(), Err(WriteError::Sink(SliceFull))));
+}
+
+#[test]
+fn names_appended_after_a_finished_dump_read_back_and_leave_it_byte_identical() {
+    let original = sample_dump(2);
+    // Everything up to the end marker stays; a names section and a new end marker follow.
+    let kept = original.len() - END_SECTION_SIZE;
+    let frames = [
+        NameFrame { function: b"inner", file: b"src/a.rs", line: 7 },
+        NameFrame { function: b"outer", file: b"", line: 0 },
+    ];
+    let entries = [
+        NameEntry { key: 0x4000, source: NameSource::Dwarf, frames: &frames },
+        NameEntry { key: 0x4001, source: NameSource::Symtab, frames: &frames[1..] },
+    ];
+    let mut w = Writer::resume(VecSink(original[..kept].to_vec()), kept as u64);
+    w.names(&entries).unwrap();
+    let packed = w.finish().unwrap().0;
+    assert_eq!(packed[..kept], original[..kept]);
+    assert_eq!(packed.len() % SECTION_ALIGN, 0);
+
+    let dump = Dump::parse(&packed).unwrap();
+    let sections: Vec<Section> = dump.sections().collect::<Result<_, _>>().unwrap();
+    assert_eq!(sections.last().unwrap().kind, SectionKind::End, "the new end marker is last");
+    let names = sections.iter().find_map(|s| match s.decode().unwrap() {
+        SectionData::Names(t) => Some(t),
+        _ => None,
+    });
+    let names = names.expect("a names section");
+    assert_eq!(names.len(), 2);
+    let read: Vec<(u64, NameSource, Vec<NameFrame>)> =
+        names.iter().map(|n| (n.key, n.source, n.frames().collect())).collect();
+    assert_eq!(
+        read,
+        [(0x4000, NameSource::Dwarf, frames.to_vec()), (0x4001, NameSource::Symtab, frames[1..].to_vec())]
+    );
+    // Every other section reads as before.
+    let (before, damage) = read_all(&original);
+    let (mut after, damage_after) = read_all(&packed);
+    assert!(damage.is_none() && damage_after.is_none());
+    let names_at = after.kinds.len() - 2;
+    assert_eq!(after.kinds.remove(names_at), SectionKind::Names);
+    assert_eq!(format!("{before:?}"), format!("{after:?}"));
+}
+
+#[test]
+fn a_names_entry_without_frames_is_refused() {
+    let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
+    w.names(&[NameEntry { key: 1, source: NameSource::Dwarf, frames: &[] }]).unwrap();
+    let bytes = w.finish().unwrap().0;
+    let dump = Dump::parse(&bytes).unwrap();
+    let section = dump.sections().next().unwrap().unwrap();
+    assert!(matches!(
+        section.decode(),
+        Err(ReadError::Malformed { field: "frame_count", section: SectionKind::Names, .. })
+    ));
 }

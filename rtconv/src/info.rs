@@ -100,12 +100,40 @@ fn write_report(trace: &Trace, symbols: &Symbols, out: &mut dyn Write) -> io::Re
     }
     let counts = symbols.counts();
     let total: usize = counts.iter().map(|c| c.1).sum();
-    let by: Vec<String> =
-        [Source::Site, Source::Dwarf, Source::Symtab, Source::Dladdr, Source::Addr2line, Source::Unknown]
-            .iter()
-            .map(|s| format!("{} {}", s.name(), counts.iter().find(|c| c.0 == *s).map_or(0, |c| c.1)))
-            .collect();
+    let by: Vec<String> = [
+        Source::Packed,
+        Source::Site,
+        Source::Dwarf,
+        Source::Symtab,
+        Source::Dladdr,
+        Source::Addr2line,
+        Source::Unknown,
+    ]
+    .iter()
+    .map(|s| format!("{} {}", s.name(), counts.iter().find(|c| c.0 == *s).map_or(0, |c| c.1)))
+    .collect();
     writeln!(out, "keys       {total} distinct, named by: {}", by.join(", "))?;
+    if !trace.packed.is_empty() {
+        let mut by_source: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+        for name in trace.packed.values() {
+            let source = match name.source {
+                ringtrace_format::NameSource::Site => "sites",
+                ringtrace_format::NameSource::Dwarf => "dwarf",
+                ringtrace_format::NameSource::Symtab => "symtab",
+                ringtrace_format::NameSource::Dladdr => "dladdr",
+                ringtrace_format::NameSource::Addr2line => "addr2line",
+                ringtrace_format::NameSource::Other(_) => "other",
+            };
+            *by_source.entry(source).or_default() += 1;
+        }
+        let by: Vec<String> = by_source.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        writeln!(
+            out,
+            "packed     {} names in the dump (rtconv pack), found by: {}",
+            trace.packed.len(),
+            by.join(", ")
+        )?;
+    }
     if !trace.calibration.is_empty() {
         let costs: Vec<String> = trace
             .calibration

@@ -32,6 +32,7 @@ pub mod clean;
 pub mod convert;
 pub mod info;
 pub mod load;
+pub mod pack;
 mod prefetch;
 pub mod render;
 pub mod stats;

@@ -35,6 +35,8 @@ pub struct Trace<'a> {
     pub calibration: Vec<Calibration>,
     /// What `dladdr` said about each code-address key at dump time.
     pub dladdr: HashMap<u64, DladdrName>,
+    /// Names packed into the dump by `rtconv pack`, by key.
+    pub packed: HashMap<u64, PackedKey>,
     /// Per thread, spans the `-finstrument-functions` hooks could not record.
     pub unbalanced: Vec<ringtrace_format::Unbalanced>,
     /// Set when the file is damaged or cut short: everything from its offset on is lost.
@@ -52,6 +54,26 @@ pub struct DladdrName {
     pub symbol: String,
     /// The symbol's runtime address.
     pub symbol_address: u64,
+}
+
+/// A key's name from the dump's names section (`rtconv pack`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackedKey {
+    /// How it was named where it was packed.
+    pub source: ringtrace_format::NameSource,
+    /// At least one frame, innermost first.
+    pub frames: Vec<PackedFrame>,
+}
+
+/// One frame of a [`PackedKey`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackedFrame {
+    /// Function name as the backend gave it (possibly mangled), or a label.
+    pub function: String,
+    /// Source file, when known.
+    pub file: Option<String>,
+    /// Source line, when known.
+    pub line: Option<u32>,
 }
 
 /// The meta section.
@@ -565,6 +587,7 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
         sites: None,
         calibration: Vec::new(),
         dladdr: HashMap::new(),
+        packed: HashMap::new(),
         unbalanced: Vec::new(),
         damage: None,
         skipped_sections: Vec::new(),
@@ -643,6 +666,22 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
                     .collect()
             }
             SectionData::Unbalanced(entries) => trace.unbalanced = entries.iter().collect(),
+            SectionData::Names(table) => {
+                trace.packed = table
+                    .iter()
+                    .map(|n| {
+                        let frames = n
+                            .frames()
+                            .map(|f| PackedFrame {
+                                function: lossy(f.function),
+                                file: (!f.file.is_empty()).then(|| lossy(f.file)),
+                                line: (f.line != 0).then_some(f.line),
+                            })
+                            .collect();
+                        (n.key, PackedKey { source: n.source, frames })
+                    })
+                    .collect()
+            }
             SectionData::End => {}
             SectionData::Unknown(code) => trace.skipped_sections.push(code),
         }

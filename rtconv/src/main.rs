@@ -39,6 +39,9 @@ enum Command {
     Batch(BatchArgs),
     /// Describe a dump: process, clock, modules, threads, losses, and how its keys were named.
     Info(InfoArgs),
+    /// Name a dump's keys here, where its binaries are, and append the names to the dump, so it
+    /// converts anywhere without them. Packing a packed dump changes nothing.
+    Pack(PackArgs),
     /// Name addresses in a binary, as `addr2line -f -i -C` does (addresses from the
     /// command line, or one per line on stdin).
     Symbolize(SymbolizeArgs),
@@ -81,8 +84,11 @@ struct BatchArgs {
     #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Chrome)]
     format: FormatArg,
     /// Where the outputs go, one per dump, named after it.
-    #[arg(long, value_name = "DIR")]
-    out_dir: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "pack")]
+    out_dir: Option<PathBuf>,
+    /// Instead of converting, pack every dump file in place (see `rtconv pack`).
+    #[arg(long, conflicts_with = "out_dir")]
+    pack: bool,
     /// Chrome events: x or be (see `rtconv convert --help`).
     #[arg(long, value_enum, default_value_t = ChromeEventsArg::X)]
     chrome_events: ChromeEventsArg,
@@ -155,6 +161,15 @@ struct InfoArgs {
 }
 
 #[derive(clap::Args)]
+struct PackArgs {
+    /// The dumps to pack, each in place.
+    #[arg(required = true)]
+    dumps: Vec<PathBuf>,
+    #[command(flatten)]
+    symbols: SymbolArgs,
+}
+
+#[derive(clap::Args)]
 struct SymbolizeArgs {
     /// The binary (or debug file) the addresses are in.
     #[arg(short = 'e', long, value_name = "BIN")]
@@ -186,7 +201,7 @@ struct SymbolArgs {
 
 #[derive(clap::Args)]
 struct NamingArgs {
-    /// Backends to name keys with, in order (default: sites, addr2line if given, dwarf, symtab, dladdr).
+    /// Backends to name keys with, in order (default: packed, sites, addr2line if given, dwarf, symtab, dladdr).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "BACKEND,...")]
     symbolizer: Vec<BackendArg>,
     /// An addr2line-compatible program (GNU addr2line, llvm-addr2line, arm-none-eabi-addr2line, ...).
@@ -199,6 +214,8 @@ struct NamingArgs {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum BackendArg {
+    /// The dump's names section (`rtconv pack`).
+    Packed,
     /// The dump's site section (named spans, #[trace]).
     Sites,
     /// DWARF line and inline info.
@@ -231,6 +248,7 @@ impl NamingArgs {
             self.symbolizer
                 .iter()
                 .map(|b| match b {
+                    BackendArg::Packed => Source::Packed,
                     BackendArg::Sites => Source::Site,
                     BackendArg::Dwarf => Source::Dwarf,
                     BackendArg::Symtab => Source::Symtab,
@@ -263,6 +281,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => run_stats(args),
         Command::Batch(args) => run_batch(args),
         Command::Info(args) => run_info(args),
+        Command::Pack(args) => run_pack(args),
         Command::Symbolize(args) => run_symbolize(args),
     }
 }
@@ -318,7 +337,30 @@ fn run_stats(args: StatsArgs) -> ExitCode {
 fn run_batch(args: BatchArgs) -> ExitCode {
     let format = format_of(args.format, args.chrome_events, args.args);
     let opts = args.run.options(args.symbols.options());
-    ExitCode::from(rtconv::batch::convert_all(&args.inputs, format, &args.out_dir, &opts).exit_code())
+    match args.out_dir {
+        Some(out_dir) => ExitCode::from(rtconv::batch::convert_all(&args.inputs, format, &out_dir, &opts).exit_code()),
+        None => ExitCode::from(rtconv::batch::pack_all(&args.inputs, &opts).exit_code()),
+    }
+}
+
+fn run_pack(args: PackArgs) -> ExitCode {
+    let opts = args.symbols.options();
+    let mut summary = rtconv::batch::Summary::default();
+    for dump in &args.dumps {
+        match rtconv::pack::pack(dump, &opts) {
+            Ok(report) => {
+                for line in rtconv::batch::pack_lines(dump, &report) {
+                    eprintln!("{line}");
+                }
+                if report.unnamed > 0 { summary.salvaged += 1 } else { summary.converted += 1 }
+            }
+            Err(e) => {
+                eprintln!("rtconv: error: {e}");
+                summary.failed += 1;
+            }
+        }
+    }
+    ExitCode::from(summary.exit_code())
 }
 
 fn format_of(format: FormatArg, events: ChromeEventsArg, args: bool) -> Format {

@@ -146,7 +146,7 @@ fn a_build_id_mismatch_is_refused_unless_allowed() {
     let (code, json, stderr) = convert(&dump, &["--exe", other.to_str().unwrap()]);
     assert_eq!(code, EXIT_DEGRADED);
     assert_eq!(stderr.len(), 1, "{stderr:?}");
-    assert_diagnostics(&stderr, &dump, &["has build-id", "but the dump recorded", "--allow-mismatch"]);
+    assert_diagnostics(&stderr, &dump, &["has build-id", "but the dump recorded", "rtconv pack", "--allow-mismatch"]);
     assert!(counts(&json).keys().any(|n| n.starts_with("?? (workload+0x")));
 
     let (code, _, stderr) = convert(&dump, &["--exe", other.to_str().unwrap(), "--allow-mismatch"]);

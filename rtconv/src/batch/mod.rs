@@ -237,6 +237,79 @@ pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Opti
     summary
 }
 
+/// `rtconv batch --pack`: packs every dump file the inputs name, in place and
+/// in parallel ([`crate::pack`]). Dumps inside archives cannot be packed in
+/// place: each archive counts as failed, with a line saying so.
+pub fn pack_all(args: &[PathBuf], opts: &Options) -> Summary {
+    use rayon::iter::IntoParallelRefIterator;
+    let (inputs, problems) = inputs::expand(args);
+    let mut summary = Summary { failed: problems.len() as u64, ..Summary::default() };
+    for problem in &problems {
+        eprintln!("rtconv: error: {problem}");
+    }
+    let files: Vec<&Path> = inputs
+        .iter()
+        .filter_map(|input| match input {
+            inputs::Input::File(path) => Some(path.as_path()),
+            inputs::Input::Archive(path, _) => {
+                eprintln!(
+                    "rtconv: error: {}: dumps inside an archive cannot be packed in place; unpack it and pack the \
+                     files, or convert it where the binaries are with --out-dir",
+                    path.display()
+                );
+                summary.failed += 1;
+                None
+            }
+        })
+        .collect();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(opts.jobs).build();
+    let pack_one = |path: &&Path| match crate::pack::pack(path, &opts.symbols) {
+        Ok(report) => {
+            let lines = pack_lines(path, &report);
+            (if report.unnamed > 0 { Outcome::Salvaged } else { Outcome::Converted }, lines)
+        }
+        Err(e) => (Outcome::Failed, vec![format!("rtconv: error: {e}")]),
+    };
+    let results: Vec<(Outcome, Vec<String>)> = match pool {
+        Ok(pool) => pool.install(|| files.par_iter().map(pack_one).collect()),
+        Err(_) => files.iter().map(pack_one).collect(),
+    };
+    for (outcome, lines) in results {
+        for line in lines {
+            eprintln!("{line}");
+        }
+        match outcome {
+            Outcome::Converted => summary.converted += 1,
+            Outcome::Salvaged => summary.salvaged += 1,
+            Outcome::Failed => summary.failed += 1,
+        }
+    }
+    eprintln!(
+        "rtconv: batch: {} packed, {} packed with keys left unnamed, {} failed",
+        summary.converted, summary.salvaged, summary.failed
+    );
+    summary
+}
+
+/// What `rtconv pack` says about one dump: a line for what it did, one per problem.
+pub fn pack_lines(path: &Path, report: &crate::pack::Report) -> Vec<String> {
+    let mut lines: Vec<String> =
+        report.problems.iter().map(|p| format!("rtconv: warning: {}: {p}", path.display())).collect();
+    lines.push(if report.already {
+        format!("rtconv: {}: packed already; unchanged", path.display())
+    } else if report.unnamed > 0 {
+        format!(
+            "rtconv: {}: packed {} names; {} code keys could not be named here and stay unnamed",
+            path.display(),
+            report.packed,
+            report.unnamed
+        )
+    } else {
+        format!("rtconv: {}: packed {} names; it converts without its binaries now", path.display(), report.packed)
+    });
+    lines
+}
+
 /// `rtconv stats` over many dumps: per-function figures merged across them
 /// (histograms merged, not percentiles averaged), one table per build-id of
 /// the dumps' main executable, with the number of dumps each function is in.

@@ -22,7 +22,11 @@ use crate::load::{ModuleEntry, map_file};
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ModuleError {
     /// No candidate file exists.
-    #[error("binary {} not found; pass --exe PATH (the file the dump was recorded from) or --sym-dir DIR", path.display())]
+    #[error(
+        "binary {} not found; pass --exe PATH (the file the dump was recorded from) or --sym-dir DIR, or run \
+         `rtconv pack` on the dump where the binary is",
+        path.display()
+    )]
     Missing {
         /// The recorded path.
         path: PathBuf,
@@ -44,7 +48,8 @@ pub enum ModuleError {
     /// The file is a different build from the one that was recorded.
     #[error(
         "binary {} has build-id {found} but the dump recorded {expected}; pass the right build with --exe or \
-         --sym-dir, or --allow-mismatch to use this one anyway",
+         --sym-dir, run `rtconv pack` on the dump where that build is (then it converts anywhere), or \
+         --allow-mismatch to use this one anyway",
         path.display()
     )]
     BuildIdMismatch {

@@ -2,20 +2,24 @@
 //! backend that can.
 //!
 //! Backends, one module each, in the automatic order:
-//! 1. [`sites`]: the dump's own site section (named spans, `#[trace]`);
-//! 2. [`external`]: an addr2line-compatible program, when `--addr2line` names one;
-//! 3. [`dwarf`]: the module's DWARF (function, file:line, inline chain),
+//! 1. [`packed`]: the names `rtconv pack` appended to the dump;
+//! 2. [`sites`]: the dump's own site section (named spans, `#[trace]`);
+//! 3. [`external`]: an addr2line-compatible program, when `--addr2line` names one;
+//! 4. [`dwarf`]: the module's DWARF (function, file:line, inline chain),
 //!    from the binary or a separate debug file ([`files`] finds them);
-//! 4. [`symtab`]: the module's ELF symbol tables;
-//! 5. [`dladdr`]: the dump's dladdr table (no binary needed).
+//! 5. [`symtab`]: the module's ELF symbol tables;
+//! 6. [`dladdr`]: the dump's dladdr table (no binary needed).
 //!
-//! `--symbolizer` replaces the order. A key nothing names is shown as
+//! `--symbolizer` replaces the order. Binaries are looked for when the first
+//! backend that reads them runs, for the keys still unnamed then: a packed
+//! dump opens none. A key nothing names is shown as
 //! `?? (module+0xoffset)`.
 
 pub mod dladdr;
 pub mod dwarf;
 pub mod external;
 pub mod files;
+pub mod packed;
 pub mod sites;
 pub mod symtab;
 
@@ -57,6 +61,8 @@ pub struct SpanName {
 /// A way of naming keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Source {
+    /// The dump's names section, written by `rtconv pack`.
+    Packed,
     /// A site descriptor in the dump.
     Site,
     /// DWARF debug info.
@@ -75,6 +81,7 @@ impl Source {
     /// Its name in messages and on the command line.
     pub fn name(self) -> &'static str {
         match self {
+            Source::Packed => "packed",
             Source::Site => "sites",
             Source::Dwarf => "dwarf",
             Source::Symtab => "symtab",
@@ -115,7 +122,7 @@ impl Options {
         if let Some(order) = &self.order {
             return order.clone();
         }
-        let mut order = vec![Source::Site];
+        let mut order = vec![Source::Packed, Source::Site];
         if self.addr2line.is_some() {
             order.push(Source::Addr2line);
         }
@@ -220,26 +227,30 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
             }
         }
     }
-    // Binaries are looked for only when a backend reads them.
-    let reads_files = opts.backends().iter().any(|b| matches!(b, Source::Dwarf | Source::Symtab | Source::Addr2line));
-    for &(key, location) in &queries {
-        if let Location::Module { index, .. } = location
-            && !symbols.names.contains_key(&key)
-        {
-            let module = &trace.modules[index];
-            symbols.files.entry(index).or_insert_with(|| match reads_files {
-                true => opts.search.find(module),
-                false => Err(ModuleError::NotRead { path: module.path.clone() }),
-            });
-        }
-    }
+    let mut files_found = false;
     for backend in opts.backends() {
         let pending: Vec<(u64, Location)> =
             queries.iter().copied().filter(|(k, _)| !symbols.names.contains_key(k)).collect();
         if pending.is_empty() {
             break;
         }
+        // Binaries are looked for when the first backend that reads them runs, for the keys still unnamed.
+        if !files_found && matches!(backend, Source::Dwarf | Source::Symtab | Source::Addr2line) {
+            files_found = true;
+            for &(_, location) in &pending {
+                if let Location::Module { index, .. } = location {
+                    symbols.files.entry(index).or_insert_with(|| opts.search.find(&trace.modules[index]));
+                }
+            }
+        }
         match backend {
+            Source::Packed => {
+                for (key, _) in pending {
+                    if let Some(name) = packed::resolve(trace, key, opts.demangle) {
+                        symbols.names.insert(key, name);
+                    }
+                }
+            }
             Source::Site => {
                 for (key, location) in pending {
                     if let Location::Site { offset } = location
@@ -267,6 +278,17 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
         for &(key, location) in &queries {
             if let (Some(k), Some(name)) = (cache_key(location), symbols.names.get(&key)) {
                 cached.entry(k).or_insert_with(|| name.clone());
+            }
+        }
+    }
+    // A module whose keys no backend named, and that none read: say so.
+    if !files_found {
+        for &(key, location) in &queries {
+            if let Location::Module { index, .. } = location
+                && !symbols.names.contains_key(&key)
+            {
+                let path = trace.modules[index].path.clone();
+                symbols.files.entry(index).or_insert(Err(ModuleError::NotRead { path }));
             }
         }
     }

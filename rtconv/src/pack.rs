@@ -1,0 +1,186 @@
+//! `rtconv pack`: names a dump's keys here, where the binaries are, and
+//! appends the names to the dump as a names section, so later conversions
+//! anywhere need no binary (what uftrace's `.sym` files and `perf archive`
+//! do, inside the one file).
+//!
+//! Design constraints:
+//! - Every byte before the old end marker stays as it was; the names section
+//!   and a new end marker replace the end marker (FORMAT.md, format 1.2), so
+//!   readers of 1.0 and 1.1 still read a packed dump (they skip the section).
+//! - Only names the dump cannot give itself are packed: those from DWARF, the
+//!   symbol tables or an external addr2line (site descriptors and the dladdr
+//!   table are in the dump already). Function names are stored as the
+//!   backends give them, undemangled, so `--no-demangle` still applies.
+//! - Packing a packed dump changes nothing. The new file is written beside
+//!   the dump and renamed over it, so a failure leaves the dump as it was.
+//!
+//! ```no_run
+//! let report = rtconv::pack::pack(std::path::Path::new("trace.rtd"), &Default::default()).unwrap();
+//! println!("{} names packed", report.packed);
+//! ```
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use ringtrace_format::layout::END_SECTION_SIZE;
+use ringtrace_format::{Dump, NameEntry, NameFrame, NameSource, SectionKind, Writer};
+
+use crate::load;
+use crate::symbolize::{self, Options, Problem, Source};
+
+/// What packing one dump did.
+#[derive(Debug)]
+pub struct Report {
+    /// Names written into the dump (0 when it was packed already).
+    pub packed: usize,
+    /// The dump had a names section already: nothing was changed.
+    pub already: bool,
+    /// Code-address keys no backend could name here (they stay unnamed in the dump).
+    pub unnamed: usize,
+    /// Modules whose binaries could not be used.
+    pub problems: Vec<Problem>,
+}
+
+/// Why a dump could not be packed.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    /// It could not be read or its header is unusable.
+    #[error(transparent)]
+    Load(#[from] load::LoadError),
+    /// Not a regular file (a device, a FIFO, a directory).
+    #[error("{}: not a regular file; pack takes dump files", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The dump is cut short or damaged, so there is no end marker to append after.
+    #[error(
+        "{}: {damage}; pack appends to complete dumps only (convert this one where its binaries are)",
+        path.display()
+    )]
+    Incomplete {
+        /// The dump.
+        path: PathBuf,
+        /// Where and how it is damaged.
+        damage: ringtrace_format::ReadError,
+    },
+    /// The packed dump could not be written.
+    #[error("{}: cannot write the packed dump ({what}): {source}; the dump is unchanged", path.display())]
+    Write {
+        /// The dump.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Names the keys of the dump at `path` with `opts` and appends the names to it.
+pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
+    if !std::fs::metadata(path).map_err(|source| load::LoadError::Io { path: path.into(), source })?.is_file() {
+        return Err(PackError::NotAFile { path: path.into() });
+    }
+    let bytes = load::open(path)?;
+    let trace = load::decode(path, &bytes)?;
+    if let Some(damage) = trace.damage {
+        return Err(PackError::Incomplete { path: path.into(), damage });
+    }
+    // Where the end marker starts (the reader ends after it), and whether names are there already.
+    let dump = Dump::parse(&bytes).map_err(|source| load::LoadError::Header { path: path.into(), source })?;
+    let (mut end, mut already) = (None, false);
+    for section in dump.sections().flatten() {
+        match section.kind {
+            SectionKind::End => end = Some(section.offset as usize),
+            SectionKind::Names => already = true,
+            _ => {}
+        }
+    }
+    let Some(end) = end else {
+        // decode() reported no damage, so the end marker was read.
+        return Err(PackError::Incomplete {
+            path: path.into(),
+            damage: ringtrace_format::ReadError::Truncated {
+                offset: bytes.len() as u64,
+                what: "dump (no end marker)",
+                needed: END_SECTION_SIZE as u64,
+                available: 0,
+            },
+        });
+    };
+    if already {
+        return Ok(Report { packed: 0, already: true, unnamed: 0, problems: Vec::new() });
+    }
+
+    let raw = Options { demangle: false, ..opts.clone() };
+    let (symbols, problems) = symbolize::symbolize(&trace, &raw);
+    let mut names = Vec::new();
+    let mut unnamed = 0;
+    for &key in &trace.keys {
+        let Some(name) = symbols.get(key) else { continue };
+        let source = match name.source {
+            Source::Dwarf => NameSource::Dwarf,
+            Source::Symtab => NameSource::Symtab,
+            Source::Addr2line => NameSource::Addr2line,
+            Source::Unknown => {
+                unnamed +=
+                    usize::from(matches!(crate::address::locate(&trace, key), crate::address::Location::Module { .. }));
+                continue;
+            }
+            Source::Packed | Source::Site | Source::Dladdr => continue,
+        };
+        names.push((key, source, name));
+    }
+    let frames: Vec<Vec<NameFrame>> = names
+        .iter()
+        .map(|(_, _, n)| {
+            let mut frames = vec![frame(&n.name, &n.file, n.line)];
+            frames.extend(n.inlined_into.iter().map(|f| frame(&f.function, &f.file, f.line)));
+            frames
+        })
+        .collect();
+    let entries: Vec<NameEntry> =
+        names.iter().zip(&frames).map(|(&(key, source, _), frames)| NameEntry { key, source, frames }).collect();
+    write_beside(path, &bytes[..end], &entries)?;
+    Ok(Report { packed: entries.len(), already: false, unnamed, problems })
+}
+
+/// One frame as the format stores it: no file is empty, no line is 0.
+fn frame<'a>(function: &'a str, file: &'a Option<String>, line: Option<u32>) -> NameFrame<'a> {
+    NameFrame { function: function.as_bytes(), file: file.as_deref().unwrap_or("").as_bytes(), line: line.unwrap_or(0) }
+}
+
+/// Writes `kept` + the names section + an end marker to a new file beside
+/// `path`, then renames it over `path`.
+fn write_beside(path: &Path, kept: &[u8], entries: &[NameEntry]) -> Result<(), PackError> {
+    let fail = |what, source| PackError::Write { path: path.into(), what, source };
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = path.with_file_name(format!(".{file_name}.pack-{}", std::process::id()));
+    // A new file (never one planted under that name), readable as the dump was.
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(&temp)
+        .map_err(|e| fail("creating a file beside it", e))?;
+    let written = (|| -> std::io::Result<()> {
+        file.write_all(kept)?;
+        let mut w = Writer::resume(ringtrace_format::IoSink(&mut file), kept.len() as u64);
+        let io = |e: ringtrace_format::WriteError<std::io::Error>| match e {
+            ringtrace_format::WriteError::Sink(e) => e,
+            other => std::io::Error::other(other.to_string()),
+        };
+        w.names(entries).map_err(io)?;
+        w.finish().map_err(io)?;
+        file.sync_all()
+    })();
+    let renamed = written.and_then(|()| std::fs::rename(&temp, path));
+    if let Err(e) = renamed {
+        let _ = std::fs::remove_file(&temp);
+        return Err(fail("writing it", e));
+    }
+    Ok(())
+}
