@@ -410,18 +410,36 @@ struct Walker<F> {
 struct Open {
     enter: i64,
     end: i64,
+    /// Its measured duration, cut at its parent's end.
     own: u64,
+    /// Its children's reported (with calibration: calibrated) durations, added up.
     children: u64,
-    descendants: u64,
+    /// Its children's measured durations, added up.
+    measured_children: u64,
+    /// How many children it has.
+    direct: u64,
 }
 
 impl<F: FnMut(&Visit<'_>)> Walker<F> {
     #[inline]
     fn close(&mut self) {
         let (Some(o), Some(&key)) = (self.stack.pop(), self.path.last()) else { return };
-        let duration = match self.costs {
-            Some((read, span)) => o.own.saturating_sub(read.saturating_add(span.saturating_mul(o.descendants))),
-            None => o.own,
+        // Calibrated, a span's self time loses what the recorder added to it: `read` (what
+        // an empty span measures of itself) and, per child, what the child cost beyond what
+        // the child measures of itself (`span - read`). Its duration is then its self time
+        // plus its children's calibrated durations — so self times never exceed durations,
+        // and add up to the outermost span's duration, however the costs compare.
+        let (duration, self_ns) = match self.costs {
+            Some((read, span)) => {
+                let measured_self = o.own.saturating_sub(o.measured_children);
+                let per_child = span.abs_diff(read).saturating_mul(o.direct);
+                let self_ns = match span >= read {
+                    true => measured_self.saturating_sub(read.saturating_add(per_child)),
+                    false => measured_self.saturating_sub(read.saturating_sub(per_child)),
+                };
+                (self_ns.saturating_add(o.children), self_ns)
+            }
+            None => (o.own, o.own.saturating_sub(o.children)),
         };
         let count = self.active.get(key as usize).copied().unwrap_or(1);
         (self.visit)(&Visit {
@@ -429,7 +447,7 @@ impl<F: FnMut(&Visit<'_>)> Walker<F> {
             path: &self.path,
             enter_ns: o.enter,
             duration,
-            self_ns: duration.saturating_sub(o.children),
+            self_ns,
             outermost: count == 1,
         });
         if let Some(c) = self.active.get_mut(key as usize) {
@@ -438,7 +456,8 @@ impl<F: FnMut(&Visit<'_>)> Walker<F> {
         self.path.pop();
         if let Some(parent) = self.stack.last_mut() {
             parent.children += duration;
-            parent.descendants += 1 + o.descendants;
+            parent.measured_children += o.own;
+            parent.direct += 1;
         }
     }
 }
@@ -457,7 +476,7 @@ impl<F: FnMut(&Visit<'_>)> PreOrder for Walker<F> {
         }
         let end = self.stack.last().map_or(exit, |o| exit.min(o.end));
         let own = end.saturating_sub(enter).max(0) as u64;
-        self.stack.push(Open { enter, end, own, children: 0, descendants: 0 });
+        self.stack.push(Open { enter, end, own, children: 0, measured_children: 0, direct: 0 });
         self.path.push(key_index);
         if self.stack.len() > MAX_DEPTH {
             self.too_deep += 1;
@@ -607,10 +626,12 @@ impl<'a> Timeline<'a> {
     /// Walks every thread's spans as a call tree, thread after thread, and
     /// calls `visit` once per span, when it closes (see [`Visit`]); with
     /// `costs = Some((read_ns, span_ns))` the recorder's own cost is taken
-    /// out: each span's duration loses `read_ns` (what an empty span
-    /// measures of itself) and `span_ns` for every span nested in it (what
-    /// each adds to those around it); self times are then the calibrated
-    /// duration less the children's.
+    /// out: each span's self time loses `read_ns` (what an empty span
+    /// measures of itself) and `span_ns - read_ns` per child (what each
+    /// child adds to it beyond what the child measures of itself), never
+    /// going below zero; its duration is its self time plus its children's
+    /// calibrated durations. Without clamping this is the span's duration
+    /// less `read_ns` and `span_ns` per span nested in it at any depth.
     ///
     /// A ring whose spans nest ([`ThreadTrace::nested`](crate::load::ThreadTrace::nested))
     /// is walked straight from the file, newest span first (parents before

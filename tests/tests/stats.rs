@@ -152,3 +152,58 @@ fn the_call_tree_has_every_path_with_exact_calls() {
     let table = stats(&dump, &["--tree"]);
     assert!(table.lines().any(|l| l.ends_with("    tokenize")), "{table}");
 }
+
+/// `--calibrated` on a deep recursion (fib(20): 21,891 calls 20 deep on each
+/// of two threads, spans of a few ns each, where the recorder's cost is most
+/// of what is measured): every self time is at most its total, per function
+/// and per call path; self times add up to exactly the calibrated top-level
+/// time; no duration is below zero or above its uncalibrated value, and the
+/// percentiles are real durations, not a clamping floor.
+#[test]
+fn calibrated_stats_keep_self_within_total_on_a_deep_recursion() {
+    let dir = scratch("calibrated");
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &["--fib", "20"]);
+    let json = |args: &[&str]| -> serde_json::Value { serde_json::from_str(&stats(&dump, args)).unwrap() };
+    let raw = json(&["--format", "json"]);
+    let cal = json(&["--format", "json", "--calibrated"]);
+    assert!(cal[0]["calibration"]["per_span_ns"].as_u64().is_some(), "the dump carries calibration");
+    let rows = |v: &serde_json::Value| -> BTreeMap<String, serde_json::Value> {
+        v[0]["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["function"].as_str().unwrap().to_string(), r.clone()))
+            .collect()
+    };
+    let (raw_rows, cal_rows) = (rows(&raw), rows(&cal));
+    let n = |r: &serde_json::Value, f: &str| r[f].as_u64().unwrap_or_else(|| panic!("{f} in {r}"));
+    let mut self_sum = 0;
+    for (name, r) in &cal_rows {
+        assert!(n(r, "self_ns") <= n(r, "total_ns"), "{name}: self > total: {r}");
+        for f in ["total_ns", "self_ns", "min_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns"] {
+            assert!(n(r, f) <= n(&raw_rows[name], f), "{name}: calibrated {f} above the measured one");
+        }
+        assert!(
+            n(r, "min_ns") <= n(r, "p50_ns") && n(r, "p50_ns") <= n(r, "p90_ns") && n(r, "p90_ns") <= n(r, "max_ns")
+        );
+        self_sum += n(r, "self_ns");
+    }
+    assert_eq!(self_sum, cal[0]["total_ns"].as_u64().unwrap(), "self times add up to the top-level time");
+    // fib: 2 × 21,891 calls; the median call (a leaf or near one) still measures more than nothing.
+    let fib = &cal_rows["workload::fib"];
+    assert_eq!(n(fib, "calls"), 2 * 21_891);
+    assert!(n(fib, "p50_ns") > 0 && n(fib, "total_ns") > 0, "{fib}");
+    assert!(n(fib, "total_ns") < n(&raw_rows["workload::fib"], "total_ns"), "the recorder's cost was taken out");
+
+    // Per call path too: self ≤ total, and a node's total is its self plus its children's totals.
+    let tree = json(&["--tree", "--format", "json", "--calibrated"]);
+    fn check(node: &serde_json::Value) {
+        let children = node["children"].as_array().unwrap();
+        let inner: u64 = children.iter().map(|c| c["total_ns"].as_u64().unwrap()).sum();
+        let (own, total) = (node["self_ns"].as_u64().unwrap(), node["total_ns"].as_u64().unwrap());
+        assert!(own <= total, "{}: self {own} > total {total}", node["function"]);
+        assert_eq!(own + inner, total, "{}", node["function"]);
+        children.iter().for_each(check);
+    }
+    tree[0]["calls"].as_array().unwrap().iter().for_each(check);
+}
