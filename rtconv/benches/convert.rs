@@ -49,6 +49,7 @@ fn conversion(c: &mut Criterion) {
         tree: false,
         calibrated: false,
         clean: false,
+        color: false,
     };
     let formats = [
         ("dump to chrome json", Format::Chrome(Default::default())),

@@ -243,7 +243,9 @@ pub fn convert_bytes(
                 opts.output,
                 out,
             )?,
-            Format::Stats(opts) => crate::stats::write(&crate::stats::compute(timeline, &opts), opts.output, out)?,
+            Format::Stats(opts) => {
+                crate::stats::write(&crate::stats::compute(timeline, &opts), opts.output, opts.color, out)?
+            }
             Format::Flamegraph => render::folded::write_svg(timeline, out)?,
         }
         out.flush()

@@ -1,24 +1,39 @@
-//! `rtconv info`: what a dump holds, how its keys were named, and what was lost.
+//! `rtconv info`: what a dump holds, how its keys were named, and what was
+//! lost — as aligned text for a person, or one JSON object per dump.
+//!
+//! Both forms render one [`Description`], so they always say the same.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::Path;
 
-use ringtrace_format::{ClockMode, CounterKind, DumpReason, RateSource};
+use ringtrace_format::{ClockMode, CounterKind, DumpReason, NameSource, RateSource};
+use serde_json::{Value, json};
 
 use crate::load::{self, LoadError, Trace};
-use crate::symbolize::{self, Source, Symbols};
+use crate::symbolize::{self, Problem, Source, Symbols};
 use crate::timebase::{RateOrigin, Timebase};
 
-/// Writes the report for the dump at `path`.
-pub fn info(path: &Path, opts: &symbolize::Options, out: &mut dyn Write) -> Result<(), InfoError> {
+/// How the report is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// Aligned text, one fact a line.
+    Text,
+    /// One JSON object (see [`Description::to_json`]).
+    Json,
+}
+
+/// Reads the dump at `path`, names its keys and describes it.
+pub fn describe(path: &Path, opts: &symbolize::Options) -> Result<Description, LoadError> {
     let bytes = load::open(path)?;
     let trace = load::decode(path, &bytes)?;
     let (symbols, problems) = symbolize::symbolize(&trace, opts);
-    write_report(&trace, &symbols, out).map_err(InfoError::Output)?;
-    for p in problems {
-        writeln!(out, "problem    {p}").map_err(InfoError::Output)?;
-    }
-    Ok(())
+    Ok(Description::new(&trace, &symbols, &problems))
+}
+
+/// Writes the report for the dump at `path` as text.
+pub fn info(path: &Path, opts: &symbolize::Options, out: &mut dyn Write) -> Result<(), InfoError> {
+    describe(path, opts)?.write_text(out).map_err(InfoError::Output)
 }
 
 /// Why there is no report.
@@ -32,27 +47,73 @@ pub enum InfoError {
     Output(#[source] io::Error),
 }
 
-fn write_report(trace: &Trace, symbols: &Symbols, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "dump       {}", trace.path.display())?;
-    let p = &trace.process;
-    let reason = p.reason.map_or("unknown", reason_name);
-    writeln!(out, "process    {} (pid {}), written by {}, reason: {reason}", p.name, p.pid, p.producer)?;
-    match &trace.clock {
-        Some((info, anchors)) => {
-            let counter = match info.counter {
-                CounterKind::X86Tsc => "x86 TSC",
-                CounterKind::Aarch64Cntvct => "CNTVCT_EL0",
-                CounterKind::MonotonicNs => "monotonic ns",
-                CounterKind::ArmDwtCyccnt => "Cortex-M DWT CYCCNT",
-                CounterKind::User => "user counter",
-                CounterKind::Other(_) => "unknown counter",
-            };
-            let nominal = match (info.nominal_hz, info.rate_source) {
-                (0, _) | (_, RateSource::Unknown) => "unknown".to_string(),
-                (hz, source) => format!("{:.3} MHz ({})", hz as f64 / 1e6, rate_source_name(source)),
-            };
-            write!(out, "clock      {counter}, {} bits; ", info.counter_bits)?;
-            match Timebase::new(info, anchors) {
+/// Everything `rtconv info` says about one dump.
+#[derive(Debug, Clone)]
+pub struct Description {
+    /// The dump's path.
+    pub path: String,
+    /// Process name, pid, producer and why the dump was written.
+    pub process: (String, u32, String, &'static str),
+    /// The clock, if the dump has one.
+    pub clock: Option<ClockDescription>,
+    /// Modules loaded in all.
+    pub modules_loaded: usize,
+    /// The modules holding span keys.
+    pub modules: Vec<ModuleDescription>,
+    /// Per thread: tid, name, spans, lost spans.
+    pub threads: Vec<(u64, String, u64, u64)>,
+    /// Spans still open at dump time.
+    pub open: usize,
+    /// Spans overwritten by newer ones.
+    pub overwritten: u64,
+    /// Spans dropped because a ring was full.
+    pub dropped: u64,
+    /// Distinct keys, per backend that named them.
+    pub named_by: Vec<(Source, usize)>,
+    /// Names packed into the dump (`rtconv pack`), per backend that found them.
+    pub packed: Vec<(&'static str, usize)>,
+    /// The recorder's cost per clock mode: (mode, ticks per span, ticks per read pair).
+    pub overhead: Vec<(&'static str, u64, u64)>,
+    /// Where the dump is damaged, if it is.
+    pub damage: Option<String>,
+    /// Modules whose binaries could not be used.
+    pub problems: Vec<String>,
+}
+
+/// The clock part of a [`Description`].
+#[derive(Debug, Clone)]
+pub struct ClockDescription {
+    /// The counter's name.
+    pub counter: &'static str,
+    /// Its width in bits.
+    pub bits: u32,
+    /// The rate rtconv uses and where it came from (`anchors … apart` or `nominal`), or why there is none.
+    pub rate: Result<(f64, String), String>,
+    /// The nominal rate and its source, if the dump gives one.
+    pub nominal: Option<(u64, &'static str)>,
+    /// When recording began (UTC), from the first anchor.
+    pub began: Option<String>,
+}
+
+/// One module holding span keys, in a [`Description`].
+#[derive(Debug, Clone)]
+pub struct ModuleDescription {
+    /// The path recorded in the dump.
+    pub path: String,
+    /// Its build-id in hex, empty if none.
+    pub build_id: String,
+    /// The binary found for it and where its DWARF is (`None`: no DWARF), or nothing usable.
+    pub found: Option<(String, Option<String>)>,
+}
+
+impl Description {
+    /// Describes a decoded, named dump.
+    pub fn new(trace: &Trace, symbols: &Symbols, problems: &[Problem]) -> Self {
+        let p = &trace.process;
+        let clock = trace.clock.as_ref().map(|(info, anchors)| ClockDescription {
+            counter: counter_name(info.counter),
+            bits: info.counter_bits,
+            rate: match Timebase::new(info, anchors) {
                 Ok((tb, origin)) => {
                     let over = match (origin, anchors.first(), anchors.last()) {
                         (RateOrigin::Anchors, Some(a), Some(b)) => {
@@ -60,100 +121,217 @@ fn write_report(trace: &Trace, symbols: &Symbols, out: &mut dyn Write) -> io::Re
                         }
                         _ => "nominal".to_string(),
                     };
-                    writeln!(out, "rate {:.3} MHz {over}; nominal {nominal}", tb.hz() / 1e6)?;
-                    if let Some(first) = anchors.first() {
-                        writeln!(out, "           recording began {}", utc(first.real_ns))?;
-                    }
+                    Ok((tb.hz(), over))
                 }
-                Err(e) => writeln!(out, "{e}")?,
-            }
-        }
-        None => writeln!(out, "clock      missing")?,
-    }
-    let in_use: Vec<usize> = symbols.files.keys().copied().collect();
-    writeln!(out, "modules    {} loaded, {} holding span keys", trace.modules.len(), in_use.len())?;
-    for index in in_use {
-        let m = &trace.modules[index];
-        let build_id = if m.build_id.is_empty() { "none".to_string() } else { symbolize::files::hex(&m.build_id) };
-        write!(out, "  {}  build-id {build_id}", m.path.display())?;
-        match &symbols.files[&index] {
-            Ok(found) => match &found.debug {
-                Some(debug) if *debug == found.binary => writeln!(out, "  -> {} (with DWARF)", found.binary.display())?,
-                Some(debug) => writeln!(out, "  -> {} (DWARF in {})", found.binary.display(), debug.display())?,
-                None => writeln!(out, "  -> {} (no DWARF)", found.binary.display())?,
+                Err(e) => Err(e.to_string()),
             },
-            Err(_) => writeln!(out, "  -> not usable (see problems)")?,
-        }
-    }
-    let spans: u64 = trace.threads.iter().map(|t| t.span_count()).sum();
-    let open: usize = trace.threads.iter().map(|t| t.open_count()).sum();
-    let overwritten: u64 = trace.threads.iter().map(|t| t.overwritten()).sum();
-    let dropped: u64 = trace.threads.iter().map(|t| t.dropped).sum();
-    writeln!(
-        out,
-        "threads    {}, {spans} spans ({open} open at dump), {overwritten} overwritten, {dropped} dropped",
-        trace.threads.len()
-    )?;
-    for t in &trace.threads {
-        let name = if t.name.is_empty() { "-" } else { &t.name };
-        writeln!(out, "  {:>8}  {:<16} {:>10} spans  {:>8} lost", t.tid, name, t.span_count(), t.lost())?;
-    }
-    let counts = symbols.counts();
-    let total: usize = counts.iter().map(|c| c.1).sum();
-    let by: Vec<String> = [
-        Source::Packed,
-        Source::Site,
-        Source::Dwarf,
-        Source::Symtab,
-        Source::Dladdr,
-        Source::Addr2line,
-        Source::Unknown,
-    ]
-    .iter()
-    .map(|s| format!("{} {}", s.name(), counts.iter().find(|c| c.0 == *s).map_or(0, |c| c.1)))
-    .collect();
-    writeln!(out, "keys       {total} distinct, named by: {}", by.join(", "))?;
-    if !trace.packed.is_empty() {
-        let mut by_source: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-        for name in trace.packed.values() {
-            let source = match name.source {
-                ringtrace_format::NameSource::Site => "sites",
-                ringtrace_format::NameSource::Dwarf => "dwarf",
-                ringtrace_format::NameSource::Symtab => "symtab",
-                ringtrace_format::NameSource::Dladdr => "dladdr",
-                ringtrace_format::NameSource::Addr2line => "addr2line",
-                ringtrace_format::NameSource::Other(_) => "other",
-            };
-            *by_source.entry(source).or_default() += 1;
-        }
-        let by: Vec<String> = by_source.iter().map(|(s, n)| format!("{s} {n}")).collect();
-        writeln!(
-            out,
-            "packed     {} names in the dump (rtconv pack), found by: {}",
-            trace.packed.len(),
-            by.join(", ")
-        )?;
-    }
-    if !trace.calibration.is_empty() {
-        let costs: Vec<String> = trace
-            .calibration
+            nominal: match (info.nominal_hz, info.rate_source) {
+                (0, _) | (_, RateSource::Unknown) => None,
+                (hz, source) => Some((hz, rate_source_name(source))),
+            },
+            began: anchors.first().map(|a| utc(a.real_ns)),
+        });
+        let modules = symbols
+            .files
             .iter()
-            .map(|c| {
-                let mode = match c.mode {
-                    ClockMode::Fast => "fast",
-                    ClockMode::Ordered => "ordered",
-                    ClockMode::Serialized => "serialized",
-                    ClockMode::Other(_) => "other",
-                };
-                format!("{mode} {} ticks/span ({} per read pair)", c.span_cost, c.read_cost)
+            .map(|(&index, found)| {
+                let m = &trace.modules[index];
+                ModuleDescription {
+                    path: m.path.display().to_string(),
+                    build_id: symbolize::files::hex(&m.build_id),
+                    found: found
+                        .as_ref()
+                        .ok()
+                        .map(|f| (f.binary.display().to_string(), f.debug.as_ref().map(|d| d.display().to_string()))),
+                }
             })
             .collect();
-        writeln!(out, "overhead   {}", costs.join(", "))?;
+        let counts = symbols.counts();
+        let sources = [
+            Source::Packed,
+            Source::Site,
+            Source::Dwarf,
+            Source::Symtab,
+            Source::Dladdr,
+            Source::Addr2line,
+            Source::Unknown,
+        ];
+        let mut packed: BTreeMap<&'static str, usize> = BTreeMap::new();
+        for name in trace.packed.values() {
+            *packed.entry(name_source(name.source)).or_default() += 1;
+        }
+        Description {
+            path: trace.path.display().to_string(),
+            process: (p.name.clone(), p.pid, p.producer.clone(), p.reason.map_or("unknown", reason_name)),
+            clock,
+            modules_loaded: trace.modules.len(),
+            modules,
+            threads: trace.threads.iter().map(|t| (t.tid, t.name.clone(), t.span_count(), t.lost())).collect(),
+            open: trace.threads.iter().map(|t| t.open_count()).sum(),
+            overwritten: trace.threads.iter().map(|t| t.overwritten()).sum(),
+            dropped: trace.threads.iter().map(|t| t.dropped).sum(),
+            named_by: sources.iter().map(|&s| (s, counts.iter().find(|c| c.0 == s).map_or(0, |c| c.1))).collect(),
+            packed: packed.into_iter().collect(),
+            overhead: trace.calibration.iter().map(|c| (mode_name(c.mode), c.span_cost, c.read_cost)).collect(),
+            damage: trace.damage.as_ref().map(ToString::to_string),
+            problems: problems.iter().map(ToString::to_string).collect(),
+        }
     }
-    if let Some(damage) = &trace.damage {
-        writeln!(out, "damage     {damage}")?;
+
+    /// Spans in the dump, over all threads.
+    pub fn spans(&self) -> u64 {
+        self.threads.iter().map(|t| t.2).sum()
     }
-    Ok(())
+
+    /// The report as aligned text.
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "dump       {}", self.path)?;
+        let (name, pid, producer, reason) = &self.process;
+        writeln!(out, "process    {name} (pid {pid}), written by {producer}, reason: {reason}")?;
+        match &self.clock {
+            Some(c) => {
+                write!(out, "clock      {}, {} bits; ", c.counter, c.bits)?;
+                let nominal = match c.nominal {
+                    Some((hz, source)) => format!("{:.3} MHz ({source})", hz as f64 / 1e6),
+                    None => "unknown".to_string(),
+                };
+                match &c.rate {
+                    Ok((hz, over)) => {
+                        writeln!(out, "rate {:.3} MHz {over}; nominal {nominal}", hz / 1e6)?;
+                        if let Some(began) = &c.began {
+                            writeln!(out, "           recording began {began}")?;
+                        }
+                    }
+                    Err(e) => writeln!(out, "{e}")?,
+                }
+            }
+            None => writeln!(out, "clock      missing")?,
+        }
+        writeln!(out, "modules    {} loaded, {} holding span keys", self.modules_loaded, self.modules.len())?;
+        for m in &self.modules {
+            let build_id = if m.build_id.is_empty() { "none" } else { &m.build_id };
+            write!(out, "  {}  build-id {build_id}", m.path)?;
+            match &m.found {
+                Some((binary, Some(debug))) if debug == binary => writeln!(out, "  -> {binary} (with DWARF)")?,
+                Some((binary, Some(debug))) => writeln!(out, "  -> {binary} (DWARF in {debug})")?,
+                Some((binary, None)) => writeln!(out, "  -> {binary} (no DWARF)")?,
+                None => writeln!(out, "  -> not usable (see problems)")?,
+            }
+        }
+        writeln!(
+            out,
+            "threads    {}, {} spans ({} open at dump), {} overwritten, {} dropped",
+            self.threads.len(),
+            self.spans(),
+            self.open,
+            self.overwritten,
+            self.dropped
+        )?;
+        for (tid, name, spans, lost) in &self.threads {
+            let name = if name.is_empty() { "-" } else { name };
+            writeln!(out, "  {tid:>8}  {name:<16} {spans:>10} spans  {lost:>8} lost")?;
+        }
+        let total: usize = self.named_by.iter().map(|c| c.1).sum();
+        let by: Vec<String> = self.named_by.iter().map(|(s, n)| format!("{} {n}", s.name())).collect();
+        writeln!(out, "keys       {total} distinct, named by: {}", by.join(", "))?;
+        if !self.packed.is_empty() {
+            let names: usize = self.packed.iter().map(|p| p.1).sum();
+            let by: Vec<String> = self.packed.iter().map(|(s, n)| format!("{s} {n}")).collect();
+            writeln!(out, "packed     {names} names in the dump (rtconv pack), found by: {}", by.join(", "))?;
+        }
+        if !self.overhead.is_empty() {
+            let costs: Vec<String> = self
+                .overhead
+                .iter()
+                .map(|(mode, span, read)| format!("{mode} {span} ticks/span ({read} per read pair)"))
+                .collect();
+            writeln!(out, "overhead   {}", costs.join(", "))?;
+        }
+        if let Some(damage) = &self.damage {
+            writeln!(out, "damage     {damage}")?;
+        }
+        for p in &self.problems {
+            writeln!(out, "problem    {p}")?;
+        }
+        Ok(())
+    }
+
+    /// The report as one JSON object: the same facts as the text, in
+    /// integers (Hz, ticks, counts) and strings, `null` where unknown.
+    pub fn to_json(&self) -> Value {
+        let (name, pid, producer, reason) = &self.process;
+        let clock = self.clock.as_ref().map(|c| {
+            json!({
+                "counter": c.counter,
+                "bits": c.bits,
+                "rate_hz": c.rate.as_ref().ok().map(|r| r.0),
+                "rate_from": c.rate.as_ref().ok().map(|r| r.1.clone()),
+                "rate_error": c.rate.as_ref().err(),
+                "nominal_hz": c.nominal.map(|n| n.0),
+                "nominal_source": c.nominal.map(|n| n.1),
+                "recording_began": c.began,
+            })
+        });
+        json!({
+            "dump": self.path,
+            "process": {"name": name, "pid": pid, "producer": producer, "reason": reason},
+            "clock": clock,
+            "modules_loaded": self.modules_loaded,
+            "modules": self.modules.iter().map(|m| json!({
+                "path": m.path,
+                "build_id": (!m.build_id.is_empty()).then_some(&m.build_id),
+                "binary": m.found.as_ref().map(|f| &f.0),
+                "dwarf": m.found.as_ref().and_then(|f| f.1.as_ref()),
+            })).collect::<Vec<_>>(),
+            "threads": self.threads.iter().map(|(tid, name, spans, lost)| json!({
+                "tid": tid, "name": name, "spans": spans, "lost": lost,
+            })).collect::<Vec<_>>(),
+            "spans": self.spans(),
+            "open": self.open,
+            "overwritten": self.overwritten,
+            "dropped": self.dropped,
+            "keys": self.named_by.iter().map(|(s, n)| (s.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "packed": (!self.packed.is_empty()).then(|| {
+                self.packed.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>()
+            }),
+            "overhead": self.overhead.iter().map(|(mode, span, read)| json!({
+                "mode": mode, "span_cost_ticks": span, "read_cost_ticks": read,
+            })).collect::<Vec<_>>(),
+            "damage": self.damage,
+            "problems": self.problems,
+        })
+    }
+}
+
+fn counter_name(counter: CounterKind) -> &'static str {
+    match counter {
+        CounterKind::X86Tsc => "x86 TSC",
+        CounterKind::Aarch64Cntvct => "CNTVCT_EL0",
+        CounterKind::MonotonicNs => "monotonic ns",
+        CounterKind::ArmDwtCyccnt => "Cortex-M DWT CYCCNT",
+        CounterKind::User => "user counter",
+        CounterKind::Other(_) => "unknown counter",
+    }
+}
+
+fn mode_name(mode: ClockMode) -> &'static str {
+    match mode {
+        ClockMode::Fast => "fast",
+        ClockMode::Ordered => "ordered",
+        ClockMode::Serialized => "serialized",
+        ClockMode::Other(_) => "other",
+    }
+}
+
+fn name_source(source: NameSource) -> &'static str {
+    match source {
+        NameSource::Site => "sites",
+        NameSource::Dwarf => "dwarf",
+        NameSource::Symtab => "symtab",
+        NameSource::Dladdr => "dladdr",
+        NameSource::Addr2line => "addr2line",
+        NameSource::Other(_) => "other",
+    }
 }
 
 fn reason_name(reason: DumpReason) -> &'static str {

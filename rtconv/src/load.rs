@@ -525,12 +525,14 @@ pub enum LoadError {
         source: std::io::Error,
     },
     /// The file header is unusable, so nothing can be salvaged.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}{hint}", path.display())]
     Header {
         /// The file.
         path: PathBuf,
         /// What is wrong.
         source: ReadError,
+        /// What the file looks like instead, when that is known (see [`not_a_dump_hint`]).
+        hint: &'static str,
     },
 }
 
@@ -575,7 +577,11 @@ pub fn open(path: &Path) -> Result<FileBytes, LoadError> {
 /// file still yields every complete section before the damage, with
 /// `damage` saying where it starts.
 pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> {
-    let dump = Dump::parse(bytes).map_err(|source| LoadError::Header { path: path.into(), source })?;
+    let dump = Dump::parse(bytes).map_err(|source| LoadError::Header {
+        path: path.into(),
+        hint: not_a_dump_hint(&source, bytes),
+        source,
+    })?;
     let mut trace = Trace {
         path: path.into(),
         endian: dump.endian,
@@ -689,6 +695,23 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
     trace.keys = keys.into_iter().collect();
     trace.keys.sort_unstable();
     Ok(trace)
+}
+
+/// For a file that is not a dump, what it looks like and what to do with it
+/// (an ELF binary, an archive, compressed data); empty otherwise.
+pub fn not_a_dump_hint(error: &ReadError, bytes: &[u8]) -> &'static str {
+    if !matches!(error, ReadError::NotADump { .. }) {
+        return "";
+    }
+    if bytes.starts_with(b"\x7fELF") {
+        " (this is an ELF binary: give the dump to convert, and the binary it was recorded from with --exe)"
+    } else if bytes.starts_with(&[0x1f, 0x8b]) || bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        " (this is gzip or zstd data: `rtconv batch` and `rtconv stats` read .tar.gz and .tar.zst archives of dumps)"
+    } else if bytes.get(257..262) == Some(b"ustar") {
+        " (this is a tar archive: `rtconv batch` and `rtconv stats` read archives of dumps)"
+    } else {
+        ""
+    }
 }
 
 fn lossy(b: &[u8]) -> String {

@@ -1,12 +1,13 @@
 //! The `rtconv` command line.
 
-use std::fs::File;
 use std::io::{self, BufRead, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use rtconv::convert::{self, ConvertError, Format, Level};
+use rtconv::diag::{When, emit};
+use rtconv::output::Output as Sink;
 use rtconv::stats::{Column, Output};
 use rtconv::symbolize::{self, ModuleFiles, Source};
 
@@ -23,18 +24,38 @@ const _: () = assert!(
 #[derive(Parser)]
 #[command(name = "rtconv", version = VERSION, about = "Convert ringtrace dumps into traces you can read")]
 struct Cli {
+    /// When to color tables and diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
+    color: ColorArg,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorArg {
+    fn when(self) -> When {
+        match self {
+            ColorArg::Auto => When::Auto,
+            ColorArg::Always => When::Always,
+            ColorArg::Never => When::Never,
+        }
+    }
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Convert a dump into a trace (Chrome JSON for Perfetto), collapsed stacks or a flame graph.
     Convert(ConvertArgs),
-    /// Per-function statistics: calls, total, self, min, mean, p50, p90, p99, max, stddev —
+    /// Per-function statistics: calls, total, self, min, mean, p50, p90, p99, max, stddev,
     /// of one dump, or merged over many (files, directories, globs, archives) per build-id.
     Stats(StatsArgs),
-    /// Convert many dumps — files, directories, glob patterns, .tar/.tar.gz/.tar.zst archives —
+    /// Convert many dumps (files, directories, glob patterns, .tar/.tar.gz/.tar.zst archives)
     /// in parallel, one output per dump in --out-dir.
     Batch(BatchArgs),
     /// Describe a dump: process, clock, modules, threads, losses, and how its keys were named.
@@ -45,6 +66,18 @@ enum Command {
     /// Name addresses in a binary, as `addr2line -f -i -C` does (addresses from the
     /// command line, or one per line on stdin).
     Symbolize(SymbolizeArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages: rtconv(1) to stdout, or one page per command into --out-dir.
+    Man {
+        /// Write rtconv.1 and rtconv-COMMAND.1 here instead.
+        #[arg(short = 'o', long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -52,10 +85,12 @@ struct ConvertArgs {
     /// The dump(s) to convert; several are merged into one Chrome trace, aligned by their realtime anchors.
     #[arg(required = true)]
     dumps: Vec<PathBuf>,
-    /// Output format.
-    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Chrome)]
-    format: FormatArg,
-    /// Write the output here instead of to stdout.
+    /// Output format (default: what the -o name's extension says, else chrome).
+    #[arg(short = 'f', long, value_enum)]
+    format: Option<FormatArg>,
+    /// Write the output here instead of to stdout (`-` is stdout). The extension picks the format:
+    /// .json chrome, .svg flamegraph, .folded folded, .txt ftrace, .systrace systrace; a further .gz
+    /// compresses it.
     #[arg(short = 'o', long, value_name = "PATH")]
     output: Option<PathBuf>,
     /// Chrome events: one complete event per span (x, smaller), or a begin and an end event (be;
@@ -84,7 +119,7 @@ struct BatchArgs {
     #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Chrome)]
     format: FormatArg,
     /// Where the outputs go, one per dump, named after it.
-    #[arg(long, value_name = "DIR", required_unless_present = "pack")]
+    #[arg(short = 'o', long, value_name = "DIR", required_unless_present = "pack")]
     out_dir: Option<PathBuf>,
     /// Instead of converting, pack every dump file in place (see `rtconv pack`).
     #[arg(long, conflicts_with = "out_dir")]
@@ -140,10 +175,11 @@ struct StatsArgs {
     /// Sort by this column (descending; name ascending).
     #[arg(long, value_enum, default_value_t = Column::Total)]
     sort: Column,
-    /// Output form: an aligned table with human units, or CSV/JSON in nanoseconds.
-    #[arg(long = "format", value_enum, default_value_t = Output::Table)]
-    format: Output,
-    /// Write the output here instead of to stdout.
+    /// Output form: an aligned table with human units, or CSV/JSON in nanoseconds (default: what
+    /// the -o name's extension says: .json, .csv, .txt; else table).
+    #[arg(short = 'f', long = "format", value_enum)]
+    format: Option<Output>,
+    /// Write the output here instead of to stdout (`-` is stdout; a further .gz compresses it).
     #[arg(short = 'o', long, value_name = "PATH")]
     output: Option<PathBuf>,
     #[command(flatten)]
@@ -154,10 +190,24 @@ struct StatsArgs {
 
 #[derive(clap::Args)]
 struct InfoArgs {
-    /// The dump to describe.
-    dump: PathBuf,
+    /// The dumps to describe.
+    #[arg(required = true)]
+    dumps: Vec<PathBuf>,
+    /// Output form: text, or a JSON array with one object per dump (default: what the -o name's
+    /// extension says, else text).
+    #[arg(short = 'f', long, value_enum)]
+    format: Option<InfoFormat>,
+    /// Write the output here instead of to stdout (`-` is stdout).
+    #[arg(short = 'o', long, value_name = "PATH")]
+    output: Option<PathBuf>,
     #[command(flatten)]
     symbols: SymbolArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum InfoFormat {
+    Text,
+    Json,
 }
 
 #[derive(clap::Args)]
@@ -228,7 +278,7 @@ enum BackendArg {
     Addr2line,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum FormatArg {
     /// Chrome trace event JSON (object format), for Perfetto and chrome://tracing.
     Chrome,
@@ -276,24 +326,109 @@ impl SymbolArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let color = cli.color.when();
+    rtconv::diag::set_color(color);
     match cli.command {
         Command::Convert(args) => run_convert(args),
-        Command::Stats(args) => run_stats(args),
+        Command::Stats(args) => run_stats(args, color),
         Command::Batch(args) => run_batch(args),
         Command::Info(args) => run_info(args),
         Command::Pack(args) => run_pack(args),
         Command::Symbolize(args) => run_symbolize(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "rtconv", &mut io::stdout().lock());
+            ExitCode::SUCCESS
+        }
+        Command::Man { out_dir } => run_man(out_dir.as_deref()),
     }
 }
 
-fn run_stats(args: StatsArgs) -> ExitCode {
+/// Exit status 2 with one line: the command line asks for something impossible.
+fn usage(message: &str) -> ExitCode {
+    emit(&format!("rtconv: error: {message}"));
+    ExitCode::from(2)
+}
+
+/// The output format: `-f` if given, else what the output's extension says (a trailing `.gz`
+/// aside), else `default`. A `-f` that contradicts the extension is an error.
+fn choose_format<T: ValueEnum + Copy + PartialEq>(
+    given: Option<T>,
+    output: Option<&Path>,
+    by_extension: impl Fn(&str) -> Option<T>,
+    default: T,
+) -> Result<T, String> {
+    let name = |v: T| v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default();
+    let path = output.filter(|p| !rtconv::output::is_stdout(Some(p)));
+    let extension = path.and_then(|p| {
+        let file = p.file_name()?.to_str()?;
+        let file = file.strip_suffix(".gz").unwrap_or(file);
+        Some(Path::new(file).extension()?.to_str()?.to_ascii_lowercase())
+    });
+    let implied = extension.as_deref().and_then(&by_extension);
+    match (given, implied) {
+        (Some(f), Some(i)) if f != i => Err(format!(
+            "-f {} contradicts the output name {} (its extension means -f {}); drop -f or rename the output",
+            name(f),
+            path.map(|p| p.display().to_string()).unwrap_or_default(),
+            name(i)
+        )),
+        (Some(f), _) => Ok(f),
+        (None, Some(i)) => Ok(i),
+        (None, None) => Ok(default),
+    }
+}
+
+fn trace_format_of(extension: &str) -> Option<FormatArg> {
+    match extension {
+        "json" => Some(FormatArg::Chrome),
+        "svg" | "svgz" => Some(FormatArg::Flamegraph),
+        "folded" => Some(FormatArg::Folded),
+        "txt" | "ftrace" => Some(FormatArg::Ftrace),
+        "systrace" => Some(FormatArg::Systrace),
+        _ => None,
+    }
+}
+
+fn stats_format_of(extension: &str) -> Option<Output> {
+    match extension {
+        "json" => Some(Output::Json),
+        "csv" => Some(Output::Csv),
+        "txt" => Some(Output::Table),
+        _ => None,
+    }
+}
+
+/// A directory or an archive given where one dump file is expected: what to use instead.
+fn not_a_dump_file(path: &Path) -> Option<String> {
+    let what = if path.is_dir() {
+        "a directory"
+    } else if rtconv::batch::inputs::archive_kind(path).is_some() {
+        "an archive"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{} is {what}: convert takes dump files; use `rtconv batch {} -o OUT_DIR` (one output per dump) or \
+         `rtconv stats {}` (figures merged over its dumps)",
+        path.display(),
+        path.display(),
+        path.display()
+    ))
+}
+
+fn run_stats(args: StatsArgs, color: When) -> ExitCode {
+    let output = match choose_format(args.format, args.output.as_deref(), stats_format_of, Output::Table) {
+        Ok(output) => output,
+        Err(e) => return usage(&e),
+    };
     let opts = rtconv::stats::Options {
         sort: args.sort,
         per_thread: args.per_thread,
-        output: args.format,
+        output,
         tree: args.tree,
         calibrated: args.calibrated,
         clean: args.clean,
+        color: output == Output::Table && rtconv::output::is_stdout(args.output.as_deref()) && color.stdout(),
     };
     // One dump file: its own tables. Anything else: merged over every dump.
     if let [dump] = args.dumps.as_slice()
@@ -308,30 +443,35 @@ fn run_stats(args: StatsArgs) -> ExitCode {
         );
     }
     if args.tree || args.per_thread {
-        eprintln!(
-            "rtconv: error: --tree and --per-thread show one dump; over many dumps, figures are merged per build-id"
-        );
-        return ExitCode::from(2);
+        return usage("--tree and --per-thread show one dump; over many dumps, figures are merged per build-id");
     }
     let batch = args.run.options(args.symbols.options());
-    let result = match &args.output {
-        Some(path) => match File::create(path) {
-            Ok(file) => rtconv::batch::stats_all(&args.dumps, opts, &batch, &mut BufWriter::new(file)),
-            Err(e) => {
-                eprintln!("rtconv: error: cannot create {}: {e}", path.display());
-                return ExitCode::FAILURE;
-            }
-        },
-        None => rtconv::batch::stats_all(&args.dumps, opts, &batch, &mut BufWriter::new(io::stdout().lock())),
+    let mut out = match Sink::open(args.output.as_deref()) {
+        Ok(out) => out,
+        Err(e) => return cannot_create(args.output.as_deref(), &e),
     };
-    match result {
+    let result = rtconv::batch::stats_all(&args.dumps, opts, &batch, &mut out);
+    match result.and_then(|summary| out.finish().map(|()| summary)) {
         Ok(summary) => ExitCode::from(summary.exit_code()),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rtconv: error: writing the output: {e}");
+            emit(&format!("rtconv: error: writing {}: {e}", output_name(args.output.as_deref())));
             ExitCode::FAILURE
         }
     }
+}
+
+/// How messages name an output: its path, or `stdout`.
+fn output_name(path: Option<&Path>) -> String {
+    match path.filter(|p| !rtconv::output::is_stdout(Some(p))) {
+        Some(p) => p.display().to_string(),
+        None => "stdout".to_string(),
+    }
+}
+
+fn cannot_create(path: Option<&Path>, e: &io::Error) -> ExitCode {
+    emit(&format!("rtconv: error: cannot create {}: {e}", output_name(path)));
+    ExitCode::FAILURE
 }
 
 fn run_batch(args: BatchArgs) -> ExitCode {
@@ -350,12 +490,12 @@ fn run_pack(args: PackArgs) -> ExitCode {
         match rtconv::pack::pack(dump, &opts) {
             Ok(report) => {
                 for line in rtconv::batch::pack_lines(dump, &report) {
-                    eprintln!("{line}");
+                    emit(&line);
                 }
                 if report.unnamed > 0 { summary.salvaged += 1 } else { summary.converted += 1 }
             }
             Err(e) => {
-                eprintln!("rtconv: error: {e}");
+                emit(&format!("rtconv: error: {e}"));
                 summary.failed += 1;
             }
         }
@@ -376,29 +516,32 @@ fn format_of(format: FormatArg, events: ChromeEventsArg, args: bool) -> Format {
 }
 
 fn run_convert(args: ConvertArgs) -> ExitCode {
-    let format = format_of(args.format, args.chrome_events, args.args);
+    if let Some(hint) = args.dumps.iter().find_map(|d| not_a_dump_file(d)) {
+        return usage(&hint);
+    }
+    let format = match choose_format(args.format, args.output.as_deref(), trace_format_of, FormatArg::Chrome) {
+        Ok(format) => format,
+        Err(e) => return usage(&e),
+    };
+    let format = format_of(format, args.chrome_events, args.args);
     convert_to(&args.dumps, format, args.output.as_deref(), args.symbols.options())
 }
 
 /// Converts `dumps` into `format`, to `output` or stdout, and reports as `rtconv convert` does.
-fn convert_to(
-    dumps: &[PathBuf],
-    format: Format,
-    output: Option<&std::path::Path>,
-    opts: symbolize::Options,
-) -> ExitCode {
-    let result = match output {
-        Some(path) => match File::create(path) {
-            Ok(file) => convert::convert_many(dumps, format, &opts, &mut BufWriter::with_capacity(1 << 16, file)),
-            Err(e) => {
-                eprintln!("rtconv: error: cannot create {}: {e}", path.display());
-                return ExitCode::FAILURE;
-            }
-        },
-        None => {
-            convert::convert_many(dumps, format, &opts, &mut BufWriter::with_capacity(1 << 16, io::stdout().lock()))
+fn convert_to(dumps: &[PathBuf], format: Format, output: Option<&Path>, opts: symbolize::Options) -> ExitCode {
+    let mut out = match Sink::open(output) {
+        Ok(out) => out,
+        Err(e) => return cannot_create(output, &e),
+    };
+    let result = convert::convert_many(dumps, format, &opts, &mut out);
+    let result = match result {
+        Ok(report) => out.finish().map(|()| report).map_err(ConvertError::Output),
+        Err(e) => {
+            out.discard();
+            Err(e)
         }
     };
+    let names = || dumps.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
     match result {
         Ok(report) => {
             for d in &report.diagnostics {
@@ -406,38 +549,99 @@ fn convert_to(
                     Level::Warning => "warning",
                     Level::Error => "error",
                 };
-                eprintln!("rtconv: {level}: {}", d.message);
+                emit(&format!("rtconv: {level}: {}", d.message));
             }
-            if let Some(path) = output {
+            if !rtconv::output::is_stdout(output) {
                 eprintln!(
                     "rtconv: {}: {} spans on {} threads -> {}",
-                    dumps.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+                    names(),
                     report.spans,
                     report.threads,
-                    path.display()
+                    output_name(output)
                 );
             }
             if report.degraded() { ExitCode::from(EXIT_DEGRADED) } else { ExitCode::SUCCESS }
         }
         Err(ConvertError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(ConvertError::Output(e)) => {
+            emit(&format!("rtconv: error: {}: writing {}: {e}", names(), output_name(output)));
+            ExitCode::FAILURE
+        }
         Err(e) => {
-            let _ = io::stdout().flush();
-            eprintln!("rtconv: error: {e}");
+            emit(&format!("rtconv: error: {e}"));
             ExitCode::FAILURE
         }
     }
 }
 
 fn run_info(args: InfoArgs) -> ExitCode {
+    let form = match choose_format(
+        args.format,
+        args.output.as_deref(),
+        |e| (e == "json").then_some(InfoFormat::Json),
+        InfoFormat::Text,
+    ) {
+        Ok(form) => form,
+        Err(e) => return usage(&e),
+    };
     let opts = args.symbols.options();
-    let mut out = BufWriter::new(io::stdout().lock());
-    match rtconv::info::info(&args.dump, &opts, &mut out)
-        .and_then(|()| out.flush().map_err(rtconv::info::InfoError::Output))
-    {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(rtconv::info::InfoError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+    let mut out = match Sink::open(args.output.as_deref()) {
+        Ok(out) => out,
+        Err(e) => return cannot_create(args.output.as_deref(), &e),
+    };
+    let (mut described, mut failed) = (Vec::new(), 0);
+    let mut written = Ok(());
+    for dump in &args.dumps {
+        match rtconv::info::describe(dump, &opts) {
+            Ok(d) if form == InfoFormat::Json => described.push(d.to_json()),
+            Ok(d) => {
+                // One blank line between the reports of several dumps.
+                if written.is_ok() && !described.is_empty() {
+                    written = writeln!(out);
+                }
+                if written.is_ok() {
+                    written = d.write_text(&mut out);
+                }
+                described.push(serde_json::Value::Null);
+            }
+            Err(e) => {
+                emit(&format!("rtconv: error: {e}"));
+                failed += 1;
+            }
+        }
+    }
+    if form == InfoFormat::Json {
+        written = written.and_then(|()| {
+            serde_json::to_writer_pretty(&mut out, &described)?;
+            writeln!(out)
+        });
+    }
+    match written.and_then(|()| out.finish()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rtconv: error: {e}");
+            emit(&format!("rtconv: error: writing {}: {e}", output_name(args.output.as_deref())));
+            return ExitCode::FAILURE;
+        }
+    }
+    let summary = rtconv::batch::Summary { converted: described.len() as u64, failed, ..Default::default() };
+    ExitCode::from(summary.exit_code())
+}
+
+/// Writes rtconv(1) to stdout, or every page into `out_dir`.
+fn run_man(out_dir: Option<&Path>) -> ExitCode {
+    let written = match out_dir {
+        Some(dir) => std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(Cli::command(), dir)),
+        None => {
+            let mut out = BufWriter::new(io::stdout().lock());
+            clap_mangen::Man::new(Cli::command()).render(&mut out).and_then(|()| out.flush())
+        }
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            emit(&format!("rtconv: error: writing the man pages: {e}"));
             ExitCode::FAILURE
         }
     }
@@ -455,17 +659,17 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
         match u64::from_str_radix(digits, 16) {
             Ok(a) => addresses.push(a),
             Err(_) => {
-                eprintln!("rtconv: error: {text:?} is not a hex address; give addresses like 0x1d59f");
+                emit(&format!("rtconv: error: {text:?} is not a hex address; give addresses like 0x1d59f"));
                 return ExitCode::from(2);
             }
         }
     }
     if !args.exe.is_file() {
-        eprintln!("rtconv: error: {}: no such file; pass the binary with -e", args.exe.display());
+        emit(&format!("rtconv: error: {}: no such file; pass the binary with -e", args.exe.display()));
         return ExitCode::FAILURE;
     }
     if let Err(e) = symbolize::files::check_object(&args.exe) {
-        eprintln!("rtconv: error: {e}");
+        emit(&format!("rtconv: error: {e}"));
         return ExitCode::FAILURE;
     }
     let files = ModuleFiles { binary: args.exe.clone(), debug: Some(args.exe.clone()) };
@@ -518,7 +722,7 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rtconv: error: writing the output: {e}");
+            emit(&format!("rtconv: error: writing the output: {e}"));
             ExitCode::FAILURE
         }
     }

@@ -89,7 +89,11 @@ pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
         return Err(PackError::Incomplete { path: path.into(), damage });
     }
     // Where the end marker starts (the reader ends after it), and whether names are there already.
-    let dump = Dump::parse(&bytes).map_err(|source| load::LoadError::Header { path: path.into(), source })?;
+    let dump = Dump::parse(&bytes).map_err(|source| load::LoadError::Header {
+        path: path.into(),
+        hint: load::not_a_dump_hint(&source, &bytes),
+        source,
+    })?;
     let (mut end, mut already) = (None, false);
     for section in dump.sections().flatten() {
         match section.kind {

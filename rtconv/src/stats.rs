@@ -69,6 +69,8 @@ pub struct Options {
     pub calibrated: bool,
     /// Leave outlying calls out of the distribution figures (see [`crate::clean`]).
     pub clean: bool,
+    /// Bold headings in the table form (ANSI escapes), for a terminal.
+    pub color: bool,
 }
 
 /// One function's figures in one scope.
@@ -472,20 +474,21 @@ const HEADERS: [&str; 12] =
     ["function", "calls", "total", "self", "self %", "min", "mean", "p50", "p90", "p99", "max", "stddev"];
 
 /// Writes `scopes` in the chosen form.
-pub fn write(scopes: &[Scope], output: Output, out: &mut dyn Write) -> io::Result<()> {
+pub fn write(scopes: &[Scope], output: Output, color: bool, out: &mut dyn Write) -> io::Result<()> {
     match output {
-        Output::Table => write_table(scopes, out),
+        Output::Table => write_table(scopes, color, out),
         Output::Csv => write_csv(scopes, out),
         Output::Json => write_json(scopes, out),
     }
 }
 
-fn write_table(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
+fn write_table(scopes: &[Scope], color: bool, out: &mut dyn Write) -> io::Result<()> {
+    let (bold, plain) = if color { ("\x1b[1m", "\x1b[0m") } else { ("", "") };
     for (i, scope) in scopes.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;
         }
-        writeln!(out, "{} — {} in top-level spans", scope.name, human(scope.total_ns as f64))?;
+        writeln!(out, "{bold}{} — {} in top-level spans{plain}", scope.name, human(scope.total_ns as f64))?;
         if let Some((read, span)) = scope.calibration {
             writeln!(out, "calibrated: {read} ns taken out of every span, and {span} ns for each span nested in it")?;
         }
@@ -540,7 +543,9 @@ fn write_table(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
             }
             writeln!(out)
         };
+        write!(out, "{bold}")?;
         line(headers, out)?;
+        write!(out, "{plain}")?;
         for row in &cells {
             line(row.iter().map(String::as_str).collect(), out)?;
         }

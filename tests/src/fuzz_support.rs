@@ -43,6 +43,7 @@ pub fn formats() -> Vec<rtconv::convert::Format> {
             tree: false,
             calibrated: true,
             clean: true,
+            color: false,
         }),
     ]
 }

@@ -17,6 +17,7 @@ pub fn cargo_build(args: &[&str]) -> Vec<serde_json::Value> {
         .args(args)
         .arg("--message-format=json-render-diagnostics")
         .current_dir(workspace_root())
+        .stdin(std::process::Stdio::null())
         .output()
         .expect("cargo runs");
     assert!(out.status.success(), "cargo build {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
@@ -116,7 +117,7 @@ pub fn build_side_workspace(manifest: &str, target_dir: &str, features: Option<&
     if let Some(features) = features {
         cmd.args(["--features", features]);
     }
-    let out = cmd.output().expect("cargo runs");
+    let out = cmd.stdin(std::process::Stdio::null()).output().expect("cargo runs");
     assert!(out.status.success(), "building {manifest} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     target.join("release").join(bin)
 }

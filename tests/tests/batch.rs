@@ -192,6 +192,8 @@ fn progress_shows_on_a_terminal_and_not_with_quiet() {
         );
         let out = ringtrace_tests::tool("script")
             .args(["-qec", &command, "/dev/null"])
+            // Nothing to type: `script` relays its stdin to the terminal it makes.
+            .stdin(std::process::Stdio::null())
             .output()
             .expect("script (util-linux) runs");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -184,7 +184,7 @@ pub fn items(inputs: Vec<Input>, consumed: Arc<AtomicU64>, capacity: usize) -> i
             }
         })
         .map(drop)
-        .unwrap_or_else(|e| eprintln!("rtconv: error: cannot start the reading thread: {e}"));
+        .unwrap_or_else(|e| crate::diag::emit(&format!("rtconv: error: cannot start the reading thread: {e}")));
     rx.into_iter()
 }
 

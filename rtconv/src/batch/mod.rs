@@ -81,8 +81,8 @@ impl Progress {
 
     fn line(&self, text: &str) {
         match &self.bar {
-            Some(bar) => bar.suspend(|| eprintln!("{text}")),
-            None => eprintln!("{text}"),
+            Some(bar) => bar.suspend(|| crate::diag::emit(text)),
+            None => crate::diag::emit(text),
         }
     }
 
@@ -199,7 +199,7 @@ fn create(dir: &Path, name: &str) -> std::io::Result<std::fs::File> {
 /// per dump in `out_dir` (created if needed), named after the dump.
 pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Options) -> Summary {
     if let Err(e) = std::fs::create_dir_all(out_dir) {
-        eprintln!("rtconv: error: cannot create {}: {e}", out_dir.display());
+        crate::diag::emit(&format!("rtconv: error: cannot create {}: {e}", out_dir.display()));
         return Summary { failed: 1, ..Summary::default() };
     }
     let cache = symbolize::Cache::default();
@@ -245,18 +245,18 @@ pub fn pack_all(args: &[PathBuf], opts: &Options) -> Summary {
     let (inputs, problems) = inputs::expand(args);
     let mut summary = Summary { failed: problems.len() as u64, ..Summary::default() };
     for problem in &problems {
-        eprintln!("rtconv: error: {problem}");
+        crate::diag::emit(&format!("rtconv: error: {problem}"));
     }
     let files: Vec<&Path> = inputs
         .iter()
         .filter_map(|input| match input {
             inputs::Input::File(path) => Some(path.as_path()),
             inputs::Input::Archive(path, _) => {
-                eprintln!(
+                crate::diag::emit(&format!(
                     "rtconv: error: {}: dumps inside an archive cannot be packed in place; unpack it and pack the \
                      files, or convert it where the binaries are with --out-dir",
                     path.display()
-                );
+                ));
                 summary.failed += 1;
                 None
             }
@@ -276,7 +276,7 @@ pub fn pack_all(args: &[PathBuf], opts: &Options) -> Summary {
     };
     for (outcome, lines) in results {
         for line in lines {
-            eprintln!("{line}");
+            crate::diag::emit(&line);
         }
         match outcome {
             Outcome::Converted => summary.converted += 1,
@@ -357,7 +357,7 @@ pub fn stats_all(
             merged.scope(name, stats.sort, stats.clean)
         })
         .collect();
-    crate::stats::write(&scopes, stats.output, out)?;
+    crate::stats::write(&scopes, stats.output, stats.color, out)?;
     out.flush()?;
     eprintln!(
         "rtconv: stats: {} dumps merged ({} with losses), {} failed",

@@ -1,0 +1,61 @@
+//! Diagnostics on stderr, `rtconv: error: …` and `rtconv: warning: …`, with
+//! the level in color when asked (`--color`, `NO_COLOR`, `CLICOLOR_FORCE`).
+
+use std::borrow::Cow;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static COLOR: AtomicBool = AtomicBool::new(false);
+
+/// When to color.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    /// On a terminal, unless `NO_COLOR` is set (or `CLICOLOR_FORCE` forces it).
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl When {
+    /// Whether output to a stream that `is_terminal` or not gets color.
+    pub fn colors(self, is_terminal: bool) -> bool {
+        let set = |name| std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0");
+        match self {
+            When::Always => true,
+            When::Never => false,
+            When::Auto if set("NO_COLOR") => false,
+            When::Auto if set("CLICOLOR_FORCE") => true,
+            When::Auto => is_terminal && std::env::var_os("TERM").is_none_or(|t| t != "dumb"),
+        }
+    }
+
+    /// Whether standard output gets color.
+    pub fn stdout(self) -> bool {
+        self.colors(std::io::stdout().is_terminal())
+    }
+}
+
+/// Sets whether diagnostics are colored, from `when` and whether stderr is a terminal.
+pub fn set_color(when: When) {
+    COLOR.store(when.colors(std::io::stderr().is_terminal()), Ordering::Relaxed);
+}
+
+/// `line` with its `error:` or `warning:` level colored, when diagnostics are.
+pub fn paint(line: &str) -> Cow<'_, str> {
+    if !COLOR.load(Ordering::Relaxed) {
+        return Cow::Borrowed(line);
+    }
+    for (level, style) in [("error:", "\x1b[1;31m"), ("warning:", "\x1b[1;33m")] {
+        if let Some(rest) = line.strip_prefix("rtconv: ").and_then(|l| l.strip_prefix(level)) {
+            return Cow::Owned(format!("rtconv: {style}{level}\x1b[0m{rest}"));
+        }
+    }
+    Cow::Borrowed(line)
+}
+
+/// Prints `line` on stderr, its level colored when diagnostics are.
+pub fn emit(line: &str) {
+    eprintln!("{}", paint(line));
+}
