@@ -300,7 +300,9 @@ fn info_reports_how_keys_were_named() {
     let text = String::from_utf8(out.stdout).unwrap();
     // 4 site keys (sleeper round, sleep, parse_batch, main done), 3 code keys (fib, tokenize, checksum).
     assert!(
-        text.contains("keys       7 distinct, named by: packed 0, sites 4, dwarf 3, symtab 0, dladdr 0, addr2line 0, unknown 0"),
+        text.contains(
+            "keys       7 distinct, named by: packed 0, sites 4, dwarf 3, symtab 0, dladdr 0, addr2line 0, unknown 0"
+        ),
         "{text}"
     );
     // fib(12) twice (2 × 465), 5 rounds of parse_batch + 8 tokenize + 8 checksum on two threads (170),
