@@ -58,7 +58,8 @@ pub struct Description {
     pub clock: Option<ClockDescription>,
     /// Modules loaded in all.
     pub modules_loaded: usize,
-    /// The modules holding span keys.
+    /// The modules whose files were looked for, to name span keys (none when every key was named
+    /// from the dump itself).
     pub modules: Vec<ModuleDescription>,
     /// Per thread: tid, name, spans, lost spans.
     pub threads: Vec<(u64, String, u64, u64)>,
@@ -95,7 +96,7 @@ pub struct ClockDescription {
     pub began: Option<String>,
 }
 
-/// One module holding span keys, in a [`Description`].
+/// One module whose files were looked for, in a [`Description`].
 #[derive(Debug, Clone)]
 pub struct ModuleDescription {
     /// The path recorded in the dump.
@@ -207,7 +208,7 @@ impl Description {
             }
             None => writeln!(out, "clock      missing")?,
         }
-        writeln!(out, "modules    {} loaded, {} holding span keys", self.modules_loaded, self.modules.len())?;
+        writeln!(out, "modules    {} loaded, {} read for names", self.modules_loaded, self.modules.len())?;
         for m in &self.modules {
             let build_id = if m.build_id.is_empty() { "none" } else { &m.build_id };
             write!(out, "  {}  build-id {build_id}", m.path)?;

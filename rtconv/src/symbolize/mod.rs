@@ -276,7 +276,11 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
     {
         let mut cached = cache.lock();
         for &(key, location) in &queries {
-            if let (Some(k), Some(name)) = (cache_key(location), symbols.names.get(&key)) {
+            // Only names read from the build's own files are shared: what one dump says of
+            // itself (packed names, its dladdr table) may be wrong and must not name another's keys.
+            if let (Some(k), Some(name)) = (cache_key(location), symbols.names.get(&key))
+                && matches!(name.source, Source::Dwarf | Source::Symtab | Source::Addr2line)
+            {
                 cached.entry(k).or_insert_with(|| name.clone());
             }
         }
