@@ -674,16 +674,24 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
     }
     let files = ModuleFiles { binary: args.exe.clone(), debug: Some(args.exe.clone()) };
     let mut names: Vec<Option<symbolize::SpanName>> = vec![None; addresses.len()];
+    let mut failed = false;
     for backend in opts.backends() {
         let pending: Vec<usize> = (0..addresses.len()).filter(|&i| names[i].is_none()).collect();
         if pending.is_empty() {
             break;
         }
         let wanted: Vec<u64> = pending.iter().map(|&i| addresses[i]).collect();
-        if let Some(found) = symbolize::resolve_file(&files, &wanted, backend, &opts) {
-            for (i, name) in pending.into_iter().zip(found) {
-                names[i] = name;
+        match symbolize::resolve_file(&files, &wanted, backend, &opts) {
+            Some(Ok(found)) => {
+                for (i, name) in pending.into_iter().zip(found) {
+                    names[i] = name;
+                }
             }
+            Some(Err(e)) => {
+                failed = true;
+                emit(&format!("rtconv: error: {e}"));
+            }
+            None => {}
         }
     }
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
@@ -719,6 +727,7 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
     // The process ends next: let the OS reclaim the names rather than free them one by one.
     std::mem::forget(names);
     match written {
+        Ok(()) if failed => ExitCode::from(EXIT_DEGRADED),
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {

@@ -454,3 +454,38 @@ fn a_binary_replaced_while_running_is_found_at_its_path() {
     assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
     assert_eq!(names(&json).get("workload::fib"), Some(&(2 * 465)));
 }
+
+/// Regression: a failing backend was dropped silently (`.ok()`), its keys left `??`
+/// or named by the next backend with no word said. Now each failure is one error
+/// line naming the backend and the file, and the next backend still names the keys.
+#[test]
+fn a_failing_addr2line_program_is_reported_and_dwarf_names_the_keys() {
+    let dir = scratch("broken-addr2line");
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
+    let (code, json, stderr) = convert(&dump, &["--addr2line", "false"]);
+    assert_eq!(code, 3, "a backend failed: the output is degraded");
+    assert_eq!(stderr.len(), 1, "{stderr:?}");
+    assert!(
+        stderr[0].contains("the addr2line backend failed on")
+            && stderr[0].contains("false exited with exit status: 1")
+            && stderr[0].contains("0 distinct span key(s) left unnamed, 3 named by dwarf"),
+        "{stderr:?}"
+    );
+    assert_eq!(names(&json).get("workload::fib"), Some(&(2 * 465)));
+    // rtconv symbolize says so too, and exits 3.
+    let out = run(
+        &binary("rtconv"),
+        &[
+            "symbolize",
+            "-e",
+            binary("workload").to_str().unwrap(),
+            "--addr2line",
+            "false",
+            "--symbolizer",
+            "addr2line",
+            "0x10",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the addr2line backend failed on"));
+}

@@ -11,14 +11,14 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::{Frame, Source, SpanName};
+use super::{BackendError, Frame, Source, SpanName};
 
 /// Addresses per unit of parallel work; fewer than two runs' worth are done on one thread.
 const MIN_PER_WORKER: usize = 256;
 
 /// Names `file_addresses` (ELF virtual addresses, sorted or not) from the
 /// DWARF in `debug`. Returns one entry per address, in order.
-pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, String> {
+pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, BackendError> {
     let mut order: Vec<usize> = (0..file_addresses.len()).collect();
     order.sort_unstable_by_key(|&i| file_addresses[i]);
     let workers = rayon::current_num_threads().min(file_addresses.len() / MIN_PER_WORKER).max(1);
@@ -34,7 +34,7 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
     };
     // Every thread builds its context at once, in parallel; a file that
     // cannot be loaded fails on this thread, and the others then stop.
-    let resolved: Result<Vec<Named>, String> = std::thread::scope(|scope| {
+    let resolved: Result<Vec<Named>, BackendError> = std::thread::scope(|scope| {
         let others: Vec<_> = (1..workers)
             .map(|own| {
                 let work = &work;
@@ -49,7 +49,7 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
             Err(e) => {
                 // Leave nothing for the others to do.
                 segments.iter().for_each(Segment::clear);
-                return Err(e.to_string());
+                return Err(BackendError { backend: Source::Dwarf, path: debug.into(), reason: e.to_string() });
             }
         };
         let mut all = vec![work(Worker::new(first, demangle), 0)];

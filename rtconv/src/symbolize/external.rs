@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::{Frame, Source, SpanName};
+use super::{BackendError, Frame, Source, SpanName};
 
 /// Runs `program -a -f -i [-C] -e file` on `file_addresses`; one entry per address.
 pub fn resolve(
@@ -14,15 +14,16 @@ pub fn resolve(
     file: &Path,
     file_addresses: &[u64],
     demangle: bool,
-) -> Result<Vec<Option<SpanName>>, String> {
+) -> Result<Vec<Option<SpanName>>, BackendError> {
+    let failed = |reason: String| BackendError { backend: Source::Addr2line, path: file.into(), reason };
     let mut cmd = Command::new(program);
     cmd.args(["-a", "-f", "-i"]);
     if demangle {
         cmd.arg("-C");
     }
     cmd.arg("-e").arg(file).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", program.display()))?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut child = cmd.spawn().map_err(|e| failed(format!("cannot run {}: {e}", program.display())))?;
+    let mut stdin = child.stdin.take().ok_or_else(|| failed("no stdin".into()))?;
     let input: String = file_addresses.iter().map(|a| format!("{a:#x}\n")).collect();
     // Written from another thread, so a program that answers as it reads cannot deadlock us.
     let writer = std::thread::spawn(move || {
@@ -30,23 +31,28 @@ pub fn resolve(
         drop(stdin);
         result
     });
-    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let stdout = child.stdout.take().ok_or_else(|| failed("no stdout".into()))?;
     let mut blocks: Vec<Vec<String>> = Vec::new();
     for line in BufReader::new(stdout).lines() {
-        let line = line.map_err(|e| format!("reading from {}: {e}", program.display()))?;
+        let line = line.map_err(|e| failed(format!("reading from {}: {e}", program.display())))?;
         if line.starts_with("0x") {
             blocks.push(Vec::new());
         } else if let Some(block) = blocks.last_mut() {
             block.push(line);
         }
     }
-    let status = child.wait().map_err(|e| e.to_string())?;
+    let status = child.wait().map_err(|e| failed(e.to_string()))?;
     let _ = writer.join();
     if !status.success() {
-        return Err(format!("{} exited with {status}", program.display()));
+        return Err(failed(format!("{} exited with {status}", program.display())));
     }
     if blocks.len() != file_addresses.len() {
-        return Err(format!("{} answered {} of {} addresses", program.display(), blocks.len(), file_addresses.len()));
+        return Err(failed(format!(
+            "{} answered {} of {} addresses",
+            program.display(),
+            blocks.len(),
+            file_addresses.len()
+        )));
     }
     Ok(blocks.into_iter().map(parse_block).collect())
 }

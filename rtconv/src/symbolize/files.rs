@@ -21,6 +21,9 @@ use crate::load::{ModuleEntry, map_file};
 /// Why a module's addresses cannot be named from its files.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ModuleError {
+    /// A backend failed on the module's file (see [`super::BackendError`]).
+    #[error(transparent)]
+    Backend(#[from] super::BackendError),
     /// No candidate file exists.
     #[error(
         "binary {} not found; pass --exe PATH (the file the dump was recorded from) or --sym-dir DIR, or run \

@@ -131,6 +131,20 @@ impl Options {
     }
 }
 
+/// A backend that failed on a module's file: a broken `--addr2line` program,
+/// DWARF or symbols that do not parse. Reported as a [`Problem`], never
+/// silently left as `??`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the {} backend failed on {}: {reason}", backend.name(), path.display())]
+pub struct BackendError {
+    /// Which backend.
+    pub backend: Source,
+    /// The file it read.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub reason: String,
+}
+
 /// A module whose files could not be used.
 #[derive(Debug)]
 pub struct Problem {
@@ -140,13 +154,20 @@ pub struct Problem {
     pub keys: usize,
     /// Of those, the keys some other backend (the dump's tables) named.
     pub named_otherwise: usize,
+    /// The backends that named those, each once.
+    pub named_by: Vec<Source>,
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}; {} distinct span key(s) left unnamed", self.kind, self.keys - self.named_otherwise)?;
-        if self.named_otherwise > 0 {
-            write!(f, ", {} named from the dump's dladdr table", self.named_otherwise)?;
+        match self.named_by.as_slice() {
+            [] => {}
+            [Source::Dladdr] => write!(f, ", {} named from the dump's dladdr table", self.named_otherwise)?,
+            others => {
+                let names: Vec<&str> = others.iter().map(|s| s.name()).collect();
+                write!(f, ", {} named by {}", self.named_otherwise, names.join(", "))?;
+            }
         }
         Ok(())
     }
@@ -228,6 +249,7 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
         }
     }
     let mut files_found = false;
+    let mut failures: Vec<(usize, BackendError)> = Vec::new();
     for backend in opts.backends() {
         let pending: Vec<(u64, Location)> =
             queries.iter().copied().filter(|(k, _)| !symbols.names.contains_key(k)).collect();
@@ -268,7 +290,7 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
                 }
             }
             Source::Dwarf | Source::Symtab | Source::Addr2line => {
-                per_module(&pending, &symbols.files, backend, opts, &mut symbols.names);
+                per_module(&pending, &symbols.files, backend, opts, &mut symbols.names, &mut failures);
             }
             Source::Unknown => {}
         }
@@ -317,28 +339,35 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
             }
         });
     }
+    // Modules whose files could not be used, then backends that failed on a module's files.
+    let unusable = symbols.files.iter().filter_map(|(&index, found)| Some((index, found.as_ref().err()?.clone())));
+    let failed = failures.into_iter().map(|(index, e)| (index, ModuleError::Backend(e)));
     let mut problems = Vec::new();
-    for (&index, found) in &symbols.files {
-        if let Err(kind) = found {
-            let in_module: Vec<u64> = queries
-                .iter()
-                .filter(|(_, l)| matches!(l, Location::Module { index: i, .. } if *i == index))
-                .map(|(k, _)| *k)
-                .collect();
-            let named_otherwise = in_module.iter().filter(|k| symbols.names[*k].source != Source::Unknown).count();
-            problems.push(Problem { kind: kind.clone(), keys: in_module.len(), named_otherwise });
-        }
+    for (index, kind) in unusable.collect::<Vec<_>>().into_iter().chain(failed) {
+        let in_module: Vec<u64> = queries
+            .iter()
+            .filter(|(_, l)| matches!(l, Location::Module { index: i, .. } if *i == index))
+            .map(|(k, _)| *k)
+            .collect();
+        let mut named_by: Vec<Source> =
+            in_module.iter().map(|k| symbols.names[k].source).filter(|s| *s != Source::Unknown).collect();
+        let named_otherwise = named_by.len();
+        named_by.sort_unstable();
+        named_by.dedup();
+        problems.push(Problem { kind, keys: in_module.len(), named_otherwise, named_by });
     }
     (symbols, problems)
 }
 
-/// Runs a file-based backend over the pending keys of each module with usable files.
+/// Runs a file-based backend over the pending keys of each module with
+/// usable files; a backend that fails on a module is added to `failures`.
 fn per_module(
     pending: &[(u64, Location)],
     files: &BTreeMap<usize, Result<ModuleFiles, ModuleError>>,
     backend: Source,
     opts: &Options,
     names: &mut HashMap<u64, SpanName>,
+    failures: &mut Vec<(usize, BackendError)>,
 ) {
     for (&index, found) in files {
         let Ok(found) = found else { continue };
@@ -352,24 +381,30 @@ fn per_module(
         if keys.is_empty() {
             continue;
         }
-        let resolved = resolve_file(found, &addresses, backend, opts);
-        for (key, name) in keys.into_iter().zip(resolved.into_iter().flatten()) {
-            if let Some(name) = name {
-                names.insert(key, name);
+        match resolve_file(found, &addresses, backend, opts) {
+            Some(Ok(resolved)) => {
+                for (key, name) in keys.into_iter().zip(resolved) {
+                    if let Some(name) = name {
+                        names.insert(key, name);
+                    }
+                }
             }
+            Some(Err(e)) => failures.push((index, e)),
+            None => {}
         }
     }
 }
 
-/// Names file addresses in one module's files with one backend; `None` if
-/// the backend cannot run on them (no DWARF, no program given, …).
+/// Names file addresses in one module's files with one backend: one entry
+/// per address, or why the backend failed; `None` if the backend does not
+/// apply to them (no DWARF, no program given, not a file backend).
 pub fn resolve_file(
     files: &ModuleFiles,
     addresses: &[u64],
     backend: Source,
     opts: &Options,
-) -> Option<Vec<Option<SpanName>>> {
-    let result = match backend {
+) -> Option<Result<Vec<Option<SpanName>>, BackendError>> {
+    Some(match backend {
         Source::Dwarf => dwarf::resolve(files.debug.as_ref()?, addresses, opts.demangle),
         Source::Symtab => symtab::resolve(files.debug.as_ref().unwrap_or(&files.binary), addresses, opts.demangle),
         Source::Addr2line => external::resolve(
@@ -379,6 +414,5 @@ pub fn resolve_file(
             opts.demangle,
         ),
         _ => return None,
-    };
-    result.ok()
+    })
 }

@@ -5,13 +5,14 @@ use std::path::Path;
 
 use object::{Object, ObjectSymbol};
 
-use super::{Source, SpanName, demangled};
+use super::{BackendError, Source, SpanName, demangled};
 use crate::load::map_file;
 
 /// Names `file_addresses` from the symbols of `binary`, one entry per address.
-pub fn resolve(binary: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, String> {
-    let bytes = map_file(binary).map_err(|e| e.to_string())?;
-    let file = object::File::parse(&*bytes).map_err(|e| e.to_string())?;
+pub fn resolve(binary: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, BackendError> {
+    let failed = |reason: String| BackendError { backend: Source::Symtab, path: binary.into(), reason };
+    let bytes = map_file(binary).map_err(|e| failed(e.to_string()))?;
+    let file = object::File::parse(&*bytes).map_err(|e| failed(e.to_string()))?;
     // Function symbols with a size; an address past a symbol's end is not in it.
     let mut symbols: Vec<(u64, u64, &str)> = file
         .symbols()
