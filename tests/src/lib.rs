@@ -289,6 +289,20 @@ pub fn convert(dump: &Path, args: &[&str]) -> (i32, String, Vec<String>) {
     )
 }
 
+/// Compares `actual` with the committed file at `path` (relative to the
+/// workspace root); with `BLESS` set in the environment, writes it there
+/// instead. The one golden-file switch of the suite.
+pub fn golden(path: &Path, actual: &str) {
+    let path = workspace_root().join(path);
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected =
+        std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{} missing; run with BLESS=1", path.display()));
+    assert!(expected == actual, "{} differs; if intended, run with BLESS=1:\n{actual}", path.display());
+}
+
 /// A command for the external tool `name` (nm, readelf, llvm-symbolizer, …), or a
 /// failure that says how to get it: the tests never skip for want of a tool.
 pub fn tool(name: &str) -> Command {

@@ -2,10 +2,11 @@
 //! (`tests/fixtures/vMAJOR.MINOR/*.rtd`, each written by the recorder of
 //! that version) is read by this rtconv, and its statistics and collapsed
 //! stacks match the expected outputs committed beside it. Names come from
-//! the dumps alone (`--symbolizer sites,dladdr`), so the outputs do not
+//! the dumps alone (`--symbolizer packed,sites,dladdr`: a 1.2 dump is packed), so the outputs do not
 //! depend on which binaries this machine has. Rewrite the expected files
 //! after an intended change with `BLESS=1 cargo test --test fixtures`.
 
+use std::path::Path;
 use std::process::Command;
 
 use ringtrace_tests::{binary, workspace_root};
@@ -16,11 +17,11 @@ fn outputs(fixture: &str) -> String {
     for args in [&["stats", "--format", "csv"][..], &["convert", "-f", "folded"][..]] {
         let out = Command::new(binary("rtconv"))
             .args(args)
-            .args(["--symbolizer", "sites,dladdr", fixture])
+            .args(["--symbolizer", "packed,sites,dladdr", fixture])
             .current_dir(workspace_root())
             .output()
             .unwrap();
-        text.push_str(&format!("$ rtconv {} --symbolizer sites,dladdr {fixture}\n", args.join(" ")));
+        text.push_str(&format!("$ rtconv {} --symbolizer packed,sites,dladdr {fixture}\n", args.join(" ")));
         text.push_str(&format!("exit {}\n", out.status.code().unwrap()));
         text.push_str(&String::from_utf8(out.stdout).unwrap());
         text.push_str("--- stderr\n");
@@ -52,16 +53,12 @@ fn every_released_format_version_is_read_and_converts_as_committed() {
             assert_eq!((header.major.to_string(), header.minor.to_string()), (major.into(), minor.into()));
             let relative = dump.strip_prefix(workspace_root()).unwrap().to_string_lossy().into_owned();
             let actual = outputs(&relative);
-            let expected_path = dump.with_extension("expected");
-            if std::env::var_os("BLESS").is_some() {
-                std::fs::write(&expected_path, &actual).unwrap();
-            }
-            let expected = std::fs::read_to_string(&expected_path)
-                .unwrap_or_else(|_| panic!("{} missing: run with BLESS=1", expected_path.display()));
-            assert_eq!(actual, expected, "{relative}");
+            ringtrace_tests::golden(Path::new(&relative).with_extension("expected").as_path(), &actual);
             checked.push(version.clone());
         }
     }
-    // Both released versions are covered.
-    assert!(checked.contains(&"1.0".to_string()) && checked.contains(&"1.1".to_string()), "{checked:?}");
+    // Every released version is covered.
+    for version in ["1.0", "1.1", "1.2"] {
+        assert!(checked.contains(&version.to_string()), "no {version} fixture: {checked:?}");
+    }
 }

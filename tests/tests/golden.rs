@@ -2,13 +2,13 @@
 //! tick is chosen: `-f ftrace`, `-f folded` and `rtconv stats --format csv`.
 //! Rewrite the files after an intended change with `BLESS=1 cargo test --test golden`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ringtrace_format::layout::RING_FLAG_THREAD_EXITED;
 use ringtrace_format::{
     Anchor, ClockInfo, CounterKind, DumpReason, IoSink, MetaInfo, RateSource, Record, RingInfo, Writer,
 };
-use ringtrace_tests::{convert, run, scratch, site_section, workspace_root};
+use ringtrace_tests::{convert, run, scratch, site_section};
 
 const BASE: u64 = 0x10_0000;
 const LABELS: [&str; 4] = ["handle request", "parse", "read line", "wait"];
@@ -182,14 +182,7 @@ fn nesting_deeper_than_512_is_reported() {
 }
 
 fn check(name: &str, actual: &str) {
-    let path: PathBuf = workspace_root().join("tests/golden").join(name);
-    if std::env::var_os("BLESS").is_some() {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected =
-        std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{} missing; run with BLESS=1", path.display()));
-    assert!(expected == actual, "{name} differs from {}; if intended, BLESS=1:\n{actual}", path.display());
+    ringtrace_tests::golden(&Path::new("tests/golden").join(name), actual);
 }
 
 #[test]
