@@ -1,328 +1,25 @@
-//! The `rtconv` command line.
+//! The `rtconv` command line: parses the arguments ([`cli`]) and runs the
+//! command on the library, one `run_*` function each.
 
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser};
+use cli::{
+    BatchArgs, Cli, Command, ConvertArgs, FormatArg, InfoArgs, InfoFormat, PackArgs, StatsArgs, StatsFormatArg,
+    SymbolizeArgs, choose_format, format_of, stats_format_of, trace_format_of,
+};
 use rtconv::convert::{self, ConvertError, Format, Level};
 use rtconv::diag::{When, emit};
 use rtconv::output::Output as Sink;
-use rtconv::stats::{Column, Output};
-use rtconv::symbolize::{self, ModuleFiles, Source};
+use rtconv::stats::Output;
+use rtconv::symbolize::{self, ModuleFiles};
+
+mod cli;
 
 /// Exit status: a conversion wrote its output but lost data or names on the way.
 const EXIT_DEGRADED: u8 = 3;
-
-/// The version line: the tool's version and the dump format versions it reads.
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (reads dump format versions 1.x)");
-const _: () = assert!(
-    ringtrace_format::layout::SUPPORTED_MAJORS.0 == 1 && ringtrace_format::layout::SUPPORTED_MAJORS.1 == 1,
-    "update VERSION when the supported dump format versions change"
-);
-
-#[derive(Parser)]
-#[command(name = "rtconv", version = VERSION, about = "Convert ringtrace dumps into traces you can read")]
-struct Cli {
-    /// When to color tables and diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never.
-    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
-    color: ColorArg,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ColorArg {
-    Auto,
-    Always,
-    Never,
-}
-
-impl ColorArg {
-    fn when(self) -> When {
-        match self {
-            ColorArg::Auto => When::Auto,
-            ColorArg::Always => When::Always,
-            ColorArg::Never => When::Never,
-        }
-    }
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Convert a dump into a trace (Chrome JSON for Perfetto), collapsed stacks or a flame graph.
-    Convert(ConvertArgs),
-    /// Per-function statistics: calls, total, self, min, mean, p50, p90, p99, max, stddev,
-    /// of one dump, or merged over many (files, directories, globs, archives) per build-id.
-    Stats(StatsArgs),
-    /// Convert many dumps (files, directories, glob patterns, .tar/.tar.gz/.tar.zst archives)
-    /// in parallel, one output per dump in --out-dir.
-    Batch(BatchArgs),
-    /// Describe a dump: process, clock, modules, threads, losses, and how its keys were named.
-    Info(InfoArgs),
-    /// Name a dump's keys here, where its binaries are, and append the names to the dump, so it
-    /// converts anywhere without them. Packing a packed dump changes nothing.
-    Pack(PackArgs),
-    /// Name addresses in a binary, as `addr2line -f -i -C` does (addresses from the
-    /// command line, or one per line on stdin).
-    Symbolize(SymbolizeArgs),
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
-    Completions {
-        /// The shell.
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
-    /// Write the man pages: rtconv(1) to stdout, or one page per command into --out-dir.
-    Man {
-        /// Write rtconv.1 and rtconv-COMMAND.1 here instead.
-        #[arg(short = 'o', long, value_name = "DIR")]
-        out_dir: Option<PathBuf>,
-    },
-}
-
-#[derive(clap::Args)]
-struct ConvertArgs {
-    /// The dump(s) to convert; several are merged into one Chrome trace, aligned by their realtime anchors.
-    #[arg(required = true)]
-    dumps: Vec<PathBuf>,
-    /// Output format (default: what the -o name's extension says, else chrome).
-    #[arg(short = 'f', long, value_enum)]
-    format: Option<FormatArg>,
-    /// Write the output here instead of to stdout (`-` is stdout). The extension picks the format:
-    /// .json chrome, .svg flamegraph, .folded folded, .txt ftrace, .systrace systrace; a further .gz
-    /// compresses it.
-    #[arg(short = 'o', long, value_name = "PATH")]
-    output: Option<PathBuf>,
-    /// Chrome events: one complete event per span (x, smaller), or a begin and an end event (be;
-    /// use it for speedscope, whose float `ts + dur` can misorder back-to-back spans).
-    #[arg(long, value_enum, default_value_t = ChromeEventsArg::X)]
-    chrome_events: ChromeEventsArg,
-    /// Chrome: add each span's source place, inline chain and module to its args.
-    #[arg(long)]
-    args: bool,
-    #[command(flatten)]
-    symbols: SymbolArgs,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ChromeEventsArg {
-    X,
-    Be,
-}
-
-#[derive(clap::Args)]
-struct BatchArgs {
-    /// Dumps, directories (searched for *.rtd and archives), glob patterns, tar archives.
-    #[arg(required = true)]
-    inputs: Vec<PathBuf>,
-    /// Output format.
-    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Chrome)]
-    format: FormatArg,
-    /// Where the outputs go, one per dump, named after it.
-    #[arg(short = 'o', long, value_name = "DIR", required_unless_present = "pack")]
-    out_dir: Option<PathBuf>,
-    /// Instead of converting, pack every dump file in place (see `rtconv pack`).
-    #[arg(long, conflicts_with = "out_dir")]
-    pack: bool,
-    /// Chrome events: x or be (see `rtconv convert --help`).
-    #[arg(long, value_enum, default_value_t = ChromeEventsArg::X)]
-    chrome_events: ChromeEventsArg,
-    /// Chrome: add each span's source place, inline chain and module to its args.
-    #[arg(long)]
-    args: bool,
-    #[command(flatten)]
-    run: RunArgs,
-    #[command(flatten)]
-    symbols: SymbolArgs,
-}
-
-/// How work over many dumps runs.
-#[derive(clap::Args)]
-struct RunArgs {
-    /// Worker threads (default: one per core).
-    #[arg(short = 'j', long, value_name = "N")]
-    jobs: Option<usize>,
-    /// No progress bar (it shows only when stderr is a terminal anyway).
-    #[arg(short = 'q', long)]
-    quiet: bool,
-}
-
-impl RunArgs {
-    fn options(&self, symbols: symbolize::Options) -> rtconv::batch::Options {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        rtconv::batch::Options { jobs: self.jobs.unwrap_or(cores).max(1), quiet: self.quiet, symbols }
-    }
-}
-
-#[derive(clap::Args)]
-struct StatsArgs {
-    /// The dump to summarize; with several, or a directory, glob or archive, the figures are
-    /// merged over all of them, one table per program build-id.
-    #[arg(required = true)]
-    dumps: Vec<PathBuf>,
-    /// One table per thread instead of one over all threads.
-    #[arg(long)]
-    per_thread: bool,
-    /// The call tree: every call path with its calls, total, self and share.
-    #[arg(long)]
-    tree: bool,
-    /// Take the recorder's own cost, measured at dump time, out of every span.
-    #[arg(long)]
-    calibrated: bool,
-    /// Leave outlying calls (above Q3 + 1.5 IQR of bucket maxima) out of min..stddev.
-    #[arg(long)]
-    clean: bool,
-    /// Sort by this column (descending; name ascending).
-    #[arg(long, value_enum, default_value_t = Column::Total)]
-    sort: Column,
-    /// Output form: an aligned table with human units, or CSV/JSON in nanoseconds (default: what
-    /// the -o name's extension says: .json, .csv, .txt; else table).
-    #[arg(short = 'f', long = "format", value_enum)]
-    format: Option<Output>,
-    /// Write the output here instead of to stdout (`-` is stdout; a further .gz compresses it).
-    #[arg(short = 'o', long, value_name = "PATH")]
-    output: Option<PathBuf>,
-    #[command(flatten)]
-    run: RunArgs,
-    #[command(flatten)]
-    symbols: SymbolArgs,
-}
-
-#[derive(clap::Args)]
-struct InfoArgs {
-    /// The dumps to describe.
-    #[arg(required = true)]
-    dumps: Vec<PathBuf>,
-    /// Output form: text, or a JSON array with one object per dump (default: what the -o name's
-    /// extension says, else text).
-    #[arg(short = 'f', long, value_enum)]
-    format: Option<InfoFormat>,
-    /// Write the output here instead of to stdout (`-` is stdout).
-    #[arg(short = 'o', long, value_name = "PATH")]
-    output: Option<PathBuf>,
-    #[command(flatten)]
-    symbols: SymbolArgs,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum InfoFormat {
-    Text,
-    Json,
-}
-
-#[derive(clap::Args)]
-struct PackArgs {
-    /// The dumps to pack, each in place.
-    #[arg(required = true)]
-    dumps: Vec<PathBuf>,
-    #[command(flatten)]
-    symbols: SymbolArgs,
-}
-
-#[derive(clap::Args)]
-struct SymbolizeArgs {
-    /// The binary (or debug file) the addresses are in.
-    #[arg(short = 'e', long, value_name = "BIN")]
-    exe: PathBuf,
-    /// Addresses as the file sees them (ELF virtual addresses), hex with or without 0x.
-    addresses: Vec<String>,
-    /// Print each address before its names, as `addr2line -a` does.
-    #[arg(short = 'a', long)]
-    addresses_too: bool,
-    #[command(flatten)]
-    naming: NamingArgs,
-}
-
-/// Where the recorded binaries are, and how to name.
-#[derive(clap::Args)]
-struct SymbolArgs {
-    /// The main executable, when it is not at the path recorded in the dump.
-    #[arg(long, value_name = "PATH")]
-    exe: Option<PathBuf>,
-    /// A directory of binaries and debug files, found by build-id (repeatable).
-    #[arg(long, value_name = "DIR")]
-    sym_dir: Vec<PathBuf>,
-    /// Use binaries whose build-id differs from the one recorded (names may be wrong).
-    #[arg(long)]
-    allow_mismatch: bool,
-    #[command(flatten)]
-    naming: NamingArgs,
-}
-
-#[derive(clap::Args)]
-struct NamingArgs {
-    /// Backends to name keys with, in order (default: packed, sites, addr2line if given, dwarf, symtab, dladdr).
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "BACKEND,...")]
-    symbolizer: Vec<BackendArg>,
-    /// An addr2line-compatible program (GNU addr2line, llvm-addr2line, arm-none-eabi-addr2line, ...).
-    #[arg(long, value_name = "CMD")]
-    addr2line: Option<PathBuf>,
-    /// Keep Rust and C++ names mangled.
-    #[arg(long)]
-    no_demangle: bool,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum BackendArg {
-    /// The dump's names section (`rtconv pack`).
-    Packed,
-    /// The dump's site section (named spans, #[trace]).
-    Sites,
-    /// DWARF line and inline info.
-    Dwarf,
-    /// ELF symbol tables.
-    Symtab,
-    /// The dump's dladdr table.
-    Dladdr,
-    /// The program given with --addr2line.
-    Addr2line,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum FormatArg {
-    /// Chrome trace event JSON (object format), for Perfetto and chrome://tracing.
-    Chrome,
-    /// Collapsed stacks weighted by self time in ns (flamegraph.pl, inferno), root frame = thread.
-    Folded,
-    /// A flame graph SVG of self time (through inferno).
-    Flamegraph,
-    /// The kernel function_graph tracer's text layout.
-    Ftrace,
-    /// Systrace text (tracing_mark_write B/E lines) for Perfetto and Catapult.
-    Systrace,
-}
-
-impl NamingArgs {
-    fn options(self, search: symbolize::Search) -> symbolize::Options {
-        let order = (!self.symbolizer.is_empty()).then(|| {
-            self.symbolizer
-                .iter()
-                .map(|b| match b {
-                    BackendArg::Packed => Source::Packed,
-                    BackendArg::Sites => Source::Site,
-                    BackendArg::Dwarf => Source::Dwarf,
-                    BackendArg::Symtab => Source::Symtab,
-                    BackendArg::Dladdr => Source::Dladdr,
-                    BackendArg::Addr2line => Source::Addr2line,
-                })
-                .collect()
-        });
-        symbolize::Options { search, order, addr2line: self.addr2line, demangle: !self.no_demangle }
-    }
-}
-
-impl SymbolArgs {
-    fn options(self) -> symbolize::Options {
-        let defaults = symbolize::Options::default();
-        let search = symbolize::Search {
-            exe: self.exe,
-            sym_dirs: self.sym_dir,
-            allow_mismatch: self.allow_mismatch,
-            ..defaults.search
-        };
-        self.naming.options(search)
-    }
-}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -349,55 +46,6 @@ fn usage(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The output format: `-f` if given, else what the output's extension says (a trailing `.gz`
-/// aside), else `default`. A `-f` that contradicts the extension is an error.
-fn choose_format<T: ValueEnum + Copy + PartialEq>(
-    given: Option<T>,
-    output: Option<&Path>,
-    by_extension: impl Fn(&str) -> Option<T>,
-    default: T,
-) -> Result<T, String> {
-    let name = |v: T| v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default();
-    let path = output.filter(|p| !rtconv::output::is_stdout(Some(p)));
-    let extension = path.and_then(|p| {
-        let file = p.file_name()?.to_str()?;
-        let file = file.strip_suffix(".gz").unwrap_or(file);
-        Some(Path::new(file).extension()?.to_str()?.to_ascii_lowercase())
-    });
-    let implied = extension.as_deref().and_then(&by_extension);
-    match (given, implied) {
-        (Some(f), Some(i)) if f != i => Err(format!(
-            "-f {} contradicts the output name {} (its extension means -f {}); drop -f or rename the output",
-            name(f),
-            path.map(|p| p.display().to_string()).unwrap_or_default(),
-            name(i)
-        )),
-        (Some(f), _) => Ok(f),
-        (None, Some(i)) => Ok(i),
-        (None, None) => Ok(default),
-    }
-}
-
-fn trace_format_of(extension: &str) -> Option<FormatArg> {
-    match extension {
-        "json" => Some(FormatArg::Chrome),
-        "svg" | "svgz" => Some(FormatArg::Flamegraph),
-        "folded" => Some(FormatArg::Folded),
-        "txt" | "ftrace" => Some(FormatArg::Ftrace),
-        "systrace" => Some(FormatArg::Systrace),
-        _ => None,
-    }
-}
-
-fn stats_format_of(extension: &str) -> Option<Output> {
-    match extension {
-        "json" => Some(Output::Json),
-        "csv" => Some(Output::Csv),
-        "txt" => Some(Output::Table),
-        _ => None,
-    }
-}
-
 /// A directory or an archive given where one dump file is expected: what to use instead.
 fn not_a_dump_file(path: &Path) -> Option<String> {
     let what = if path.is_dir() {
@@ -417,12 +65,12 @@ fn not_a_dump_file(path: &Path) -> Option<String> {
 }
 
 fn run_stats(args: StatsArgs, color: When) -> ExitCode {
-    let output = match choose_format(args.format, args.output.as_deref(), stats_format_of, Output::Table) {
-        Ok(output) => output,
+    let output = match choose_format(args.format, args.output.as_deref(), stats_format_of, StatsFormatArg::Table) {
+        Ok(output) => Output::from(output),
         Err(e) => return usage(&e),
     };
     let opts = rtconv::stats::Options {
-        sort: args.sort,
+        sort: args.sort.into(),
         per_thread: args.per_thread,
         output,
         tree: args.tree,
@@ -501,18 +149,6 @@ fn run_pack(args: PackArgs) -> ExitCode {
         }
     }
     ExitCode::from(summary.exit_code())
-}
-
-fn format_of(format: FormatArg, events: ChromeEventsArg, args: bool) -> Format {
-    match format {
-        FormatArg::Chrome => {
-            Format::Chrome(rtconv::render::chrome::Options { begin_end: matches!(events, ChromeEventsArg::Be), args })
-        }
-        FormatArg::Folded => Format::Folded,
-        FormatArg::Flamegraph => Format::Flamegraph,
-        FormatArg::Ftrace => Format::Ftrace,
-        FormatArg::Systrace => Format::Systrace,
-    }
 }
 
 fn run_convert(args: ConvertArgs) -> ExitCode {

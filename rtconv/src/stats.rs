@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 use crate::timeline::Timeline;
 
 /// A column to sort by (descending, except `Name`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Column {
     /// Function name, ascending.
     Name,
@@ -25,7 +25,6 @@ pub enum Column {
     /// Total (inclusive) time.
     Total,
     /// Self (exclusive) time.
-    #[value(name = "self")]
     SelfTime,
     /// Shortest call.
     Min,
@@ -44,7 +43,7 @@ pub enum Column {
 }
 
 /// How stats are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Output {
     /// An aligned table with human units.
     Table,
