@@ -88,13 +88,8 @@ pub(crate) struct ConvertArgs {
     /// compresses it.
     #[arg(short = 'o', long, value_name = "PATH")]
     pub(crate) output: Option<PathBuf>,
-    /// Chrome events: one complete event per span (x, smaller), or a begin and an end event (be;
-    /// use it for speedscope, whose float `ts + dur` can misorder back-to-back spans).
-    #[arg(long, value_enum, default_value_t = ChromeEventsArg::X)]
-    pub(crate) chrome_events: ChromeEventsArg,
-    /// Chrome: add each span's source place, inline chain and module to its args.
-    #[arg(long)]
-    pub(crate) args: bool,
+    #[command(flatten)]
+    pub(crate) chrome: ChromeArgs,
     #[command(flatten)]
     pub(crate) symbols: SymbolArgs,
 }
@@ -119,12 +114,8 @@ pub(crate) struct BatchArgs {
     /// Instead of converting, pack every dump file in place (see `rtconv pack`).
     #[arg(long, conflicts_with = "out_dir")]
     pub(crate) pack: bool,
-    /// Chrome events: x or be (see `rtconv convert --help`).
-    #[arg(long, value_enum, default_value_t = ChromeEventsArg::X)]
-    pub(crate) chrome_events: ChromeEventsArg,
-    /// Chrome: add each span's source place, inline chain and module to its args.
-    #[arg(long)]
-    pub(crate) args: bool,
+    #[command(flatten)]
+    pub(crate) chrome: ChromeArgs,
     #[command(flatten)]
     pub(crate) run: RunArgs,
     #[command(flatten)]
@@ -368,11 +359,25 @@ pub(crate) fn stats_format_of(extension: &str) -> Option<StatsFormatArg> {
     }
 }
 
-pub(crate) fn format_of(format: FormatArg, events: ChromeEventsArg, args: bool) -> Format {
+/// How Chrome JSON is written, in `convert` and `batch`.
+#[derive(clap::Args)]
+pub(crate) struct ChromeArgs {
+    /// Chrome events: one complete event per span (x, smaller), or a begin and an end event (be;
+    /// use it for speedscope, whose float `ts + dur` can misorder back-to-back spans).
+    #[arg(long, value_enum, default_value_t = ChromeEventsArg::X)]
+    pub(crate) chrome_events: ChromeEventsArg,
+    /// Chrome: add each span's source place, inline chain and module to its args.
+    #[arg(long)]
+    pub(crate) args: bool,
+}
+
+/// The library's format for a `-f` value.
+pub(crate) fn format_of(format: FormatArg, chrome: &ChromeArgs) -> Format {
     match format {
-        FormatArg::Chrome => {
-            Format::Chrome(rtconv::render::chrome::Options { begin_end: matches!(events, ChromeEventsArg::Be), args })
-        }
+        FormatArg::Chrome => Format::Chrome(rtconv::render::chrome::Options {
+            begin_end: matches!(chrome.chrome_events, ChromeEventsArg::Be),
+            args: chrome.args,
+        }),
         FormatArg::Folded => Format::Folded,
         FormatArg::Flamegraph => Format::Flamegraph,
         FormatArg::Ftrace => Format::Ftrace,

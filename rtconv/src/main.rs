@@ -123,7 +123,7 @@ fn cannot_create(path: Option<&Path>, e: &io::Error) -> ExitCode {
 }
 
 fn run_batch(args: BatchArgs) -> ExitCode {
-    let format = format_of(args.format, args.chrome_events, args.args);
+    let format = format_of(args.format, &args.chrome);
     let opts = args.run.options(args.symbols.options());
     match args.out_dir {
         Some(out_dir) => ExitCode::from(rtconv::batch::convert_all(&args.inputs, format, &out_dir, &opts).exit_code()),
@@ -159,7 +159,7 @@ fn run_convert(args: ConvertArgs) -> ExitCode {
         Ok(format) => format,
         Err(e) => return usage(&e),
     };
-    let format = format_of(format, args.chrome_events, args.args);
+    let format = format_of(format, &args.chrome);
     convert_to(&args.dumps, format, args.output.as_deref(), args.symbols.options())
 }
 
