@@ -672,22 +672,7 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
                     .collect()
             }
             SectionData::Unbalanced(entries) => trace.unbalanced = entries.iter().collect(),
-            SectionData::Names(table) => {
-                trace.packed = table
-                    .iter()
-                    .map(|n| {
-                        let frames = n
-                            .frames()
-                            .map(|f| PackedFrame {
-                                function: lossy(f.function),
-                                file: (!f.file.is_empty()).then(|| lossy(f.file)),
-                                line: (f.line != 0).then_some(f.line),
-                            })
-                            .collect();
-                        (n.key, PackedKey { source: n.source, frames })
-                    })
-                    .collect()
-            }
+            SectionData::Names(table) => trace.packed = packed_names(table),
             SectionData::End => {}
             SectionData::Unknown(code) => trace.skipped_sections.push(code),
         }
@@ -695,6 +680,27 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
     trace.keys = keys.into_iter().collect();
     trace.keys.sort_unstable();
     Ok(trace)
+}
+
+/// The names section as owned names by key. Out of line: it runs once per
+/// dump, and kept apart it leaves the ring loop of [`decode`] as it is.
+#[cold]
+#[inline(never)]
+fn packed_names(table: ringtrace_format::read::NamesTable<'_>) -> HashMap<u64, PackedKey> {
+    table
+        .iter()
+        .map(|n| {
+            let frames = n
+                .frames()
+                .map(|f| PackedFrame {
+                    function: lossy(f.function),
+                    file: (!f.file.is_empty()).then(|| lossy(f.file)),
+                    line: (f.line != 0).then_some(f.line),
+                })
+                .collect();
+            (n.key, PackedKey { source: n.source, frames })
+        })
+        .collect()
 }
 
 /// For a file that is not a dump, what it looks like and what to do with it
