@@ -80,7 +80,8 @@ pub enum PackError {
 
 /// Names the keys of the dump at `path` with `opts` and appends the names to it.
 pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
-    if !std::fs::metadata(path).map_err(|source| load::LoadError::Io { path: path.into(), source })?.is_file() {
+    let metadata = std::fs::metadata(path).map_err(|source| load::LoadError::Io { path: path.into(), source })?;
+    if !metadata.is_file() {
         return Err(PackError::NotAFile { path: path.into() });
     }
     let bytes = load::open(path)?;
@@ -147,7 +148,7 @@ pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
         .collect();
     let entries: Vec<NameEntry> =
         names.iter().zip(&frames).map(|(&(key, source, _), frames)| NameEntry { key, source, frames }).collect();
-    write_beside(path, &bytes[..end], &entries)?;
+    write_beside(path, &bytes[..end], &entries, metadata.permissions())?;
     Ok(Report { packed: entries.len(), already: false, unnamed, problems })
 }
 
@@ -157,28 +158,37 @@ fn frame<'a>(function: &'a str, file: &'a Option<String>, line: Option<u32>) -> 
 }
 
 /// Writes `kept` + the names section + an end marker to a new file beside
-/// `path`, then renames it over `path`.
-fn write_beside(path: &Path, kept: &[u8], entries: &[NameEntry]) -> Result<(), PackError> {
+/// `path` with the dump's `permissions`, then renames it over `path`.
+fn write_beside(
+    path: &Path,
+    kept: &[u8],
+    entries: &[NameEntry],
+    permissions: std::fs::Permissions,
+) -> Result<(), PackError> {
     let fail = |what, source| PackError::Write { path: path.into(), what, source };
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let temp = path.with_file_name(format!(".{file_name}.pack-{}", std::process::id()));
-    // A new file (never one planted under that name), readable as the dump was.
-    let mut file = OpenOptions::new()
+    // A new file (never one planted under that name), with the dump's permissions.
+    let file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .custom_flags(libc::O_NOFOLLOW)
-        .mode(0o644)
+        .mode(0o600)
         .open(&temp)
         .map_err(|e| fail("creating a file beside it", e))?;
     let written = (|| -> std::io::Result<()> {
-        file.write_all(kept)?;
-        let mut w = Writer::resume(ringtrace_format::IoSink(&mut file), kept.len() as u64);
+        file.set_permissions(permissions)?;
+        let mut out = std::io::BufWriter::new(&file);
+        out.write_all(kept)?;
+        let mut w = Writer::resume(ringtrace_format::IoSink(&mut out), kept.len() as u64);
         let io = |e: ringtrace_format::WriteError<std::io::Error>| match e {
             ringtrace_format::WriteError::Sink(e) => e,
             other => std::io::Error::other(other.to_string()),
         };
         w.names(entries).map_err(io)?;
         w.finish().map_err(io)?;
+        out.flush()?;
+        drop(out);
         file.sync_all()
     })();
     let renamed = written.and_then(|()| std::fs::rename(&temp, path));

@@ -38,8 +38,11 @@ fn a_packed_dump_converts_the_same_without_its_binary() {
         before.push(out);
     }
 
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dump, std::fs::Permissions::from_mode(0o640)).unwrap();
     let packed = rtconv(&["pack", d]);
     assert!(packed.status.success(), "{}", stderr(&packed));
+    assert_eq!(std::fs::metadata(&dump).unwrap().permissions().mode() & 0o777, 0o640, "permissions kept");
     assert!(stderr(&packed).contains("packed 3 names"), "fib, tokenize, checksum: {}", stderr(&packed));
     let bytes = std::fs::read(&dump).unwrap();
     // Everything before the old end marker (24 bytes) is as it was.
