@@ -5,10 +5,8 @@
 use std::path::Path;
 
 use ringtrace_format::layout::RING_FLAG_THREAD_EXITED;
-use ringtrace_format::{
-    Anchor, ClockInfo, CounterKind, DumpReason, IoSink, MetaInfo, RateSource, Record, RingInfo, Writer,
-};
-use ringtrace_tests::{convert, run, scratch, site_section};
+use ringtrace_format::{IoSink, Record, RingInfo, Writer};
+use ringtrace_tests::{DumpBuilder, convert, run, scratch};
 
 const BASE: u64 = 0x10_0000;
 const LABELS: [&str; 4] = ["handle request", "parse", "read line", "wait"];
@@ -17,29 +15,7 @@ const LABELS: [&str; 4] = ["handle request", "parse", "read line", "wait"];
 fn dump_start() -> (Writer<IoSink<Vec<u8>>>, Vec<u64>) {
     let descriptors: Vec<(&str, &str, u32)> =
         LABELS.iter().enumerate().map(|(i, &label)| (label, "src/server.rs", 10 + i as u32)).collect();
-    let (sites, keys) = site_section(BASE, &descriptors);
-    let mut w = Writer::new(IoSink(Vec::new()), 8).unwrap();
-    let meta = MetaInfo {
-        pid: 7,
-        reason: DumpReason::Requested,
-        producer: b"golden",
-        producer_version: b"1",
-        process_name: b"server",
-    };
-    w.meta(&meta).unwrap();
-    let clock = ClockInfo {
-        counter: CounterKind::MonotonicNs,
-        counter_bits: 64,
-        nominal_hz: 1_000_000_000,
-        rate_source: RateSource::Exact,
-    };
-    let anchors = [
-        Anchor { ticks: 0, mono_ns: 0, real_ns: 1_800_000_000_000_000_000 },
-        Anchor { ticks: 5_000_000_000, mono_ns: 5_000_000_000, real_ns: 1_800_000_005_000_000_000 },
-    ];
-    w.clock(&clock, &anchors).unwrap();
-    w.sites(BASE, &sites).unwrap();
-    (w, keys)
+    DumpBuilder::new("server").pid(7).sites(BASE, &descriptors).start()
 }
 
 fn ring(w: &mut Writer<IoSink<Vec<u8>>>, tid: u64, name: &[u8], records: &[Record]) {

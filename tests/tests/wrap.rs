@@ -5,31 +5,21 @@
 //! wrap marker.
 
 use ringtrace_format::layout::{COMPACT_ARG_KEY, COMPACT_WRAP_KEY, RING_FLAG_THREAD_EXITED};
-use ringtrace_format::{
-    Anchor, ClockInfo, CompactRecord, CounterKind, DumpReason, IoSink, MetaInfo, RateSource, Record, RingInfo, Writer,
-};
-use ringtrace_tests::{convert, parse_chrome, scratch, site_section};
+use ringtrace_format::{Anchor, ClockInfo, CompactRecord, CounterKind, IoSink, RateSource, Record, RingInfo, Writer};
+use ringtrace_tests::{DumpBuilder, convert, parse_chrome, scratch};
 
 const SITES_BASE: u64 = 0x1000;
 
 /// A dump with a `bits`-bit counter at `hz`, the dump-time reading `dump_ticks` (already narrow).
 fn start(bits: u32, hz: u64, dump_ticks: u64, labels: &[&str]) -> (Writer<IoSink<Vec<u8>>>, Vec<u64>) {
-    let mut w = Writer::new(IoSink(Vec::new()), 4).unwrap();
-    let meta = MetaInfo {
-        pid: 1,
-        reason: DumpReason::Requested,
-        producer: b"test",
-        producer_version: b"1",
-        process_name: b"mcu",
-    };
-    w.meta(&meta).unwrap();
     let clock =
         ClockInfo { counter: CounterKind::User, counter_bits: bits, nominal_hz: hz, rate_source: RateSource::User };
-    w.clock(&clock, &[Anchor { ticks: dump_ticks, mono_ns: 0, real_ns: 0 }]).unwrap();
     let descriptors: Vec<(&str, &str, u32)> = labels.iter().map(|&label| (label, "w.rs", 1)).collect();
-    let (bytes, keys) = site_section(SITES_BASE, &descriptors);
-    w.sites(SITES_BASE, &bytes).unwrap();
-    (w, keys)
+    DumpBuilder::new("mcu")
+        .pointer_width(4)
+        .clock(clock, &[Anchor { ticks: dump_ticks, mono_ns: 0, real_ns: 0 }])
+        .sites(SITES_BASE, &descriptors)
+        .start()
 }
 
 fn info(records: u64, aux: u64) -> RingInfo<'static> {
