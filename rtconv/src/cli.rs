@@ -83,9 +83,9 @@ pub(crate) struct ConvertArgs {
     /// Output format (default: what the -o name's extension says, else chrome).
     #[arg(short = 'f', long, value_enum)]
     pub(crate) format: Option<FormatArg>,
-    /// Write the output here instead of to stdout (`-` is stdout). The extension picks the format:
-    /// .json chrome, .svg flamegraph, .folded folded, .txt ftrace, .systrace systrace; a further .gz
-    /// compresses it.
+    /// Write the output here instead of to stdout (`-` is stdout). The name picks the format:
+    /// .json chrome, .svg flamegraph, .folded folded, .ftrace.txt or .txt ftrace, .systrace.txt
+    /// systrace; a further .gz compresses it.
     #[arg(short = 'o', long, value_name = "PATH")]
     pub(crate) output: Option<PathBuf>,
     #[command(flatten)]
@@ -198,7 +198,7 @@ pub(crate) enum InfoFormat {
 
 #[derive(clap::Args)]
 pub(crate) struct PackArgs {
-    /// The dumps to pack, each in place.
+    /// The dumps to pack, each in place (a directory or glob: every dump file in it).
     #[arg(required = true)]
     pub(crate) dumps: Vec<PathBuf>,
     #[command(flatten)]
@@ -310,22 +310,19 @@ impl SymbolArgs {
     }
 }
 
-/// The output format: `-f` if given, else what the output's extension says (a trailing `.gz`
-/// aside), else `default`. A `-f` that contradicts the extension is an error.
+/// The output format: `-f` if given, else what the output's file name says (`by_name` gets it
+/// in lowercase, a trailing `.gz` removed), else `default`. A `-f` that contradicts the name is
+/// an error.
 pub(crate) fn choose_format<T: ValueEnum + Copy + PartialEq>(
     given: Option<T>,
     output: Option<&Path>,
-    by_extension: impl Fn(&str) -> Option<T>,
+    by_name: impl Fn(&str) -> Option<T>,
     default: T,
 ) -> Result<T, String> {
     let name = |v: T| v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default();
-    let path = output.filter(|p| !rtconv::output::is_stdout(Some(p)));
-    let extension = path.and_then(|p| {
-        let file = p.file_name()?.to_str()?;
-        let file = file.strip_suffix(".gz").unwrap_or(file);
-        Some(Path::new(file).extension()?.to_str()?.to_ascii_lowercase())
-    });
-    let implied = extension.as_deref().and_then(&by_extension);
+    let path = rtconv::output::file(output);
+    let file_name = path.and_then(|p| p.file_name()?.to_str()).map(str::to_ascii_lowercase);
+    let implied = file_name.as_deref().and_then(|n| by_name(n.strip_suffix(".gz").unwrap_or(n)));
     match (given, implied) {
         (Some(f), Some(i)) if f != i => Err(format!(
             "-f {} contradicts the output name {} (its extension means -f {}); drop -f or rename the output",
@@ -339,24 +336,27 @@ pub(crate) fn choose_format<T: ValueEnum + Copy + PartialEq>(
     }
 }
 
-pub(crate) fn trace_format_of(extension: &str) -> Option<FormatArg> {
-    match extension {
-        "json" => Some(FormatArg::Chrome),
-        "svg" | "svgz" => Some(FormatArg::Flamegraph),
-        "folded" => Some(FormatArg::Folded),
-        "txt" | "ftrace" => Some(FormatArg::Ftrace),
-        "systrace" => Some(FormatArg::Systrace),
-        _ => None,
-    }
+/// The format a `convert` output's file name asks for: the endings `rtconv batch` gives its
+/// outputs ([`rtconv::batch::extension`]: `.json`, `.svg`, `.folded`, `.ftrace.txt`,
+/// `.systrace.txt`), the longest that fits; else `.systrace`, `.ftrace` or `.txt` (ftrace).
+pub(crate) fn trace_format_of(file_name: &str) -> Option<FormatArg> {
+    let plain = ChromeArgs { chrome_events: ChromeEventsArg::X, args: false };
+    let ending = |arg: FormatArg| format!(".{}", rtconv::batch::extension(format_of(arg, &plain)));
+    let by_batch = FormatArg::value_variants()
+        .iter()
+        .copied()
+        .filter(|&arg| file_name.ends_with(&ending(arg)))
+        .max_by_key(|&arg| ending(arg).len());
+    let aliases = [(".systrace", FormatArg::Systrace), (".ftrace", FormatArg::Ftrace), (".txt", FormatArg::Ftrace)];
+    by_batch.or_else(|| aliases.into_iter().find(|(end, _)| file_name.ends_with(end)).map(|(_, arg)| arg))
 }
 
-pub(crate) fn stats_format_of(extension: &str) -> Option<StatsFormatArg> {
-    match extension {
-        "json" => Some(StatsFormatArg::Json),
-        "csv" => Some(StatsFormatArg::Csv),
-        "txt" => Some(StatsFormatArg::Table),
-        _ => None,
-    }
+/// The form a `stats` output's file name asks for: `.json`, `.csv`, or `.txt` (a table).
+pub(crate) fn stats_format_of(file_name: &str) -> Option<StatsFormatArg> {
+    [(".json", StatsFormatArg::Json), (".csv", StatsFormatArg::Csv), (".txt", StatsFormatArg::Table)]
+        .into_iter()
+        .find(|(end, _)| file_name.ends_with(end))
+        .map(|(_, form)| form)
 }
 
 /// How Chrome JSON is written, in `convert` and `batch`.

@@ -44,6 +44,17 @@ pub struct Diagnostic {
     pub message: String,
 }
 
+impl std::fmt::Display for Diagnostic {
+    /// As rtconv prints it: `rtconv: error: …` or `rtconv: warning: …`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let level = match self.level {
+            Level::Warning => "warning",
+            Level::Error => "error",
+        };
+        write!(f, "rtconv: {level}: {}", self.message)
+    }
+}
+
 /// What a conversion did, and what it could not do.
 #[derive(Debug, Default)]
 pub struct Report {

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::Path;
 
-use ringtrace_format::{ClockMode, CounterKind, DumpReason, NameSource, RateSource};
+use ringtrace_format::{Calibration, ClockMode, CounterKind, DumpReason, NameSource, RateSource};
 use serde_json::{Value, json};
 
-use crate::load::{self, LoadError, Trace};
+use crate::load::{self, LoadError, Process, Trace};
 use crate::symbolize::{self, Problem, Source, Symbols};
 use crate::timebase::{RateOrigin, Timebase};
 
@@ -53,7 +53,7 @@ pub struct Description {
     /// The dump's path.
     pub path: String,
     /// Process name, pid, producer and why the dump was written.
-    pub process: (String, u32, String, &'static str),
+    pub process: Process,
     /// The clock, if the dump has one.
     pub clock: Option<ClockDescription>,
     /// Modules loaded in all.
@@ -62,7 +62,7 @@ pub struct Description {
     /// from the dump itself).
     pub modules: Vec<ModuleDescription>,
     /// Per thread: tid, name, spans, lost spans.
-    pub threads: Vec<(u64, String, u64, u64)>,
+    pub threads: Vec<ThreadDescription>,
     /// Spans still open at dump time.
     pub open: usize,
     /// Spans overwritten by newer ones.
@@ -73,12 +73,25 @@ pub struct Description {
     pub named_by: Vec<(Source, usize)>,
     /// Names packed into the dump (`rtconv pack`), per backend that found them.
     pub packed: Vec<(&'static str, usize)>,
-    /// The recorder's cost per clock mode: (mode, ticks per span, ticks per read pair).
-    pub overhead: Vec<(&'static str, u64, u64)>,
+    /// The recorder's cost per clock mode.
+    pub overhead: Vec<Calibration>,
     /// Where the dump is damaged, if it is.
     pub damage: Option<String>,
     /// Modules whose binaries could not be used.
     pub problems: Vec<String>,
+}
+
+/// One thread of a [`Description`].
+#[derive(Debug, Clone)]
+pub struct ThreadDescription {
+    /// The kernel's thread id.
+    pub tid: u64,
+    /// Its name, empty if none.
+    pub name: String,
+    /// Spans in the dump.
+    pub spans: u64,
+    /// Spans recorded but not in the dump.
+    pub lost: u64,
 }
 
 /// The clock part of a [`Description`].
@@ -110,7 +123,6 @@ pub struct ModuleDescription {
 impl Description {
     /// Describes a decoded, named dump.
     pub fn new(trace: &Trace, symbols: &Symbols, problems: &[Problem]) -> Self {
-        let p = &trace.process;
         let clock = trace.clock.as_ref().map(|(info, anchors)| ClockDescription {
             counter: counter_name(info.counter),
             bits: info.counter_bits,
@@ -163,17 +175,21 @@ impl Description {
         }
         Description {
             path: trace.path.display().to_string(),
-            process: (p.name.clone(), p.pid, p.producer.clone(), p.reason.map_or("unknown", reason_name)),
+            process: trace.process.clone(),
             clock,
             modules_loaded: trace.modules.len(),
             modules,
-            threads: trace.threads.iter().map(|t| (t.tid, t.name.clone(), t.span_count(), t.lost())).collect(),
+            threads: trace
+                .threads
+                .iter()
+                .map(|t| ThreadDescription { tid: t.tid, name: t.name.clone(), spans: t.span_count(), lost: t.lost() })
+                .collect(),
             open: trace.threads.iter().map(|t| t.open_count()).sum(),
             overwritten: trace.threads.iter().map(|t| t.overwritten()).sum(),
             dropped: trace.threads.iter().map(|t| t.dropped).sum(),
             named_by: sources.iter().map(|&s| (s, counts.iter().find(|c| c.0 == s).map_or(0, |c| c.1))).collect(),
             packed: packed.into_iter().collect(),
-            overhead: trace.calibration.iter().map(|c| (mode_name(c.mode), c.span_cost, c.read_cost)).collect(),
+            overhead: trace.calibration.clone(),
             damage: trace.damage.as_ref().map(ToString::to_string),
             problems: problems.iter().map(ToString::to_string).collect(),
         }
@@ -181,13 +197,14 @@ impl Description {
 
     /// Spans in the dump, over all threads.
     pub fn spans(&self) -> u64 {
-        self.threads.iter().map(|t| t.2).sum()
+        self.threads.iter().map(|t| t.spans).sum()
     }
 
     /// The report as aligned text.
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "dump       {}", self.path)?;
-        let (name, pid, producer, reason) = &self.process;
+        let Process { name, pid, producer, reason } = &self.process;
+        let reason = reason.map_or("unknown", reason_name);
         writeln!(out, "process    {name} (pid {pid}), written by {producer}, reason: {reason}")?;
         match &self.clock {
             Some(c) => {
@@ -228,7 +245,7 @@ impl Description {
             self.overwritten,
             self.dropped
         )?;
-        for (tid, name, spans, lost) in &self.threads {
+        for ThreadDescription { tid, name, spans, lost } in &self.threads {
             let name = if name.is_empty() { "-" } else { name };
             writeln!(out, "  {tid:>8}  {name:<16} {spans:>10} spans  {lost:>8} lost")?;
         }
@@ -244,7 +261,7 @@ impl Description {
             let costs: Vec<String> = self
                 .overhead
                 .iter()
-                .map(|(mode, span, read)| format!("{mode} {span} ticks/span ({read} per read pair)"))
+                .map(|c| format!("{} {} ticks/span ({} per read pair)", mode_name(c.mode), c.span_cost, c.read_cost))
                 .collect();
             writeln!(out, "overhead   {}", costs.join(", "))?;
         }
@@ -260,7 +277,8 @@ impl Description {
     /// The report as one JSON object: the same facts as the text, in
     /// integers (Hz, ticks, counts) and strings, `null` where unknown.
     pub fn to_json(&self) -> Value {
-        let (name, pid, producer, reason) = &self.process;
+        let Process { name, pid, producer, reason } = &self.process;
+        let reason = reason.map_or("unknown", reason_name);
         let clock = self.clock.as_ref().map(|c| {
             json!({
                 "counter": c.counter,
@@ -284,8 +302,8 @@ impl Description {
                 "binary": m.found.as_ref().map(|f| &f.0),
                 "dwarf": m.found.as_ref().and_then(|f| f.1.as_ref()),
             })).collect::<Vec<_>>(),
-            "threads": self.threads.iter().map(|(tid, name, spans, lost)| json!({
-                "tid": tid, "name": name, "spans": spans, "lost": lost,
+            "threads": self.threads.iter().map(|t| json!({
+                "tid": t.tid, "name": t.name, "spans": t.spans, "lost": t.lost,
             })).collect::<Vec<_>>(),
             "spans": self.spans(),
             "open": self.open,
@@ -295,8 +313,8 @@ impl Description {
             "packed": (!self.packed.is_empty()).then(|| {
                 self.packed.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>()
             }),
-            "overhead": self.overhead.iter().map(|(mode, span, read)| json!({
-                "mode": mode, "span_cost_ticks": span, "read_cost_ticks": read,
+            "overhead": self.overhead.iter().map(|c| json!({
+                "mode": mode_name(c.mode), "span_cost_ticks": c.span_cost, "read_cost_ticks": c.read_cost,
             })).collect::<Vec<_>>(),
             "damage": self.damage,
             "problems": self.problems,

@@ -77,7 +77,7 @@ pub struct PackedFrame {
 }
 
 /// The meta section.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Process {
     /// Process id.
     pub pid: u32,

@@ -10,7 +10,7 @@ use cli::{
     BatchArgs, Cli, Command, ConvertArgs, FormatArg, InfoArgs, InfoFormat, PackArgs, StatsArgs, StatsFormatArg,
     SymbolizeArgs, choose_format, format_of, stats_format_of, trace_format_of,
 };
-use rtconv::convert::{self, ConvertError, Format, Level};
+use rtconv::convert::{self, ConvertError, Format};
 use rtconv::diag::{When, emit};
 use rtconv::output::Output as Sink;
 use rtconv::stats::Output;
@@ -76,7 +76,7 @@ fn run_stats(args: StatsArgs, color: When) -> ExitCode {
         tree: args.tree,
         calibrated: args.calibrated,
         clean: args.clean,
-        color: output == Output::Table && rtconv::output::is_stdout(args.output.as_deref()) && color.stdout(),
+        color: output == Output::Table && rtconv::output::file(args.output.as_deref()).is_none() && color.stdout(),
     };
     // One dump file: its own tables. Anything else: merged over every dump.
     if let [dump] = args.dumps.as_slice()
@@ -101,20 +101,26 @@ fn run_stats(args: StatsArgs, color: When) -> ExitCode {
     let result = rtconv::batch::stats_all(&args.dumps, opts, &batch, &mut out);
     match result.and_then(|summary| out.finish().map(|()| summary)) {
         Ok(summary) => ExitCode::from(summary.exit_code()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            emit(&format!("rtconv: error: writing {}: {e}", output_name(args.output.as_deref())));
-            ExitCode::FAILURE
-        }
+        Err(e) => write_failed(&e, &output_name(args.output.as_deref())),
     }
 }
 
 /// How messages name an output: its path, or `stdout`.
 fn output_name(path: Option<&Path>) -> String {
-    match path.filter(|p| !rtconv::output::is_stdout(Some(p))) {
+    match rtconv::output::file(path) {
         Some(p) => p.display().to_string(),
         None => "stdout".to_string(),
     }
+}
+
+/// A write to `what` that failed: a closed pipe ends quietly (`rtconv … | head`), anything
+/// else is one error line.
+fn write_failed(e: &io::Error, what: &str) -> ExitCode {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return ExitCode::SUCCESS;
+    }
+    emit(&format!("rtconv: error: writing {what}: {e}"));
+    ExitCode::FAILURE
 }
 
 fn cannot_create(path: Option<&Path>, e: &io::Error) -> ExitCode {
@@ -132,23 +138,8 @@ fn run_batch(args: BatchArgs) -> ExitCode {
 }
 
 fn run_pack(args: PackArgs) -> ExitCode {
-    let opts = args.symbols.options();
-    let mut summary = rtconv::batch::Summary::default();
-    for dump in &args.dumps {
-        match rtconv::pack::pack(dump, &opts) {
-            Ok(report) => {
-                for line in rtconv::batch::pack_lines(dump, &report) {
-                    emit(&line);
-                }
-                if report.unnamed > 0 { summary.salvaged += 1 } else { summary.converted += 1 }
-            }
-            Err(e) => {
-                emit(&format!("rtconv: error: {e}"));
-                summary.failed += 1;
-            }
-        }
-    }
-    ExitCode::from(summary.exit_code())
+    let opts = rtconv::batch::Options { jobs: 1, quiet: true, symbols: args.symbols.options() };
+    ExitCode::from(rtconv::batch::pack_all(&args.dumps, &opts).exit_code())
 }
 
 fn run_convert(args: ConvertArgs) -> ExitCode {
@@ -181,13 +172,9 @@ fn convert_to(dumps: &[PathBuf], format: Format, output: Option<&Path>, opts: sy
     match result {
         Ok(report) => {
             for d in &report.diagnostics {
-                let level = match d.level {
-                    Level::Warning => "warning",
-                    Level::Error => "error",
-                };
-                emit(&format!("rtconv: {level}: {}", d.message));
+                emit(&d.to_string());
             }
-            if !rtconv::output::is_stdout(output) {
+            if rtconv::output::file(output).is_some() {
                 eprintln!(
                     "rtconv: {}: {} spans on {} threads -> {}",
                     names(),
@@ -198,11 +185,7 @@ fn convert_to(dumps: &[PathBuf], format: Format, output: Option<&Path>, opts: sy
             }
             if report.degraded() { ExitCode::from(EXIT_DEGRADED) } else { ExitCode::SUCCESS }
         }
-        Err(ConvertError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(ConvertError::Output(e)) => {
-            emit(&format!("rtconv: error: {}: writing {}: {e}", names(), output_name(output)));
-            ExitCode::FAILURE
-        }
+        Err(ConvertError::Output(e)) => write_failed(&e, &format!("{} for {}", output_name(output), names())),
         Err(e) => {
             emit(&format!("rtconv: error: {e}"));
             ExitCode::FAILURE
@@ -214,7 +197,7 @@ fn run_info(args: InfoArgs) -> ExitCode {
     let form = match choose_format(
         args.format,
         args.output.as_deref(),
-        |e| (e == "json").then_some(InfoFormat::Json),
+        |name| name.ends_with(".json").then_some(InfoFormat::Json),
         InfoFormat::Text,
     ) {
         Ok(form) => form,
@@ -225,42 +208,39 @@ fn run_info(args: InfoArgs) -> ExitCode {
         Ok(out) => out,
         Err(e) => return cannot_create(args.output.as_deref(), &e),
     };
-    let (mut described, mut failed) = (Vec::new(), 0);
+    let (mut described, mut failed, mut json) = (0, 0, Vec::new());
     let mut written = Ok(());
     for dump in &args.dumps {
         match rtconv::info::describe(dump, &opts) {
-            Ok(d) if form == InfoFormat::Json => described.push(d.to_json()),
+            Ok(d) if form == InfoFormat::Json => json.push(d.to_json()),
+            // One blank line between the reports of several dumps.
             Ok(d) => {
-                // One blank line between the reports of several dumps.
-                if written.is_ok() && !described.is_empty() {
+                if written.is_ok() && described > 0 {
                     written = writeln!(out);
                 }
                 if written.is_ok() {
                     written = d.write_text(&mut out);
                 }
-                described.push(serde_json::Value::Null);
             }
             Err(e) => {
                 emit(&format!("rtconv: error: {e}"));
                 failed += 1;
+                continue;
             }
         }
+        described += 1;
     }
     if form == InfoFormat::Json {
         written = written.and_then(|()| {
-            serde_json::to_writer_pretty(&mut out, &described)?;
+            serde_json::to_writer_pretty(&mut out, &json)?;
             writeln!(out)
         });
     }
     match written.and_then(|()| out.finish()) {
         Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
-        Err(e) => {
-            emit(&format!("rtconv: error: writing {}: {e}", output_name(args.output.as_deref())));
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return write_failed(&e, &output_name(args.output.as_deref())),
     }
-    let summary = rtconv::batch::Summary { converted: described.len() as u64, failed, ..Default::default() };
+    let summary = rtconv::batch::Summary { converted: described, failed, ..Default::default() };
     ExitCode::from(summary.exit_code())
 }
 
@@ -275,11 +255,7 @@ fn run_man(out_dir: Option<&Path>) -> ExitCode {
     };
     match written {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            emit(&format!("rtconv: error: writing the man pages: {e}"));
-            ExitCode::FAILURE
-        }
+        Err(e) => write_failed(&e, "the man pages"),
     }
 }
 
@@ -365,10 +341,6 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
     match written {
         Ok(()) if failed => ExitCode::from(EXIT_DEGRADED),
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            emit(&format!("rtconv: error: writing the output: {e}"));
-            ExitCode::FAILURE
-        }
+        Err(e) => write_failed(&e, "stdout"),
     }
 }

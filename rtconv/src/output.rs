@@ -1,6 +1,5 @@
 //! Where a command's output goes: stdout (no path, or `-`), a file, or a
-//! gzip-compressed file (a path ending in `.gz`: Perfetto and
-//! chrome://tracing open `.json.gz` traces as they are).
+//! gzip-compressed file (a path ending in `.gz`).
 //!
 //! A regular file that could not be written whole is removed, so a failed
 //! conversion never leaves a truncated output behind; anything else named
@@ -23,24 +22,19 @@ pub enum Output {
     Gzip(PathBuf, GzEncoder<BufWriter<File>>),
 }
 
-/// Whether `path` means standard output: none, or `-`.
-pub fn is_stdout(path: Option<&Path>) -> bool {
-    path.is_none_or(|p| p.as_os_str() == "-")
-}
-
-/// Whether output to `path` is gzip-compressed.
-pub fn is_gzip(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "gz")
+/// The file an output path names: `None` for standard output (no path, or `-`).
+pub fn file(path: Option<&Path>) -> Option<&Path> {
+    path.filter(|p| p.as_os_str() != "-")
 }
 
 impl Output {
     /// Opens stdout (`None` or `-`) or creates the file at `path`, compressed when it ends in `.gz`.
     pub fn open(path: Option<&Path>) -> io::Result<Self> {
-        let Some(path) = path.filter(|_| !is_stdout(path)) else {
+        let Some(path) = file(path) else {
             return Ok(Output::Stdout(BufWriter::with_capacity(1 << 16, io::stdout())));
         };
         let file = BufWriter::with_capacity(1 << 16, File::create(path)?);
-        Ok(match is_gzip(path) {
+        Ok(match path.extension().is_some_and(|e| e == "gz") {
             true => Output::Gzip(path.into(), GzEncoder::new(file, flate2::Compression::default())),
             false => Output::File(path.into(), file),
         })
@@ -89,28 +83,26 @@ fn remove_partial(path: &Path) {
     }
 }
 
+impl Output {
+    fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            Output::Stdout(w) => w,
+            Output::File(_, w) => w,
+            Output::Gzip(_, w) => w,
+        }
+    }
+}
+
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Output::Stdout(w) => w.write(buf),
-            Output::File(_, w) => w.write(buf),
-            Output::Gzip(_, w) => w.write(buf),
-        }
+        self.writer().write(buf)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match self {
-            Output::Stdout(w) => w.write_all(buf),
-            Output::File(_, w) => w.write_all(buf),
-            Output::Gzip(_, w) => w.write_all(buf),
-        }
+        self.writer().write_all(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Output::Stdout(w) => w.flush(),
-            Output::File(_, w) => w.flush(),
-            Output::Gzip(_, w) => w.flush(),
-        }
+        self.writer().flush()
     }
 }

@@ -431,12 +431,10 @@ impl<F: FnMut(&Visit<'_>)> Walker<F> {
         // and add up to the outermost span's duration, however the costs compare.
         let (duration, self_ns) = match self.costs {
             Some((read, span)) => {
-                let measured_self = o.own.saturating_sub(o.measured_children);
-                let per_child = span.abs_diff(read).saturating_mul(o.direct);
-                let self_ns = match span >= read {
-                    true => measured_self.saturating_sub(read.saturating_add(per_child)),
-                    false => measured_self.saturating_sub(read.saturating_sub(per_child)),
-                };
+                // read + direct × (span − read), never below zero.
+                let cost =
+                    read.saturating_add(span.saturating_mul(o.direct)).saturating_sub(read.saturating_mul(o.direct));
+                let self_ns = o.own.saturating_sub(o.measured_children).saturating_sub(cost);
                 (self_ns.saturating_add(o.children), self_ns)
             }
             None => (o.own, o.own.saturating_sub(o.children)),

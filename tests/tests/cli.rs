@@ -35,7 +35,16 @@ fn the_output_name_picks_the_format_and_gz_compresses() {
     assert_eq!(dash.stdout, plain.stdout);
     assert!(!dir.join("-").exists());
     // The extension picks the format; the same output as with -f.
-    for (name, format) in [("t.json", "chrome"), ("t.svg", "flamegraph"), ("t.folded", "folded"), ("t.txt", "ftrace")] {
+    // The endings batch gives its outputs, and .txt for ftrace.
+    let names = [
+        ("t.json", "chrome"),
+        ("t.svg", "flamegraph"),
+        ("t.folded", "folded"),
+        ("t.ftrace.txt", "ftrace"),
+        ("t.systrace.txt", "systrace"),
+        ("t.txt", "ftrace"),
+    ];
+    for (name, format) in names {
         let by_name = rtconv_in(&dir, &["convert", "w.rtd", "-o", name]);
         assert!(by_name.status.success(), "{name}: {}", text(&by_name.stderr));
         let by_flag = rtconv_in(&dir, &["convert", "w.rtd", "-f", format]);

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use rayon::iter::{ParallelBridge, ParallelIterator};
 
-use crate::convert::{self, Format, Level};
+use crate::convert::{self, Format};
 use crate::symbolize;
 
 /// How a batch runs.
@@ -171,8 +171,7 @@ enum Outcome {
 /// Prints a conversion's diagnostics and says how it went.
 fn outcome(report: &convert::Report, progress: &Progress) -> Outcome {
     for d in &report.diagnostics {
-        let level = if d.level == Level::Error { "error" } else { "warning" };
-        progress.line(&format!("rtconv: {level}: {}", d.message));
+        progress.line(&d.to_string());
     }
     if report.degraded() { Outcome::Salvaged } else { Outcome::Converted }
 }
@@ -237,8 +236,8 @@ pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Opti
     summary
 }
 
-/// `rtconv batch --pack`: packs every dump file the inputs name, in place and
-/// in parallel ([`crate::pack`]). Dumps inside archives cannot be packed in
+/// `rtconv pack` and `rtconv batch --pack`: packs every dump file the inputs
+/// name, in place, on `opts.jobs` threads ([`crate::pack`]). Dumps inside archives cannot be packed in
 /// place: each archive counts as failed, with a line saying so.
 pub fn pack_all(args: &[PathBuf], opts: &Options) -> Summary {
     use rayon::iter::IntoParallelRefIterator;
@@ -285,14 +284,14 @@ pub fn pack_all(args: &[PathBuf], opts: &Options) -> Summary {
         }
     }
     eprintln!(
-        "rtconv: batch: {} packed, {} packed with keys left unnamed, {} failed",
+        "rtconv: pack: {} packed, {} packed with keys left unnamed, {} failed",
         summary.converted, summary.salvaged, summary.failed
     );
     summary
 }
 
 /// What `rtconv pack` says about one dump: a line for what it did, one per problem.
-pub fn pack_lines(path: &Path, report: &crate::pack::Report) -> Vec<String> {
+fn pack_lines(path: &Path, report: &crate::pack::Report) -> Vec<String> {
     let mut lines: Vec<String> =
         report.problems.iter().map(|p| format!("rtconv: warning: {}: {p}", path.display())).collect();
     lines.push(if report.already {

@@ -90,6 +90,11 @@ impl Source {
             Source::Unknown => "unknown",
         }
     }
+
+    /// Whether it reads the module's files (the others read only the dump).
+    pub fn reads_files(self) -> bool {
+        matches!(self, Source::Dwarf | Source::Symtab | Source::Addr2line)
+    }
 }
 
 /// How to name keys.
@@ -152,7 +157,7 @@ pub struct Problem {
     pub kind: ModuleError,
     /// Distinct keys in the module.
     pub keys: usize,
-    /// Of those, the keys some other backend (the dump's tables) named.
+    /// Of those, the keys some backend named all the same.
     pub named_otherwise: usize,
     /// The backends that named those, each once.
     pub named_by: Vec<Source>,
@@ -248,7 +253,7 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
             }
         }
     }
-    let mut files_found = false;
+    let mut files_looked_up = false;
     let mut failures: Vec<(usize, BackendError)> = Vec::new();
     for backend in opts.backends() {
         let pending: Vec<(u64, Location)> =
@@ -257,8 +262,8 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
             break;
         }
         // Binaries are looked for when the first backend that reads them runs, for the keys still unnamed.
-        if !files_found && matches!(backend, Source::Dwarf | Source::Symtab | Source::Addr2line) {
-            files_found = true;
+        if !files_looked_up && backend.reads_files() {
+            files_looked_up = true;
             for &(_, location) in &pending {
                 if let Location::Module { index, .. } = location {
                     symbols.files.entry(index).or_insert_with(|| opts.search.find(&trace.modules[index]));
@@ -301,14 +306,14 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
             // Only names read from the build's own files are shared: what one dump says of
             // itself (packed names, its dladdr table) may be wrong and must not name another's keys.
             if let (Some(k), Some(name)) = (cache_key(location), symbols.names.get(&key))
-                && matches!(name.source, Source::Dwarf | Source::Symtab | Source::Addr2line)
+                && name.source.reads_files()
             {
                 cached.entry(k).or_insert_with(|| name.clone());
             }
         }
     }
     // A module whose keys no backend named, and that none read: say so.
-    if !files_found {
+    if !files_looked_up {
         for &(key, location) in &queries {
             if let Location::Module { index, .. } = location
                 && !symbols.names.contains_key(&key)
@@ -343,7 +348,7 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
     let unusable = symbols.files.iter().filter_map(|(&index, found)| Some((index, found.as_ref().err()?.clone())));
     let failed = failures.into_iter().map(|(index, e)| (index, ModuleError::Backend(e)));
     let mut problems = Vec::new();
-    for (index, kind) in unusable.collect::<Vec<_>>().into_iter().chain(failed) {
+    for (index, kind) in unusable.chain(failed) {
         let in_module: Vec<u64> = queries
             .iter()
             .filter(|(_, l)| matches!(l, Location::Module { index: i, .. } if *i == index))
