@@ -509,7 +509,7 @@ impl<'a> Records<'a> {
     #[inline]
     fn decode(e: Endian, c: &[u8]) -> Record {
         // Fixed ranges, not `u32_at`/`u64_at`: this runs once per record, and
-        // the ranges' checks compile to less (`rtconv stats` 10% slower with those).
+        // the ranges' checks compile to less (measured: docs/PERFORMANCE.md).
         if c.len() == COMPACT_RECORD_SIZE {
             let key = match e.u32(c[0..4].try_into().unwrap_or_default()) {
                 COMPACT_ARG_KEY => ARG_KEY,

@@ -5,8 +5,8 @@
 //! - `#![no_std]` always. The hot path reads the counter, notes the span
 //!   open, and at its end writes one 24-byte record {key, enter, exit} into
 //!   the calling thread's ring: no locks, no read-modify-write atomics, no
-//!   strings, no allocation after a thread's first span. Measured at 1.00×
-//!   the bare `rdtsc` pair (docs/PERFORMANCE.md).
+//!   strings, no allocation after a thread's first span. Its cost against
+//!   the bare counter pair is measured in docs/PERFORMANCE.md.
 //! - Keys are addresses: a code address (named offline from DWARF), or the
 //!   address of a per-call-site descriptor in the `ringtrace_sites` linker
 //!   section, which every dump carries, so named spans resolve without the

@@ -38,15 +38,15 @@ fn conversion(c: &mut Criterion) {
     g.sample_size(10);
     g.bench_function("map, validate and scan the dump (floor)", |b| {
         b.iter(|| {
-            let bytes = rtconv::load::open(&path).expect("readable");
-            black_box(rtconv::load::decode(&path, &bytes).expect("readable").keys.len())
+            let bytes = rtconv::model::open(&path).expect("readable");
+            black_box(rtconv::model::decode(&path, &bytes).expect("readable").keys.len())
         })
     });
     let stats = rtconv::stats::Options {
         sort: rtconv::stats::Column::SelfTime,
         per_thread: false,
         output: rtconv::stats::Output::Table,
-        tree: false,
+        view: rtconv::stats::View::Functions,
         calibrated: false,
         clean: false,
         color: false,

@@ -60,7 +60,10 @@ fn inline_addresses(subject: &Path, count: usize) -> Vec<u64> {
         state ^= state << 17;
         pick.push(candidates.swap_remove((state % candidates.len() as u64) as usize));
     }
-    let names = rtconv::symbolize::dwarf::resolve(subject, &pick, true).unwrap();
+    let dwarf_only =
+        rtconv::symbolize::Options { order: Some(vec![rtconv::symbolize::Source::Dwarf]), ..Default::default() };
+    let (names, failures) = rtconv::symbolize::resolve_addresses(subject, &pick, &dwarf_only).unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
     let mut chosen: Vec<u64> = pick
         .into_iter()
         .zip(names)

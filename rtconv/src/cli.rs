@@ -320,7 +320,7 @@ pub(crate) fn choose_format<T: ValueEnum + Copy + PartialEq>(
     default: T,
 ) -> Result<T, String> {
     let name = |v: T| v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default();
-    let path = rtconv::output::file(output);
+    let path = crate::output::file(output);
     let file_name = path.and_then(|p| p.file_name()?.to_str()).map(str::to_ascii_lowercase);
     let implied = file_name.as_deref().and_then(|n| by_name(n.strip_suffix(".gz").unwrap_or(n)));
     match (given, implied) {

@@ -3,11 +3,10 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::load::{self, LoadError, Trace};
+use crate::model::{self, Anomalies, LoadError, MAX_DEPTH, Timebase, TimebaseError, Timeline, Trace};
 use crate::render;
+use crate::stats::{self, View};
 use crate::symbolize::{self, Symbols};
-use crate::timebase::{Timebase, TimebaseError};
-use crate::timeline::Timeline;
 
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,7 +116,7 @@ fn prepare<'a>(
     opts: &symbolize::Options,
     cache: &symbolize::Cache,
 ) -> Result<Prepared<'a>, ConvertError> {
-    let trace = load::decode(path, bytes)?;
+    let trace = model::decode(path, bytes)?;
     let mut report = Report::default();
     let shown = path.display();
     if let Some(damage) = &trace.damage {
@@ -140,10 +139,7 @@ fn prepare<'a>(
             ),
         );
     }
-    let (info, anchors) =
-        trace.clock.as_ref().ok_or(ConvertError::Timebase { path: path.into(), source: TimebaseError::NoClock })?;
-    let (timebase, _) =
-        Timebase::new(info, anchors).map_err(|source| ConvertError::Timebase { path: path.into(), source })?;
+    let (timebase, _) = trace.timebase().map_err(|source| ConvertError::Timebase { path: path.into(), source })?;
     let (symbols, problems) = symbolize::symbolize_cached(&trace, opts, cache);
     for p in &problems {
         report.push(Level::Error, format!("{shown}: {p}"));
@@ -151,13 +147,11 @@ fn prepare<'a>(
     Ok(Prepared { trace, symbols, timebase, report })
 }
 
-/// Adds what rendering the timeline found (anomalies, losses) and its counts
-/// to `report`; call it after rendering, which decodes the threads.
-/// `calibrated`: the figures were to be calibrated.
-fn check_timeline(timeline: &Timeline<'_>, calibrated: bool, report: &mut Report) {
+/// Adds what rendering the timeline found (`anomalies`), its losses and its
+/// counts to `report`. `calibrated`: the figures were to be calibrated.
+fn check_timeline(timeline: &Timeline<'_>, anomalies: Anomalies, calibrated: bool, report: &mut Report) {
     let trace = timeline.trace;
     let shown = trace.path.display();
-    let anomalies = timeline.anomalies();
     if anomalies.backwards > 0 {
         report.push(
             Level::Warning,
@@ -182,12 +176,11 @@ fn check_timeline(timeline: &Timeline<'_>, calibrated: bool, report: &mut Report
             Level::Warning,
             format!(
                 "{shown}: {} span(s) are nested deeper than {} levels; viewers may not draw them",
-                anomalies.too_deep,
-                crate::timeline::MAX_DEPTH
+                anomalies.too_deep, MAX_DEPTH
             ),
         );
     }
-    if calibrated && timeline.recorder_costs().is_none() {
+    if calibrated && timeline.recorder_cost().is_none() {
         report.push(
             Level::Warning,
             format!("{shown}: the dump holds no calibration (an older recorder?); the figures are not calibrated"),
@@ -228,7 +221,7 @@ pub fn convert(
     opts: &symbolize::Options,
     out: &mut dyn Write,
 ) -> Result<Report, ConvertError> {
-    let bytes = load::open(path)?;
+    let bytes = model::open(path)?;
     convert_bytes(path, &bytes, format, opts, &symbolize::Cache::default(), out)
 }
 
@@ -244,42 +237,56 @@ pub fn convert_bytes(
 ) -> Result<Report, ConvertError> {
     let calibrated = matches!(format, Format::Stats(o) if o.calibrated);
     let (written, report) = with_timeline(path, bytes, opts, cache, calibrated, |timeline| {
-        match format {
-            Format::Chrome(opts) => render::chrome::write(timeline, &opts, out)?,
-            Format::Folded => render::folded::write(timeline, out)?,
-            Format::Ftrace => render::ftrace::write(timeline, out)?,
-            Format::Systrace => render::systrace::write(timeline, out)?,
-            Format::Stats(opts) if opts.tree => crate::calltree::write(
-                &crate::calltree::build(timeline, opts.per_thread, opts.calibrated),
-                opts.output,
-                out,
-            )?,
-            Format::Stats(opts) => {
-                crate::stats::write(&crate::stats::compute(timeline, &opts), opts.output, opts.color, out)?
-            }
-            Format::Flamegraph => render::folded::write_svg(timeline, out)?,
+        let rendered = render(timeline, format, out).and_then(|found| out.flush().map(|()| found));
+        match rendered {
+            Ok(found) => (Ok(()), found),
+            // Nothing more is reported for a failed output.
+            Err(e) => (Err(e), Anomalies::default()),
         }
-        out.flush()
     })?;
     written.map_err(ConvertError::Output)?;
     Ok(report)
 }
 
+/// Writes `timeline` in `format`; returns what its spans had wrong.
+fn render(timeline: &Timeline<'_>, format: Format, out: &mut dyn Write) -> io::Result<Anomalies> {
+    match format {
+        Format::Chrome(opts) => render::chrome::write(timeline, &opts, out),
+        Format::Folded => render::folded::write(timeline, out),
+        Format::Ftrace => render::ftrace::write(timeline, out),
+        Format::Systrace => render::systrace::write(timeline, out),
+        Format::Flamegraph => render::folded::write_svg(timeline, out),
+        Format::Stats(opts) => match opts.view {
+            View::CallTree => {
+                let (trees, found) = stats::call_tree(timeline, opts.per_thread, opts.calibrated);
+                render::call_tree::write(&trees, opts.output, out)?;
+                Ok(found)
+            }
+            View::Functions => {
+                let (scopes, found) = stats::compute(timeline, &opts);
+                render::stats_table::write(&scopes, opts.output, opts.color, out)?;
+                Ok(found)
+            }
+        },
+    }
+}
+
 /// Reads, times and names a dump in memory, hands its timeline to `f` (a
-/// renderer, or a computation), and returns what `f` gave with what was
-/// wrong with the dump; `calibrated` says `f` wanted calibrated figures.
+/// renderer, or a computation, which gives back a value and what the spans
+/// it read had wrong), and returns that value with what was wrong with the
+/// dump; `calibrated` says `f` wanted calibrated figures.
 pub fn with_timeline<T>(
     path: &Path,
     bytes: &[u8],
     opts: &symbolize::Options,
     cache: &symbolize::Cache,
     calibrated: bool,
-    f: impl FnOnce(&Timeline<'_>) -> T,
+    f: impl FnOnce(&Timeline<'_>) -> (T, Anomalies),
 ) -> Result<(T, Report), ConvertError> {
     let Prepared { trace, symbols, timebase, mut report } = prepare(path, bytes, opts, cache)?;
     let timeline = Timeline::new(&trace, &symbols, timebase);
-    let value = f(&timeline);
-    check_timeline(&timeline, calibrated, &mut report);
+    let (value, found) = f(&timeline);
+    check_timeline(&timeline, found, calibrated, &mut report);
     Ok((value, report))
 }
 
@@ -296,18 +303,18 @@ pub fn convert_many(
     }
     let Format::Chrome(chrome) = format else { return Err(ConvertError::MergeFormat) };
     let cache = symbolize::Cache::default();
-    let files: Vec<load::FileBytes> = paths.iter().map(|p| load::open(p)).collect::<Result<_, _>>()?;
+    let files: Vec<model::FileBytes> = paths.iter().map(|p| model::open(p)).collect::<Result<_, _>>()?;
     let prepared: Vec<Prepared<'_>> =
         paths.iter().zip(&files).map(|(p, bytes)| prepare(p, bytes, opts, &cache)).collect::<Result<_, _>>()?;
     let timelines: Vec<Timeline<'_>> =
         prepared.iter().map(|p| Timeline::new(&p.trace, &p.symbols, p.timebase)).collect();
     let refs: Vec<&Timeline<'_>> = timelines.iter().collect();
-    render::chrome::write_many(&refs, &chrome, out).map_err(ConvertError::Output)?;
+    let found = render::chrome::write_many(&refs, &chrome, out).map_err(ConvertError::Output)?;
     out.flush().map_err(ConvertError::Output)?;
     let mut report = Report::default();
-    for (p, timeline) in prepared.iter().zip(&timelines) {
+    for ((p, timeline), found) in prepared.iter().zip(&timelines).zip(found) {
         report.diagnostics.extend(p.report.diagnostics.iter().cloned());
-        check_timeline(timeline, false, &mut report);
+        check_timeline(timeline, found, false, &mut report);
     }
     Ok(report)
 }

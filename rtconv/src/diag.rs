@@ -43,7 +43,7 @@ pub fn set_color(when: When) {
 }
 
 /// `line` with its `error:` or `warning:` level colored, when diagnostics are.
-pub fn paint(line: &str) -> Cow<'_, str> {
+pub(crate) fn paint(line: &str) -> Cow<'_, str> {
     if !COLOR.load(Ordering::Relaxed) {
         return Cow::Borrowed(line);
     }

@@ -10,41 +10,15 @@ use std::path::Path;
 use ringtrace_format::{Calibration, ClockMode, CounterKind, DumpReason, NameSource, RateSource};
 use serde_json::{Value, json};
 
-use crate::load::{self, LoadError, Process, Trace};
+use crate::model::{self, LoadError, Process, RateOrigin, Timebase, Trace};
 use crate::symbolize::{self, Problem, Source, Symbols};
-use crate::timebase::{RateOrigin, Timebase};
-
-/// How the report is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Form {
-    /// Aligned text, one fact a line.
-    Text,
-    /// One JSON object (see [`Description::to_json`]).
-    Json,
-}
 
 /// Reads the dump at `path`, names its keys and describes it.
 pub fn describe(path: &Path, opts: &symbolize::Options) -> Result<Description, LoadError> {
-    let bytes = load::open(path)?;
-    let trace = load::decode(path, &bytes)?;
+    let bytes = model::open(path)?;
+    let trace = model::decode(path, &bytes)?;
     let (symbols, problems) = symbolize::symbolize(&trace, opts);
     Ok(Description::new(&trace, &symbols, &problems))
-}
-
-/// Writes the report for the dump at `path` as text.
-pub fn info(path: &Path, opts: &symbolize::Options, out: &mut dyn Write) -> Result<(), InfoError> {
-    describe(path, opts)?.write_text(out).map_err(InfoError::Output)
-}
-
-/// Why there is no report.
-#[derive(Debug, thiserror::Error)]
-pub enum InfoError {
-    /// The dump could not be read at all.
-    #[error(transparent)]
-    Load(#[from] LoadError),
-    /// Writing the report failed.
-    #[error("writing the output: {0}")]
-    Output(#[source] io::Error),
 }
 
 /// Everything `rtconv info` says about one dump.
@@ -123,7 +97,7 @@ pub struct ModuleDescription {
 impl Description {
     /// Describes a decoded, named dump.
     pub fn new(trace: &Trace, symbols: &Symbols, problems: &[Problem]) -> Self {
-        let clock = trace.clock.as_ref().map(|(info, anchors)| ClockDescription {
+        let clock = trace.clock.as_ref().map(|model::Clock { info, anchors }| ClockDescription {
             counter: counter_name(info.counter),
             bits: info.counter_bits,
             rate: match Timebase::new(info, anchors) {
@@ -151,7 +125,7 @@ impl Description {
                 let m = &trace.modules[index];
                 ModuleDescription {
                     path: m.path.display().to_string(),
-                    build_id: symbolize::files::hex(&m.build_id),
+                    build_id: symbolize::hex(&m.build_id),
                     found: found
                         .as_ref()
                         .ok()

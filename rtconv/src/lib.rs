@@ -7,37 +7,62 @@
 //! - Each distinct span key is named once ([`symbolize`]): from the dump's
 //!   site section, or from the recorded module's DWARF, found by the path in
 //!   the dump and checked by build-id.
-//! - One decoded model ([`timeline::Timeline`]) feeds every renderer; renderers
-//!   stream to a `Write` and produce the same bytes for the same dump.
+//! - One decoded model ([`model::Timeline`]) feeds every output; renderers
+//!   stream to any `io::Write`, produce the same bytes for the same dump, and
+//!   return what they found wrong with the spans ([`model::Anomalies`]).
 //! - Memory is bounded by the largest ring, not the dump: the file stays
-//!   mapped and rings are decoded one at a time ([`timeline::Threads`]) or
-//!   walked straight from the file ([`timeline::Timeline::walk`]).
+//!   mapped and rings are decoded one at a time ([`model::Threads`]) or
+//!   walked straight from the file ([`model::Timeline::walk`]).
 //!
-//! # Example
+//! The flow, step by step: open and decode a dump, name its keys, put it on
+//! a timebase, then walk its spans, accumulate statistics, or render it.
 //!
 //! ```no_run
-//! use rtconv::convert::{Format, convert};
+//! use rtconv::model::{self, Timeline};
+//! use rtconv::{render, stats, symbolize};
 //!
-//! let mut out = std::io::stdout().lock();
-//! let report = convert("trace.rtd".as_ref(), Format::Chrome(Default::default()), &Default::default(), &mut out)?;
-//! eprintln!("{} spans on {} threads", report.spans, report.threads);
-//! # Ok::<(), rtconv::convert::ConvertError>(())
+//! let path = std::path::Path::new("trace.rtd");
+//! let bytes = model::open(path)?; // mapped, not copied
+//! let trace = model::decode(path, &bytes)?; // a damaged file still gives what precedes the damage
+//! println!("{} (pid {}): {} threads", trace.process.name, trace.process.pid, trace.threads.len());
+//!
+//! let (names, problems) = symbolize::symbolize(&trace, &symbolize::Options::default());
+//! for problem in &problems {
+//!     eprintln!("{problem}"); // a module not found, a backend that failed
+//! }
+//! let (timebase, _) = trace.timebase()?;
+//! let timeline = Timeline::new(&trace, &names, timebase);
+//!
+//! // Spans in start order, a thread and a batch at a time.
+//! let mut threads = timeline.threads();
+//! while let Some(mut thread) = threads.next() {
+//!     while let Some(batch) = thread.next_batch() {
+//!         for span in batch {
+//!             println!("{} {} ns", timeline.name(span.key_index as usize), span.exit_ns - span.enter_ns);
+//!         }
+//!     }
+//! }
+//! eprintln!("{} spans were cut at their parent's end", threads.anomalies().clamped);
+//!
+//! // Per-function statistics, and the same dump as Chrome JSON.
+//! let (scopes, _) = stats::compute(&timeline, &stats::Options::default());
+//! render::stats_table::write(&scopes, stats::Output::Csv, false, &mut std::io::stdout())?;
+//! let mut json = std::fs::File::create("trace.json")?;
+//! render::chrome::write(&timeline, &render::chrome::Options::default(), &mut json)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! [`convert::convert`] does all of it in one call, and reports what was
+//! lost ([`convert::Report`]); [`batch`] runs it over directories and
+//! archives of dumps in parallel.
 #![warn(missing_docs)]
 
-pub mod address;
 pub mod batch;
-pub mod calltree;
-pub mod clean;
 pub mod convert;
 pub mod diag;
 pub mod info;
-pub mod load;
-pub mod output;
+pub mod model;
 pub mod pack;
-mod prefetch;
 pub mod render;
 pub mod stats;
 pub mod symbolize;
-pub mod timebase;
-pub mod timeline;

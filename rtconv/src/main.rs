@@ -10,13 +10,14 @@ use cli::{
     BatchArgs, Cli, Command, ConvertArgs, FormatArg, InfoArgs, InfoFormat, PackArgs, StatsArgs, StatsFormatArg,
     SymbolizeArgs, choose_format, format_of, stats_format_of, trace_format_of,
 };
+use output::Output as Sink;
 use rtconv::convert::{self, ConvertError, Format};
 use rtconv::diag::{When, emit};
-use rtconv::output::Output as Sink;
 use rtconv::stats::Output;
-use rtconv::symbolize::{self, ModuleFiles};
+use rtconv::symbolize;
 
 mod cli;
+mod output;
 
 /// Exit status: a conversion wrote its output but lost data or names on the way.
 const EXIT_DEGRADED: u8 = 3;
@@ -50,7 +51,7 @@ fn usage(message: &str) -> ExitCode {
 fn not_a_dump_file(path: &Path) -> Option<String> {
     let what = if path.is_dir() {
         "a directory"
-    } else if rtconv::batch::inputs::archive_kind(path).is_some() {
+    } else if rtconv::batch::archive_kind(path).is_some() {
         "an archive"
     } else {
         return None;
@@ -73,15 +74,15 @@ fn run_stats(args: StatsArgs, color: When) -> ExitCode {
         sort: args.sort.into(),
         per_thread: args.per_thread,
         output,
-        tree: args.tree,
+        view: if args.tree { rtconv::stats::View::CallTree } else { rtconv::stats::View::Functions },
         calibrated: args.calibrated,
         clean: args.clean,
-        color: output == Output::Table && rtconv::output::file(args.output.as_deref()).is_none() && color.stdout(),
+        color: output == Output::Table && output::file(args.output.as_deref()).is_none() && color.stdout(),
     };
     // One dump file: its own tables. Anything else: merged over every dump.
     if let [dump] = args.dumps.as_slice()
         && dump.is_file()
-        && rtconv::batch::inputs::archive_kind(dump).is_none()
+        && rtconv::batch::archive_kind(dump).is_none()
     {
         return convert_to(
             std::slice::from_ref(dump),
@@ -107,7 +108,7 @@ fn run_stats(args: StatsArgs, color: When) -> ExitCode {
 
 /// How messages name an output: its path, or `stdout`.
 fn output_name(path: Option<&Path>) -> String {
-    match rtconv::output::file(path) {
+    match output::file(path) {
         Some(p) => p.display().to_string(),
         None => "stdout".to_string(),
     }
@@ -174,7 +175,7 @@ fn convert_to(dumps: &[PathBuf], format: Format, output: Option<&Path>, opts: sy
             for d in &report.diagnostics {
                 emit(&d.to_string());
             }
-            if rtconv::output::file(output).is_some() {
+            if output::file(output).is_some() {
                 eprintln!(
                     "rtconv: {}: {} spans on {} threads -> {}",
                     names(),
@@ -280,31 +281,15 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
         emit(&format!("rtconv: error: {}: no such file; pass the binary with -e", args.exe.display()));
         return ExitCode::FAILURE;
     }
-    if let Err(e) = symbolize::files::check_object(&args.exe) {
+    let (names, failures) = match symbolize::resolve_addresses(&args.exe, &addresses, &opts) {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            emit(&format!("rtconv: error: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    for e in &failures {
         emit(&format!("rtconv: error: {e}"));
-        return ExitCode::FAILURE;
-    }
-    let files = ModuleFiles { binary: args.exe.clone(), debug: Some(args.exe.clone()) };
-    let mut names: Vec<Option<symbolize::SpanName>> = vec![None; addresses.len()];
-    let mut failed = false;
-    for backend in opts.backends() {
-        let pending: Vec<usize> = (0..addresses.len()).filter(|&i| names[i].is_none()).collect();
-        if pending.is_empty() {
-            break;
-        }
-        let wanted: Vec<u64> = pending.iter().map(|&i| addresses[i]).collect();
-        match symbolize::resolve_file(&files, &wanted, backend, &opts) {
-            Some(Ok(found)) => {
-                for (i, name) in pending.into_iter().zip(found) {
-                    names[i] = name;
-                }
-            }
-            Some(Err(e)) => {
-                failed = true;
-                emit(&format!("rtconv: error: {e}"));
-            }
-            None => {}
-        }
     }
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let written = (|| -> io::Result<()> {
@@ -336,10 +321,8 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
         }
         out.flush()
     })();
-    // The process ends next: let the OS reclaim the names rather than free them one by one.
-    std::mem::forget(names);
     match written {
-        Ok(()) if failed => ExitCode::from(EXIT_DEGRADED),
+        Ok(()) if !failures.is_empty() => ExitCode::from(EXIT_DEGRADED),
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => write_failed(&e, "stdout"),
     }

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use ringtrace_format::layout::END_SECTION_SIZE;
 use ringtrace_format::{Dump, NameEntry, NameFrame, NameSource, SectionKind, Writer};
 
-use crate::load;
+use crate::model;
 use crate::symbolize::{self, Options, Problem, Source};
 
 /// What packing one dump did.
@@ -48,7 +48,7 @@ pub struct Report {
 pub enum PackError {
     /// It could not be read or its header is unusable.
     #[error(transparent)]
-    Load(#[from] load::LoadError),
+    Load(#[from] model::LoadError),
     /// Not a regular file (a device, a FIFO, a directory).
     #[error("{}: not a regular file; pack takes dump files", path.display())]
     NotAFile {
@@ -80,19 +80,19 @@ pub enum PackError {
 
 /// Names the keys of the dump at `path` with `opts` and appends the names to it.
 pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
-    let metadata = std::fs::metadata(path).map_err(|source| load::LoadError::Io { path: path.into(), source })?;
+    let metadata = std::fs::metadata(path).map_err(|source| model::LoadError::Io { path: path.into(), source })?;
     if !metadata.is_file() {
         return Err(PackError::NotAFile { path: path.into() });
     }
-    let bytes = load::open(path)?;
-    let trace = load::decode(path, &bytes)?;
+    let bytes = model::open(path)?;
+    let trace = model::decode(path, &bytes)?;
     if let Some(damage) = trace.damage {
         return Err(PackError::Incomplete { path: path.into(), damage });
     }
     // Where the end marker starts (the reader ends after it), and whether names are there already.
-    let dump = Dump::parse(&bytes).map_err(|source| load::LoadError::Header {
+    let dump = Dump::parse(&bytes).map_err(|source| model::LoadError::Header {
         path: path.into(),
-        hint: load::not_a_dump_hint(&source, &bytes),
+        hint: model::not_a_dump_hint(&source, &bytes),
         source,
     })?;
     let (mut end, mut already) = (None, false);
@@ -131,7 +131,7 @@ pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
             Source::Addr2line => NameSource::Addr2line,
             Source::Unknown => {
                 unnamed +=
-                    usize::from(matches!(crate::address::locate(&trace, key), crate::address::Location::Module { .. }));
+                    usize::from(matches!(crate::model::locate(&trace, key), crate::model::Location::Module { .. }));
                 continue;
             }
             Source::Packed | Source::Site | Source::Dladdr => continue,

@@ -40,7 +40,7 @@ pub fn formats() -> Vec<rtconv::convert::Format> {
             sort: rtconv::stats::Column::Total,
             per_thread: true,
             output: rtconv::stats::Output::Csv,
-            tree: false,
+            view: rtconv::stats::View::Functions,
             calibrated: true,
             clean: true,
             color: false,

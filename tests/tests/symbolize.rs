@@ -402,9 +402,9 @@ fn dumps_of_one_build_share_a_cache_keyed_by_build_id() {
     let dir = scratch("cache");
     let first = record_workload_with(&binary("workload"), &dir, "a.rtd", &[]);
     let second = record_workload_with(&binary("workload"), &dir, "b.rtd", &["--fib", "10"]);
-    let (first_bytes, second_bytes) = (rtconv::load::open(&first).unwrap(), rtconv::load::open(&second).unwrap());
-    let first = rtconv::load::decode(&first, &first_bytes).unwrap();
-    let second = rtconv::load::decode(&second, &second_bytes).unwrap();
+    let (first_bytes, second_bytes) = (rtconv::model::open(&first).unwrap(), rtconv::model::open(&second).unwrap());
+    let first = rtconv::model::decode(&first, &first_bytes).unwrap();
+    let second = rtconv::model::decode(&second, &second_bytes).unwrap();
     let opts = rtconv::symbolize::Options::default();
     let cache = rtconv::symbolize::Cache::default();
     rtconv::symbolize::symbolize_cached(&first, &opts, &cache);
@@ -416,12 +416,8 @@ fn dumps_of_one_build_share_a_cache_keyed_by_build_id() {
     assert_eq!(cache.hits(), 3);
     assert!(b.files.is_empty(), "the binary was not opened again");
     let (uncached, _) = rtconv::symbolize::symbolize(&second, &opts);
-    let mut keys = Vec::new();
-    for t in &second.threads {
-        t.spans(|s| keys.push(s.key));
-    }
-    assert!(!keys.is_empty());
-    for key in keys {
+    assert!(!second.keys.is_empty());
+    for &key in &second.keys {
         assert_eq!(b.get(key), uncached.get(key));
     }
 }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use ringtrace_tests::{binary, record_workload_with, run, scratch};
-use rtconv::address::{Location, locate};
+use rtconv::model::{Location, locate};
 use rtconv::symbolize::{Source, symbolize};
 
 #[test]
@@ -16,22 +16,20 @@ fn code_address_names_match_llvm_symbolizer() {
     let dir = scratch("addr2line");
     let exe = binary("workload");
     let dump = record_workload_with(&exe, &dir, "w.rtd", &[]);
-    let bytes = rtconv::load::open(&dump).unwrap();
-    let trace = rtconv::load::decode(&dump, &bytes).unwrap();
+    let bytes = rtconv::model::open(&dump).unwrap();
+    let trace = rtconv::model::decode(&dump, &bytes).unwrap();
     let (symbols, problems) = symbolize(&trace, &Default::default());
     assert!(problems.is_empty(), "{problems:?}");
 
     // Every code-address key, by the address its ELF file uses.
     let mut ours: BTreeMap<u64, (String, String)> = BTreeMap::new();
-    for t in &trace.threads {
-        t.spans(|r| {
-            if let Location::Module { file_address, .. } = locate(&trace, r.key) {
-                let name = symbols.get(r.key).unwrap();
-                assert_eq!(name.source, Source::Dwarf, "{name:?}");
-                let line = format!("{}:{}", name.file.as_deref().unwrap(), name.line.unwrap());
-                ours.insert(file_address, (name.name.clone(), line));
-            }
-        });
+    for &key in &trace.keys {
+        if let Location::Module { file_address, .. } = locate(&trace, key) {
+            let name = symbols.get(key).unwrap();
+            assert_eq!(name.source, Source::Dwarf, "{name:?}");
+            let line = format!("{}:{}", name.file.as_deref().unwrap(), name.line.unwrap());
+            ours.insert(file_address, (name.name.clone(), line));
+        }
     }
     // fib, tokenize and checksum each have one span!() call site.
     assert_eq!(ours.len(), 3, "{ours:?}");

@@ -148,7 +148,7 @@ pub enum Item {
 }
 
 /// A dump's bytes: a file mapped, or an archive entry read.
-pub type Bytes = crate::load::FileBytes;
+pub type Bytes = crate::model::FileBytes;
 
 /// Counts the bytes read through it, for progress.
 struct Counting<R> {
@@ -190,7 +190,7 @@ pub fn items(inputs: Vec<Input>, consumed: Arc<AtomicU64>, capacity: usize) -> i
 
 fn read_file(path: &Path, consumed: &AtomicU64) -> Item {
     let name = path.display().to_string();
-    match crate::load::map_file(path) {
+    match crate::model::map_file(path) {
         Ok(bytes) => {
             consumed.fetch_add(bytes.len() as u64, Ordering::Relaxed);
             Item::Dump { name, bytes }

@@ -1,15 +1,15 @@
 //! `rtconv batch` and `rtconv stats` over many dumps: every input expanded
-//! ([`inputs`]), dumps converted in parallel on a rayon pool of `jobs`
+//! (`inputs`), dumps converted in parallel on a rayon pool of `jobs`
 //! threads with one symbolization cache for the whole batch (keyed by
 //! build-id), progress on a terminal, and a failed dump reported and skipped.
 //!
 //! Memory: the reading thread keeps at most `jobs` dumps queued, and each
 //! worker converts one, so the batch holds about `2 × jobs + 1` dumps and
-//! `jobs` conversions (bounded by the largest ring, see [`crate::timeline`])
+//! `jobs` conversions (bounded by the largest ring, see [`crate::model`])
 //! whatever the size of the archives.
 
-pub mod inputs;
-pub mod naming;
+mod inputs;
+mod naming;
 
 use std::fs::OpenOptions;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -23,6 +23,8 @@ use rayon::iter::{ParallelBridge, ParallelIterator};
 
 use crate::convert::{self, Format};
 use crate::symbolize;
+
+pub use inputs::{Compression, archive_kind};
 
 /// How a batch runs.
 #[derive(Clone, Debug)]
@@ -332,7 +334,8 @@ pub fn stats_all(
                     let build_id: String =
                         main.map_or(String::new(), |m| m.build_id.iter().map(|b| format!("{b:02x}")).collect());
                     let program = tl.trace.process.name.clone();
-                    ((program, build_id), crate::stats::totals(tl, stats.calibrated, stats.clean))
+                    let (totals, found) = crate::stats::totals(tl, stats.calibrated, stats.clean);
+                    (((program, build_id), totals), found)
                 });
             match result {
                 Ok(((group, totals), report)) => {
@@ -356,7 +359,7 @@ pub fn stats_all(
             merged.scope(name, stats.sort, stats.clean)
         })
         .collect();
-    crate::stats::write(&scopes, stats.output, stats.color, out)?;
+    crate::render::stats_table::write(&scopes, stats.output, stats.color, out)?;
     out.flush()?;
     eprintln!(
         "rtconv: stats: {} dumps merged ({} with losses), {} failed",

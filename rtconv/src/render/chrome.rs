@@ -18,7 +18,7 @@
 use std::io::{self, Write};
 
 use super::text::{Piece, Text};
-use crate::timeline::{SpanNs, Timeline};
+use crate::model::{Anomalies, SpanNs, Timeline};
 
 /// How to write Chrome JSON.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -30,25 +30,29 @@ pub struct Options {
     pub args: bool,
 }
 
-/// Writes `tl` as Chrome trace JSON to `out`.
-pub fn write(tl: &Timeline<'_>, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
-    write_many(&[tl], opts, out)
+/// Writes `tl` as Chrome trace JSON to `out`; returns what its spans had wrong.
+pub fn write(tl: &Timeline<'_>, opts: &Options, out: &mut dyn Write) -> io::Result<Anomalies> {
+    let found = write_many(&[tl], opts, out)?;
+    Ok(found.into_iter().next().unwrap_or_default())
 }
 
 /// Writes several dumps as one Chrome trace, aligned by their realtime
 /// anchors: `ts` counts from the earliest span of them all, each dump is
-/// its own process (a pid seen before gets `1_000_000 × n` added).
-pub fn write_many(timelines: &[&Timeline<'_>], opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+/// its own process (a pid seen before gets `1_000_000 × n` added). Returns
+/// what each timeline's spans had wrong, in the order given.
+pub fn write_many(timelines: &[&Timeline<'_>], opts: &Options, out: &mut dyn Write) -> io::Result<Vec<Anomalies>> {
     let mut out = Text::new(out);
-    write_all_dumps(timelines, opts, &mut out)?;
-    out.flush()
+    let found = write_all_dumps(timelines, opts, &mut out)?;
+    out.flush()?;
+    Ok(found)
 }
 
-fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'_>) -> io::Result<()> {
+fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'_>) -> io::Result<Vec<Anomalies>> {
     // Each dump's first span in realtime ns; the earliest is the trace's zero.
     let starts: Vec<i128> = timelines.iter().map(|tl| tl.timebase.realtime_ns(i128::from(tl.origin_ns))).collect();
     let zero = starts.iter().copied().min().unwrap_or(0);
     let mut pids: Vec<u64> = Vec::new();
+    let mut found = Vec::with_capacity(timelines.len());
     out.write_all(b"{\"traceEvents\":[\n")?;
     for (i, tl) in timelines.iter().enumerate() {
         let mut pid = u64::from(tl.trace.process.pid);
@@ -59,7 +63,7 @@ fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'
         // ts = monotonic ns + shift: this dump's zero is its offset from the earliest.
         let offset = i64::try_from(starts[i] - zero).unwrap_or(i64::MAX);
         let shift = offset.saturating_sub(tl.origin_ns);
-        write_process(tl, opts, pid, shift, i == 0, out)?;
+        found.push(write_process(tl, opts, pid, shift, i == 0, out)?);
     }
     out.write_all(b"\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"ringtrace\":{")?;
     let first = timelines.first();
@@ -88,7 +92,8 @@ fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'
         }
         out.write_all(b"]")?;
     }
-    out.write_all(b"}}}\n")
+    out.write_all(b"}}}\n")?;
+    Ok(found)
 }
 
 /// One dump's process: its metadata, loss markers and span events.
@@ -99,7 +104,7 @@ fn write_process(
     shift: i64,
     first: bool,
     out: &mut Text<'_>,
-) -> io::Result<()> {
+) -> io::Result<Anomalies> {
     let trace = tl.trace;
     // Each distinct name, and with `args` each key's place, is escaped once.
     let names: Vec<String> = (0..tl.keys.len()).map(|k| json_string(tl.name(k))).collect();
@@ -184,7 +189,7 @@ fn write_process(
         }
         loss(thread.dropped, "later span(s) dropped (ring full)", last_exit, out)?;
     }
-    Ok(())
+    Ok(threads.anomalies())
 }
 
 fn reason_name(reason: ringtrace_format::DumpReason) -> &'static str {
@@ -216,7 +221,7 @@ fn key_args(tl: &Timeline<'_>, key: u64) -> String {
             fields.push(format!("\"inlined_into\":{}", json_string(&chain.join(" < "))));
         }
     }
-    if let Some(module) = crate::address::module_of(tl.trace, key) {
+    if let Some(module) = crate::model::module_of(tl.trace, key) {
         fields.push(format!("\"module\":{}", json_string(&module.path.to_string_lossy())));
     }
     fields.join(",")

@@ -11,14 +11,15 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::timeline::Timeline;
+use crate::model::{Anomalies, Timeline};
 
-/// The collapsed stacks of `tl`, one `(path, self_ns)` per distinct path, sorted.
-pub fn stacks(tl: &Timeline<'_>) -> Vec<(String, u64)> {
+/// The collapsed stacks of `tl`, one `(path, self_ns)` per distinct path,
+/// sorted; and what its spans had wrong.
+pub(crate) fn stacks(tl: &Timeline<'_>) -> (Vec<(String, u64)>, Anomalies) {
     let names: Vec<String> = (0..tl.keys.len()).map(|k| frame(tl.name(k))).collect();
     // Self time per thread and path of key indices.
     let mut self_ns: HashMap<(usize, Vec<u32>), u64> = HashMap::new();
-    tl.walk(None, |v| {
+    let found = tl.walk(None, |v| {
         *self_ns.entry((v.thread, v.path.to_vec())).or_default() += v.self_ns;
     });
     let roots: Vec<String> = tl
@@ -40,7 +41,7 @@ pub fn stacks(tl: &Timeline<'_>) -> Vec<(String, u64)> {
         lines.push((line, weight));
     }
     lines.sort_unstable();
-    lines
+    (lines, found)
 }
 
 /// A name as a folded frame: `;` separates frames and the weight follows
@@ -49,19 +50,23 @@ fn frame(name: &str) -> String {
     name.replace([';', '\n', '\r'], "_")
 }
 
-/// Writes `-f folded`.
-pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
-    for (path, weight) in stacks(tl) {
+/// Writes `-f folded`; returns what the spans had wrong.
+pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
+    let (lines, found) = stacks(tl);
+    for (path, weight) in lines {
         writeln!(out, "{path} {weight}")?;
     }
-    Ok(())
+    Ok(found)
 }
 
-/// Writes `-f flamegraph`: an interactive SVG, widths proportional to self time.
-pub fn write_svg(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
-    let lines: Vec<String> = stacks(tl).into_iter().map(|(path, weight)| format!("{path} {weight}")).collect();
+/// Writes `-f flamegraph`: an interactive SVG, widths proportional to self
+/// time; returns what the spans had wrong.
+pub fn write_svg(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
+    let (stacks, found) = stacks(tl);
+    let lines: Vec<String> = stacks.into_iter().map(|(path, weight)| format!("{path} {weight}")).collect();
     let mut options = inferno::flamegraph::Options::default();
     options.title = format!("{} (self time)", tl.trace.path.display());
     options.count_name = "ns".into();
-    inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
+    inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)?;
+    Ok(found)
 }

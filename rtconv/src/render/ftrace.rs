@@ -18,16 +18,17 @@
 use std::io::{self, Write};
 
 use super::text::{PAIRS, Piece, Text, digits};
-use crate::timeline::{SpanNs, Timeline};
+use crate::model::{Anomalies, SpanNs, Timeline};
 
-/// Writes `tl` as function_graph text.
-pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
+/// Writes `tl` as function_graph text; returns what its spans had wrong.
+pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
     let mut out = Text::new(out);
-    write_threads(tl, &mut out)?;
-    out.flush()
+    let found = write_threads(tl, &mut out)?;
+    out.flush()?;
+    Ok(found)
 }
 
-fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<()> {
+fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<Anomalies> {
     out.write_all(b"# tracer: function_graph\n#\n")?;
     out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
     out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
@@ -65,7 +66,7 @@ fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<()> {
         graph.step(None, out)?;
         previous = Some(task);
     }
-    Ok(())
+    Ok(threads.anomalies())
 }
 
 /// One thread's lines, span by span. A span is a leaf when the next span
@@ -124,7 +125,7 @@ fn exit_line(out: &mut Text<'_>, head: &Piece, span: &SpanNs, depth: usize, text
 }
 
 /// The kernel's overhead mark for a duration in ns (strictly greater than each threshold).
-pub fn mark(ns: u64) -> char {
+pub(crate) fn mark(ns: u64) -> char {
     const MARKS: [(u64, char); 6] =
         [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*'), (1_000_000, '#'), (100_000, '!'), (10_000, '+')];
     MARKS.iter().find(|&&(limit, _)| ns > limit).map_or(' ', |&(_, c)| c)
@@ -137,7 +138,7 @@ pub fn mark(ns: u64) -> char {
 /// The duration: µs, then as many ns digits as keep the number within 7
 /// digits, then ` us ` and padding to 12 characters.
 #[inline]
-pub fn duration_column(ns: u64, to: &mut [u8; 32]) -> usize {
+pub(crate) fn duration_column(ns: u64, to: &mut [u8; 32]) -> usize {
     to.fill(b' ');
     to[0] = mark(ns) as u8; // the marks are ASCII
     let us = ns / 1000;

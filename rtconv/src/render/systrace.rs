@@ -20,10 +20,10 @@
 
 use std::io::{self, Write};
 
-use crate::timeline::Timeline;
+use crate::model::{Anomalies, Timeline};
 
-/// Writes `tl` as systrace text.
-pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
+/// Writes `tl` as systrace text; returns what its spans had wrong.
+pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
     let pid = tl.trace.process.pid;
     let names: Vec<String> = (0..tl.keys.len()).map(|k| tl.name(k).replace(['\n', '\r'], " ")).collect();
     // Edges: (ns, thread, sequence within the thread, begin key index or None for an end).
@@ -55,6 +55,7 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
             push(end, None, &mut edges);
         }
     }
+    let found = threads.anomalies();
     edges.sort_unstable_by_key(|&(ns, thread, seq, _)| (ns, thread, seq));
 
     out.write_all(b"# tracer: nop\n#\n")?;
@@ -91,5 +92,5 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<()> {
             None => writeln!(out, "E|{pid}")?,
         }
     }
-    Ok(())
+    Ok(found)
 }

@@ -5,7 +5,7 @@
 //! but it needs no binary at all.
 
 use super::{Source, SpanName, demangled};
-use crate::load::Trace;
+use crate::model::Trace;
 
 /// The function the loader found for `key`, if it found one.
 pub fn resolve(trace: &Trace, key: u64, demangle: bool) -> Option<SpanName> {

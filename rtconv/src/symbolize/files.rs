@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use object::{Object, ObjectSection};
 
-use crate::load::{ModuleEntry, map_file};
+use crate::model::{ModuleEntry, map_file};
 
 /// Why a module's addresses cannot be named from its files.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -2,35 +2,36 @@
 //! backend that can.
 //!
 //! Backends, one module each, in the automatic order:
-//! 1. [`packed`]: the names `rtconv pack` appended to the dump;
-//! 2. [`sites`]: the dump's own site section (named spans, `#[trace]`);
-//! 3. [`external`]: an addr2line-compatible program, when `--addr2line` names one;
-//! 4. [`dwarf`]: the module's DWARF (function, file:line, inline chain),
-//!    from the binary or a separate debug file ([`files`] finds them);
-//! 5. [`symtab`]: the module's ELF symbol tables;
-//! 6. [`dladdr`]: the dump's dladdr table (no binary needed).
+//! 1. `packed`: the names `rtconv pack` appended to the dump;
+//! 2. `sites`: the dump's own site section (named spans, `#[trace]`);
+//! 3. `external`: an addr2line-compatible program, when `--addr2line` names one;
+//! 4. `dwarf`: the module's DWARF (function, file:line, inline chain),
+//!    from the binary or a separate debug file (`files` finds them);
+//! 5. `symtab`: the module's ELF symbol tables;
+//! 6. `dladdr`: the dump's dladdr table (no binary needed).
 //!
 //! `--symbolizer` replaces the order. Binaries are looked for when the first
 //! backend that reads them runs, for the keys still unnamed then: a packed
 //! dump opens none. A key nothing names is shown as
 //! `?? (module+0xoffset)`.
 
-pub mod dladdr;
-pub mod dwarf;
-pub mod external;
-pub mod files;
-pub mod packed;
-pub mod sites;
-pub mod symtab;
+mod dladdr;
+mod dwarf;
+mod external;
+mod files;
+mod packed;
+mod sites;
+mod symtab;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
 
+pub(crate) use files::hex;
 pub use files::{ModuleError, ModuleFiles, Search};
 
-use crate::address::{Location, locate};
-use crate::load::Trace;
+use crate::model::Trace;
+use crate::model::{Location, locate};
 
 /// One function in an inline chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,7 +105,7 @@ pub struct Options {
     pub search: Search,
     /// The backends to try, in order; `None` for the automatic order.
     pub order: Option<Vec<Source>>,
-    /// An addr2line-compatible program for the [`external`] backend.
+    /// An addr2line-compatible program (the `addr2line` backend).
     pub addr2line: Option<PathBuf>,
     /// Demangle Rust and C++ names.
     pub demangle: bool,
@@ -203,7 +204,7 @@ impl Symbols {
 }
 
 /// A name, demangled (Rust legacy and v0, C++) when asked.
-pub fn demangled(name: &str, demangle: bool) -> String {
+pub(crate) fn demangled(name: &str, demangle: bool) -> String {
     if demangle { addr2line::demangle_auto(name.into(), None).into_owned() } else { name.to_string() }
 }
 
@@ -400,10 +401,43 @@ fn per_module(
     }
 }
 
+/// Names `addresses` (as the ELF file at `binary` sees them, like
+/// addr2line's) with `opts`' backends in order, each taking the addresses
+/// the ones before it left unnamed: one name per address (`None` where no
+/// backend knew it), and the backends that failed. `Err` when `binary` is not
+/// an object file this crate reads.
+pub fn resolve_addresses(
+    binary: &std::path::Path,
+    addresses: &[u64],
+    opts: &Options,
+) -> Result<(Vec<Option<SpanName>>, Vec<BackendError>), ModuleError> {
+    files::check_object(binary)?;
+    let files = ModuleFiles { binary: binary.into(), debug: Some(binary.into()) };
+    let mut names: Vec<Option<SpanName>> = vec![None; addresses.len()];
+    let mut failures = Vec::new();
+    for backend in opts.backends() {
+        let pending: Vec<usize> = (0..addresses.len()).filter(|&i| names[i].is_none()).collect();
+        if pending.is_empty() {
+            break;
+        }
+        let wanted: Vec<u64> = pending.iter().map(|&i| addresses[i]).collect();
+        match resolve_file(&files, &wanted, backend, opts) {
+            Some(Ok(found)) => {
+                for (i, name) in pending.into_iter().zip(found) {
+                    names[i] = name;
+                }
+            }
+            Some(Err(e)) => failures.push(e),
+            None => {}
+        }
+    }
+    Ok((names, failures))
+}
+
 /// Names file addresses in one module's files with one backend: one entry
 /// per address, or why the backend failed; `None` if the backend does not
 /// apply to them (no DWARF, no program given, not a file backend).
-pub fn resolve_file(
+pub(crate) fn resolve_file(
     files: &ModuleFiles,
     addresses: &[u64],
     backend: Source,

@@ -5,7 +5,7 @@
 //! so `--no-demangle` applies to them as to names read from a binary.
 
 use super::{Frame, Source, SpanName, demangled};
-use crate::load::Trace;
+use crate::model::Trace;
 
 /// The packed name of `key`, if the dump has one.
 pub fn resolve(trace: &Trace, key: u64, demangle: bool) -> Option<SpanName> {

@@ -3,12 +3,12 @@
 use ringtrace_format::decode_site;
 
 use super::{Source, SpanName};
-use crate::load::Trace;
+use crate::model::Trace;
 
 /// The site descriptor at `offset` in the trace's site section.
 pub fn resolve(trace: &Trace, offset: usize) -> Option<SpanName> {
-    let (_, bytes) = trace.sites.as_ref()?;
-    let site = decode_site(bytes, offset, trace.endian)?;
+    let sites = trace.sites.as_ref()?;
+    let site = decode_site(&sites.bytes, offset, trace.endian)?;
     Some(SpanName {
         name: String::from_utf8_lossy(site.label).into_owned(),
         file: Some(String::from_utf8_lossy(site.file).into_owned()),

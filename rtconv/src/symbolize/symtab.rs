@@ -6,7 +6,7 @@ use std::path::Path;
 use object::{Object, ObjectSymbol};
 
 use super::{BackendError, Source, SpanName, demangled};
-use crate::load::map_file;
+use crate::model::map_file;
 
 /// Names `file_addresses` from the symbols of `binary`, one entry per address.
 pub fn resolve(binary: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, BackendError> {

@@ -8,6 +8,8 @@
 
 use ringtrace_format::{Anchor, ClockInfo};
 
+use super::trace::Trace;
+
 /// A linear map from ticks to monotonic nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timebase {
@@ -44,6 +46,14 @@ pub enum RateOrigin {
     Anchors,
     /// The nominal rate in the clock section.
     Nominal,
+}
+
+impl Trace<'_> {
+    /// The dump's timebase, and where its rate came from.
+    pub fn timebase(&self) -> Result<(Timebase, RateOrigin), TimebaseError> {
+        let clock = self.clock.as_ref().ok_or(TimebaseError::NoClock)?;
+        Timebase::new(&clock.info, &clock.anchors)
+    }
 }
 
 impl Timebase {

@@ -1,0 +1,334 @@
+//! Reading a dump file into the decoded model, salvaging what a damaged file still holds.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use ringtrace_format::layout::{ARG_KEY, WRAP_KEY};
+use ringtrace_format::read::{OpenSpans, Records};
+use ringtrace_format::{Anchor, Dump, ReadError, RingInfo, SectionData};
+
+use super::counter_unwrap::CounterUnwrap;
+use super::trace::{
+    Clock, DladdrName, ModuleEntry, OpenSpan, PackedFrame, PackedKey, Process, RecordSource, SiteTable, ThreadTrace,
+    Trace,
+};
+
+/// Checks, span by span in the order they ended, that spans nest: each span
+/// contains every earlier span that started within it, and the one before
+/// those ended before it started. Holds the start of each span not yet
+/// inside another.
+#[derive(Default)]
+struct NestingCheck {
+    roots: Vec<(u64, u64)>,
+    broken: bool,
+}
+
+impl NestingCheck {
+    #[inline]
+    fn add(&mut self, enter: u64, exit: u64) {
+        if self.broken {
+            return;
+        }
+        let exit = exit.max(enter); // a counter that went backwards: zero length
+        let mut inner_end = None;
+        while let Some(&(e, x)) = self.roots.last() {
+            if e < enter {
+                break;
+            }
+            self.roots.pop();
+            inner_end = Some(inner_end.unwrap_or(x));
+        }
+        let overlaps_before = self.roots.last().is_some_and(|&(_, x)| x > enter);
+        if overlaps_before || inner_end.is_some_and(|x| x > exit) {
+            self.broken = true;
+            self.roots = Vec::new();
+            return;
+        }
+        self.roots.push((enter, exit));
+    }
+}
+
+/// The counter at dump time: the last anchor, if the clock section came first.
+fn dump_ticks(clock: Option<&Clock>) -> u64 {
+    clock.and_then(|c| c.anchors.last()).map_or(0, |a| a.ticks)
+}
+
+/// Reads a ring's records once: counts its spans, notes its earliest start,
+/// adds its keys to `keys`, and keeps the open spans that did not also end
+/// while the dump was taken (a finished span with the same key and start).
+fn scan_ring<'a>(
+    info: RingInfo<'a>,
+    records: Records<'a>,
+    open: OpenSpans<'a>,
+    dump_ticks: u64,
+    unwrap: Option<CounterUnwrap>,
+    keys: &mut rustc_hash::FxHashSet<u64>,
+) -> ThreadTrace<'a> {
+    let (records, open, dump_ticks): (RecordSource<'a>, Vec<OpenSpan>, u64) = match unwrap {
+        Some(u) => (
+            RecordSource::Unwrapped(u.records(&records)),
+            open.iter().map(|(key, enter)| OpenSpan { key, enter: u.before_dump(enter) }).collect(),
+            u.dump_ticks(),
+        ),
+        None => {
+            (RecordSource::File(records), open.iter().map(|(key, enter)| OpenSpan { key, enter }).collect(), dump_ticks)
+        }
+    };
+    let open_enters: rustc_hash::FxHashSet<u64> = open.iter().map(|o| o.enter).collect();
+    let mut ended_while_dumping = rustc_hash::FxHashSet::default();
+    let (mut finished, mut first_enter, mut last_key) = (0, u64::MAX, None);
+    let mut nesting = NestingCheck::default();
+    records.for_each(false, |r| {
+        if r.key == ARG_KEY || r.key == WRAP_KEY {
+            return;
+        }
+        finished += 1;
+        first_enter = first_enter.min(r.enter);
+        nesting.add(r.enter, r.exit);
+        if last_key != Some(r.key) {
+            keys.insert(r.key);
+            last_key = Some(r.key);
+        }
+        if !open_enters.is_empty() && open_enters.contains(&r.enter) {
+            ended_while_dumping.insert(OpenSpan { key: r.key, enter: r.enter });
+        }
+    });
+    // Innermost first: each open span then takes the spans inside it as children.
+    let open: Vec<OpenSpan> = open.into_iter().rev().filter(|o| !ended_while_dumping.contains(o)).collect();
+    for o in &open {
+        keys.insert(o.key);
+        first_enter = first_enter.min(o.enter);
+        nesting.add(o.enter, dump_ticks.max(o.enter));
+    }
+    ThreadTrace {
+        tid: info.tid,
+        name: lossy(info.name),
+        written: info.written,
+        dropped: info.dropped,
+        aux: info.aux,
+        finished,
+        first_enter: (finished > 0 || !open.is_empty()).then_some(first_enter),
+        records,
+        open,
+        nested: !nesting.broken,
+        dump_ticks,
+    }
+}
+
+/// Why a dump could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be opened or read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file header is unusable, so nothing can be salvaged.
+    #[error("{}: {source}{hint}", path.display())]
+    Header {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        source: ReadError,
+        /// What the file looks like instead, when that is known (an ELF
+        /// binary, an archive, compressed data), and what to give instead.
+        hint: &'static str,
+    },
+}
+
+/// The bytes of a file: mapped when possible, read otherwise.
+pub enum FileBytes {
+    /// A read-only mapping.
+    Mapped(memmap2::Mmap),
+    /// A copy (empty files and files that cannot be mapped).
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(m) => m,
+            FileBytes::Read(v) => v,
+        }
+    }
+}
+
+/// Maps `path` read-only, or reads it if it cannot be mapped.
+pub(crate) fn map_file(path: &Path) -> std::io::Result<FileBytes> {
+    let file = File::open(path)?;
+    // SAFETY: the mapping is read-only and private to this process. If another
+    // process truncates the file while we read it, we may fault (as every
+    // mmap-based tool does); dumps are written once and not modified after.
+    // Populated up front: every page is read anyway, and faulting them in
+    // one call costs a fraction of a fault per page.
+    match unsafe { memmap2::MmapOptions::new().populate().map(&file) } {
+        Ok(map) => Ok(FileBytes::Mapped(map)),
+        Err(_) => std::fs::read(path).map(FileBytes::Read),
+    }
+}
+
+/// Maps the dump at `path`; [`decode`] then reads it.
+pub fn open(path: &Path) -> Result<FileBytes, LoadError> {
+    map_file(path).map_err(|source| LoadError::Io { path: path.into(), source })
+}
+
+/// Decodes the dump in `bytes` (read from `path`). A damaged or truncated
+/// file still yields every complete section before the damage, with
+/// `damage` saying where it starts.
+pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> {
+    let dump = Dump::parse(bytes).map_err(|source| LoadError::Header {
+        path: path.into(),
+        hint: not_a_dump_hint(&source, bytes),
+        source,
+    })?;
+    let mut trace = Trace {
+        path: path.into(),
+        endian: dump.endian,
+        process: Process::default(),
+        clock: None,
+        modules: Vec::new(),
+        threads: Vec::new(),
+        keys: Vec::new(),
+        sites: None,
+        calibration: Vec::new(),
+        dladdr: HashMap::new(),
+        packed: HashMap::new(),
+        unbalanced: Vec::new(),
+        damage: None,
+        skipped_sections: Vec::new(),
+    };
+    let mut keys = rustc_hash::FxHashSet::default();
+    let mut unwrap: Option<CounterUnwrap> = None;
+    for section in dump.sections() {
+        let data = match section.and_then(|s| s.decode()) {
+            Ok(data) => data,
+            Err(e) => {
+                trace.damage = Some(e);
+                break;
+            }
+        };
+        match data {
+            SectionData::Meta(m) => {
+                trace.process = Process {
+                    pid: m.pid,
+                    name: lossy(m.process_name),
+                    producer: format!("{} {}", lossy(m.producer), lossy(m.producer_version)),
+                    reason: Some(m.reason),
+                }
+            }
+            SectionData::Clock(info, anchors) => {
+                let anchors: Vec<Anchor> = anchors.iter().collect();
+                if info.counter_bits < 64
+                    && let Some(last) = anchors.last()
+                {
+                    // A narrow counter: only the dump-time anchor places the ticks; the rate is the nominal one.
+                    let u = CounterUnwrap::new(info.counter_bits, last.ticks);
+                    unwrap = Some(u);
+                    trace.clock = Some(Clock { info, anchors: std::vec![Anchor { ticks: u.dump_ticks(), ..*last }] });
+                } else {
+                    trace.clock = Some(Clock { info, anchors });
+                }
+            }
+            SectionData::Modules(mods) => {
+                trace.modules = mods
+                    .iter()
+                    .map(|m| ModuleEntry {
+                        start: m.start,
+                        end: m.end,
+                        bias: m.bias,
+                        build_id: m.build_id.to_vec(),
+                        path: path_from_bytes(m.path),
+                        is_main: m.flags & ringtrace_format::layout::MODULE_FLAG_MAIN != 0,
+                    })
+                    .collect()
+            }
+            SectionData::Ring(info, records, open) => {
+                // Compact records hold 32-bit counter readings whatever the clock section says.
+                if unwrap.is_none()
+                    && records.compact()
+                    && let Some(clock) = &mut trace.clock
+                    && let Some(last) = clock.anchors.last().copied()
+                {
+                    let u = CounterUnwrap::new(32, last.ticks);
+                    unwrap = Some(u);
+                    clock.anchors = std::vec![Anchor { ticks: u.dump_ticks(), ..last }];
+                }
+                trace.threads.push(scan_ring(info, records, open, dump_ticks(trace.clock.as_ref()), unwrap, &mut keys))
+            }
+            SectionData::Sites { base, bytes } => trace.sites = Some(SiteTable { base, bytes: bytes.to_vec() }),
+            SectionData::Calibration(c) => trace.calibration = c.iter().collect(),
+            SectionData::Dladdr(table) => {
+                trace.dladdr = table
+                    .iter()
+                    .map(|e| {
+                        let name = DladdrName {
+                            module: path_from_bytes(e.module),
+                            symbol: lossy(e.symbol),
+                            symbol_address: e.symbol_address,
+                        };
+                        (e.key, name)
+                    })
+                    .collect()
+            }
+            SectionData::Unbalanced(entries) => trace.unbalanced = entries.iter().collect(),
+            SectionData::Names(table) => trace.packed = packed_names(table),
+            SectionData::End => {}
+            SectionData::Unknown(code) => trace.skipped_sections.push(code),
+        }
+    }
+    trace.keys = keys.into_iter().collect();
+    trace.keys.sort_unstable();
+    Ok(trace)
+}
+
+/// The names section as owned names by key. Out of line: it runs once per
+/// dump, and kept apart it leaves the ring loop of [`decode`] as it is.
+#[cold]
+#[inline(never)]
+fn packed_names(table: ringtrace_format::read::NamesTable<'_>) -> HashMap<u64, PackedKey> {
+    table
+        .iter()
+        .map(|n| {
+            let frames = n
+                .frames()
+                .map(|f| PackedFrame {
+                    function: lossy(f.function),
+                    file: (!f.file.is_empty()).then(|| lossy(f.file)),
+                    line: (f.line != 0).then_some(f.line),
+                })
+                .collect();
+            (n.key, PackedKey { source: n.source, frames })
+        })
+        .collect()
+}
+
+/// For a file that is not a dump, what it looks like and what to do with it
+/// (an ELF binary, an archive, compressed data); empty otherwise.
+pub(crate) fn not_a_dump_hint(error: &ReadError, bytes: &[u8]) -> &'static str {
+    if !matches!(error, ReadError::NotADump { .. }) {
+        return "";
+    }
+    if bytes.starts_with(b"\x7fELF") {
+        " (this is an ELF binary: give the dump to convert, and the binary it was recorded from with --exe)"
+    } else if bytes.starts_with(&[0x1f, 0x8b]) || bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        " (this is gzip or zstd data: `rtconv batch` and `rtconv stats` read .tar.gz and .tar.zst archives of dumps)"
+    } else if bytes.get(257..262) == Some(b"ustar") {
+        " (this is a tar archive: `rtconv batch` and `rtconv stats` read archives of dumps)"
+    } else {
+        ""
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn path_from_bytes(b: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::OsStr::from_bytes(b).into()
+}

@@ -1,0 +1,34 @@
+//! The decoded model every output draws from: a dump read into a [`Trace`]
+//! (its process, clock, modules, and one [`ThreadTrace`] per ring, whose
+//! records stay in the file), and a [`Timeline`] over it that hands out
+//! spans in nanoseconds — in start order, a thread and a batch at a time
+//! ([`Timeline::threads`]), or as a call tree walked straight from the file
+//! ([`Timeline::walk`], [`Timeline::arrivals`]).
+//!
+//! Every traversal reports what it found wrong with the spans
+//! ([`Anomalies`]) as its result: a span that ends before it starts, a span
+//! cut at its parent's end, nesting deeper than viewers draw.
+
+mod address;
+mod counter_unwrap;
+mod load;
+mod prefetch;
+mod ring_access;
+mod start_order;
+mod timebase;
+mod timeline;
+mod trace;
+mod walk;
+
+#[cfg(test)]
+mod test_dumps;
+
+pub(crate) use address::module_of;
+pub use address::{Location, locate};
+pub use load::{FileBytes, LoadError, decode, open};
+pub(crate) use load::{map_file, not_a_dump_hint};
+pub use start_order::{ThreadSpans, Threads};
+pub use timebase::{RateOrigin, Timebase, TimebaseError};
+pub use timeline::{Anomalies, MAX_DEPTH, RecorderCost, SpanNs, Timeline};
+pub use trace::{Clock, DladdrName, ModuleEntry, PackedFrame, PackedKey, Process, SiteTable, ThreadTrace, Trace};
+pub use walk::{Arrival, Visit};

@@ -1,0 +1,332 @@
+//! Spans in start order, one thread at a time and a batch at a time:
+//! found in closed form for a ring that nests, sorted and clamped for one
+//! that does not.
+
+use super::ring_access::{RingSpans, RingVisitor};
+use super::timeline::{Anomalies, MAX_DEPTH, SpanNs, Timeline};
+
+/// Cuts every span that outlives its parent at the parent's end, in a
+/// thread's spans sorted by (start, longer first). Returns how many were cut
+/// and how many lie deeper than [`MAX_DEPTH`].
+fn clamp_into_parents(spans: &mut [SpanNs]) -> (u64, u64) {
+    let (mut cut, mut deep) = (0, 0);
+    let mut ends: Vec<i64> = Vec::new();
+    for s in spans.iter_mut() {
+        while ends.last().is_some_and(|&end| end <= s.enter_ns) {
+            ends.pop();
+        }
+        if let Some(&parent_end) = ends.last()
+            && s.exit_ns > parent_end
+        {
+            s.exit_ns = parent_end;
+            cut += 1;
+        }
+        ends.push(s.exit_ns);
+        if ends.len() > MAX_DEPTH {
+            deep += 1;
+        }
+    }
+    (cut, deep)
+}
+
+/// One thread's spans, lent by [`Threads::next`] in batches
+/// ([`next_batch`](Self::next_batch)): in nanoseconds, sorted by start,
+/// longer first on ties (so a parent precedes the children that start with
+/// it), children cut at their parent's end.
+pub struct ThreadSpans<'x, 't, 'a> {
+    /// Index into `Trace::threads`.
+    pub thread: usize,
+    threads: &'x mut Threads<'t, 'a>,
+    /// Whether the spans are decoded batch by batch in `order` (a ring that
+    /// nests) or were decoded and sorted at once into `sorted`.
+    placed: bool,
+    /// The next place in start order.
+    next: usize,
+    last_key: Option<(u64, u32)>,
+}
+
+/// Spans per batch: 512 KiB, so a batch is still in the cache when it is rendered.
+const BATCH: usize = 16 * 1024;
+
+impl ThreadSpans<'_, '_, '_> {
+    /// The next spans in start order, or `None` when the thread has no more.
+    pub fn next_batch(&mut self) -> Option<&[SpanNs]> {
+        let threads = &mut *self.threads;
+        if !self.placed {
+            let batch = threads.sorted.get(self.next..).filter(|rest| !rest.is_empty())?;
+            self.next = threads.sorted.len();
+            return Some(batch);
+        }
+        let order = &threads.buffers.order;
+        let from = self.next;
+        let to = order.len().min(from.saturating_add(BATCH));
+        if from >= to {
+            return None;
+        }
+        self.next = to;
+        let tl = threads.timeline;
+        let t = tl.trace.threads.get(self.thread)?;
+        let out = &mut threads.batch;
+        out.clear();
+        threads.found += t.with_spans(DecodeBatch { tl, order, from, to, out, last_key: &mut self.last_key });
+        Some(&threads.batch)
+    }
+
+    /// All the remaining spans, in one vector (for tests and small rings).
+    pub fn to_vec(mut self) -> Vec<SpanNs> {
+        let mut all = Vec::new();
+        while let Some(batch) = self.next_batch() {
+            all.extend_from_slice(batch);
+        }
+        all
+    }
+}
+
+/// Buffers reused from one thread to the next by [`place_nested`].
+#[derive(Default)]
+struct StartOrderBuffers {
+    /// Finished subtrees not yet inside a parent: (position, first span index, enter ticks).
+    roots: Vec<(u32, u32, u64)>,
+    /// Per position: the position of the span around it (`NONE` for a root).
+    parent: Vec<u32>,
+    /// Per position: the end-order index of its subtree's first span, then,
+    /// once placed, its depth (`NONE` where a position holds no span).
+    first: Vec<u32>,
+    /// Per place in start order: the span's position.
+    order: Vec<u32>,
+}
+
+/// Start order, longer first on ties: how a ring that does not nest is sorted.
+fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>) {
+    (s.enter_ns, std::cmp::Reverse(s.exit_ns))
+}
+
+/// Finds the start order of a ring known to nest, as positions in
+/// `buffers.order`, without reading the records out of order ([`DecodeBatch`]
+/// then decodes them in that order, a batch at a time).
+///
+/// A ring is its thread's call tree in end order: every span follows the
+/// spans inside it. A span's place in start order is the number of spans
+/// that start before it: those that ended before its subtree's first span
+/// (that span's end-order index) plus its ancestors (its depth). Two
+/// passes, each reading or writing its large arrays in sequence:
+/// 1. forward over the records: each span's parent and its subtree's first
+///    index, from a stack of finished subtrees;
+/// 2. backward over those two arrays (parents before children): each span's
+///    depth from its parent's, so its place, noted in `order`.
+///
+/// Then only the decoding reads records out of order, and those reads are
+/// independent (the CPU overlaps their misses, and they are prefetched);
+/// spans are written front to back. (Placing each span straight into a
+/// buffer of them would scatter 32-byte stores over all of it; see
+/// docs/PERFORMANCE.md.)
+fn place_nested<S: RingSpans>(t: &S, buffers: &mut StartOrderBuffers) -> Anomalies {
+    const NONE: u32 = u32::MAX;
+    let n = t.positions();
+    let StartOrderBuffers { roots, parent, first, order } = buffers;
+    // Every position a span holds is written before it is read; the rest are never read.
+    parent.resize(n, NONE);
+    first.resize(n, NONE);
+    roots.clear();
+    // Positions fit u32 (checked by the caller), and so does the span count.
+    let mut spans = 0u32;
+    for i in 0..n {
+        let Some(r) = t.span_at(i) else {
+            first[i] = NONE; // not a span
+            continue;
+        };
+        let mut subtree_first = spans;
+        while let Some(&(top, top_first, enter)) = roots.last() {
+            if enter < r.enter {
+                break;
+            }
+            roots.pop();
+            parent[top as usize] = i as u32;
+            subtree_first = top_first;
+        }
+        parent[i] = NONE;
+        first[i] = subtree_first;
+        roots.push((i as u32, subtree_first, r.enter));
+        spans += 1;
+    }
+    let mut found = Anomalies::default();
+    order.clear();
+    order.resize(spans as usize, NONE);
+    for i in (0..n).rev() {
+        if first[i] == NONE {
+            continue; // not a span
+        }
+        // The parent (a later position) was placed already and left its depth in `first`.
+        let depth = match parent[i] {
+            NONE => 0,
+            p => first[p as usize].saturating_add(1),
+        };
+        if let Some(place) = order.get_mut(first[i].saturating_add(depth) as usize) {
+            *place = i as u32;
+        }
+        first[i] = depth;
+        if depth as usize >= MAX_DEPTH {
+            found.too_deep += 1;
+        }
+    }
+    found
+}
+
+/// [`place_nested`] over whichever storage a ring's records are in.
+struct PlaceNested<'x>(&'x mut StartOrderBuffers);
+
+impl RingVisitor for PlaceNested<'_> {
+    type Out = Anomalies;
+    fn run<S: RingSpans>(self, spans: &S) -> Anomalies {
+        place_nested(spans, self.0)
+    }
+}
+
+/// How many spans ahead [`DecodeBatch`] asks for the records it will read:
+/// far enough for a cache miss to complete (docs/PERFORMANCE.md).
+const PREFETCH_AHEAD: usize = 32;
+
+/// Decodes the spans at places `from..to` of `order` into `out`.
+struct DecodeBatch<'x, 'a> {
+    tl: &'x Timeline<'a>,
+    order: &'x [u32],
+    from: usize,
+    to: usize,
+    out: &'x mut Vec<SpanNs>,
+    last_key: &'x mut Option<(u64, u32)>,
+}
+
+impl RingVisitor for DecodeBatch<'_, '_> {
+    type Out = Anomalies;
+    // Once per batch. Inlined into `next_batch`, its loop compiled to more
+    // instructions per span (docs/PERFORMANCE.md).
+    #[inline(never)]
+    fn run<S: RingSpans>(self, t: &S) -> Anomalies {
+        let DecodeBatch { tl, order, from, to, out, last_key } = self;
+        let mut found = Anomalies::default();
+        for (k, &i) in order.iter().enumerate().take(to).skip(from) {
+            // Records are read out of file order here: ask for them early.
+            if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
+                t.prefetch(ahead as usize);
+            }
+            let Some(r) = t.span_at(i as usize) else { continue };
+            let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
+            let key_index = tl.key_index(r.key, last_key);
+            out.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open));
+        }
+        found
+    }
+}
+
+/// Decodes a timeline's threads one at a time into buffers it reuses, so
+/// memory holds, for a ring that nests, three `u32` per record (while its
+/// start order is found and while it is decoded) and a batch of spans; for
+/// one that does not, all its spans, to sort them.
+/// `while let Some(mut t) = threads.next() { while let Some(batch) = t.next_batch() { … } }`.
+pub struct Threads<'t, 'a> {
+    timeline: &'t Timeline<'a>,
+    next: usize,
+    buffers: StartOrderBuffers,
+    batch: Vec<SpanNs>,
+    sorted: Vec<SpanNs>,
+    /// What the spans decoded so far had wrong with them.
+    found: Anomalies,
+}
+
+impl<'t, 'a> Threads<'t, 'a> {
+    /// The next thread's spans; what was wrong with them is added to
+    /// [`anomalies`](Self::anomalies) as they are decoded.
+    #[allow(clippy::should_implement_trait)] // lends its buffers: not an `Iterator`
+    pub fn next(&mut self) -> Option<ThreadSpans<'_, 't, 'a>> {
+        let index = self.next;
+        self.next += 1;
+        self.decode(index)
+    }
+
+    /// Thread `index`'s spans, as [`next`](Self::next) gives them.
+    pub(super) fn decode(&mut self, index: usize) -> Option<ThreadSpans<'_, 't, 'a>> {
+        let tl = self.timeline;
+        let t = tl.trace.threads.get(index)?;
+        let placed = t.nested && u32::try_from(t.positions()).is_ok();
+        if placed {
+            self.found += t.with_spans(PlaceNested(&mut self.buffers));
+        } else {
+            let spans = &mut self.sorted;
+            spans.clear();
+            // The count comes from the ring's bytes in the mapped file: no larger than the file.
+            spans.reserve(usize::try_from(t.span_count()).unwrap_or(0));
+            let mut found = Anomalies::default();
+            let mut last: Option<(u64, u32)> = None;
+            t.spans(|r| {
+                let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
+                let key_index = tl.key_index(r.key, &mut last);
+                spans.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open));
+            });
+            // Damaged or out of order: spans that overlap without nesting are sorted, then cut.
+            spans.sort_unstable_by_key(start_order);
+            let (clamped, too_deep) = clamp_into_parents(spans);
+            self.found += Anomalies { clamped, too_deep, ..found };
+        }
+        Some(ThreadSpans { thread: index, threads: self, placed, next: 0, last_key: None })
+    }
+
+    /// What the spans decoded so far had wrong with them: after the last
+    /// thread's last batch, everything the dump's spans had wrong.
+    pub fn anomalies(&self) -> Anomalies {
+        self.found
+    }
+}
+
+impl<'a> Timeline<'a> {
+    /// Every thread's spans in start order, decoded one thread at a time
+    /// (see [`Threads`]), with what was wrong with them
+    /// ([`Threads::anomalies`]).
+    pub fn threads(&self) -> Threads<'_, 'a> {
+        Threads {
+            timeline: self,
+            next: 0,
+            buffers: StartOrderBuffers::default(),
+            batch: Vec::with_capacity(BATCH),
+            sorted: Vec::new(),
+            found: Anomalies::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_dumps::{decoded, nested, span};
+    use super::*;
+
+    #[test]
+    fn nested_spans_in_end_order_come_out_in_start_order() {
+        let times = |v: &[SpanNs]| v.iter().map(|s| (s.enter_ns, s.exit_ns)).collect::<Vec<_>>();
+        // Small rings, and one decoded in several batches.
+        for (seed, n) in (1..30).map(|seed| (seed, 2_000)).chain([(31, 3 * BATCH + 7)]) {
+            let spans = nested(seed, n, false);
+            let mut expected = spans.clone();
+            expected.sort_by_key(start_order);
+            assert_eq!(times(&decoded(&spans)), times(&expected), "seed {seed}");
+        }
+        // With ties, spans that touch keep the order they were recorded in: still by start, the same spans.
+        for seed in 1..30 {
+            let spans = nested(seed, 2_000, true);
+            let out = decoded(&spans);
+            assert!(out.windows(2).all(|w| w[0].enter_ns <= w[1].enter_ns), "seed {seed}");
+            let (mut a, mut b) = (times(&out), times(&spans));
+            a.sort_unstable();
+            b.sort_unstable();
+            assert_eq!(a, b, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn overlapping_spans_are_sorted_and_then_cut_into_their_parent() {
+        // b starts inside a and ends after it; c lies inside both.
+        let mut spans = vec![span(20, 25), span(0, 30), span(10, 40)];
+        spans.sort_unstable_by_key(start_order);
+        assert_eq!(spans, vec![span(0, 30), span(10, 40), span(20, 25)]);
+        assert_eq!(clamp_into_parents(&mut spans), (1, 0));
+        assert_eq!(spans[1], span(10, 30));
+    }
+}

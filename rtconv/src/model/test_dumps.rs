@@ -1,0 +1,89 @@
+//! Spans for the model's unit tests: random call trees as a ring holds
+//! them, written as real dumps and read back. (`ringtrace_tests::DumpBuilder`
+//! depends on this crate, so these unit tests write their few dumps here.)
+
+use super::timeline::{SpanNs, Timeline};
+use crate::symbolize::Symbols;
+
+pub(super) fn span(enter_ns: i64, exit_ns: i64) -> SpanNs {
+    SpanNs::new(enter_ns, exit_ns, 0, None, false)
+}
+
+/// A random call tree's spans in the order they ended, as a ring holds
+/// them; `ties` lets spans start or end at the same ns.
+pub(super) fn nested(seed: u64, n: usize, ties: bool) -> Vec<SpanNs> {
+    nested_tree(seed, n, ties).0
+}
+
+/// [`nested`], with each span's parent (an index into the spans).
+pub(super) fn nested_tree(seed: u64, n: usize, ties: bool) -> (Vec<SpanNs>, Vec<Option<usize>>) {
+    let mut x = seed | 1;
+    let mut next = move |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    // Open spans: their start and the children they have so far.
+    let (mut now, mut open, mut ended, mut parents) = (0i64, Vec::<(i64, Vec<usize>)>::new(), Vec::new(), Vec::new());
+    while ended.len() < n {
+        now += next(3) as i64 + i64::from(!ties);
+        if open.is_empty() || (next(2) == 0 && open.len() < 40) {
+            open.push((now, Vec::new()));
+        } else {
+            let (enter, children) = open.pop().unwrap();
+            let index = ended.len();
+            for child in children {
+                parents[child] = Some(index);
+            }
+            ended.push(span(enter, now));
+            parents.push(None);
+            if let Some(parent) = open.last_mut() {
+                parent.1.push(index);
+            }
+        }
+    }
+    (ended, parents)
+}
+
+/// `rings` (records with ticks = ns) written as a real dump, one thread
+/// each, read back, and handed to `f` as a timeline.
+pub(super) fn with_dump<T>(rings: &[Vec<ringtrace_format::Record>], f: impl FnOnce(&Timeline<'_>) -> T) -> T {
+    use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, RingInfo, Writer};
+    let mut w = Writer::new(IoSink(Vec::new()), 8).unwrap();
+    let clock = ClockInfo {
+        counter: CounterKind::MonotonicNs,
+        counter_bits: 64,
+        nominal_hz: 1_000_000_000,
+        rate_source: RateSource::Exact,
+    };
+    w.clock(&clock, &[Anchor::default()]).unwrap();
+    for (i, records) in rings.iter().enumerate() {
+        let n = records.len() as u64;
+        let info = RingInfo { tid: i as u64 + 1, capacity: n, written: n, dropped: 0, aux: 0, flags: 0, name: b"t" };
+        w.ring(&info, records, &[]).unwrap();
+    }
+    let bytes = w.finish().unwrap().0;
+    let trace = super::decode("t.rtd".as_ref(), &bytes).unwrap();
+    let (timebase, _) = trace.timebase().unwrap();
+    let symbols = Symbols::default();
+    f(&Timeline::new(&trace, &symbols, timebase))
+}
+
+pub(super) fn records(spans: &[SpanNs]) -> Vec<ringtrace_format::Record> {
+    let record = |s: &SpanNs| ringtrace_format::Record {
+        key: u64::from(s.key_index) + 1,
+        enter: s.enter_ns as u64,
+        exit: s.exit_ns as u64,
+    };
+    spans.iter().map(record).collect()
+}
+
+/// `spans` written as one ring of a real dump, read back, and decoded as renderers see it.
+pub(super) fn decoded(spans: &[SpanNs]) -> Vec<SpanNs> {
+    with_dump(&[records(spans)], |tl| {
+        assert!(tl.trace.threads[0].nested);
+        let mut threads = tl.threads();
+        threads.next().unwrap().to_vec()
+    })
+}

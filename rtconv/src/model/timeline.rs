@@ -1,0 +1,157 @@
+//! A trace ready to render: the decoded dump with its names and timebase,
+//! spans in nanoseconds, and the span type every walk hands out.
+
+use super::timebase::Timebase;
+use super::trace::Trace;
+use crate::symbolize::Symbols;
+
+/// Nesting deeper than this is reported: viewers (Perfetto among them) stop drawing or slow down.
+pub const MAX_DEPTH: usize = 512;
+
+/// One span in monotonic nanoseconds (32 bytes: a ring's worth is held at once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpanNs {
+    /// Start, monotonic ns.
+    pub enter_ns: i64,
+    /// End, monotonic ns; never before `enter_ns`.
+    pub exit_ns: i64,
+    arg: u64,
+    /// The span's key as an index into [`Timeline::keys`].
+    pub key_index: u32,
+    flags: u8,
+}
+
+const HAS_ARG: u8 = 1;
+const OPEN: u8 = 2;
+
+impl SpanNs {
+    /// A span of key `key_index` from `enter_ns` to `exit_ns`.
+    pub fn new(enter_ns: i64, exit_ns: i64, key_index: u32, arg: Option<u64>, open: bool) -> Self {
+        let flags = if arg.is_some() { HAS_ARG } else { 0 } | if open { OPEN } else { 0 };
+        SpanNs { enter_ns, exit_ns, arg: arg.unwrap_or(0), key_index, flags }
+    }
+
+    /// The integer argument recorded with the span.
+    pub fn arg(&self) -> Option<u64> {
+        (self.flags & HAS_ARG != 0).then_some(self.arg)
+    }
+
+    /// Still running at dump time; `exit_ns` is the dump time.
+    pub fn open(&self) -> bool {
+        self.flags & OPEN != 0
+    }
+}
+
+/// What decoding the threads found wrong with their spans.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Anomalies {
+    /// Spans whose exit counter reading was before their enter reading.
+    pub backwards: u64,
+    /// Spans that ended after their parent and were cut at the parent's end
+    /// (no track shows partial overlaps).
+    pub clamped: u64,
+    /// Spans nested deeper than [`MAX_DEPTH`].
+    pub too_deep: u64,
+}
+
+impl std::ops::AddAssign for Anomalies {
+    fn add_assign(&mut self, other: Anomalies) {
+        self.backwards += other.backwards;
+        self.clamped += other.clamped;
+        self.too_deep += other.too_deep;
+    }
+}
+
+/// What the recorder adds to the spans it measures, in ns, from the dump's
+/// calibration: what `--calibrated` figures take out (see [`Timeline::walk`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecorderCost {
+    /// What an empty span measures of itself: one counter read's worth.
+    pub read_ns: u64,
+    /// What one nested span adds to the measured duration of the span around it.
+    pub span_ns: u64,
+}
+
+/// A trace ready to render. Threads are decoded one at a time and in
+/// batches ([`threads`](Self::threads)), so memory holds a few bytes per
+/// record of one ring at most.
+pub struct Timeline<'a> {
+    /// The dump.
+    pub trace: &'a Trace<'a>,
+    /// Names of its keys.
+    pub symbols: &'a Symbols,
+    /// Tick to time conversion.
+    pub timebase: Timebase,
+    /// Every distinct key, sorted; spans refer to them by index.
+    pub keys: &'a [u64],
+    /// Earliest span start, monotonic ns (0 if there are no spans).
+    pub origin_ns: i64,
+}
+
+impl<'a> Timeline<'a> {
+    /// A timeline over `trace`; nothing is decoded yet.
+    pub fn new(trace: &'a Trace<'a>, symbols: &'a Symbols, timebase: Timebase) -> Self {
+        let first = trace.threads.iter().filter_map(|t| t.first_enter).min();
+        // Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
+        let origin_ns = first.map_or(0, |ticks| timebase.ns_i64(ticks));
+        Timeline { trace, symbols, timebase, keys: &trace.keys, origin_ns }
+    }
+
+    /// A span's ticks in ns; an exit before the enter (counted in `found`) becomes a zero-length span.
+    #[inline]
+    pub(super) fn span_ns(&self, enter: u64, exit: u64, found: &mut Anomalies) -> (i64, i64) {
+        let enter_ns = self.timebase.ns_i64(enter);
+        let mut exit_ns = self.timebase.ns_i64(exit);
+        if exit_ns < enter_ns {
+            found.backwards += 1;
+            exit_ns = enter_ns;
+        }
+        (enter_ns, exit_ns)
+    }
+
+    /// The index of `key` in [`keys`](Self::keys), remembering the last one asked.
+    pub(super) fn key_index(&self, key: u64, last: &mut Option<(u64, u32)>) -> u32 {
+        match *last {
+            Some((k, index)) if k == key => index,
+            _ => {
+                // Every key is in `keys`, which has fewer than 2^32 entries (one per record at most).
+                let index = self.keys.binary_search(&key).unwrap_or_default() as u32;
+                *last = Some((key, index));
+                index
+            }
+        }
+    }
+
+    /// The recorder's cost per span, from the dump's calibration for the
+    /// Fast clock (the default), or `None` if the dump has none.
+    pub fn recorder_cost(&self) -> Option<RecorderCost> {
+        let c = self.trace.calibration.iter().find(|c| c.mode == ringtrace_format::ClockMode::Fast)?;
+        let ns = |ticks: u64| (self.timebase.ns(ticks) - self.timebase.ns(0)).max(0) as u64;
+        Some(RecorderCost { read_ns: ns(c.read_cost), span_ns: ns(c.span_cost) })
+    }
+
+    /// The name of the key at `key_index` in [`keys`](Self::keys), or `??`.
+    pub fn name(&self, key_index: usize) -> &str {
+        self.keys.get(key_index).and_then(|&k| self.symbols.get(k)).map_or("??", |n| n.name.as_str())
+    }
+
+    /// The scopes of a summary: one per thread (its name, or `thread TID`)
+    /// with `per_thread`, else one named `all threads` (none without rings).
+    /// A span of thread `t` belongs to scope `t`, or to scope 0.
+    pub fn scope_names(&self, per_thread: bool) -> Vec<String> {
+        let threads = &self.trace.threads;
+        if per_thread {
+            threads
+                .iter()
+                .map(|t| if t.name.is_empty() { format!("thread {}", t.tid) } else { t.name.clone() })
+                .collect()
+        } else {
+            threads.first().map(|_| "all threads".to_string()).into_iter().collect()
+        }
+    }
+
+    /// Spans in the dump, over all threads.
+    pub fn span_count(&self) -> u64 {
+        self.trace.threads.iter().map(|t| t.span_count()).sum()
+    }
+}

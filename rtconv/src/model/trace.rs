@@ -1,0 +1,284 @@
+//! The decoded dump: its process, clock, modules and one [`ThreadTrace`] per
+//! ring, whose records stay in the file's bytes until a walk reads them.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use ringtrace_format::layout::{ARG_KEY, WRAP_KEY};
+use ringtrace_format::read::Records;
+use ringtrace_format::{Anchor, Calibration, ClockInfo, DumpReason, Endian, ReadError, Record};
+
+/// A dump, decoded: every section but the rings, which stay in the file's
+/// bytes and are decoded one at a time by the walks of a
+/// [`Timeline`](super::Timeline), so memory is bounded by the largest ring,
+/// not by the dump.
+#[derive(Debug)]
+pub struct Trace<'a> {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Byte order of the target (site descriptors use it too).
+    pub endian: Endian,
+    /// Process id, name and producer.
+    pub process: Process,
+    /// The clock section, if it was read.
+    pub clock: Option<Clock>,
+    /// The module table.
+    pub modules: Vec<ModuleEntry>,
+    /// One entry per ring.
+    pub threads: Vec<ThreadTrace<'a>>,
+    /// Every distinct span key of every ring, sorted.
+    pub keys: Vec<u64>,
+    /// The site section, copied.
+    pub sites: Option<SiteTable>,
+    /// The recorder's measured per-span costs, per clock mode.
+    pub calibration: Vec<Calibration>,
+    /// What `dladdr` said about each code-address key at dump time.
+    pub dladdr: HashMap<u64, DladdrName>,
+    /// Names packed into the dump by `rtconv pack`, by key.
+    pub packed: HashMap<u64, PackedKey>,
+    /// Per thread, spans the `-finstrument-functions` hooks could not record.
+    pub unbalanced: Vec<ringtrace_format::Unbalanced>,
+    /// Set when the file is damaged or cut short: everything from its offset on is lost.
+    pub damage: Option<ReadError>,
+    /// Section kinds this reader did not know and skipped.
+    pub skipped_sections: Vec<u32>,
+}
+
+/// The clock section: what the counter is and where it stood against the
+/// system clocks.
+#[derive(Debug, Clone)]
+pub struct Clock {
+    /// Counter kind, width and rate.
+    pub info: ClockInfo,
+    /// Counter readings paired with monotonic and realtime ns; the last one
+    /// is the dump time. A narrow counter keeps only that one, unwrapped.
+    pub anchors: Vec<Anchor>,
+}
+
+/// The site section: the recorder's static call-site descriptors.
+#[derive(Debug, Clone)]
+pub struct SiteTable {
+    /// The runtime address of the first descriptor.
+    pub base: u64,
+    /// The descriptors' bytes, in the target's byte order.
+    pub bytes: Vec<u8>,
+}
+
+/// One `dladdr` result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DladdrName {
+    /// Module path.
+    pub module: PathBuf,
+    /// Mangled symbol name, empty if the loader knew none.
+    pub symbol: String,
+    /// The symbol's runtime address.
+    pub symbol_address: u64,
+}
+
+/// A key's name from the dump's names section (`rtconv pack`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackedKey {
+    /// How it was named where it was packed.
+    pub source: ringtrace_format::NameSource,
+    /// At least one frame, innermost first.
+    pub frames: Vec<PackedFrame>,
+}
+
+/// One frame of a [`PackedKey`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackedFrame {
+    /// Function name as the backend gave it (possibly mangled), or a label.
+    pub function: String,
+    /// Source file, when known.
+    pub file: Option<String>,
+    /// Source line, when known.
+    pub line: Option<u32>,
+}
+
+/// The meta section.
+#[derive(Debug, Default, Clone)]
+pub struct Process {
+    /// Process id.
+    pub pid: u32,
+    /// Process name.
+    pub name: String,
+    /// Recorder name and version.
+    pub producer: String,
+    /// Why the dump was written.
+    pub reason: Option<DumpReason>,
+}
+
+/// One module of the module table.
+#[derive(Debug, Clone)]
+pub struct ModuleEntry {
+    /// Lowest runtime address.
+    pub start: u64,
+    /// One past the highest runtime address.
+    pub end: u64,
+    /// Runtime address minus ELF virtual address.
+    pub bias: u64,
+    /// GNU build-id, empty if none.
+    pub build_id: Vec<u8>,
+    /// File path as the target saw it.
+    pub path: PathBuf,
+    /// Whether this is the main executable.
+    pub is_main: bool,
+}
+
+/// One thread's ring, still in the file's bytes.
+#[derive(Debug)]
+pub struct ThreadTrace<'a> {
+    /// OS thread id.
+    pub tid: u64,
+    /// Thread name, possibly empty.
+    pub name: String,
+    /// Records ever written to the ring.
+    pub written: u64,
+    /// Spans dropped because the ring was full.
+    pub dropped: u64,
+    /// Of `written`, the records that were not spans (argument records).
+    pub aux: u64,
+    /// Finished spans the ring still holds.
+    pub finished: u64,
+    /// Counter at the earliest span start, if the ring holds any span.
+    pub first_enter: Option<u64>,
+    pub(super) records: RecordSource<'a>,
+    /// Spans open at dump time and not also among the finished ones, innermost first.
+    pub(super) open: Vec<OpenSpan>,
+    /// The spans nest without partial overlaps, in the order they ended, so
+    /// the ring read backwards is its call tree in pre-order; false for a
+    /// damaged or out-of-order ring (its spans are then sorted and clamped).
+    pub nested: bool,
+    /// The counter at dump time: where open spans end.
+    pub(super) dump_ticks: u64,
+}
+
+/// A span still running at dump time: its key and start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct OpenSpan {
+    pub key: u64,
+    pub enter: u64,
+}
+
+impl OpenSpan {
+    /// As a span ending at the dump (or at its own start, if it began after the dump's anchor).
+    #[inline]
+    pub fn at_dump(self, dump_ticks: u64) -> SpanRecord {
+        SpanRecord { key: self.key, enter: self.enter, exit: dump_ticks.max(self.enter), arg: None, open: true }
+    }
+}
+
+/// One span as recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SpanRecord {
+    /// Code address or site descriptor address.
+    pub key: u64,
+    /// Counter at entry.
+    pub enter: u64,
+    /// Counter at exit.
+    pub exit: u64,
+    /// The integer argument recorded with it, if any.
+    pub arg: Option<u64>,
+    /// Still running when the dump was taken: `exit` is the dump time.
+    pub open: bool,
+}
+
+/// A ring's records: in the mapped file, or — for a counter narrower than
+/// 64 bits — unwrapped into 64-bit ticks (see [`CounterUnwrap`](super::counter_unwrap::CounterUnwrap)).
+#[derive(Debug)]
+pub(super) enum RecordSource<'a> {
+    File(Records<'a>),
+    Unwrapped(Vec<Record>),
+}
+
+impl RecordSource<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            RecordSource::File(r) => r.len(),
+            RecordSource::Unwrapped(v) => v.len(),
+        }
+    }
+
+    /// Calls `f` with every record, in file order or (`newest_first`) reversed.
+    #[inline]
+    pub fn for_each(&self, newest_first: bool, f: impl FnMut(Record)) {
+        match (self, newest_first) {
+            (RecordSource::File(r), false) => r.iter().for_each(f),
+            (RecordSource::File(r), true) => r.iter().rev().for_each(f),
+            (RecordSource::Unwrapped(v), false) => v.iter().copied().for_each(f),
+            (RecordSource::Unwrapped(v), true) => v.iter().rev().copied().for_each(f),
+        }
+    }
+}
+
+impl ThreadTrace<'_> {
+    /// Spans the ring recorded and later overwrote (or lost while the dump copied it).
+    pub fn overwritten(&self) -> u64 {
+        self.written.saturating_sub(self.aux).saturating_sub(self.finished)
+    }
+
+    /// Spans recorded but not in the dump: overwritten or dropped.
+    pub fn lost(&self) -> u64 {
+        self.overwritten().saturating_add(self.dropped)
+    }
+
+    /// Spans in the dump: finished ones and those still open at dump time.
+    pub fn span_count(&self) -> u64 {
+        self.finished + self.open.len() as u64
+    }
+
+    /// Spans still open at dump time.
+    pub fn open_count(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Calls `f` with every span, finished ones in the order they ended (each
+    /// argument record attached to the span after it), then the open ones,
+    /// innermost first, ending at the dump (or at their own start, if they
+    /// began after the dump's anchor).
+    pub(crate) fn spans(&self, mut f: impl FnMut(SpanRecord)) {
+        let mut arg = None;
+        self.records.for_each(false, |r| match r.key {
+            ARG_KEY => arg = Some(r.enter),
+            WRAP_KEY => {}
+            _ => f(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: arg.take(), open: false }),
+        });
+        for open in &self.open {
+            f(open.at_dump(self.dump_ticks));
+        }
+    }
+}
+
+impl ThreadTrace<'_> {
+    /// Calls `f` with every span in the reverse of [`spans`](Self::spans)'
+    /// order: open spans outermost first, then finished ones newest first.
+    /// When the ring is [`nested`](Self::nested), this is the call tree in
+    /// pre-order, each parent before its children, children right to left.
+    #[inline]
+    pub(crate) fn spans_rev(&self, mut f: impl FnMut(SpanRecord)) {
+        for open in self.open.iter().rev() {
+            f(open.at_dump(self.dump_ticks));
+        }
+        // An argument record belongs to the span record after it.
+        let mut pending: Option<SpanRecord> = None;
+        self.records.for_each(true, |r| match r.key {
+            ARG_KEY => {
+                if let Some(mut span) = pending.take() {
+                    span.arg = Some(r.enter);
+                    f(span);
+                }
+            }
+            WRAP_KEY => {}
+            _ => {
+                if let Some(span) =
+                    pending.replace(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: None, open: false })
+                {
+                    f(span);
+                }
+            }
+        });
+        if let Some(span) = pending {
+            f(span);
+        }
+    }
+}

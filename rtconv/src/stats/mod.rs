@@ -1,0 +1,311 @@
+//! `rtconv stats`: per-function figures over a dump, per thread or over all
+//! threads, as an aligned table, CSV or JSON.
+//!
+//! For each function (span name): calls; total time (inclusive, counting a
+//! recursive call only at its outermost entry so time is not counted twice);
+//! self time (exclusive of children); min, mean, p50, p90, p99, max and
+//! standard deviation of a call's inclusive duration; and its share of the
+//! scope's time (self time ÷ the top-level spans' total, so shares add up to
+//! 100%). Percentiles come from an HDR histogram with 3 significant digits.
+//! Or, instead, the call tree ([`call_tree`]): every distinct call path.
+//!
+//! The figures are data ([`Scope`], [`Tree`]); `render::stats_table` and
+//! `render::call_tree` write them.
+
+use std::collections::HashMap;
+
+use crate::model::{Anomalies, RecorderCost, Timeline};
+
+mod call_stats;
+mod call_tree;
+pub(crate) mod clean;
+
+pub use call_stats::CallStats;
+pub use call_tree::{Node, Tree, call_tree};
+
+/// A column to sort by (descending, except `Name`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Column {
+    /// Function name, ascending.
+    Name,
+    /// Number of calls.
+    Calls,
+    /// Total (inclusive) time.
+    #[default]
+    Total,
+    /// Self (exclusive) time.
+    SelfTime,
+    /// Shortest call.
+    Min,
+    /// Mean call.
+    Mean,
+    /// Median call.
+    P50,
+    /// 90th percentile call.
+    P90,
+    /// 99th percentile call.
+    P99,
+    /// Longest call.
+    Max,
+    /// Standard deviation of calls.
+    Stddev,
+}
+
+/// How stats are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Output {
+    /// An aligned table with human units.
+    #[default]
+    Table,
+    /// CSV, times in integer nanoseconds.
+    Csv,
+    /// JSON, times in integer nanoseconds.
+    Json,
+}
+
+/// What `rtconv stats` shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum View {
+    /// One row per function ([`compute`]).
+    #[default]
+    Functions,
+    /// The call tree ([`call_tree`]).
+    CallTree,
+}
+
+/// What `rtconv stats` computes and how it writes it (by default: every
+/// function over all threads, by total time, as a table).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Sort rows by.
+    pub sort: Column,
+    /// One table per thread instead of one over all threads.
+    pub per_thread: bool,
+    /// Output form.
+    pub output: Output,
+    /// Per-function rows, or the call tree.
+    pub view: View,
+    /// Take the recorder's measured cost out of every span (see [`Timeline::walk`]).
+    pub calibrated: bool,
+    /// Leave outlying calls out of the distribution figures (see `clean::fence`).
+    pub clean: bool,
+    /// Bold headings in the table form (ANSI escapes), for a terminal.
+    pub color: bool,
+}
+
+/// One function's figures in one scope.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// Function or label.
+    pub name: String,
+    /// Calls.
+    pub calls: u64,
+    /// Inclusive time, recursion counted once.
+    pub total_ns: u64,
+    /// Exclusive time.
+    pub self_ns: u64,
+    /// Self time ÷ the scope's top-level time.
+    pub share: f64,
+    /// Shortest call.
+    pub min_ns: u64,
+    /// Mean call.
+    pub mean_ns: f64,
+    /// Median call.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Longest call.
+    pub max_ns: u64,
+    /// Standard deviation of a call's duration.
+    pub stddev_ns: f64,
+    /// With `--clean`: calls left out of min..stddev as outliers.
+    pub outliers: u64,
+    /// Over many dumps: how many of them have the function.
+    pub dumps: Option<u64>,
+}
+
+/// The rows of one scope: a thread, or all threads.
+#[derive(Clone, Debug)]
+pub struct Scope {
+    /// `all threads`, or the thread's name (or `thread TID`).
+    pub name: String,
+    /// Total time of the top-level spans in the scope.
+    pub total_ns: u64,
+    /// One row per function.
+    pub rows: Vec<Row>,
+    /// With `--calibrated`: the recorder's cost taken out of every span.
+    pub calibration: Option<RecorderCost>,
+    /// With `--clean`: outlying calls were left out of the distribution figures.
+    pub cleaned: bool,
+}
+
+/// Computes the scopes of `tl`: one over all threads, or one per thread;
+/// and what its spans had wrong with them.
+pub fn compute(tl: &Timeline<'_>, opts: &Options) -> (Vec<Scope>, Anomalies) {
+    let calibration = if opts.calibrated { tl.recorder_cost() } else { None };
+    let (scopes, found) = accumulate(tl, opts.per_thread, opts.calibrated, opts.clean);
+    let scopes = scopes
+        .into_iter()
+        .map(|scope| {
+            let total_ns = scope.total_ns;
+            let mut rows: Vec<Row> = scope
+                .functions
+                .into_iter()
+                .enumerate()
+                .filter(|(_, stats)| stats.calls() > 0)
+                .map(|(key, stats)| stats.row(tl.name(key).to_string(), total_ns))
+                .collect();
+            sort(&mut rows, opts.sort);
+            Scope { name: scope.name, total_ns, rows, calibration, cleaned: opts.clean }
+        })
+        .collect();
+    (scopes, found)
+}
+
+/// One scope's accumulators as a walk fills them.
+struct ScopeStats {
+    name: String,
+    /// Time of its top-level spans.
+    total_ns: u64,
+    /// One per key index (zero calls for keys the scope never saw).
+    functions: Vec<CallStats>,
+}
+
+/// Walks `tl` into its scopes ([`Timeline::scope_names`]).
+///
+/// Without calibration every span is added as it starts
+/// ([`Timeline::arrivals`]): its duration counts towards its own key's self
+/// time and is taken from its parent's, so no span needs closing. With it,
+/// a span's duration depends on how many spans it holds, known when it
+/// closes ([`Timeline::walk`]).
+fn accumulate(tl: &Timeline<'_>, per_thread: bool, calibrated: bool, clean: bool) -> (Vec<ScopeStats>, Anomalies) {
+    let fresh = || -> Vec<CallStats> { tl.keys.iter().map(|_| CallStats::new(clean)).collect() };
+    let mut scopes: Vec<ScopeStats> = tl
+        .scope_names(per_thread)
+        .into_iter()
+        .map(|name| ScopeStats { name, total_ns: 0, functions: fresh() })
+        .collect();
+    let scope = |thread: usize| if per_thread { thread } else { 0 };
+    let found = match calibrated.then(|| tl.recorder_cost()).flatten() {
+        None => tl.arrivals(|a| {
+            let Some(scope) = scopes.get_mut(scope(a.thread)) else { return };
+            if a.parent.is_none() {
+                scope.total_ns += a.duration;
+            }
+            if let Some(stats) = scope.functions.get_mut(a.key_index as usize) {
+                stats.add(a.enter_ns, a.duration, a.duration, a.outermost);
+            }
+            if let Some(parent) = a.parent.and_then(|p| scope.functions.get_mut(p as usize)) {
+                // It arrived before its children, so its self time never goes below zero.
+                parent.take_child_time(a.duration);
+            }
+        }),
+        cost => tl.walk(cost, |v| {
+            let Some(scope) = scopes.get_mut(scope(v.thread)) else { return };
+            if v.path.len() == 1 {
+                scope.total_ns += v.duration;
+            }
+            if let Some(stats) = scope.functions.get_mut(v.path.last().copied().unwrap_or_default() as usize) {
+                stats.add(v.enter_ns, v.duration, v.self_ns, v.outermost);
+            }
+        }),
+    };
+    (scopes, found)
+}
+
+/// One dump's per-function accumulators over all its threads, by function
+/// name, and its top-level time: what [`Merged`] adds up.
+#[derive(Debug)]
+pub struct DumpTotals {
+    /// Time of the top-level spans, over all threads.
+    pub total_ns: u64,
+    /// Per function name (keys of the same name merged).
+    pub functions: Vec<(String, CallStats)>,
+}
+
+/// The accumulators of `tl` over all its threads (see [`DumpTotals`]), and
+/// what its spans had wrong with them.
+pub fn totals(tl: &Timeline<'_>, calibrated: bool, clean: bool) -> (DumpTotals, Anomalies) {
+    let (mut scopes, found) = accumulate(tl, false, calibrated, clean);
+    let Some(all) = scopes.pop() else {
+        return (DumpTotals { total_ns: 0, functions: Vec::new() }, found);
+    };
+    let mut by_name: HashMap<String, CallStats> = HashMap::new();
+    for (key, stats) in all.functions.into_iter().enumerate().filter(|(_, stats)| stats.calls() > 0) {
+        by_name.entry(tl.name(key).to_string()).or_default().merge(stats);
+    }
+    (DumpTotals { total_ns: all.total_ns, functions: by_name.into_iter().collect() }, found)
+}
+
+/// Per-function figures merged over many dumps: calls, times and histograms
+/// add up (percentiles come from the merged histogram, never averaged), and
+/// each function counts the dumps it appears in.
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// Dumps added.
+    pub dumps: u64,
+    /// Their top-level time, summed.
+    pub total_ns: u64,
+    functions: HashMap<String, (CallStats, u64)>,
+}
+
+impl Merged {
+    /// Adds one dump.
+    pub fn add(&mut self, dump: DumpTotals) {
+        self.dumps += 1;
+        self.total_ns += dump.total_ns;
+        for (name, stats) in dump.functions {
+            let (mine, dumps) = self.functions.entry(name).or_default();
+            mine.merge(stats);
+            *dumps += 1;
+        }
+    }
+
+    /// Adds everything `other` holds.
+    pub fn merge(&mut self, other: Merged) {
+        self.dumps += other.dumps;
+        self.total_ns += other.total_ns;
+        for (name, (stats, dumps)) in other.functions {
+            let (mine, count) = self.functions.entry(name).or_default();
+            mine.merge(stats);
+            *count += dumps;
+        }
+    }
+
+    /// The table of it, named `name`.
+    pub fn scope(self, name: String, sort_by: Column, clean: bool) -> Scope {
+        let total_ns = self.total_ns;
+        let mut rows: Vec<Row> = self
+            .functions
+            .into_iter()
+            .map(|(function, (stats, dumps))| Row { dumps: Some(dumps), ..stats.row(function, total_ns) })
+            .collect();
+        sort(&mut rows, sort_by);
+        Scope { name, total_ns, rows, calibration: None, cleaned: clean }
+    }
+}
+
+fn sort(rows: &mut [Row], column: Column) {
+    let by = |r: &Row| -> f64 {
+        match column {
+            Column::Name => 0.0,
+            Column::Calls => r.calls as f64,
+            Column::Total => r.total_ns as f64,
+            Column::SelfTime => r.self_ns as f64,
+            Column::Min => r.min_ns as f64,
+            Column::Mean => r.mean_ns,
+            Column::P50 => r.p50_ns as f64,
+            Column::P90 => r.p90_ns as f64,
+            Column::P99 => r.p99_ns as f64,
+            Column::Max => r.max_ns as f64,
+            Column::Stddev => r.stddev_ns,
+        }
+    };
+    if column == Column::Name {
+        rows.sort_by(|a, b| a.name.cmp(&b.name));
+    } else {
+        rows.sort_by(|a, b| by(b).total_cmp(&by(a)).then_with(|| a.name.cmp(&b.name)));
+    }
+}
