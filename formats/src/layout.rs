@@ -137,7 +137,7 @@ impl SectionKind {
 }
 
 macro_rules! code_enum {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $code:literal,)* }) => {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $code:literal, $label:literal;)* }) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum $name {
@@ -162,6 +162,14 @@ macro_rules! code_enum {
                     other => $name::Other(other),
                 }
             }
+
+            /// What tools call the value in their output (`unknown` for [`Other`]($name::Other)).
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $($name::$variant => $label,)*
+                    $name::Other(_) => "unknown",
+                }
+            }
         }
     };
 }
@@ -170,15 +178,15 @@ code_enum!(
     /// Which hardware or software counter produced the ticks.
     CounterKind {
         /// A counter supplied by the program through the `Clock` trait.
-        User = 0,
+        User = 0, "user counter";
         /// x86 time-stamp counter read with `rdtsc`.
-        X86Tsc = 1,
+        X86Tsc = 1, "x86 TSC";
         /// AArch64 virtual counter `CNTVCT_EL0`.
-        Aarch64Cntvct = 2,
+        Aarch64Cntvct = 2, "CNTVCT_EL0";
         /// The operating system's monotonic clock in nanoseconds.
-        MonotonicNs = 3,
+        MonotonicNs = 3, "monotonic ns";
         /// The Cortex-M DWT cycle counter `CYCCNT` (32 bits, since 1.1).
-        ArmDwtCyccnt = 4,
+        ArmDwtCyccnt = 4, "Cortex-M DWT CYCCNT";
     }
 );
 
@@ -186,17 +194,17 @@ code_enum!(
     /// Where the nominal counter rate in the clock section came from.
     RateSource {
         /// No nominal rate; only the anchors give it.
-        Unknown = 0,
+        Unknown = 0, "unknown";
         /// CPUID leaves 0x15/0x16.
-        Cpuid = 1,
+        Cpuid = 1, "CPUID";
         /// Measured against the OS clock by the recorder.
-        Calibrated = 2,
+        Calibrated = 2, "calibrated";
         /// An architectural register such as `CNTFRQ_EL0`.
-        Register = 3,
+        Register = 3, "CNTFRQ";
         /// Exact by construction: the counter counts nanoseconds.
-        Exact = 4,
+        Exact = 4, "exact";
         /// Given by the program.
-        User = 5,
+        User = 5, "given by the program";
     }
 );
 
@@ -204,17 +212,17 @@ code_enum!(
     /// Why the dump was written.
     DumpReason {
         /// Not stated.
-        Unspecified = 0,
+        Unspecified = 0, "unspecified";
         /// The program asked for it.
-        Requested = 1,
+        Requested = 1, "requested";
         /// At process exit.
-        Exit = 2,
+        Exit = 2, "exit";
         /// On a signal or crash.
-        Signal = 3,
+        Signal = 3, "signal";
         /// A ring filled up.
-        RingFull = 4,
+        RingFull = 4, "ring full";
         /// The program panicked.
-        Panic = 5,
+        Panic = 5, "panic";
     }
 );
 
@@ -222,15 +230,15 @@ code_enum!(
     /// Which way of naming found a packed name (names section, since 1.2).
     NameSource {
         /// A site descriptor in the dump's site section.
-        Site = 1,
+        Site = 1, "sites";
         /// DWARF line and inline info.
-        Dwarf = 2,
+        Dwarf = 2, "dwarf";
         /// An ELF symbol table.
-        Symtab = 3,
+        Symtab = 3, "symtab";
         /// The dump's dladdr table.
-        Dladdr = 4,
+        Dladdr = 4, "dladdr";
         /// An external addr2line-compatible program.
-        Addr2line = 5,
+        Addr2line = 5, "addr2line";
     }
 );
 
@@ -252,10 +260,10 @@ code_enum!(
     /// Which counter read a calibration entry measured.
     ClockMode {
         /// `rdtsc` (or the target's plain counter read).
-        Fast = 1,
+        Fast = 1, "fast";
         /// `rdtscp`.
-        Ordered = 2,
+        Ordered = 2, "ordered";
         /// `lfence; rdtsc`.
-        Serialized = 3,
+        Serialized = 3, "serialized";
     }
 );

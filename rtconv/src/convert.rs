@@ -8,6 +8,10 @@ use crate::render;
 use crate::stats::{self, View};
 use crate::symbolize::{self, Symbols};
 
+/// rtconv's exit status when it wrote its output but lost data or names on
+/// the way (a damaged dump, unnamed keys, some dumps of a batch failed).
+pub const EXIT_DEGRADED: u8 = 3;
+
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

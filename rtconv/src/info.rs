@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::Path;
 
-use ringtrace_format::{Calibration, ClockMode, CounterKind, DumpReason, NameSource, RateSource};
+use ringtrace_format::{Calibration, DumpReason, RateSource};
 use serde_json::{Value, json};
 
 use crate::model::{self, LoadError, Process, RateOrigin, Timebase, Trace};
@@ -98,7 +98,7 @@ impl Description {
     /// Describes a decoded, named dump.
     pub fn new(trace: &Trace, symbols: &Symbols, problems: &[Problem]) -> Self {
         let clock = trace.clock.as_ref().map(|model::Clock { info, anchors }| ClockDescription {
-            counter: counter_name(info.counter),
+            counter: info.counter.label(),
             bits: info.counter_bits,
             rate: match Timebase::new(info, anchors) {
                 Ok((tb, origin)) => {
@@ -114,7 +114,7 @@ impl Description {
             },
             nominal: match (info.nominal_hz, info.rate_source) {
                 (0, _) | (_, RateSource::Unknown) => None,
-                (hz, source) => Some((hz, rate_source_name(source))),
+                (hz, source) => Some((hz, source.label())),
             },
             began: anchors.first().map(|a| utc(a.real_ns)),
         });
@@ -145,7 +145,7 @@ impl Description {
         ];
         let mut packed: BTreeMap<&'static str, usize> = BTreeMap::new();
         for name in trace.packed.values() {
-            *packed.entry(name_source(name.source)).or_default() += 1;
+            *packed.entry(name.source.label()).or_default() += 1;
         }
         Description {
             path: trace.path.display().to_string(),
@@ -178,7 +178,7 @@ impl Description {
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "dump       {}", self.path)?;
         let Process { name, pid, producer, reason } = &self.process;
-        let reason = reason.map_or("unknown", reason_name);
+        let reason = reason.map_or("unknown", DumpReason::label);
         writeln!(out, "process    {name} (pid {pid}), written by {producer}, reason: {reason}")?;
         match &self.clock {
             Some(c) => {
@@ -235,7 +235,7 @@ impl Description {
             let costs: Vec<String> = self
                 .overhead
                 .iter()
-                .map(|c| format!("{} {} ticks/span ({} per read pair)", mode_name(c.mode), c.span_cost, c.read_cost))
+                .map(|c| format!("{} {} ticks/span ({} per read pair)", c.mode.label(), c.span_cost, c.read_cost))
                 .collect();
             writeln!(out, "overhead   {}", costs.join(", "))?;
         }
@@ -252,7 +252,7 @@ impl Description {
     /// integers (Hz, ticks, counts) and strings, `null` where unknown.
     pub fn to_json(&self) -> Value {
         let Process { name, pid, producer, reason } = &self.process;
-        let reason = reason.map_or("unknown", reason_name);
+        let reason = reason.map_or("unknown", DumpReason::label);
         let clock = self.clock.as_ref().map(|c| {
             json!({
                 "counter": c.counter,
@@ -288,65 +288,11 @@ impl Description {
                 self.packed.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>()
             }),
             "overhead": self.overhead.iter().map(|c| json!({
-                "mode": mode_name(c.mode), "span_cost_ticks": c.span_cost, "read_cost_ticks": c.read_cost,
+                "mode": c.mode.label(), "span_cost_ticks": c.span_cost, "read_cost_ticks": c.read_cost,
             })).collect::<Vec<_>>(),
             "damage": self.damage,
             "problems": self.problems,
         })
-    }
-}
-
-fn counter_name(counter: CounterKind) -> &'static str {
-    match counter {
-        CounterKind::X86Tsc => "x86 TSC",
-        CounterKind::Aarch64Cntvct => "CNTVCT_EL0",
-        CounterKind::MonotonicNs => "monotonic ns",
-        CounterKind::ArmDwtCyccnt => "Cortex-M DWT CYCCNT",
-        CounterKind::User => "user counter",
-        CounterKind::Other(_) => "unknown counter",
-    }
-}
-
-fn mode_name(mode: ClockMode) -> &'static str {
-    match mode {
-        ClockMode::Fast => "fast",
-        ClockMode::Ordered => "ordered",
-        ClockMode::Serialized => "serialized",
-        ClockMode::Other(_) => "other",
-    }
-}
-
-fn name_source(source: NameSource) -> &'static str {
-    match source {
-        NameSource::Site => "sites",
-        NameSource::Dwarf => "dwarf",
-        NameSource::Symtab => "symtab",
-        NameSource::Dladdr => "dladdr",
-        NameSource::Addr2line => "addr2line",
-        NameSource::Other(_) => "other",
-    }
-}
-
-fn reason_name(reason: DumpReason) -> &'static str {
-    match reason {
-        DumpReason::Unspecified => "unspecified",
-        DumpReason::Requested => "requested",
-        DumpReason::Exit => "exit",
-        DumpReason::Signal => "signal",
-        DumpReason::RingFull => "ring full",
-        DumpReason::Panic => "panic",
-        DumpReason::Other(_) => "other",
-    }
-}
-
-fn rate_source_name(source: RateSource) -> &'static str {
-    match source {
-        RateSource::Cpuid => "CPUID",
-        RateSource::Calibrated => "calibrated",
-        RateSource::Register => "CNTFRQ",
-        RateSource::Exact => "exact",
-        RateSource::User => "given by the program",
-        RateSource::Unknown | RateSource::Other(_) => "unknown",
     }
 }
 

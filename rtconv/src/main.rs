@@ -11,16 +11,13 @@ use cli::{
     SymbolizeArgs, choose_format, format_of, stats_format_of, trace_format_of,
 };
 use output::Output as Sink;
-use rtconv::convert::{self, ConvertError, Format};
+use rtconv::convert::{self, ConvertError, EXIT_DEGRADED, Format};
 use rtconv::diag::{When, emit};
 use rtconv::stats::Output;
 use rtconv::symbolize;
 
 mod cli;
 mod output;
-
-/// Exit status: a conversion wrote its output but lost data or names on the way.
-const EXIT_DEGRADED: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -49,12 +49,13 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// The exit status: 0 all converted, 3 some salvaged or failed, 1 none converted.
+    /// The exit status: 0 all converted, [`EXIT_DEGRADED`](convert::EXIT_DEGRADED)
+    /// some salvaged or failed, 1 none converted.
     pub fn exit_code(&self) -> u8 {
         match (self.converted + self.salvaged, self.salvaged + self.failed) {
             (0, _) => 1,
             (_, 0) => 0,
-            _ => 3,
+            _ => convert::EXIT_DEGRADED,
         }
     }
 }

@@ -72,7 +72,7 @@ fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'
         write!(out, "\"dump\":{}", json_string(&trace.path.to_string_lossy()))?;
         write!(out, ",\"producer\":{}", json_string(&trace.process.producer))?;
         if let Some(reason) = trace.process.reason {
-            write!(out, ",\"dump_reason\":\"{}\"", reason_name(reason))?;
+            write!(out, ",\"dump_reason\":\"{}\"", reason.label())?;
         }
         write!(out, ",\"start_realtime_ns\":{zero}")?;
         write!(out, ",\"start_monotonic_ns\":{}", tl.origin_ns)?;
@@ -190,19 +190,6 @@ fn write_process(
         loss(thread.dropped, "later span(s) dropped (ring full)", last_exit, out)?;
     }
     Ok(threads.anomalies())
-}
-
-fn reason_name(reason: ringtrace_format::DumpReason) -> &'static str {
-    use ringtrace_format::DumpReason::*;
-    match reason {
-        Unspecified => "unspecified",
-        Requested => "requested",
-        Exit => "exit",
-        Signal => "signal",
-        RingFull => "ring full",
-        Panic => "panic",
-        Other(_) => "other",
-    }
 }
 
 /// `"at":"file:line","inlined_into":"a < b","module":"/path"` for a key, as far as known.
