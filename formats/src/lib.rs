@@ -40,6 +40,7 @@
 extern crate std;
 
 mod error;
+pub mod extent;
 pub mod layout;
 mod model;
 pub mod read;

@@ -355,3 +355,48 @@ fn a_names_entry_without_frames_is_refused() {
         Err(ReadError::Malformed { field: "frame_count", section: SectionKind::Names, .. })
     ));
 }
+
+/// Feeds `stream` to a [`DumpExtent`] `chunk` bytes at a time, as a pipe
+/// reader would; returns where it says the dump ends (`None` if the stream
+/// ran out first) and how many bytes it had read by then.
+fn extent_of(stream: &[u8], chunk: usize) -> (Option<usize>, usize) {
+    use ringtrace_format::extent::{DumpExtent, Step};
+    let (mut have, mut extent) = (0usize, DumpExtent::default());
+    loop {
+        match extent.step(&stream[..have]) {
+            Step::End(len) => return (Some(len), have),
+            Step::Need(total) => {
+                assert!(total > have as u64, "a step always asks for more");
+                if have == stream.len() {
+                    return (None, have);
+                }
+                let want = usize::try_from(total).unwrap_or(usize::MAX) - have;
+                have += want.min(chunk).min(stream.len() - have);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stream_is_read_to_the_end_marker_and_no_further() {
+    for rings in [0, 1, 3] {
+        let dump = sample_dump(rings);
+        let mut stream = dump.clone();
+        stream.extend(std::iter::repeat_n(0u8, 1 << 16));
+        for chunk in [1, 7, 4096, usize::MAX] {
+            let (end, read) = extent_of(&stream, chunk);
+            assert_eq!(end, Some(dump.len()), "{rings} rings, chunks of {chunk}");
+            assert_eq!(read, dump.len(), "nothing after the end marker is read");
+        }
+        // Cut short: the stream runs out while the extent still asks for more.
+        assert_eq!(extent_of(&dump[..dump.len() - 10], 4096).0, None);
+    }
+    // Not a dump: the header is enough to say so.
+    assert_eq!(extent_of(&[b'x'; 100], 4096), (Some(32), 32));
+    // A section claiming 2^64 - 1 bytes asks for them (saturating), and a reader bounds what it reads.
+    let mut lying = sample_dump(1);
+    let header_size = usize::from(u16::from_le_bytes([lying[18], lying[19]]));
+    lying[header_size + 8..header_size + 16].copy_from_slice(&[0xff; 8]);
+    use ringtrace_format::extent::{DumpExtent, Step};
+    assert!(matches!(DumpExtent::default().step(&lying), Step::Need(n) if n > u64::MAX - 8));
+}
