@@ -48,7 +48,12 @@ fn batch(c: &mut Criterion) {
     for (label, format) in formats {
         for jobs in [1, 2] {
             g.bench_function(format!("{DUMPS} dumps to {label}, {jobs} worker(s)"), |b| {
-                let opts = Options { jobs, quiet: true, symbols: Default::default() };
+                let opts = Options {
+                    jobs,
+                    quiet: true,
+                    symbols: Default::default(),
+                    max_dump_size: rtconv::batch::MAX_DUMP_SIZE,
+                };
                 // Into a new, empty directory each time (as a batch usually runs); clearing it is not timed.
                 b.iter_batched(
                     || drop(std::fs::remove_dir_all(dir.join("out"))),

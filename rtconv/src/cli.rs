@@ -125,19 +125,41 @@ pub(crate) struct BatchArgs {
 /// How work over many dumps runs.
 #[derive(clap::Args)]
 pub(crate) struct RunArgs {
-    /// Worker threads (default: one per core).
-    #[arg(short = 'j', long, value_name = "N")]
-    pub(crate) jobs: Option<usize>,
+    /// Worker threads, 1 to 1024 (default: one per core).
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub(crate) jobs: Option<u64>,
     /// No progress bar (it shows only when stderr is a terminal anyway).
     #[arg(short = 'q', long)]
     pub(crate) quiet: bool,
+    /// The largest dump read from an archive: bytes, or with a K, M or G suffix (powers of 1024).
+    /// A larger one is reported and skipped.
+    #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = parse_size)]
+    pub(crate) max_dump_size: u64,
 }
 
 impl RunArgs {
     pub(crate) fn options(&self, symbols: symbolize::Options) -> rtconv::batch::Options {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        rtconv::batch::Options { jobs: self.jobs.unwrap_or(cores).max(1), quiet: self.quiet, symbols }
+        let jobs = self.jobs.map_or(cores, |j| usize::try_from(j).unwrap_or(1));
+        rtconv::batch::Options { jobs, quiet: self.quiet, symbols, max_dump_size: self.max_dump_size }
     }
+}
+
+/// `--max-dump-size`: `123`, `64K`, `512M`, `4G` (powers of 1024).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let (digits, unit) = match text.trim().char_indices().last() {
+        Some((at, c)) if c.is_ascii_alphabetic() => (&text.trim()[..at], c.to_ascii_uppercase()),
+        _ => (text.trim(), 'B'),
+    };
+    let shift = match unit {
+        'B' => 0,
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        _ => return Err(format!("{text:?}: give bytes, or a number with K, M or G")),
+    };
+    let n: u64 = digits.parse().map_err(|_| format!("{text:?}: give bytes, or a number with K, M or G"))?;
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{text:?} is too large"))
 }
 
 #[derive(clap::Args)]

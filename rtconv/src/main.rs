@@ -136,7 +136,12 @@ fn run_batch(args: BatchArgs) -> ExitCode {
 }
 
 fn run_pack(args: PackArgs) -> ExitCode {
-    let opts = rtconv::batch::Options { jobs: 1, quiet: true, symbols: args.symbols.options() };
+    let opts = rtconv::batch::Options {
+        jobs: 1,
+        quiet: true,
+        symbols: args.symbols.options(),
+        max_dump_size: rtconv::batch::MAX_DUMP_SIZE,
+    };
     ExitCode::from(rtconv::batch::pack_all(&args.dumps, &opts).exit_code())
 }
 

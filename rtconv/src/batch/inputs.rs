@@ -2,17 +2,22 @@
 //! and tar archives (`.tar`, `.tar.gz`/`.tgz`, `.tar.zst`) read as streams,
 //! entry by entry, without unpacking anything to disk.
 //!
-//! Dumps are the files named `*.rtd` (in directories and archives; a file
-//! named on the command line is taken whatever its name). Each dump is read
-//! whole into memory when its turn comes — by a plain read sized by the
-//! data, never by a length field of the archive — so a batch holds about one
-//! dump per worker, whatever the size of the archive.
+//! Dumps are the regular files named `*.rtd` (in directories and archives; a
+//! file named on the command line is taken whatever its name); FIFOs,
+//! devices and sockets are refused, named. A dump in an archive is read when
+//! its turn comes, section by section up to its end marker
+//! ([`DumpExtent`]), sized by the data that arrives and capped at
+//! `max_dump_size` — never by a length field of the archive or the dump —
+//! so a batch holds about one dump per worker, whatever the size of the
+//! archive. gzip members and zstd frames are read one after another to the
+//! end of the file (what `pigz`, `pzstd` and concatenation make).
 
-use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use ringtrace_format::extent::{DumpExtent, Step};
 
 /// The largest zstd window an archive may ask for: 128 MiB (zstd's default
 /// limit for decoders is the same order; larger windows need `--long` on purpose).
@@ -137,6 +142,8 @@ pub enum Item {
         name: String,
         /// The bytes.
         bytes: Bytes,
+        /// A warning about how it was read (bytes after its end marker ignored).
+        note: Option<String>,
     },
     /// A dump or archive that could not be read; later entries of a damaged archive are lost.
     Unreadable {
@@ -168,7 +175,12 @@ impl<R: Read> Read for Counting<R> {
 /// handed over through a queue of `capacity` (so at most `capacity + 1`
 /// dumps wait in memory); `consumed` counts the input bytes read so far
 /// (files whole, archives as compressed bytes).
-pub fn items(inputs: Vec<Input>, consumed: Arc<AtomicU64>, capacity: usize) -> impl Iterator<Item = Item> + Send {
+pub fn items(
+    inputs: Vec<Input>,
+    consumed: Arc<AtomicU64>,
+    capacity: usize,
+    max_dump_size: u64,
+) -> impl Iterator<Item = Item> + Send {
     let (tx, rx) = std::sync::mpsc::sync_channel(capacity);
     std::thread::Builder::new()
         .name("rtconv-read".into())
@@ -176,7 +188,7 @@ pub fn items(inputs: Vec<Input>, consumed: Arc<AtomicU64>, capacity: usize) -> i
             for input in inputs {
                 let more = match input {
                     Input::File(path) => tx.send(read_file(&path, &consumed)).is_ok(),
-                    Input::Archive(path, kind) => read_archive(&path, kind, &consumed, &tx),
+                    Input::Archive(path, kind) => read_archive(&path, kind, &consumed, max_dump_size, &tx),
                 };
                 if !more {
                     return; // the consumer stopped
@@ -190,10 +202,10 @@ pub fn items(inputs: Vec<Input>, consumed: Arc<AtomicU64>, capacity: usize) -> i
 
 fn read_file(path: &Path, consumed: &AtomicU64) -> Item {
     let name = path.display().to_string();
-    match crate::model::map_file(path) {
+    match crate::model::map_file(path, crate::model::Pages::Populate) {
         Ok(bytes) => {
             consumed.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-            Item::Dump { name, bytes }
+            Item::Dump { name, bytes, note: None }
         }
         Err(e) => Item::Unreadable { name, reason: format!("cannot read: {e}") },
     }
@@ -202,16 +214,103 @@ fn read_file(path: &Path, consumed: &AtomicU64) -> Item {
 type ArchiveReader = Box<dyn Read + Send>;
 
 fn open_archive(path: &Path, kind: Compression, consumed: Arc<AtomicU64>) -> Result<ArchiveReader, String> {
-    let file = File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let file = crate::model::open_regular(path).map_err(|e| format!("cannot read: {e}"))?;
     let counted = BufReader::with_capacity(1 << 16, Counting { inner: file, count: consumed });
     Ok(match kind {
         Compression::None => Box::new(counted),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(counted)),
-        Compression::Zstd => Box::new(
-            ruzstd::decoding::StreamingDecoder::new_with_max_window_size(counted, MAX_ZSTD_WINDOW)
-                .map_err(|e| format!("not a zstd stream: {e}; expected a .tar.zst archive"))?,
-        ),
+        Compression::Zstd => {
+            Box::new(ZstdFrames::new(counted).map_err(|e| format!("{e}; expected a .tar.zst archive"))?)
+        }
     })
+}
+
+/// A zstd stream of any number of frames, read one after another to the
+/// end of the input; skippable frames (the ones `pzstd` puts before each
+/// frame) are skipped.
+struct ZstdFrames<R: BufRead> {
+    /// The frame being decoded; `None` at the end of the input.
+    frame: Option<ruzstd::decoding::StreamingDecoder<R, ruzstd::decoding::FrameDecoder>>,
+}
+
+/// Magic numbers of zstd skippable frames: 0x184D2A50 to 0x184D2A5F.
+const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
+
+impl<R: BufRead> ZstdFrames<R> {
+    fn new(input: R) -> io::Result<Self> {
+        Ok(ZstdFrames { frame: Self::next_frame(input)? })
+    }
+
+    /// The decoder of the next data frame of `input`, or `None` at its end.
+    fn next_frame(
+        mut input: R,
+    ) -> io::Result<Option<ruzstd::decoding::StreamingDecoder<R, ruzstd::decoding::FrameDecoder>>> {
+        loop {
+            let head = input.fill_buf()?;
+            if head.is_empty() {
+                return Ok(None);
+            }
+            if head.len() >= 8 && u32::from_le_bytes([head[0], head[1], head[2], head[3]]) & !0xF == SKIPPABLE_MAGIC {
+                let skip = u64::from(u32::from_le_bytes([head[4], head[5], head[6], head[7]]));
+                input.consume(8);
+                let skipped = io::copy(&mut (&mut input).take(skip), &mut io::sink())?;
+                if skipped < skip {
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "a skippable zstd frame is cut short"));
+                }
+                continue;
+            }
+            return ruzstd::decoding::StreamingDecoder::new_with_max_window_size(input, MAX_ZSTD_WINDOW)
+                .map(Some)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a zstd stream: {e}")));
+        }
+    }
+}
+
+impl<R: BufRead> Read for ZstdFrames<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while let Some(frame) = &mut self.frame {
+            let n = frame.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // This frame is done: the next one, if the input holds more.
+            let Some(done) = self.frame.take() else { break };
+            self.frame = Self::next_frame(done.into_inner())?;
+        }
+        Ok(0)
+    }
+}
+
+/// Reads one dump from an archive entry, up to its end marker and at most
+/// `limit` bytes: its bytes, and whether anything followed the end marker;
+/// `Err` with the reason when the entry is larger than `limit` or unreadable.
+fn read_dump(entry: &mut impl Read, limit: u64) -> Result<(Vec<u8>, bool), String> {
+    let mut bytes = Vec::new();
+    let mut extent = DumpExtent::default();
+    loop {
+        match extent.step(&bytes) {
+            Step::End(len) => {
+                bytes.truncate(len);
+                let trailing = entry.read(&mut [0u8; 1]).is_ok_and(|n| n > 0);
+                return Ok((bytes, trailing));
+            }
+            Step::Need(total) => {
+                // One byte past the limit tells a too-large dump from one that fits exactly.
+                let want = total.min(limit.saturating_add(1)).saturating_sub(bytes.len() as u64);
+                // Grows with the data that arrives, however much was asked for.
+                let read =
+                    entry.take(want).read_to_end(&mut bytes).map_err(|e| format!("cannot read the entry: {e}"))?;
+                if bytes.len() as u64 > limit {
+                    return Err(format!(
+                        "the dump is larger than --max-dump-size ({limit} bytes); raise it to convert this dump"
+                    ));
+                }
+                if read == 0 {
+                    return Ok((bytes, false)); // cut short: the converter says where
+                }
+            }
+        }
+    }
 }
 
 /// Sends the dumps of one archive, entry by entry; false if the consumer stopped.
@@ -219,6 +318,7 @@ fn read_archive(
     path: &Path,
     kind: Compression,
     consumed: &Arc<AtomicU64>,
+    max_dump_size: u64,
     tx: &std::sync::mpsc::SyncSender<Item>,
 ) -> bool {
     let archive_name = path.display().to_string();
@@ -232,8 +332,9 @@ fn read_archive(
         Ok(entries) => entries,
         Err(e) => return tx.send(unreadable(format!("not a tar archive: {e}"))).is_ok(),
     };
+    let mut dumps = 0u64;
     for (index, entry) in entries.enumerate() {
-        let entry = match entry {
+        let mut entry = match entry {
             Ok(entry) => entry,
             Err(e) => {
                 let reason = format!(
@@ -247,18 +348,22 @@ fn read_archive(
             continue;
         }
         let name = format!("{archive_name}!{entry_name}");
-        let mut bytes = Vec::new();
-        // Sized by the data that arrives, not by the header's size field.
-        let item = match { entry }.read_to_end(&mut bytes) {
-            Ok(_) => Item::Dump { name, bytes: Bytes::Read(bytes) },
-            Err(e) => {
-                let reason = format!("cannot read the entry: {e}; the rest of the archive is lost");
-                return tx.send(Item::Unreadable { name, reason }).is_ok();
+        dumps += 1;
+        let item = match read_dump(&mut entry, max_dump_size) {
+            Ok((bytes, trailing)) => {
+                let note = trailing
+                    .then(|| format!("rtconv: warning: {name}: the bytes after the dump's end marker were ignored"));
+                Item::Dump { name, bytes: Bytes::Read(bytes), note }
             }
+            Err(reason) => Item::Unreadable { name, reason },
         };
         if tx.send(item).is_err() {
             return false;
         }
+    }
+    if dumps == 0 {
+        let reason = "holds no dump (no regular file named *.rtd); give an archive of dumps".to_string();
+        return tx.send(unreadable(reason)).is_ok();
     }
     true
 }

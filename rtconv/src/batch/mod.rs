@@ -35,7 +35,13 @@ pub struct Options {
     pub quiet: bool,
     /// How keys are named.
     pub symbols: symbolize::Options,
+    /// The largest dump read from an archive, in bytes; a larger one is
+    /// reported and skipped.
+    pub max_dump_size: u64,
 }
+
+/// The default [`Options::max_dump_size`]: 4 GiB.
+pub const MAX_DUMP_SIZE: u64 = 4 << 30;
 
 /// What a batch did.
 #[derive(Debug, Default)]
@@ -129,16 +135,21 @@ fn run<L: Send>(
     let jobs = opts.jobs.max(1);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).thread_name(|i| format!("rtconv-{i}")).build();
     // Each dump labelled in input order; an unreadable one carries its reason.
-    let items = inputs::items(inputs, consumed.clone(), jobs).map(move |item| match item {
-        inputs::Item::Dump { name, bytes } => {
-            let l = label(&name);
-            Ok((name, bytes, l))
+    let items = inputs::items(inputs, consumed.clone(), jobs, opts.max_dump_size).map(move |item| match item {
+        inputs::Item::Dump { name, bytes, note } => {
+            let label = label(&name);
+            Ok(Labelled { name, bytes, label, note })
         }
         inputs::Item::Unreadable { name, reason } => Err((name, reason)),
     });
-    let each = |item: Result<(String, inputs::Bytes, L), (String, String)>| {
+    let each = |item: Result<Labelled<L>, (String, String)>| {
         let outcome = match item {
-            Ok((name, bytes, l)) => work(&name, l, &bytes, &progress),
+            Ok(Labelled { name, bytes, label, note }) => {
+                if let Some(note) = note {
+                    progress.line(&note);
+                }
+                work(&name, label, &bytes, &progress)
+            }
             Err((name, reason)) => {
                 progress.line(&format!("rtconv: error: {name}: {reason}; skipped"));
                 Outcome::Failed
@@ -161,6 +172,16 @@ fn run<L: Send>(
     }
     progress.finish();
     summary.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A dump of the batch, as a worker gets it.
+struct Labelled<L> {
+    name: String,
+    bytes: inputs::Bytes,
+    /// What the batch's `label` made of its name.
+    label: L,
+    /// A warning about how it was read.
+    note: Option<String>,
 }
 
 /// How one dump went.

@@ -1,7 +1,6 @@
 //! Reading a dump file into the decoded model, salvaging what a damaged file still holds.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use ringtrace_format::layout::{ARG_KEY, WRAP_KEY};
@@ -9,6 +8,7 @@ use ringtrace_format::read::{OpenSpans, Records};
 use ringtrace_format::{Anchor, Dump, ReadError, RingInfo, SectionData};
 
 use super::counter_unwrap::CounterUnwrap;
+use super::file_bytes::{FileBytes, Pages, map_file};
 use super::trace::{
     Clock, DladdrName, ModuleEntry, OpenSpan, PackedFrame, PackedKey, Process, RecordSource, SiteTable, ThreadTrace,
     Trace,
@@ -140,41 +140,10 @@ pub enum LoadError {
     },
 }
 
-/// The bytes of a file: mapped when possible, read otherwise.
-pub enum FileBytes {
-    /// A read-only mapping.
-    Mapped(memmap2::Mmap),
-    /// A copy (empty files and files that cannot be mapped).
-    Read(Vec<u8>),
-}
-
-impl std::ops::Deref for FileBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            FileBytes::Mapped(m) => m,
-            FileBytes::Read(v) => v,
-        }
-    }
-}
-
-/// Maps `path` read-only, or reads it if it cannot be mapped.
-pub(crate) fn map_file(path: &Path) -> std::io::Result<FileBytes> {
-    let file = File::open(path)?;
-    // SAFETY: the mapping is read-only and private to this process. If another
-    // process truncates the file while we read it, we may fault (as every
-    // mmap-based tool does); dumps are written once and not modified after.
-    // Populated up front: every page is read anyway, and faulting them in
-    // one call costs a fraction of a fault per page.
-    match unsafe { memmap2::MmapOptions::new().populate().map(&file) } {
-        Ok(map) => Ok(FileBytes::Mapped(map)),
-        Err(_) => std::fs::read(path).map(FileBytes::Read),
-    }
-}
-
-/// Maps the dump at `path`; [`decode`] then reads it.
+/// Maps the dump at `path` (a regular file; anything else is refused);
+/// [`decode`] then reads it.
 pub fn open(path: &Path) -> Result<FileBytes, LoadError> {
-    map_file(path).map_err(|source| LoadError::Io { path: path.into(), source })
+    map_file(path, Pages::Populate).map_err(|source| LoadError::Io { path: path.into(), source })
 }
 
 /// Decodes the dump in `bytes` (read from `path`). A damaged or truncated

@@ -11,6 +11,7 @@
 
 mod address;
 mod counter_unwrap;
+mod file_bytes;
 mod load;
 mod prefetch;
 mod ring_access;
@@ -25,8 +26,10 @@ mod test_dumps;
 
 pub(crate) use address::module_of;
 pub use address::{Location, locate};
-pub use load::{FileBytes, LoadError, decode, open};
-pub(crate) use load::{map_file, not_a_dump_hint};
+pub use file_bytes::FileBytes;
+pub(crate) use file_bytes::{Pages, map_file, open_regular};
+pub(crate) use load::not_a_dump_hint;
+pub use load::{LoadError, decode, open};
 pub use start_order::{ThreadSpans, Threads};
 pub use timebase::{RateOrigin, Timebase, TimebaseError};
 pub use timeline::{Anomalies, MAX_DEPTH, RecorderCost, SpanNs, Timeline};

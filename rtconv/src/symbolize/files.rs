@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use object::{Object, ObjectSection};
 
-use crate::model::{ModuleEntry, map_file};
+use crate::model::{ModuleEntry, Pages, map_file};
 
 /// Why a module's addresses cannot be named from its files.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -106,7 +106,7 @@ struct Inspected {
 
 fn inspect(path: &Path) -> Result<Inspected, ModuleError> {
     let unreadable = |reason: String| ModuleError::Unreadable { path: path.into(), reason };
-    let bytes = map_file(path).map_err(|e| unreadable(e.to_string()))?;
+    let bytes = map_file(path, Pages::OnDemand).map_err(|e| unreadable(e.to_string()))?;
     let file = object::File::parse(&*bytes).map_err(|e| unreadable(e.to_string()))?;
     let build_id = file.build_id().ok().flatten().unwrap_or_default().to_vec();
     let has_dwarf = file.section_by_name(".debug_info").is_some_and(|s| s.size() > 0);

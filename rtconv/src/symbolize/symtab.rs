@@ -6,12 +6,12 @@ use std::path::Path;
 use object::{Object, ObjectSymbol};
 
 use super::{BackendError, Source, SpanName, demangled};
-use crate::model::map_file;
+use crate::model::{Pages, map_file};
 
 /// Names `file_addresses` from the symbols of `binary`, one entry per address.
 pub fn resolve(binary: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, BackendError> {
     let failed = |reason: String| BackendError { backend: Source::Symtab, path: binary.into(), reason };
-    let bytes = map_file(binary).map_err(|e| failed(e.to_string()))?;
+    let bytes = map_file(binary, Pages::OnDemand).map_err(|e| failed(e.to_string()))?;
     let file = object::File::parse(&*bytes).map_err(|e| failed(e.to_string()))?;
     // Function symbols with a size; an address past a symbol's end is not in it.
     let mut symbols: Vec<(u64, u64, &str)> = file

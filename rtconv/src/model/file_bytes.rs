@@ -1,0 +1,84 @@
+//! A file's bytes, mapped read-only (or read, where mapping fails), from one
+//! open descriptor that is checked to be a regular file first: a FIFO, a
+//! device or a socket — named directly or through a symbolic link — is
+//! refused before a byte is read, and opening a FIFO never waits for a writer.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The bytes of a file: mapped when possible, read otherwise.
+pub enum FileBytes {
+    /// A read-only mapping.
+    Mapped(memmap2::Mmap),
+    /// A copy (empty files and files that cannot be mapped).
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(m) => m,
+            FileBytes::Read(v) => v,
+        }
+    }
+}
+
+/// Whether a mapping's pages are faulted in up front.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pages {
+    /// All of them, in one call: for a dump, whose every page is read anyway
+    /// (cheaper than a fault per page).
+    Populate,
+    /// As they are touched: for a binary, of which a symbolizer reads a few
+    /// sections.
+    OnDemand,
+}
+
+/// Opens `path` for reading if it is a regular file; anything else is an
+/// `InvalidInput` error saying what it is.
+pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
+    // O_NONBLOCK: opening a FIFO returns at once instead of waiting for a
+    // writer (it is then refused); reads of a regular file ignore the flag.
+    let file = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path)?;
+    let kind = file.metadata()?.file_type(); // fstat of this descriptor: what was opened, not what the path names now
+    let what = if kind.is_file() {
+        return Ok(file);
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{what}, not a regular file; give a file")))
+}
+
+/// Maps `path` (a regular file) read-only, or reads it through the same
+/// descriptor if it cannot be mapped.
+pub(crate) fn map_file(path: &Path, pages: Pages) -> io::Result<FileBytes> {
+    let mut file = open_regular(path)?;
+    let mut options = memmap2::MmapOptions::new();
+    if pages == Pages::Populate {
+        options.populate();
+    }
+    // SAFETY: the mapping is read-only and private to this process. If another
+    // process truncates the file while we read it, we may fault (as every
+    // mmap-based tool does); dumps are written once and not modified after.
+    match unsafe { options.map(&file) } {
+        Ok(map) => Ok(FileBytes::Mapped(map)),
+        Err(_) => {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)?; // sized by the data, not by a length
+            Ok(FileBytes::Read(bytes))
+        }
+    }
+}

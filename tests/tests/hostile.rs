@@ -1,0 +1,210 @@
+//! Inputs shaped to hurt rather than random ones: a decompression bomb,
+//! archives as `pzstd` and concatenation make them, archives with nothing
+//! in them, and special files where a dump should be. Each run of rtconv is
+//! bounded (`RLIMIT_AS`), must end with a status (no signal death, no hang:
+//! a FIFO is never waited on) and must name the input it refused.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use ringtrace_tests::{binary, record_workload_with, scratch, tool};
+
+/// The address space rtconv may use in these tests.
+const ADDRESS_SPACE: u64 = 1 << 30;
+
+/// rtconv with `args`, stdin closed, its address space capped at
+/// [`ADDRESS_SPACE`], killed if it runs for ten minutes (a hang).
+fn rtconv(args: &[&str]) -> Output {
+    let mut command = tool("timeout");
+    command.args(["-s", "KILL", "600"]).arg(binary("rtconv")).args(args).stdin(Stdio::null());
+    // SAFETY: between fork and exec only setrlimit, which is async-signal-safe, runs.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: ADDRESS_SPACE, rlim_max: ADDRESS_SPACE };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    // `timeout` exits 137 when it had to kill; a signal death of rtconv shows as 128 + the signal.
+    assert!(out.status.code().is_some_and(|c| c < 128), "rtconv died or hung: {:?}\n{}", out.status, stderr(&out));
+    out
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn dump(dir: &Path) -> Vec<u8> {
+    std::fs::read(record_workload_with(&binary("workload"), dir, "w.rtd", &["--fib", "10"])).unwrap()
+}
+
+/// A tar entry header for a regular file `name` of `size` bytes.
+fn header(name: &str, size: u64) -> tar::Header {
+    let mut header = tar::Header::new_gnu();
+    header.set_path(name).unwrap();
+    header.set_size(size);
+    header.set_mode(0o644);
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_cksum();
+    header
+}
+
+/// `data` through a real compressor (`gzip -1`, `zstd`, `pzstd`...) into `out`.
+fn compress(program: &str, args: &[&str], mut data: impl Read, out: &Path) {
+    let mut child =
+        tool(program).args(args).stdin(Stdio::piped()).stdout(std::fs::File::create(out).unwrap()).spawn().unwrap();
+    std::io::copy(&mut data, child.stdin.as_mut().unwrap()).unwrap();
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success(), "{program} failed");
+}
+
+#[test]
+fn a_dump_followed_by_768_mib_of_zeros_is_read_to_its_end_marker_only() {
+    let dir = scratch("hostile-bomb");
+    let dump = dump(&dir);
+    let zeros = 768u64 << 20;
+    // One entry: the dump, then zeros, as one file of the archive (3 MB compressed).
+    let head = header("big.rtd", dump.len() as u64 + zeros);
+    let head = head.as_bytes();
+    let padding = (512 - (dump.len() as u64 + zeros) % 512) % 512;
+    let stream = head.chain(&dump[..]).chain(std::io::repeat(0).take(zeros + padding + 1024)); // data, its padding, end-of-archive
+    let bomb = dir.join("bomb.tar.gz");
+    compress("gzip", &["-1", "-c"], stream, &bomb);
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 8 << 20);
+
+    let out_dir = dir.join("out");
+    let out = rtconv(&["batch", bomb.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("big.rtd: the bytes after the dump's end marker were ignored"), "{err}");
+    assert!(out_dir.join("big.json").is_file(), "{err}");
+}
+
+#[test]
+fn a_dump_larger_than_max_dump_size_is_skipped_and_named() {
+    let dir = scratch("hostile-max-size");
+    let dump = dump(&dir);
+    let mut tar = tar::Builder::new(Vec::new());
+    tar.append(&header("a.rtd", dump.len() as u64), &dump[..]).unwrap();
+    tar.append(&header("b.rtd", dump.len() as u64), &dump[..]).unwrap();
+    let archive = dir.join("two.tar");
+    std::fs::write(&archive, tar.into_inner().unwrap()).unwrap();
+    let out_dir = dir.join("out");
+    let limit = (dump.len() - 1).to_string();
+    let args = ["batch", archive.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap(), "--max-dump-size", &limit];
+    let out = rtconv(&args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "nothing converted: {err}");
+    assert_eq!(err.matches("is larger than --max-dump-size").count(), 2, "{err}");
+    assert!(err.contains("two.tar!a.rtd") && err.contains("two.tar!b.rtd"), "{err}");
+    // At its exact size it fits.
+    let limit = dump.len().to_string();
+    let args = ["batch", archive.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap(), "--max-dump-size", &limit];
+    assert_eq!(rtconv(&args).status.code(), Some(0));
+}
+
+#[test]
+fn every_frame_of_a_concatenated_or_pzstd_archive_is_read() {
+    let dir = scratch("hostile-frames");
+    let dump = dump(&dir);
+    let mut tar = tar::Builder::new(Vec::new());
+    for name in ["a.rtd", "b.rtd", "c.rtd"] {
+        tar.append(&header(name, dump.len() as u64), &dump[..]).unwrap();
+    }
+    let tar = tar.into_inner().unwrap();
+    // Split after the first entry (header and padded data), each part compressed on its own.
+    let split = 512 + dump.len().next_multiple_of(512);
+    let (first, rest) = tar.split_at(split);
+    for (program, ending) in [("zstd", "tar.zst"), ("gzip", "tar.gz")] {
+        let (one, two) = (dir.join(format!("one.{ending}")), dir.join(format!("two.{ending}")));
+        compress(program, &["-c"], first, &one);
+        compress(program, &["-c"], rest, &two);
+        let joined = dir.join(format!("joined.{ending}"));
+        let mut bytes = std::fs::read(&one).unwrap();
+        bytes.extend(std::fs::read(&two).unwrap());
+        std::fs::write(&joined, bytes).unwrap();
+        let out_dir = dir.join(format!("out-{program}"));
+        let out = rtconv(&["batch", joined.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        for name in ["a.json", "b.json", "c.json"] {
+            assert!(out_dir.join(name).is_file(), "{program}: {name} missing: {}", stderr(&out));
+        }
+    }
+    // pzstd writes a skippable frame before each frame it makes.
+    let pz = dir.join("p.tar.zst");
+    compress("pzstd", &["-q", "-c", "-p", "2"], &tar[..], &pz);
+    let skippable = std::fs::read(&pz).unwrap();
+    assert_eq!(&skippable[..4], &[0x50, 0x2a, 0x4d, 0x18], "pzstd starts with a skippable frame");
+    let out_dir = dir.join("out-pzstd");
+    let out = rtconv(&["batch", pz.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 3);
+}
+
+#[test]
+fn an_archive_with_no_dump_is_a_named_failure() {
+    let dir = scratch("hostile-empty");
+    let empty = dir.join("empty.tar");
+    std::fs::write(&empty, b"").unwrap();
+    let mut tar = tar::Builder::new(Vec::new());
+    let mut dir_header = tar::Header::new_gnu();
+    dir_header.set_path("d/").unwrap();
+    dir_header.set_entry_type(tar::EntryType::Directory);
+    dir_header.set_size(0);
+    dir_header.set_cksum();
+    tar.append(&dir_header, &[][..]).unwrap();
+    let mut link = tar::Header::new_gnu();
+    link.set_entry_type(tar::EntryType::Symlink);
+    link.set_size(0);
+    tar.append_link(&mut link, "d/x.rtd", "/etc/passwd").unwrap();
+    let links = dir.join("links.tar");
+    std::fs::write(&links, tar.into_inner().unwrap()).unwrap();
+    for archive in [&empty, &links] {
+        let out = rtconv(&["batch", archive.to_str().unwrap(), "--out-dir", dir.join("out").to_str().unwrap()]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        let line = format!("rtconv: error: {}: holds no dump", archive.display());
+        assert!(err.contains(&line), "{err}");
+    }
+}
+
+#[test]
+fn fifos_and_devices_are_refused_without_waiting() {
+    let dir = scratch("hostile-special");
+    let dumps = dir.join("dumps");
+    std::fs::create_dir_all(&dumps).unwrap();
+    std::fs::write(dumps.join("good.rtd"), dump(&dir)).unwrap();
+    let fifo = dumps.join("fifo.rtd");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+    std::os::unix::fs::symlink("/dev/urandom", dumps.join("random.rtd")).unwrap();
+
+    // Named directly: each refused with what it is (and the FIFO not waited on for a writer).
+    for (file, what) in [(&fifo, "a FIFO"), (&dumps.join("random.rtd"), "a character device")] {
+        let out = rtconv(&["convert", file.to_str().unwrap(), "-o", dir.join("x.json").to_str().unwrap()]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("{}: cannot read: {what}, not a regular file", file.display())), "{err}");
+    }
+    // Inside a directory of a batch: refused, the good dump still converted.
+    let out_dir = dir.join("out");
+    let out = rtconv(&["batch", dumps.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("fifo.rtd: cannot read: a FIFO, not a regular file"), "{err}");
+    assert!(err.contains("random.rtd: cannot read: a character device, not a regular file"), "{err}");
+    assert!(out_dir.join("good.json").is_file());
+    // And the archive itself must be a regular file.
+    let fake = dir.join("pipe.tar");
+    let path = std::ffi::CString::new(fake.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+    let out = rtconv(&["batch", fake.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+    assert!(stderr(&out).contains("pipe.tar: cannot read: a FIFO, not a regular file"), "{}", stderr(&out));
+}
