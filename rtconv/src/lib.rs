@@ -57,6 +57,7 @@
 //! archives of dumps in parallel.
 #![warn(missing_docs)]
 
+pub mod atomic_file;
 pub mod batch;
 pub mod convert;
 pub mod diag;

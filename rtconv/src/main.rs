@@ -188,7 +188,12 @@ fn convert_to(dumps: &[PathBuf], format: Format, output: Option<&Path>, opts: sy
             }
             if report.degraded() { ExitCode::from(EXIT_DEGRADED) } else { ExitCode::SUCCESS }
         }
-        Err(ConvertError::Output(e)) => write_failed(&e, &format!("{} for {}", output_name(output), names())),
+        Err(ConvertError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(ConvertError::Output(e)) => {
+            // Nothing was put under the output's name (see `output`).
+            emit(&format!("rtconv: error: {} (from {}): {e}; nothing written", output_name(output), names()));
+            ExitCode::FAILURE
+        }
         Err(e) => {
             emit(&format!("rtconv: error: {e}"));
             ExitCode::FAILURE

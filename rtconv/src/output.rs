@@ -1,25 +1,30 @@
 //! Where a command's output goes: stdout (no path, or `-`), a file, or a
 //! gzip-compressed file (a path ending in `.gz`).
 //!
-//! A regular file that could not be written whole is removed, so a failed
-//! conversion never leaves a truncated output behind; anything else named
-//! as the output (a device such as `/dev/null`, a FIFO, a symbolic link) is
-//! never removed.
+//! A file is written under a temporary name beside it and renamed into
+//! place when complete ([`AtomicFile`]), so a failed conversion or a full
+//! disk never leaves a partial output, and a hard link or symbolic link at
+//! the path is replaced rather than written through. A path that names a
+//! device or a FIFO (`/dev/null`, a named pipe) is written to directly.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Stdout, Write};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
 
 use flate2::write::GzEncoder;
+use rtconv::atomic_file::AtomicFile;
 
 /// An open output. Call [`Output::finish`] to complete it.
 pub enum Output {
     /// Standard output.
     Stdout(BufWriter<Stdout>),
+    /// A device or FIFO the user named.
+    Device(BufWriter<File>),
     /// A plain file.
-    File(PathBuf, BufWriter<File>),
+    File(BufWriter<AtomicFile>),
     /// A gzip-compressed file.
-    Gzip(PathBuf, GzEncoder<BufWriter<File>>),
+    Gzip(GzEncoder<BufWriter<AtomicFile>>),
 }
 
 /// The file an output path names: `None` for standard output (no path, or `-`).
@@ -33,53 +38,34 @@ impl Output {
         let Some(path) = file(path) else {
             return Ok(Output::Stdout(BufWriter::with_capacity(1 << 16, io::stdout())));
         };
-        let file = BufWriter::with_capacity(1 << 16, File::create(path)?);
+        let special = std::fs::metadata(path).is_ok_and(|m| {
+            let kind = m.file_type();
+            kind.is_char_device() || kind.is_block_device() || kind.is_fifo() || kind.is_socket()
+        });
+        if special {
+            return Ok(Output::Device(BufWriter::with_capacity(1 << 16, File::create(path)?)));
+        }
+        let file = BufWriter::with_capacity(1 << 16, AtomicFile::create(path)?);
         Ok(match path.extension().is_some_and(|e| e == "gz") {
-            true => Output::Gzip(path.into(), GzEncoder::new(file, flate2::Compression::default())),
-            false => Output::File(path.into(), file),
+            true => Output::Gzip(GzEncoder::new(file, flate2::Compression::default())),
+            false => Output::File(file),
         })
     }
 
-    /// The file written, or `None` for stdout.
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            Output::Stdout(_) => None,
-            Output::File(path, _) | Output::Gzip(path, _) => Some(path),
-        }
-    }
-
-    /// Flushes everything (and writes the gzip trailer). On failure a file is removed.
+    /// Flushes everything (and writes the gzip trailer) and puts the file in
+    /// place. On failure nothing is left under the output's name.
     pub fn finish(self) -> io::Result<()> {
-        let (path, result) = match self {
-            Output::Stdout(mut w) => return w.flush(),
-            Output::File(path, mut w) => {
-                let result = w.flush();
-                (path, result)
-            }
-            Output::Gzip(path, w) => {
-                let result = w.finish().and_then(|mut w| w.flush());
-                (path, result)
-            }
-        };
-        if result.is_err() {
-            remove_partial(&path);
+        match self {
+            Output::Stdout(mut w) => w.flush(),
+            Output::Device(mut w) => w.flush(),
+            Output::File(w) => w.into_inner().map_err(io::IntoInnerError::into_error)?.commit(),
+            Output::Gzip(w) => w.finish()?.into_inner().map_err(io::IntoInnerError::into_error)?.commit(),
         }
-        result
     }
 
-    /// Gives up on the output: a regular file is removed.
+    /// Gives up on the output: a file is not put in place.
     pub fn discard(self) {
-        if let Some(path) = self.path().map(Path::to_path_buf) {
-            drop(self);
-            remove_partial(&path);
-        }
-    }
-}
-
-/// Removes a partly written output if it is a regular file (not a device, FIFO or link).
-fn remove_partial(path: &Path) {
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) {
-        let _ = std::fs::remove_file(path);
+        drop(self);
     }
 }
 
@@ -87,8 +73,9 @@ impl Output {
     fn writer(&mut self) -> &mut dyn Write {
         match self {
             Output::Stdout(w) => w,
-            Output::File(_, w) => w,
-            Output::Gzip(_, w) => w,
+            Output::Device(w) => w,
+            Output::File(w) => w,
+            Output::Gzip(w) => w,
         }
     }
 }

@@ -208,3 +208,77 @@ fn fifos_and_devices_are_refused_without_waiting() {
     let out = rtconv(&["batch", fake.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
     assert!(stderr(&out).contains("pipe.tar: cannot read: a FIFO, not a regular file"), "{}", stderr(&out));
 }
+
+/// rtconv with `args` in `dir`, its files limited to `max_file` bytes
+/// (`RLIMIT_FSIZE`, with `SIGXFSZ` ignored so a write past it fails as a
+/// full disk would, instead of killing the process).
+fn rtconv_with_file_limit(dir: &Path, max_file: u64, args: &[&str]) -> Output {
+    let mut command = tool("timeout");
+    command.args(["-s", "KILL", "600"]).arg(binary("rtconv")).args(args).current_dir(dir).stdin(Stdio::null());
+    // SAFETY: between fork and exec only signal and setrlimit, which are async-signal-safe, run.
+    unsafe {
+        command.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN); // kept across exec
+            let limit = libc::rlimit { rlim_cur: max_file, rlim_max: max_file };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.code().is_some_and(|c| c < 128), "rtconv died or hung: {:?}\n{}", out.status, stderr(&out));
+    out
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_full_disk_leaves_no_partial_output_and_names_output_and_dump() {
+    let dir = scratch("hostile-full");
+    std::fs::write(dir.join("d.rtd"), dump(&dir)).unwrap();
+    std::fs::remove_file(dir.join("w.rtd")).unwrap();
+    // The output already exists: a failed conversion leaves it as it was.
+    std::fs::write(dir.join("x.json"), b"previous").unwrap();
+    let out = rtconv_with_file_limit(&dir, 4 << 10, &["convert", "d.rtd", "-o", "x.json"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("rtconv: error: x.json (from d.rtd): File too large"), "{err}");
+    assert_eq!(std::fs::read(dir.join("x.json")).unwrap(), b"previous");
+    assert_eq!(names_in(&dir), ["d.rtd", "x.json"], "no temporary file left behind");
+    // A batch says which dump's output failed, and leaves nothing under its name.
+    let out = rtconv_with_file_limit(&dir, 4 << 10, &["batch", "d.rtd", "--out-dir", "out"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("rtconv: error: out/d.json (from d.rtd): File too large"), "{err}");
+    assert!(names_in(&dir.join("out")).is_empty(), "{:?}", names_in(&dir.join("out")));
+}
+
+#[test]
+fn links_and_fifos_planted_in_the_output_directory_are_replaced_not_written_through() {
+    let dir = scratch("hostile-planted");
+    std::fs::write(dir.join("a.rtd"), dump(&dir)).unwrap();
+    std::fs::copy(dir.join("a.rtd"), dir.join("b.rtd")).unwrap();
+    let out_dir = dir.join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let secret = dir.join("secret.txt");
+    std::fs::write(&secret, b"not yours").unwrap();
+    std::fs::hard_link(&secret, out_dir.join("a.json")).unwrap();
+    let fifo = std::ffi::CString::new(out_dir.join("b.json").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let (a, b) = (dir.join("a.rtd"), dir.join("b.rtd"));
+    let out = rtconv(&["batch", a.to_str().unwrap(), b.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&secret).unwrap(), b"not yours");
+    for name in ["a.json", "b.json"] {
+        let meta = std::fs::symlink_metadata(out_dir.join(name)).unwrap();
+        assert!(meta.file_type().is_file(), "{name} is a regular file now");
+        assert!(std::fs::read_to_string(out_dir.join(name)).unwrap().starts_with("{\"traceEvents\""));
+    }
+}

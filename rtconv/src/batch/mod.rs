@@ -11,9 +11,7 @@
 mod inputs;
 mod naming;
 
-use std::fs::OpenOptions;
 use std::io::{BufWriter, IsTerminal, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,6 +19,7 @@ use std::time::Duration;
 
 use rayon::iter::{ParallelBridge, ParallelIterator};
 
+use crate::atomic_file::AtomicFile;
 use crate::convert::{self, Format};
 use crate::symbolize;
 
@@ -212,12 +211,6 @@ pub fn extension(format: Format) -> &'static str {
     }
 }
 
-/// Creates `dir/name` for writing, replacing a file but never following a
-/// symbolic link out of `dir`.
-fn create(dir: &Path, name: &str) -> std::io::Result<std::fs::File> {
-    OpenOptions::new().write(true).create(true).truncate(true).custom_flags(libc::O_NOFOLLOW).open(dir.join(name))
-}
-
 /// `rtconv batch`: converts every dump of `args` into `format`, one output
 /// per dump in `out_dir` (created if needed), named after the dump.
 pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Options) -> Summary {
@@ -229,22 +222,36 @@ pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Opti
     let mut namer = naming::Namer::default();
     let label = move |name: &str| namer.name(name, extension(format));
     let summary = run(args, opts, label, |name, file_name, bytes, progress| {
-        let file = match create(out_dir, &file_name) {
+        // Written beside its name and renamed into place when complete: whatever
+        // is planted under that name (a hard link, a FIFO, a symbolic link) is replaced.
+        let target = out_dir.join(&file_name);
+        let file = match AtomicFile::create(&target) {
             Ok(file) => file,
             Err(e) => {
-                progress.line(&format!(
-                    "rtconv: error: {name}: cannot create {}: {e}; skipped",
-                    out_dir.join(&file_name).display()
-                ));
+                progress
+                    .line(&format!("rtconv: error: {} (from {name}): cannot create: {e}; skipped", target.display()));
                 return Outcome::Failed;
             }
         };
         let mut out = BufWriter::with_capacity(1 << 16, file);
-        match convert::convert_bytes(Path::new(name), bytes, format, &opts.symbols, &cache, &mut out) {
+        let converted = convert::convert_bytes(Path::new(name), bytes, format, &opts.symbols, &cache, &mut out);
+        let written = match converted {
+            Ok(report) => out
+                .into_inner()
+                .map_err(std::io::IntoInnerError::into_error)
+                .and_then(AtomicFile::commit)
+                .map(|()| report)
+                .map_err(convert::ConvertError::Output),
+            Err(e) => Err(e),
+        };
+        match written {
             Ok(report) => outcome(&report, progress),
+            Err(convert::ConvertError::Output(e)) => {
+                progress
+                    .line(&format!("rtconv: error: {} (from {name}): {e}; nothing written, skipped", target.display()));
+                Outcome::Failed
+            }
             Err(e) => {
-                drop(out);
-                let _ = std::fs::remove_file(out_dir.join(&file_name));
                 progress.line(&format!("rtconv: error: {e}; skipped"));
                 Outcome::Failed
             }

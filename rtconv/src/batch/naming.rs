@@ -14,7 +14,8 @@ impl Namer {
     /// The output name for the dump called `source` (a path or
     /// `archive!entry`), with extension `ext`: the last path component
     /// without `.rtd`, every byte outside `[A-Za-z0-9._-]` replaced by `_`,
-    /// no leading dot; `-2`, `-3`, … added when the name is taken.
+    /// no leading dot, cut so the name fits `NAME_MAX`; `-2`, `-3`, … added
+    /// when the name is taken.
     pub fn name(&mut self, source: &str, ext: &str) -> String {
         let last = source.rsplit(['/', '\\', '!']).next().unwrap_or("");
         let stem = last.strip_suffix(".rtd").or_else(|| last.strip_suffix(".RTD")).unwrap_or(last);
@@ -26,6 +27,8 @@ impl Namer {
         if clean.is_empty() {
             clean.push_str("dump");
         }
+        // Room for `-N` (21 bytes at most) and `.ext`; the name is ASCII by now, so any cut is on a boundary.
+        clean.truncate(crate::atomic_file::NAME_MAX.saturating_sub(ext.len() + 1 + 21).max(1));
         let mut name = format!("{clean}.{ext}");
         let mut n = 2;
         while !self.used.insert(name.clone()) {
@@ -50,6 +53,9 @@ mod tests {
         assert_eq!(n.name("a.tar!..", "json"), "_...json");
         assert_eq!(n.name("a.tar!dir/", "json"), "dump.json");
         assert_eq!(n.name("a.tar!we ird\u{1F600}.rtd", "json"), "we_ird_.json");
+        let long = format!("a.tar!{}.rtd", "x".repeat(300));
+        assert!(n.name(&long, "json").len() <= 255);
+        assert!(n.name(&long, "json").ends_with("-2.json"));
         for name in n.used.iter() {
             assert!(!name.contains('/') && !name.starts_with('.'), "{name}");
         }
