@@ -81,6 +81,20 @@ impl Report {
     fn push(&mut self, level: Level, message: String) {
         self.diagnostics.push(Diagnostic { level, message });
     }
+
+    /// Adds an error if the file `bytes` came from shrank while it was read.
+    pub fn note_shrinking(&mut self, path: &Path, bytes: &model::FileBytes) {
+        if bytes.shrank() {
+            self.push(
+                Level::Error,
+                format!(
+                    "{}: the file was cut short by another process while it was read; what was lost read as \
+                     zeros, so the output is not the dump's; convert a copy that is not being written",
+                    path.display()
+                ),
+            );
+        }
+    }
 }
 
 /// Why nothing could be converted.
@@ -226,7 +240,9 @@ pub fn convert(
     out: &mut dyn Write,
 ) -> Result<Report, ConvertError> {
     let bytes = model::open(path)?;
-    convert_bytes(path, &bytes, format, opts, &symbolize::Cache::default(), out)
+    let mut report = convert_bytes(path, &bytes, format, opts, &symbolize::Cache::default(), out)?;
+    report.note_shrinking(path, &bytes);
+    Ok(report)
 }
 
 /// Converts a dump already in memory (`bytes`, named `path` in messages),
@@ -319,6 +335,9 @@ pub fn convert_many(
     for ((p, timeline), found) in prepared.iter().zip(&timelines).zip(found) {
         report.diagnostics.extend(p.report.diagnostics.iter().cloned());
         check_timeline(timeline, found, false, &mut report);
+    }
+    for (path, bytes) in paths.iter().zip(&files) {
+        report.note_shrinking(path, bytes);
     }
     Ok(report)
 }

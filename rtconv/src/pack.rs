@@ -148,7 +148,7 @@ pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
         .collect();
     let entries: Vec<NameEntry> =
         names.iter().zip(&frames).map(|(&(key, source, _), frames)| NameEntry { key, source, frames }).collect();
-    write_beside(path, &bytes[..end], &entries, metadata.permissions())?;
+    write_beside(path, &bytes, &bytes[..end], &entries, metadata.permissions())?;
     Ok(Report { packed: entries.len(), already: false, unnamed, problems })
 }
 
@@ -161,6 +161,7 @@ fn frame<'a>(function: &'a str, file: &'a Option<String>, line: Option<u32>) -> 
 /// `path` with the dump's `permissions`, then renames it over `path`.
 fn write_beside(
     path: &Path,
+    source: &model::FileBytes,
     kept: &[u8],
     entries: &[NameEntry],
     permissions: std::fs::Permissions,
@@ -191,7 +192,12 @@ fn write_beside(
         drop(out);
         file.sync_all()
     })();
-    let renamed = written.and_then(|()| std::fs::rename(&temp, path));
+    // A dump cut short while it was copied has zeros where the lost bytes were: not put in place.
+    let intact = written.and_then(|()| match source.shrank() {
+        true => Err(std::io::Error::other("another process cut the dump short while it was read")),
+        false => Ok(()),
+    });
+    let renamed = intact.and_then(|()| std::fs::rename(&temp, path));
     if let Err(e) = renamed {
         let _ = std::fs::remove_file(&temp);
         return Err(fail("writing it", e));

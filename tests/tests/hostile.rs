@@ -40,7 +40,13 @@ fn stderr(out: &Output) -> String {
 }
 
 fn dump(dir: &Path) -> Vec<u8> {
-    std::fs::read(record_workload_with(&binary("workload"), dir, "w.rtd", &["--fib", "10"])).unwrap()
+    dump_of_fib(dir, 10)
+}
+
+/// A real dump of the workload computing fib(`n`) on two threads.
+fn dump_of_fib(dir: &Path, n: u32) -> Vec<u8> {
+    let n = n.to_string();
+    std::fs::read(record_workload_with(&binary("workload"), dir, "w.rtd", &["--fib", &n])).unwrap()
 }
 
 /// A tar entry header for a regular file `name` of `size` bytes.
@@ -281,4 +287,29 @@ fn links_and_fifos_planted_in_the_output_directory_are_replaced_not_written_thro
         assert!(meta.file_type().is_file(), "{name} is a regular file now");
         assert!(std::fs::read_to_string(out_dir.join(name)).unwrap().starts_with("{\"traceEvents\""));
     }
+}
+
+#[test]
+fn a_dump_cut_short_while_mapped_reads_as_zeros_and_is_reported_not_a_crash() {
+    let dir = scratch("hostile-shrink");
+    let path = dir.join("w.rtd");
+    std::fs::write(&path, dump_of_fib(&dir, 16)).unwrap();
+    let bytes = rtconv::model::open(&path).unwrap();
+    assert!(bytes.len() > 64 << 10, "spans several pages");
+    assert!(!bytes.shrank());
+    // Another process truncates it: every page after the first is gone from the mapping.
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(100).unwrap();
+    let tail: u64 = bytes[bytes.len() - 4096..].iter().map(|&b| u64::from(b)).sum(); // would be SIGBUS
+    assert_eq!(tail, 0, "lost bytes read as zeros");
+    assert!(bytes.shrank());
+    let mut report = rtconv::convert::Report::default();
+    report.note_shrinking(&path, &bytes);
+    assert!(report.degraded());
+    assert!(report.diagnostics[0].to_string().contains("w.rtd: the file was cut short by another process"));
+    // Converting what is left ends in an error or a damaged conversion, never a signal.
+    let mut out = Vec::new();
+    let opts = rtconv::symbolize::Options::default();
+    let cache = rtconv::symbolize::Cache::default();
+    let format = rtconv::convert::Format::Chrome(Default::default());
+    let _ = rtconv::convert::convert_bytes(&path, &bytes, format, &opts, &cache, &mut out);
 }

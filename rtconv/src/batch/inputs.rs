@@ -353,7 +353,7 @@ fn read_archive(
             Ok((bytes, trailing)) => {
                 let note = trailing
                     .then(|| format!("rtconv: warning: {name}: the bytes after the dump's end marker were ignored"));
-                Item::Dump { name, bytes: Bytes::Read(bytes), note }
+                Item::Dump { name, bytes: Bytes::from_vec(bytes), note }
             }
             Err(reason) => Item::Unreadable { name, reason },
         };

@@ -147,7 +147,16 @@ fn run<L: Send>(
                 if let Some(note) = note {
                     progress.line(&note);
                 }
-                work(&name, label, &bytes, &progress)
+                let outcome = work(&name, label, &bytes, &progress);
+                let mut shrinking = convert::Report::default();
+                shrinking.note_shrinking(Path::new(&name), &bytes);
+                match (outcome, shrinking.diagnostics.first()) {
+                    (Outcome::Converted, Some(d)) => {
+                        progress.line(&d.to_string());
+                        Outcome::Salvaged
+                    }
+                    _ => outcome,
+                }
             }
             Err((name, reason)) => {
                 progress.line(&format!("rtconv: error: {name}: {reason}; skipped"));

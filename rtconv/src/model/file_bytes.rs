@@ -8,20 +8,45 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
+use super::shrink_guard::Guard;
+
 /// The bytes of a file: mapped when possible, read otherwise.
-pub enum FileBytes {
-    /// A read-only mapping.
-    Mapped(memmap2::Mmap),
-    /// A copy (empty files and files that cannot be mapped).
+pub struct FileBytes(Held);
+
+enum Held {
+    /// A read-only mapping, guarded against the file shrinking under it.
+    Mapped {
+        /// Unregisters the mapping; declared first, so it goes before the mapping does.
+        guard: Guard,
+        map: memmap2::Mmap,
+    },
+    /// A copy (empty files, files that cannot be mapped or guarded, archive entries).
     Read(Vec<u8>),
 }
 
 impl std::ops::Deref for FileBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        match self {
-            FileBytes::Mapped(m) => m,
-            FileBytes::Read(v) => v,
+        match &self.0 {
+            Held::Mapped { map, .. } => map,
+            Held::Read(v) => v,
+        }
+    }
+}
+
+impl FileBytes {
+    /// Bytes read into memory.
+    pub fn from_vec(bytes: Vec<u8>) -> Self {
+        FileBytes(Held::Read(bytes))
+    }
+
+    /// Whether the file shrank while it was mapped (another process
+    /// truncated it): the bytes it lost read as zeros, so what was read from
+    /// them is not the file's.
+    pub fn shrank(&self) -> bool {
+        match &self.0 {
+            Held::Mapped { guard, .. } => guard.shrank(),
+            Held::Read(_) => false,
         }
     }
 }
@@ -71,14 +96,18 @@ pub(crate) fn map_file(path: &Path, pages: Pages) -> io::Result<FileBytes> {
         options.populate();
     }
     // SAFETY: the mapping is read-only and private to this process. If another
-    // process truncates the file while we read it, we may fault (as every
-    // mmap-based tool does); dumps are written once and not modified after.
-    match unsafe { options.map(&file) } {
-        Ok(map) => Ok(FileBytes::Mapped(map)),
-        Err(_) => {
+    // process truncates the file while we read it, the lost pages fault: the
+    // guard registered here turns that into zeros and `shrank()` (see
+    // `shrink_guard`); unguarded, the file is read instead.
+    let mapped = unsafe { options.map(&file) }
+        .ok()
+        .and_then(|map| Some(FileBytes(Held::Mapped { guard: Guard::register(&map)?, map })));
+    match mapped {
+        Some(bytes) => Ok(bytes),
+        None => {
             let mut bytes = Vec::new();
             file.read_to_end(&mut bytes)?; // sized by the data, not by a length
-            Ok(FileBytes::Read(bytes))
+            Ok(FileBytes::from_vec(bytes))
         }
     }
 }

@@ -15,6 +15,7 @@ mod file_bytes;
 mod load;
 mod prefetch;
 mod ring_access;
+mod shrink_guard;
 mod start_order;
 mod timebase;
 mod timeline;
