@@ -12,6 +12,9 @@ use crate::symbolize::{self, Symbols};
 /// the way (a damaged dump, unnamed keys, some dumps of a batch failed).
 pub const EXIT_DEGRADED: u8 = 3;
 
+/// Naming problems listed one per line for a dump; beyond, one line counts the rest.
+const MAX_PROBLEM_LINES: usize = 20;
+
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -159,8 +162,12 @@ fn prepare<'a>(
     }
     let (timebase, _) = trace.timebase().map_err(|source| ConvertError::Timebase { path: path.into(), source })?;
     let (symbols, problems) = symbolize::symbolize_cached(&trace, opts, cache);
-    for p in &problems {
+    for p in problems.iter().take(MAX_PROBLEM_LINES) {
         report.push(Level::Error, format!("{shown}: {p}"));
+    }
+    if problems.len() > MAX_PROBLEM_LINES {
+        let more = problems.len() - MAX_PROBLEM_LINES;
+        report.push(Level::Error, format!("{shown}: {more} more module(s) could not name their keys (as above)"));
     }
     Ok(Prepared { trace, symbols, timebase, report })
 }

@@ -313,3 +313,45 @@ fn a_dump_cut_short_while_mapped_reads_as_zeros_and_is_reported_not_a_crash() {
     let format = rtconv::convert::Format::Chrome(Default::default());
     let _ = rtconv::convert::convert_bytes(&path, &bytes, format, &opts, &cache, &mut out);
 }
+
+/// A valid dump listing `n` modules whose binaries do not exist, with one
+/// span in each (so `n` distinct keys, all to be looked up and named).
+fn many_modules_dump(n: u64) -> Vec<u8> {
+    use ringtrace_format::{Module, Record, RingInfo};
+    let (mut w, _) = ringtrace_tests::DumpBuilder::new("modules").start();
+    let paths: Vec<String> = (0..n).map(|i| format!("/nonexistent/lib{i}.so")).collect();
+    // Listed in descending address order: the lookup may not rely on the dump's order.
+    let modules: Vec<Module<'_>> = (0..n)
+        .rev()
+        .map(|i| Module {
+            start: 0x1000_0000 + i * 0x1_0000,
+            end: 0x1000_0000 + i * 0x1_0000 + 0x8000,
+            bias: 0x1000_0000 + i * 0x1_0000,
+            flags: 0,
+            build_id: &[0xab; 20],
+            path: paths[i as usize].as_bytes(),
+        })
+        .collect();
+    w.modules(&modules).unwrap();
+    let records: Vec<Record> =
+        (0..n).map(|i| Record { key: 0x1000_0000 + i * 0x1_0000 + 0x40, enter: i * 10, exit: i * 10 + 5 }).collect();
+    let info = RingInfo { tid: 1, capacity: n, written: n, dropped: 0, aux: 0, flags: 0, name: b"main" };
+    w.ring(&info, &records, &[]).unwrap();
+    w.finish().unwrap().0
+}
+
+#[test]
+fn a_hundred_thousand_modules_are_looked_up_by_address_and_reported_in_a_few_lines() {
+    let dir = scratch("hostile-modules");
+    let path = dir.join("m.rtd");
+    std::fs::write(&path, many_modules_dump(100_000)).unwrap();
+    let out = rtconv(&["convert", path.to_str().unwrap(), "-f", "folded"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "names missing: {err}");
+    assert!(err.lines().count() <= 25, "{} lines:\n{err}", err.lines().count());
+    assert!(err.contains("99980 more module(s) could not name their keys"), "{err}");
+    // Every key was found in its module: unnamed keys show module+offset.
+    let folded = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(folded.lines().count(), 100_000);
+    assert!(folded.contains("lib99999.so+0x40"), "{}", &folded[..folded.len().min(500)]);
+}

@@ -161,6 +161,7 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
         process: Process::default(),
         clock: None,
         modules: Vec::new(),
+        module_ranges: Default::default(),
         threads: Vec::new(),
         keys: Vec::new(),
         sites: None,
@@ -214,7 +215,8 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
                         path: path_from_bytes(m.path),
                         is_main: m.flags & ringtrace_format::layout::MODULE_FLAG_MAIN != 0,
                     })
-                    .collect()
+                    .collect();
+                trace.module_ranges = super::address::ModuleRanges::new(&trace.modules);
             }
             SectionData::Ring(info, records, open) => {
                 // Compact records hold 32-bit counter readings whatever the clock section says.

@@ -26,7 +26,7 @@ mod walk;
 mod test_dumps;
 
 pub(crate) use address::module_of;
-pub use address::{Location, locate};
+pub use address::{Location, ModuleRanges, locate};
 pub use file_bytes::FileBytes;
 pub(crate) use file_bytes::{Pages, map_file, open_regular};
 pub(crate) use load::not_a_dump_hint;

@@ -22,8 +22,10 @@ pub struct Trace<'a> {
     pub process: Process,
     /// The clock section, if it was read.
     pub clock: Option<Clock>,
-    /// The module table.
+    /// The module table, in the dump's order.
     pub modules: Vec<ModuleEntry>,
+    /// The modules' address ranges, sorted for lookups ([`locate`](super::locate)).
+    pub module_ranges: super::address::ModuleRanges,
     /// One entry per ring.
     pub threads: Vec<ThreadTrace<'a>>,
     /// Every distinct span key of every ring, sorted.

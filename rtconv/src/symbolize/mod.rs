@@ -348,13 +348,10 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
     // Modules whose files could not be used, then backends that failed on a module's files.
     let unusable = symbols.files.iter().filter_map(|(&index, found)| Some((index, found.as_ref().err()?.clone())));
     let failed = failures.into_iter().map(|(index, e)| (index, ModuleError::Backend(e)));
+    let by_module = keys_by_module(&queries);
     let mut problems = Vec::new();
     for (index, kind) in unusable.chain(failed) {
-        let in_module: Vec<u64> = queries
-            .iter()
-            .filter(|(_, l)| matches!(l, Location::Module { index: i, .. } if *i == index))
-            .map(|(k, _)| *k)
-            .collect();
+        let in_module: &[u64] = by_module.get(&index).map_or(&[], |(keys, _)| keys);
         let mut named_by: Vec<Source> =
             in_module.iter().map(|k| symbols.names[k].source).filter(|s| *s != Source::Unknown).collect();
         let named_otherwise = named_by.len();
@@ -363,6 +360,20 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
         problems.push(Problem { kind, keys: in_module.len(), named_otherwise, named_by });
     }
     (symbols, problems)
+}
+
+/// The code-address keys of `queries` by module index: the keys, and their
+/// file addresses in the same order (one pass, whatever the number of modules).
+fn keys_by_module(queries: &[(u64, Location)]) -> BTreeMap<usize, (Vec<u64>, Vec<u64>)> {
+    let mut by_module: BTreeMap<usize, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
+    for &(key, location) in queries {
+        if let Location::Module { index, file_address } = location {
+            let (keys, addresses) = by_module.entry(index).or_default();
+            keys.push(key);
+            addresses.push(file_address);
+        }
+    }
+    by_module
 }
 
 /// Runs a file-based backend over the pending keys of each module with
@@ -375,18 +386,8 @@ fn per_module(
     names: &mut HashMap<u64, SpanName>,
     failures: &mut Vec<(usize, BackendError)>,
 ) {
-    for (&index, found) in files {
-        let Ok(found) = found else { continue };
-        let (keys, addresses): (Vec<u64>, Vec<u64>) = pending
-            .iter()
-            .filter_map(|&(k, l)| match l {
-                Location::Module { index: i, file_address } if i == index => Some((k, file_address)),
-                _ => None,
-            })
-            .unzip();
-        if keys.is_empty() {
-            continue;
-        }
+    for (index, (keys, addresses)) in keys_by_module(pending) {
+        let Some(Ok(found)) = files.get(&index) else { continue };
         match resolve_file(found, &addresses, backend, opts) {
             Some(Ok(resolved)) => {
                 for (key, name) in keys.into_iter().zip(resolved) {
