@@ -355,3 +355,40 @@ fn a_hundred_thousand_modules_are_looked_up_by_address_and_reported_in_a_few_lin
     assert_eq!(folded.lines().count(), 100_000);
     assert!(folded.contains("lib99999.so+0x40"), "{}", &folded[..folded.len().min(500)]);
 }
+
+/// A valid dump of `threads` rings of `keys_per_thread` spans each, every
+/// span with a key of its own (no modules: they stay unnamed addresses).
+fn many_keys_dump(threads: u64, keys_per_thread: u64) -> Vec<u8> {
+    use ringtrace_format::{Record, RingInfo};
+    let (mut w, _) = ringtrace_tests::DumpBuilder::new("keys").start();
+    for t in 0..threads {
+        let records: Vec<Record> = (0..keys_per_thread)
+            .map(|i| Record { key: 0x10_0000 + (t * keys_per_thread + i) * 16, enter: i * 10, exit: i * 10 + 5 })
+            .collect();
+        let n = keys_per_thread;
+        let info = RingInfo { tid: t + 1, capacity: n, written: n, dropped: 0, aux: 0, flags: 0, name: b"" };
+        w.ring(&info, &records, &[]).unwrap();
+    }
+    w.finish().unwrap().0
+}
+
+#[test]
+fn stats_over_many_keys_and_many_threads_keep_small_accumulators() {
+    let dir = scratch("hostile-keys");
+    // 200,000 distinct keys, one call each; then 50,000 threads of one span, each its own key.
+    for (name, threads, keys, args) in
+        [("keys.rtd", 1, 200_000, &[][..]), ("threads.rtd", 50_000, 1, &["--per-thread"][..])]
+    {
+        let path = dir.join(name);
+        std::fs::write(&path, many_keys_dump(threads, keys)).unwrap();
+        let mut all = vec!["stats", path.to_str().unwrap(), "--format", "csv", "--symbolizer", "dladdr"];
+        all.extend(args);
+        let out = rtconv(&all);
+        let err = stderr(&out);
+        assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{err}");
+        let csv = String::from_utf8(out.stdout).unwrap();
+        // One row per (scope, function), each one call.
+        assert_eq!(csv.lines().count() as u64, 1 + threads * keys, "{name}");
+        assert!(csv.lines().skip(1).all(|l| l.split(',').nth(2) == Some("1")), "{name}");
+    }
+}

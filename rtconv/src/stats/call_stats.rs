@@ -12,6 +12,10 @@ use super::Row;
 /// of the extremes, sums and histogram is added per distinct duration when
 /// the figures are read. Sums are integers, so the result
 /// does not depend on the order of the calls.
+///
+/// Small: about 150 bytes until a function's [`FIRST_CALLS`] calls are
+/// in — a histogram (16 KiB) only then, so a dump of a million rare
+/// functions costs a million small accumulators.
 #[derive(Debug)]
 pub struct CallStats {
     calls: u64,
@@ -23,7 +27,10 @@ pub struct CallStats {
     /// Sum of the settled calls' durations and of their squares (saturating).
     sum: u128,
     sum_sq: u128,
-    hist: Option<Histogram<u64>>,
+    hist: Option<Box<Histogram<u64>>>,
+    /// The first calls' durations, not yet settled (`first_len` of them).
+    first: [u64; FIRST_CALLS],
+    first_len: u8,
     /// Calls per duration below [`EXACT_BELOW`] ns, not yet settled.
     short: Option<Box<[u64; EXACT_BELOW as usize]>>,
     /// Every call's start and duration (kept only with `--clean`).
@@ -41,6 +48,8 @@ impl Default for CallStats {
             sum: 0,
             sum_sq: 0,
             hist: None,
+            first: [0; FIRST_CALLS],
+            first_len: 0,
             short: None,
             durations: None,
         }
@@ -51,6 +60,9 @@ impl Default for CallStats {
 /// exactly, so counting such durations in an array first and adding the
 /// counts later (`record_n`) makes the same histogram.
 const EXACT_BELOW: u64 = 2048;
+
+/// Calls whose durations an accumulator keeps before it makes its histogram.
+const FIRST_CALLS: usize = 6;
 
 /// Calls an accumulator takes before it allocates the array (16 KiB): rare
 /// functions do without.
@@ -96,7 +108,26 @@ impl CallStats {
         if self.calls == SHORT_ARRAY_AFTER {
             self.short = Some(Box::new([0; EXACT_BELOW as usize]));
         }
+        if self.hist.is_none() {
+            if let Some(slot) = self.first.get_mut(usize::from(self.first_len)) {
+                *slot = duration;
+                self.first_len += 1;
+                return;
+            }
+            self.settle_first();
+        }
         self.settle_calls(duration, 1);
+    }
+
+    /// Moves the first calls' durations into the extremes, sums and histogram.
+    #[cold]
+    #[inline(never)] // once per function: `add` stays small
+    fn settle_first(&mut self) {
+        let first = self.first;
+        for &duration in &first[..usize::from(self.first_len)] {
+            self.settle_calls(duration, 1);
+        }
+        self.first_len = 0;
     }
 
     /// Adds `count` calls of `duration` to the extremes, sums and histogram.
@@ -109,15 +140,16 @@ impl CallStats {
         self.sum_sq = self.sum_sq.saturating_add((d * d).saturating_mul(n));
         if self.hist.is_none() {
             // 3 significant digits (creation fails only above 5); it grows to any value it is given.
-            self.hist = Histogram::new(3).ok();
+            self.hist = Histogram::new(3).ok().map(Box::new);
         }
         if let Some(hist) = &mut self.hist {
             let _ = hist.record_n(duration.max(1), count);
         }
     }
 
-    /// Moves the counted short durations into the extremes, sums and histogram.
+    /// Moves the first calls and the counted short durations into the extremes, sums and histogram.
     fn settle(&mut self) {
+        self.settle_first();
         let Some(short) = self.short.take() else { return };
         for (duration, &count) in short.iter().enumerate().filter(|&(_, &count)| count > 0) {
             self.settle_calls(duration as u64, count);
@@ -157,7 +189,7 @@ impl CallStats {
         match (&mut self.hist, other.hist) {
             (Some(mine), Some(theirs)) => {
                 // Both grow to any value; adding cannot fail for histograms made by `Histogram::new`.
-                let _ = mine.add(&theirs);
+                let _ = mine.add(theirs.as_ref());
             }
             (mine @ None, theirs) => *mine = theirs,
             (Some(_), None) => {}

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::{Anomalies, RecorderCost, Timeline};
+use crate::model::{Anomalies, Arrival, RecorderCost, Timeline};
 
 mod call_stats;
 mod call_tree;
@@ -153,9 +153,7 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> (Vec<Scope>, Anomalies) {
             let mut rows: Vec<Row> = scope
                 .functions
                 .into_iter()
-                .enumerate()
-                .filter(|(_, stats)| stats.calls() > 0)
-                .map(|(key, stats)| stats.row(tl.name(key).to_string(), total_ns))
+                .map(|(key, stats)| stats.row(tl.name(key as usize).to_string(), total_ns))
                 .collect();
             sort(&mut rows, opts.sort);
             Scope { name: scope.name, total_ns, rows, calibration, cleaned: opts.clean }
@@ -164,13 +162,75 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> (Vec<Scope>, Anomalies) {
     (scopes, found)
 }
 
-/// One scope's accumulators as a walk fills them.
+/// One scope's accumulators: the functions it called, by key index.
 struct ScopeStats {
     name: String,
     /// Time of its top-level spans.
     total_ns: u64,
-    /// One per key index (zero calls for keys the scope never saw).
-    functions: Vec<CallStats>,
+    /// Functions with at least one call, in key-index order.
+    functions: Vec<(u32, CallStats)>,
+}
+
+/// The accumulators of the scope being walked, one per key index; moved
+/// into its [`ScopeStats`] (only those with calls) when its thread is done.
+/// So per-thread figures cost one accumulator per key plus one per
+/// function a thread called — not threads × keys.
+struct Filling {
+    /// The scope being filled.
+    scope: usize,
+    /// Its top-level time so far.
+    total_ns: u64,
+    dense: Vec<CallStats>,
+    /// Key indices that got their first call.
+    touched: Vec<u32>,
+    clean: bool,
+}
+
+impl Filling {
+    /// One call of key `key` (see [`CallStats::add`]).
+    #[inline(always)] // once per span
+    fn add(&mut self, key: u32, enter_ns: i64, duration: u64, self_ns: u64, outermost: bool) {
+        if let Some(stats) = self.dense.get_mut(key as usize) {
+            if stats.calls() == 0 {
+                self.touched.push(key);
+            }
+            stats.add(enter_ns, duration, self_ns, outermost);
+        }
+    }
+
+    /// One span as it starts: its duration counts for its key and is taken
+    /// from its parent's self time (see [`accumulate`]).
+    #[inline(always)] // once per span
+    fn arrival(&mut self, a: &Arrival, per_thread: bool, scopes: &mut [ScopeStats]) {
+        if per_thread && a.thread != self.scope {
+            self.switch(a.thread, scopes);
+        }
+        if a.parent.is_none() {
+            self.total_ns += a.duration;
+        }
+        self.add(a.key_index, a.enter_ns, a.duration, a.duration, a.outermost);
+        if let Some(parent) = a.parent.and_then(|p| self.dense.get_mut(p as usize)) {
+            // It arrived before its children, so its self time never goes below zero.
+            parent.take_child_time(a.duration);
+        }
+    }
+
+    /// Moves what was filled into its scope, and starts filling scope `next`.
+    #[cold]
+    #[inline(never)] // once per thread: the per-span code stays small enough to inline
+    fn switch(&mut self, next: usize, scopes: &mut [ScopeStats]) {
+        self.touched.sort_unstable();
+        if let Some(scope) = scopes.get_mut(self.scope) {
+            scope.total_ns += self.total_ns;
+            for &key in &self.touched {
+                if let Some(stats) = self.dense.get_mut(key as usize) {
+                    scope.functions.push((key, std::mem::replace(stats, CallStats::new(self.clean))));
+                }
+            }
+        }
+        self.touched.clear();
+        (self.scope, self.total_ns) = (next, 0);
+    }
 }
 
 /// Walks `tl` into its scopes ([`Timeline::scope_names`]).
@@ -179,39 +239,38 @@ struct ScopeStats {
 /// ([`Timeline::arrivals`]): its duration counts towards its own key's self
 /// time and is taken from its parent's, so no span needs closing. With it,
 /// a span's duration depends on how many spans it holds, known when it
-/// closes ([`Timeline::walk`]).
+/// closes ([`Timeline::walk`]). Both walk thread after thread, so one
+/// [`Filling`] serves every scope in turn.
 fn accumulate(tl: &Timeline<'_>, per_thread: bool, calibrated: bool, clean: bool) -> (Vec<ScopeStats>, Anomalies) {
-    let fresh = || -> Vec<CallStats> { tl.keys.iter().map(|_| CallStats::new(clean)).collect() };
     let mut scopes: Vec<ScopeStats> = tl
         .scope_names(per_thread)
         .into_iter()
-        .map(|name| ScopeStats { name, total_ns: 0, functions: fresh() })
+        .map(|name| ScopeStats { name, total_ns: 0, functions: Vec::new() })
         .collect();
-    let scope = |thread: usize| if per_thread { thread } else { 0 };
+    let dense = tl.keys.iter().map(|_| CallStats::new(clean)).collect();
+    let mut filling = Filling { scope: 0, total_ns: 0, dense, touched: Vec::new(), clean };
+    // The closures are inlined into the walks' per-span loops.
     let found = match calibrated.then(|| tl.recorder_cost()).flatten() {
-        None => tl.arrivals(|a| {
-            let Some(scope) = scopes.get_mut(scope(a.thread)) else { return };
-            if a.parent.is_none() {
-                scope.total_ns += a.duration;
-            }
-            if let Some(stats) = scope.functions.get_mut(a.key_index as usize) {
-                stats.add(a.enter_ns, a.duration, a.duration, a.outermost);
-            }
-            if let Some(parent) = a.parent.and_then(|p| scope.functions.get_mut(p as usize)) {
-                // It arrived before its children, so its self time never goes below zero.
-                parent.take_child_time(a.duration);
-            }
-        }),
-        cost => tl.walk(cost, |v| {
-            let Some(scope) = scopes.get_mut(scope(v.thread)) else { return };
-            if v.path.len() == 1 {
-                scope.total_ns += v.duration;
-            }
-            if let Some(stats) = scope.functions.get_mut(v.path.last().copied().unwrap_or_default() as usize) {
-                stats.add(v.enter_ns, v.duration, v.self_ns, v.outermost);
-            }
-        }),
+        None => tl.arrivals(
+            #[inline(always)]
+            |a| filling.arrival(a, per_thread, &mut scopes),
+        ),
+        cost => tl.walk(
+            cost,
+            #[inline(always)]
+            |v| {
+                if per_thread && v.thread != filling.scope {
+                    filling.switch(v.thread, &mut scopes);
+                }
+                if v.path.len() == 1 {
+                    filling.total_ns += v.duration;
+                }
+                let key = v.path.last().copied().unwrap_or_default();
+                filling.add(key, v.enter_ns, v.duration, v.self_ns, v.outermost);
+            },
+        ),
     };
+    filling.switch(0, &mut scopes);
     (scopes, found)
 }
 
@@ -233,8 +292,8 @@ pub fn totals(tl: &Timeline<'_>, calibrated: bool, clean: bool) -> (DumpTotals, 
         return (DumpTotals { total_ns: 0, functions: Vec::new() }, found);
     };
     let mut by_name: HashMap<String, CallStats> = HashMap::new();
-    for (key, stats) in all.functions.into_iter().enumerate().filter(|(_, stats)| stats.calls() > 0) {
-        by_name.entry(tl.name(key).to_string()).or_default().merge(stats);
+    for (key, stats) in all.functions {
+        by_name.entry(tl.name(key as usize).to_string()).or_default().merge(stats);
     }
     (DumpTotals { total_ns: all.total_ns, functions: by_name.into_iter().collect() }, found)
 }
