@@ -392,3 +392,37 @@ fn stats_over_many_keys_and_many_threads_keep_small_accumulators() {
         assert!(csv.lines().skip(1).all(|l| l.split(',').nth(2) == Some("1")), "{name}");
     }
 }
+
+/// A valid dump of one thread whose `n` spans each hold the next: depth `n`.
+fn nested_dump(n: u64) -> Vec<u8> {
+    use ringtrace_format::{Record, RingInfo};
+    let (mut w, _) = ringtrace_tests::DumpBuilder::new("deep").start();
+    // In the order they ended: the innermost first. Two keys, alternating.
+    let records: Vec<Record> = (0..n)
+        .rev()
+        .map(|depth| Record { key: 0x10_0000 + (depth % 2) * 16, enter: depth, exit: 4 * n - depth })
+        .collect();
+    let info = RingInfo { tid: 1, capacity: n, written: n, dropped: 0, aux: 0, flags: 0, name: b"main" };
+    w.ring(&info, &records, &[]).unwrap();
+    w.finish().unwrap().0
+}
+
+#[test]
+fn ftrace_text_of_deep_nesting_grows_with_the_spans_not_with_the_square_of_the_depth() {
+    let dir = scratch("hostile-deep");
+    let n = 20_000u64;
+    let path = dir.join("deep.rtd");
+    std::fs::write(&path, nested_dump(n)).unwrap();
+    let out = rtconv(&["convert", path.to_str().unwrap(), "-f", "ftrace", "--symbolizer", "dladdr"]);
+    let err = stderr(&out);
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{err}");
+    assert!(err.contains("nested deeper than 512 levels"), "{err}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    // An entry line and an exit line per span (the innermost is a leaf: one line), at most ~300 bytes
+    // each (200 spaces of indentation).
+    assert_eq!(text.lines().filter(|l| l.ends_with('{')).count() as u64, n - 1);
+    assert!((text.len() as u64) < 2 * n * 300, "{} bytes", text.len());
+    assert!(text.contains(&format!("/* depth {} */ ", n - 1)));
+    let deepest_indent = text.lines().map(|l| l.split('|').nth(2).map_or(0, |f| f.len() - f.trim_start().len())).max();
+    assert!(deepest_indent.is_some_and(|i| i <= 2 + 200 + 2), "{deepest_indent:?}");
+}

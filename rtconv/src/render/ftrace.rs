@@ -93,7 +93,7 @@ impl Graph<'_> {
         if let Some(s) = self.pending.take() {
             if next.is_some_and(|next| next.enter_ns < s.exit_ns) {
                 out.piece(&self.entry_head)?;
-                out.spaces(self.stack.len() * 2)?;
+                indent(out, self.stack.len())?;
                 out.piece(&self.entries[s.key_index as usize])?;
                 self.stack.push(s);
             } else {
@@ -120,8 +120,24 @@ fn exit_line(out: &mut Text<'_>, head: &Piece, span: &SpanNs, depth: usize, text
     out.piece(head)?;
     let ns = span.exit_ns.saturating_sub(span.enter_ns).max(0) as u64;
     out.formatted(|to| duration_column(ns, to))?;
-    out.spaces(depth * 2)?;
+    indent(out, depth)?;
     out.piece(text)
+}
+
+/// Levels indented: the depth of the kernel's function_graph return stack
+/// (`FTRACE_RETFUNC_DEPTH`), beyond which the kernel traces no deeper call.
+const INDENTED_LEVELS: usize = 100;
+
+/// Two spaces per level, up to [`INDENTED_LEVELS`]; deeper lines keep that
+/// indentation and say their depth (`/* depth 600 */ f() {`), so a dump of a
+/// million nested spans makes output linear in its spans, not quadratic.
+#[inline(always)]
+fn indent(out: &mut Text<'_>, depth: usize) -> io::Result<()> {
+    if depth <= INDENTED_LEVELS {
+        return out.spaces(depth * 2);
+    }
+    out.spaces(INDENTED_LEVELS * 2)?;
+    write!(out, "/* depth {depth} */ ")
 }
 
 /// The kernel's overhead mark for a duration in ns (strictly greater than each threshold).
