@@ -17,8 +17,13 @@ const ADDRESS_SPACE: u64 = 1 << 30;
 /// rtconv with `args`, stdin closed, its address space capped at
 /// [`ADDRESS_SPACE`], killed if it runs for ten minutes (a hang).
 fn rtconv(args: &[&str]) -> Output {
+    rtconv_reading(args, Stdio::null())
+}
+
+/// [`rtconv`] with `stdin` as its standard input.
+fn rtconv_reading(args: &[&str], stdin: Stdio) -> Output {
     let mut command = tool("timeout");
-    command.args(["-s", "KILL", "600"]).arg(binary("rtconv")).args(args).stdin(Stdio::null());
+    command.args(["-s", "KILL", "600"]).arg(binary("rtconv")).args(args).stdin(stdin);
     // SAFETY: between fork and exec only setrlimit, which is async-signal-safe, runs.
     unsafe {
         command.pre_exec(|| {
@@ -425,4 +430,40 @@ fn ftrace_text_of_deep_nesting_grows_with_the_spans_not_with_the_square_of_the_d
     assert!(text.contains(&format!("/* depth {} */ ", n - 1)));
     let deepest_indent = text.lines().map(|l| l.split('|').nth(2).map_or(0, |f| f.len() - f.trim_start().len())).max();
     assert!(deepest_indent.is_some_and(|i| i <= 2 + 200 + 2), "{deepest_indent:?}");
+}
+
+#[test]
+fn symbolize_refuses_an_endless_line_and_a_line_that_is_not_text() {
+    let exe = binary("workload");
+    let args = ["symbolize", "-e", exe.to_str().unwrap()];
+    let endless = rtconv_reading(&args, Stdio::from(std::fs::File::open("/dev/zero").unwrap()));
+    assert_eq!(endless.status.code(), Some(2), "{}", stderr(&endless));
+    assert!(stderr(&endless).contains("rtconv: error: stdin line 1: longer than 4096 bytes"), "{}", stderr(&endless));
+    let dir = scratch("hostile-symbolize");
+    let input = dir.join("in.txt");
+    std::fs::write(&input, b"0x1000\n0x\xff\xfe\n").unwrap();
+    let binary_line = rtconv_reading(&args, Stdio::from(std::fs::File::open(&input).unwrap()));
+    assert_eq!(binary_line.status.code(), Some(2), "{}", stderr(&binary_line));
+    assert!(stderr(&binary_line).contains("stdin line 2: not UTF-8 text"), "{}", stderr(&binary_line));
+}
+
+#[test]
+fn names_with_control_characters_still_make_well_formed_svg_and_folded_lines() {
+    use ringtrace_format::{Record, RingInfo};
+    let dir = scratch("hostile-control");
+    let (mut w, keys) =
+        ringtrace_tests::DumpBuilder::new("ctl").sites(0x1000, &[("a\u{1}b\u{1b}[31m;c\nd", "x.rs", 1)]).start();
+    let records = [Record { key: keys[0], enter: 10, exit: 20 }];
+    let info = RingInfo { tid: 1, capacity: 1, written: 1, dropped: 0, aux: 0, flags: 0, name: b"t\x07" };
+    w.ring(&info, &records, &[]).unwrap();
+    let path = dir.join("ctl.rtd");
+    std::fs::write(&path, w.finish().unwrap().0).unwrap();
+    let svg = rtconv(&["convert", path.to_str().unwrap(), "-f", "flamegraph"]);
+    assert_eq!(svg.status.code(), Some(0), "{}", stderr(&svg));
+    // XML 1.0 allows no control character but tab, line feed and carriage return.
+    let text = String::from_utf8(svg.stdout).unwrap();
+    assert!(text.chars().all(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r')), "control characters in the SVG");
+    assert!(text.contains("a_b_[31m_c_d"), "the name is there, its control characters replaced");
+    let folded = rtconv(&["convert", path.to_str().unwrap(), "-f", "folded"]);
+    assert_eq!(String::from_utf8(folded.stdout).unwrap(), "t_;a_b_[31m_c_d 10\n");
 }

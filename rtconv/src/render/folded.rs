@@ -45,9 +45,11 @@ pub(crate) fn stacks(tl: &Timeline<'_>) -> (Vec<(String, u64)>, Anomalies) {
 }
 
 /// A name as a folded frame: `;` separates frames and the weight follows
-/// the last space of a line, so `;` and line breaks are replaced.
+/// the last space of a line, so `;` and line breaks are replaced, and so
+/// are the other control characters (XML, hence a flame graph's SVG, has
+/// no way to hold them).
 fn frame(name: &str) -> String {
-    name.replace([';', '\n', '\r'], "_")
+    name.chars().map(|c| if c == ';' || c.is_control() { '_' } else { c }).collect()
 }
 
 /// Writes `-f folded`; returns what the spans had wrong.

@@ -203,9 +203,28 @@ impl Symbols {
     }
 }
 
-/// A name, demangled (Rust legacy and v0, C++) when asked.
+/// A name, demangled (Rust legacy and v0, C++) when asked. Only names
+/// that are mangled are touched: a C function `f` or `i` stays itself
+/// (a bare `f` is also the Itanium encoding of `float`).
 pub(crate) fn demangled(name: &str, demangle: bool) -> String {
-    if demangle { addr2line::demangle_auto(name.into(), None).into_owned() } else { name.to_string() }
+    let mangled = ["_Z", "__Z", "_R"].iter().any(|prefix| name.starts_with(prefix));
+    if demangle && mangled { addr2line::demangle_auto(name.into(), None).into_owned() } else { name.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demangled;
+
+    #[test]
+    fn only_mangled_names_are_demangled() {
+        for c_name in ["f", "d", "i", "main", "v", "Sa"] {
+            assert_eq!(demangled(c_name, true), c_name);
+        }
+        assert_eq!(demangled("_Z3fooi", true), "foo(int)");
+        assert_eq!(demangled("_ZN8workload3fib17h0123456789abcdefE", true), "workload::fib");
+        assert_eq!(demangled("_RNvCs1234_8workload3fib", true), "workload::fib");
+        assert_eq!(demangled("_Z3fooi", false), "_Z3fooi");
+    }
 }
 
 /// Names already found, by module build-id and file address, shared by
