@@ -467,3 +467,30 @@ fn names_with_control_characters_still_make_well_formed_svg_and_folded_lines() {
     let folded = rtconv(&["convert", path.to_str().unwrap(), "-f", "folded"]);
     assert_eq!(String::from_utf8(folded.stdout).unwrap(), "t_;a_b_[31m_c_d 10\n");
 }
+
+#[test]
+fn stacks_and_trees_of_deep_nesting_merge_what_lies_below_512_levels() {
+    let dir = scratch("hostile-deep-stacks");
+    let n = 20_000u64;
+    let path = dir.join("deep.rtd");
+    std::fs::write(&path, nested_dump(n)).unwrap();
+    let dump = path.to_str().unwrap();
+    let folded = rtconv(&["convert", dump, "-f", "folded", "--symbolizer", "dladdr"]);
+    assert!(folded.status.code().is_some_and(|c| c == 0 || c == 3), "{}", stderr(&folded));
+    let text = String::from_utf8(folded.stdout).unwrap();
+    // One line per depth down to 512, one for everything below; the weights still add up to
+    // the outermost span's duration (4n ns).
+    assert_eq!(text.lines().count(), 513, "{} lines", text.lines().count());
+    let weights: u64 = text.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
+    assert_eq!(weights, 4 * n);
+    let deepest = text.lines().find(|l| l.contains(";[deeper] ")).expect("a [deeper] frame");
+    assert_eq!(deepest.split(';').count(), 1 + 512 + 1, "thread, 512 levels, [deeper]");
+    let tree = rtconv(&["stats", dump, "--tree", "-f", "csv", "--symbolizer", "dladdr"]);
+    assert!(tree.status.code().is_some_and(|c| c == 0 || c == 3), "{}", stderr(&tree));
+    let csv = String::from_utf8(tree.stdout).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 513);
+    let merged = csv.lines().find(|l| l.contains(";[deeper],")).expect("a [deeper] node");
+    assert_eq!(merged.split(',').nth(2), Some(&*(n - 512).to_string()), "every deeper span, merged: {merged}");
+    let svg = rtconv(&["convert", dump, "-f", "flamegraph", "--symbolizer", "dladdr"]);
+    assert!(svg.status.code().is_some_and(|c| c == 0 || c == 3), "{}", stderr(&svg));
+}

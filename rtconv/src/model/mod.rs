@@ -35,4 +35,4 @@ pub use start_order::{ThreadSpans, Threads};
 pub use timebase::{RateOrigin, Timebase, TimebaseError};
 pub use timeline::{Anomalies, MAX_DEPTH, RecorderCost, SpanNs, Timeline};
 pub use trace::{Clock, DladdrName, ModuleEntry, PackedFrame, PackedKey, Process, SiteTable, ThreadTrace, Trace};
-pub use walk::{Arrival, Visit};
+pub use walk::{Arrival, DEEPER, Visit};

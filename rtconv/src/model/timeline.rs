@@ -130,8 +130,12 @@ impl<'a> Timeline<'a> {
         Some(RecorderCost { read_ns: ns(c.read_cost), span_ns: ns(c.span_cost) })
     }
 
-    /// The name of the key at `key_index` in [`keys`](Self::keys), or `??`.
+    /// The name of the key at `key_index` in [`keys`](Self::keys), or `??`
+    /// (`[deeper]` for [`DEEPER`](super::DEEPER)).
     pub fn name(&self, key_index: usize) -> &str {
+        if key_index == super::DEEPER as usize {
+            return "[deeper]";
+        }
         self.keys.get(key_index).and_then(|&k| self.symbols.get(k)).map_or("??", |n| n.name.as_str())
     }
 

@@ -21,6 +21,36 @@ pub struct Visit<'p> {
     pub outermost: bool,
 }
 
+/// The key index that stands, in a [capped path](Visit::capped_path), for
+/// every level deeper than [`MAX_DEPTH`]; [`Timeline::name`] calls it
+/// `[deeper]`.
+pub const DEEPER: u32 = u32::MAX;
+
+impl Visit<'_> {
+    /// The path for a summary that keeps one entry per distinct path
+    /// (collapsed stacks, the call tree): the key indices of its first
+    /// [`MAX_DEPTH`] levels, then [`DEEPER`] for a span nested deeper — so
+    /// all of a path's deeper spans merge into one entry, and the entries'
+    /// size stays linear in the spans however deep the nesting.
+    #[inline] // once per span
+    pub fn capped_path(&self) -> Vec<u32> {
+        match self.path.get(..=MAX_DEPTH) {
+            None => self.path.to_vec(),
+            Some(_) => deeper_path(self.path),
+        }
+    }
+}
+
+/// `path` cut at [`MAX_DEPTH`] levels, then [`DEEPER`].
+#[cold]
+#[inline(never)]
+fn deeper_path(path: &[u32]) -> Vec<u32> {
+    let mut capped = Vec::with_capacity(MAX_DEPTH + 1);
+    capped.extend_from_slice(&path[..MAX_DEPTH.min(path.len())]);
+    capped.push(DEEPER);
+    capped
+}
+
 /// One span as [`Timeline::arrivals`] reports it: at its start, before the spans inside it.
 pub struct Arrival {
     /// Index of its thread in `Trace::threads`.

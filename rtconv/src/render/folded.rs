@@ -7,6 +7,8 @@
 //! direct children's, summed. A child that outlives its parent is clamped
 //! into it, so every thread's weights add up to exactly its top-level spans'
 //! total time. Lines are sorted, so the output is the same for the same dump.
+//! Spans nested deeper than 512 levels are merged into a `[deeper]` frame
+//! under their ancestors, so the output stays linear in the spans.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -17,10 +19,10 @@ use crate::model::{Anomalies, Timeline};
 /// sorted; and what its spans had wrong.
 pub(crate) fn stacks(tl: &Timeline<'_>) -> (Vec<(String, u64)>, Anomalies) {
     let names: Vec<String> = (0..tl.keys.len()).map(|k| frame(tl.name(k))).collect();
-    // Self time per thread and path of key indices.
+    // Self time per thread and path of key indices (capped: see `Visit::capped_path`).
     let mut self_ns: HashMap<(usize, Vec<u32>), u64> = HashMap::new();
     let found = tl.walk(None, |v| {
-        *self_ns.entry((v.thread, v.path.to_vec())).or_default() += v.self_ns;
+        *self_ns.entry((v.thread, v.capped_path())).or_default() += v.self_ns;
     });
     let roots: Vec<String> = tl
         .trace
@@ -36,7 +38,7 @@ pub(crate) fn stacks(tl: &Timeline<'_>) -> (Vec<(String, u64)>, Anomalies) {
         let mut line = roots[thread].clone();
         for &k in &path {
             line.push(';');
-            line.push_str(&names[k as usize]);
+            line.push_str(names.get(k as usize).map_or(tl.name(k as usize), String::as_str));
         }
         lines.push((line, weight));
     }

@@ -133,9 +133,12 @@ const INDENTED_LEVELS: usize = 100;
 /// million nested spans makes output linear in its spans, not quadratic.
 #[inline(always)]
 fn indent(out: &mut Text<'_>, depth: usize) -> io::Result<()> {
-    if depth <= INDENTED_LEVELS {
-        return out.spaces(depth * 2);
-    }
+    if depth <= INDENTED_LEVELS { out.spaces(depth * 2) } else { deep_indent(out, depth) }
+}
+
+#[cold]
+#[inline(never)]
+fn deep_indent(out: &mut Text<'_>, depth: usize) -> io::Result<()> {
     out.spaces(INDENTED_LEVELS * 2)?;
     write!(out, "/* depth {depth} */ ")
 }

@@ -53,7 +53,8 @@ pub fn call_tree(tl: &Timeline<'_>, per_thread: bool, calibrated: bool) -> (Vec<
         if v.path.len() == 1 {
             *total += v.duration;
         }
-        let entry = paths.entry(v.path.to_vec()).or_default();
+        // Deeper than 512 levels, spans merge into one `[deeper]` node under their ancestors.
+        let entry = paths.entry(v.capped_path()).or_default();
         entry.calls += 1;
         entry.total_ns += v.duration;
         entry.self_ns += v.self_ns;
