@@ -494,3 +494,52 @@ fn stacks_and_trees_of_deep_nesting_merge_what_lies_below_512_levels() {
     let svg = rtconv(&["convert", dump, "-f", "flamegraph", "--symbolizer", "dladdr"]);
     assert!(svg.status.code().is_some_and(|c| c == 0 || c == 3), "{}", stderr(&svg));
 }
+
+#[test]
+fn a_module_recorded_as_a_2_gib_sparse_file_is_inspected_not_read_whole() {
+    use ringtrace_format::{Module, Record, RingInfo};
+    let dir = scratch("hostile-huge-module");
+    let huge = dir.join("libhuge.so");
+    std::fs::File::create(&huge).unwrap().set_len(2 << 30).unwrap();
+    let (mut w, _) = ringtrace_tests::DumpBuilder::new("huge").start();
+    let path = huge.to_str().unwrap().as_bytes();
+    let module = Module { start: 0x10_0000, end: 0x20_0000, bias: 0x10_0000, flags: 0, build_id: &[], path };
+    w.modules(&[module]).unwrap();
+    let info = RingInfo { tid: 1, capacity: 1, written: 1, dropped: 0, aux: 0, flags: 0, name: b"main" };
+    w.ring(&info, &[Record { key: 0x10_0040, enter: 1, exit: 2 }], &[]).unwrap();
+    let dump = dir.join("huge.rtd");
+    std::fs::write(&dump, w.finish().unwrap().0).unwrap();
+    // Inspecting it touches a few pages; its size must not show in memory.
+    let (code, peak) = peak_rss_kib(&["convert", dump.to_str().unwrap(), "-f", "folded"]);
+    assert_eq!(code, 3);
+    assert!(peak < 256 << 10, "peak RSS {peak} KiB");
+    // Under the 1 GiB address space, a 2 GiB file can be neither mapped nor read whole.
+    let out = rtconv(&["convert", dump.to_str().unwrap(), "-f", "folded"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("libhuge.so"), "the module is named: {err}");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "main;?? (libhuge.so+0x40) 1\n");
+}
+
+/// rtconv with `args` (no address-space cap, output discarded): its exit
+/// status and peak resident memory in KiB, from `wait4(2)`.
+fn peak_rss_kib(args: &[&str]) -> (i32, u64) {
+    let child = tool("timeout")
+        .args(["-s", "KILL", "600"])
+        .arg(binary("rtconv"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child, not yet waited for; both pointers are valid for writes.
+    // Its rusage covers what it waited for too (`timeout`'s child, rtconv).
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    assert!(libc::WIFEXITED(status), "rtconv died or hung: status {status:#x}");
+    (libc::WEXITSTATUS(status), u64::try_from(usage.ru_maxrss).unwrap_or(0))
+}

@@ -51,6 +51,9 @@ impl FileBytes {
     }
 }
 
+/// The largest file read into memory when it cannot be mapped.
+const MAX_READ: u64 = 256 << 20;
+
 /// Whether a mapping's pages are faulted in up front.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Pages {
@@ -105,8 +108,14 @@ pub(crate) fn map_file(path: &Path, pages: Pages) -> io::Result<FileBytes> {
     match mapped {
         Some(bytes) => Ok(bytes),
         None => {
+            // Read instead (a file system that cannot map, no guard slot free), up to a bound:
+            // what cannot be mapped is not copied whole into memory either.
             let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes)?; // sized by the data, not by a length
+            (&mut file).take(MAX_READ + 1).read_to_end(&mut bytes)?; // sized by the data, not by a length
+            if bytes.len() as u64 > MAX_READ {
+                let e = format!("cannot be mapped, and is larger than the {} MiB rtconv reads instead", MAX_READ >> 20);
+                return Err(io::Error::new(io::ErrorKind::OutOfMemory, e));
+            }
             Ok(FileBytes::from_vec(bytes))
         }
     }
