@@ -523,6 +523,7 @@ fn a_module_recorded_as_a_2_gib_sparse_file_is_inspected_not_read_whole() {
 
 /// rtconv with `args` (no address-space cap, output discarded): its exit
 /// status and peak resident memory in KiB, from `wait4(2)`.
+#[allow(clippy::zombie_processes)] // reaped by the wait4 below, which std's `wait` cannot replace
 fn peak_rss_kib(args: &[&str]) -> (i32, u64) {
     let child = tool("timeout")
         .args(["-s", "KILL", "600"])
