@@ -12,7 +12,7 @@
 //! archive. gzip members and zstd frames are read one after another to the
 //! end of the file (what `pigz`, `pzstd` and concatenation make).
 
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -228,54 +228,60 @@ fn open_archive(path: &Path, kind: Compression, consumed: Arc<AtomicU64>) -> Res
 /// A zstd stream of any number of frames, read one after another to the
 /// end of the input; skippable frames (the ones `pzstd` puts before each
 /// frame) are skipped.
-struct ZstdFrames<R: BufRead> {
+struct ZstdFrames<R: Read> {
     /// The frame being decoded; `None` at the end of the input.
-    frame: Option<ruzstd::decoding::StreamingDecoder<R, ruzstd::decoding::FrameDecoder>>,
+    frame: Option<Frame<R>>,
 }
+
+/// One zstd frame's decoder: its magic number, read ahead, then the input.
+type Frame<R> = ruzstd::decoding::StreamingDecoder<io::Chain<io::Cursor<[u8; 4]>, R>, ruzstd::decoding::FrameDecoder>;
 
 /// Magic numbers of zstd skippable frames: 0x184D2A50 to 0x184D2A5F.
 const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
 
-impl<R: BufRead> ZstdFrames<R> {
+impl<R: Read> ZstdFrames<R> {
     fn new(input: R) -> io::Result<Self> {
         Ok(ZstdFrames { frame: Self::next_frame(input)? })
     }
 
     /// The decoder of the next data frame of `input`, or `None` at its end.
-    fn next_frame(
-        mut input: R,
-    ) -> io::Result<Option<ruzstd::decoding::StreamingDecoder<R, ruzstd::decoding::FrameDecoder>>> {
+    fn next_frame(mut input: R) -> io::Result<Option<Frame<R>>> {
         loop {
-            let head = input.fill_buf()?;
-            if head.is_empty() {
+            let mut magic = [0u8; 4];
+            let got = (&mut input).take(4).read(&mut magic)?;
+            if got == 0 {
                 return Ok(None);
             }
-            if head.len() >= 8 && u32::from_le_bytes([head[0], head[1], head[2], head[3]]) & !0xF == SKIPPABLE_MAGIC {
-                let skip = u64::from(u32::from_le_bytes([head[4], head[5], head[6], head[7]]));
-                input.consume(8);
-                let skipped = io::copy(&mut (&mut input).take(skip), &mut io::sink())?;
-                if skipped < skip {
+            if got < 4 {
+                input.read_exact(&mut magic[got..])?; // a short read, or a stream cut inside a magic number
+            }
+            if u32::from_le_bytes(magic) & !0xF == SKIPPABLE_MAGIC {
+                let mut len = [0u8; 4];
+                input.read_exact(&mut len)?;
+                let skip = u64::from(u32::from_le_bytes(len));
+                if io::copy(&mut (&mut input).take(skip), &mut io::sink())? < skip {
                     return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "a skippable zstd frame is cut short"));
                 }
                 continue;
             }
-            return ruzstd::decoding::StreamingDecoder::new_with_max_window_size(input, MAX_ZSTD_WINDOW)
+            let frame = io::Cursor::new(magic).chain(input);
+            return ruzstd::decoding::StreamingDecoder::new_with_max_window_size(frame, MAX_ZSTD_WINDOW)
                 .map(Some)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("not a zstd stream: {e}")));
         }
     }
 }
 
-impl<R: BufRead> Read for ZstdFrames<R> {
+impl<R: Read> Read for ZstdFrames<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         while let Some(frame) = &mut self.frame {
             let n = frame.read(buf)?;
             if n > 0 || buf.is_empty() {
                 return Ok(n);
             }
-            // This frame is done: the next one, if the input holds more.
+            // This frame is done (its magic number long read): the next one, if the input holds more.
             let Some(done) = self.frame.take() else { break };
-            self.frame = Self::next_frame(done.into_inner())?;
+            self.frame = Self::next_frame(done.into_inner().into_inner().1)?;
         }
         Ok(0)
     }
