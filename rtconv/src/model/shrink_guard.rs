@@ -104,9 +104,10 @@ extern "C" fn on_sigbus(_signal: libc::c_int, info: *mut libc::siginfo_t, _conte
         }
         break;
     }
-    // Not ours (or not mendable): the default action, when the faulting access repeats.
-    // SAFETY: `signal` is async-signal-safe.
+    // Not ours (or not mendable; or sent by `kill`): the default action, which ends the process.
+    // SAFETY: `signal` and `raise` are async-signal-safe.
     unsafe {
         libc::signal(libc::SIGBUS, libc::SIG_DFL);
+        libc::raise(libc::SIGBUS);
     }
 }
