@@ -13,9 +13,9 @@ use super::Row;
 /// the figures are read. Sums are integers, so the result
 /// does not depend on the order of the calls.
 ///
-/// Small: about 150 bytes until a function's [`FIRST_CALLS`] calls are
-/// in — a histogram (16 KiB) only then, so a dump of a million rare
-/// functions costs a million small accumulators.
+/// Small: about 150 bytes until a function's seventh call (the first six
+/// durations are kept as they are), a histogram (16 KiB) only then, so a
+/// dump of a million rare functions costs a million small accumulators.
 #[derive(Debug)]
 pub struct CallStats {
     calls: u64,
