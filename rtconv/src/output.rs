@@ -3,9 +3,10 @@
 //!
 //! A file is written under a temporary name beside it and renamed into
 //! place when complete ([`AtomicFile`]), so a failed conversion or a full
-//! disk never leaves a partial output, and a hard link or symbolic link at
-//! the path is replaced rather than written through. A path that names a
-//! device or a FIFO (`/dev/null`, a named pipe) is written to directly.
+//! disk never leaves a partial output, and a hard link at the path is
+//! replaced rather than written through. A symbolic link is followed to the
+//! file it names, which is replaced the same way. A path that names a device
+//! or a FIFO (`/dev/null`, `/dev/stdout` on a pipe) is written to directly.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Stdout, Write};
@@ -45,7 +46,11 @@ impl Output {
         if special {
             return Ok(Output::Device(BufWriter::with_capacity(1 << 16, File::create(path)?)));
         }
-        let file = BufWriter::with_capacity(1 << 16, AtomicFile::create(path)?);
+        // A symbolic link you name is followed: the file it points to is replaced, the link
+        // stays (so `-o /dev/stdout` or a link into another directory writes where it points).
+        let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        let target = if is_link { std::fs::canonicalize(path)? } else { path.to_path_buf() };
+        let file = BufWriter::with_capacity(1 << 16, AtomicFile::create(&target)?);
         Ok(match path.extension().is_some_and(|e| e == "gz") {
             true => Output::Gzip(GzEncoder::new(file, flate2::Compression::default())),
             false => Output::File(file),

@@ -544,3 +544,18 @@ fn peak_rss_kib(args: &[&str]) -> (i32, u64) {
     assert!(libc::WIFEXITED(status), "rtconv died or hung: status {status:#x}");
     (libc::WEXITSTATUS(status), u64::try_from(usage.ru_maxrss).unwrap_or(0))
 }
+
+#[test]
+fn a_symbolic_link_named_with_o_is_followed_and_stays_a_link() {
+    let dir = scratch("hostile-o-link");
+    std::fs::write(dir.join("d.rtd"), dump(&dir)).unwrap();
+    std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
+    std::fs::write(dir.join("elsewhere/real.json"), b"old").unwrap();
+    std::os::unix::fs::symlink("elsewhere/real.json", dir.join("link.json")).unwrap();
+    let (d, link) = (dir.join("d.rtd"), dir.join("link.json"));
+    let out = rtconv(&["convert", d.to_str().unwrap(), "-o", link.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::read_to_string(dir.join("elsewhere/real.json")).unwrap().starts_with("{\"traceEvents\""));
+    assert_eq!(names_in(&dir.join("elsewhere")), ["real.json"], "no temporary file left");
+}
