@@ -1,7 +1,7 @@
 //! The `rtconv` command line: parses the arguments ([`cli`]) and runs the
 //! command on the library, one `run_*` function each.
 
-use std::io::{self, BufRead, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -267,37 +267,11 @@ fn run_man(out_dir: Option<&Path>) -> ExitCode {
     }
 }
 
-/// The longest line `rtconv symbolize` reads from stdin (an address needs 18 bytes).
-const MAX_ADDRESS_LINE: usize = 4096;
-
-/// The non-blank lines of `input`, each at most [`MAX_ADDRESS_LINE`] bytes of
-/// UTF-8; otherwise which line is not.
-fn address_lines(mut input: impl BufRead) -> Result<Vec<String>, String> {
-    let (mut lines, mut line) = (Vec::new(), Vec::new());
-    for number in 1.. {
-        line.clear();
-        let limit = MAX_ADDRESS_LINE as u64 + 1;
-        let read =
-            Read::take(&mut input, limit).read_until(b'\n', &mut line).map_err(|e| format!("line {number}: {e}"))?;
-        if read == 0 {
-            break;
-        }
-        if line.len() > MAX_ADDRESS_LINE && line.last() != Some(&b'\n') {
-            return Err(format!("line {number}: longer than {MAX_ADDRESS_LINE} bytes"));
-        }
-        let text = std::str::from_utf8(&line).map_err(|_| format!("line {number}: not UTF-8 text"))?;
-        if !text.trim().is_empty() {
-            lines.push(text.trim().to_string());
-        }
-    }
-    Ok(lines)
-}
-
 fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
     let opts = args.naming.options(symbolize::Search::default());
     let mut texts = args.addresses;
     if texts.is_empty() {
-        texts = match address_lines(io::stdin().lock()) {
+        texts = match symbolize::address_lines(io::stdin().lock()) {
             Ok(lines) => lines,
             Err(e) => {
                 emit(&format!("rtconv: error: stdin {e}; give one hex address per line"));

@@ -328,15 +328,45 @@ fn read_archive(
     tx: &std::sync::mpsc::SyncSender<Item>,
 ) -> bool {
     let archive_name = path.display().to_string();
-    let unreadable = |reason: String| Item::Unreadable { name: archive_name.clone(), reason };
-    let reader = match open_archive(path, kind, consumed.clone()) {
-        Ok(reader) => reader,
-        Err(reason) => return tx.send(unreadable(reason)).is_ok(),
+    match open_archive(path, kind, consumed.clone()) {
+        Ok(reader) => each_dump(reader, &archive_name, max_dump_size, &mut |item| tx.send(item).is_ok()),
+        Err(reason) => tx.send(Item::Unreadable { name: archive_name, reason }).is_ok(),
+    }
+}
+
+/// The dumps of an archive held in memory, as a batch reads them: each
+/// one's name (`archive!entry`) and bytes or why it could not be read (the
+/// archive's own name for an archive that is damaged or holds no dump).
+pub fn dumps_in_archive(bytes: &[u8], kind: Compression, max_dump_size: u64) -> Vec<(String, Result<Bytes, String>)> {
+    let input = io::Cursor::new(bytes);
+    let reader: Box<dyn Read + '_> = match kind {
+        Compression::None => Box::new(input),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
+        Compression::Zstd => match ZstdFrames::new(input) {
+            Ok(frames) => Box::new(frames),
+            Err(e) => return vec![("archive".into(), Err(format!("{e}; expected a .tar.zst archive")))],
+        },
     };
+    let mut found = Vec::new();
+    each_dump(reader, "archive", max_dump_size, &mut |item| {
+        found.push(match item {
+            Item::Dump { name, bytes, .. } => (name, Ok(bytes)),
+            Item::Unreadable { name, reason } => (name, Err(reason)),
+        });
+        true
+    });
+    found
+}
+
+/// Hands `send` each dump of the tar stream `reader` (named `archive_name`
+/// in messages), entry by entry, and a failure naming the archive if it is
+/// damaged or holds no dump; false if `send` said stop.
+fn each_dump(reader: impl Read, archive_name: &str, max_dump_size: u64, send: &mut dyn FnMut(Item) -> bool) -> bool {
+    let unreadable = |reason: String| Item::Unreadable { name: archive_name.to_string(), reason };
     let mut archive = tar::Archive::new(reader);
     let entries = match archive.entries() {
         Ok(entries) => entries,
-        Err(e) => return tx.send(unreadable(format!("not a tar archive: {e}"))).is_ok(),
+        Err(e) => return send(unreadable(format!("not a tar archive: {e}"))),
     };
     let mut dumps = 0u64;
     for (index, entry) in entries.enumerate() {
@@ -346,7 +376,7 @@ fn read_archive(
                 let reason = format!(
                     "damaged after entry {index}: {e}; the rest of the archive is lost (earlier dumps are converted)"
                 );
-                return tx.send(unreadable(reason)).is_ok();
+                return send(unreadable(reason));
             }
         };
         let entry_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
@@ -363,13 +393,12 @@ fn read_archive(
             }
             Err(reason) => Item::Unreadable { name, reason },
         };
-        if tx.send(item).is_err() {
+        if !send(item) {
             return false;
         }
     }
     if dumps == 0 {
-        let reason = "holds no dump (no regular file named *.rtd); give an archive of dumps".to_string();
-        return tx.send(unreadable(reason)).is_ok();
+        return send(unreadable("holds no dump (no regular file named *.rtd); give an archive of dumps".to_string()));
     }
     true
 }

@@ -23,7 +23,7 @@ use crate::atomic_file::AtomicFile;
 use crate::convert::{self, Format};
 use crate::symbolize;
 
-pub use inputs::{Compression, archive_kind};
+pub use inputs::{Compression, archive_kind, dumps_in_archive};
 
 /// How a batch runs.
 #[derive(Clone, Debug)]
