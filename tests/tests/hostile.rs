@@ -559,3 +559,15 @@ fn a_symbolic_link_named_with_o_is_followed_and_stays_a_link() {
     assert!(std::fs::read_to_string(dir.join("elsewhere/real.json")).unwrap().starts_with("{\"traceEvents\""));
     assert_eq!(names_in(&dir.join("elsewhere")), ["real.json"], "no temporary file left");
 }
+
+#[test]
+fn the_last_address_is_unnamed_not_a_panic() {
+    // Found by the symbolize_stdin fuzzer: addr2line looks up `[address, address + 1)`.
+    let opts = rtconv::symbolize::Options {
+        order: Some(vec![rtconv::symbolize::Source::Dwarf, rtconv::symbolize::Source::Symtab]),
+        ..Default::default()
+    };
+    let (names, failures) = rtconv::symbolize::resolve_addresses(&binary("workload"), &[u64::MAX], &opts).unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(names, [None]);
+}

@@ -153,6 +153,11 @@ impl Worker {
     /// DWARF omits (`fib` there, `workload::fib` in the symbol table), as
     /// GNU addr2line and llvm-symbolizer do.
     fn lookup(&mut self, address: u64) -> Option<SpanName> {
+        // No half-open range holds the last address, and addr2line computes `address + 1`
+        // (an overflow, a panic where overflow checks are on: found by the symbolize_stdin fuzzer).
+        if address == u64::MAX {
+            return None;
+        }
         let (loader, names) = (&self.loader, &mut self.names);
         let mut chain: Vec<Frame> = Vec::new();
         let mut frames = loader.find_frames(address).ok()?;
