@@ -22,14 +22,37 @@ fn rtconv(args: &[&str]) -> Output {
 
 /// [`rtconv`] with `stdin` as its standard input.
 fn rtconv_reading(args: &[&str], stdin: Stdio) -> Output {
+    let mut command = timed(args);
+    command.stdin(stdin);
+    bounded(command, None)
+}
+
+/// rtconv with `args` under `timeout`, which kills it after ten minutes (a hang).
+fn timed(args: &[&str]) -> std::process::Command {
     let mut command = tool("timeout");
-    command.args(["-s", "KILL", "600"]).arg(binary("rtconv")).args(args).stdin(stdin);
-    // SAFETY: between fork and exec only setrlimit, which is async-signal-safe, runs.
+    command.args(["-s", "KILL", "600"]).arg(binary("rtconv")).args(args).stdin(Stdio::null());
+    command
+}
+
+/// Runs `command` (from [`timed`]) with its address space capped at [`ADDRESS_SPACE`]
+/// and, with `max_file`, its files limited to that many bytes (`RLIMIT_FSIZE`, with
+/// `SIGXFSZ` ignored so a write past it fails as on a full disk instead of killing).
+/// It must end with a status: no signal death, no kill for hanging.
+fn bounded(mut command: std::process::Command, max_file: Option<u64>) -> Output {
+    // SAFETY: between fork and exec only signal and setrlimit, which are async-signal-safe, run.
     unsafe {
-        command.pre_exec(|| {
-            let limit = libc::rlimit { rlim_cur: ADDRESS_SPACE, rlim_max: ADDRESS_SPACE };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
+        command.pre_exec(move || {
+            let set = |resource, bytes: u64| {
+                let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+                match libc::setrlimit(resource, &limit) {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            };
+            set(libc::RLIMIT_AS, ADDRESS_SPACE)?;
+            if let Some(bytes) = max_file {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN); // kept across exec
+                set(libc::RLIMIT_FSIZE, bytes)?;
             }
             Ok(())
         });
@@ -220,26 +243,11 @@ fn fifos_and_devices_are_refused_without_waiting() {
     assert!(stderr(&out).contains("pipe.tar: cannot read: a FIFO, not a regular file"), "{}", stderr(&out));
 }
 
-/// rtconv with `args` in `dir`, its files limited to `max_file` bytes
-/// (`RLIMIT_FSIZE`, with `SIGXFSZ` ignored so a write past it fails as a
-/// full disk would, instead of killing the process).
+/// rtconv with `args` in `dir`, its files limited to `max_file` bytes (see [`bounded`]).
 fn rtconv_with_file_limit(dir: &Path, max_file: u64, args: &[&str]) -> Output {
-    let mut command = tool("timeout");
-    command.args(["-s", "KILL", "600"]).arg(binary("rtconv")).args(args).current_dir(dir).stdin(Stdio::null());
-    // SAFETY: between fork and exec only signal and setrlimit, which are async-signal-safe, run.
-    unsafe {
-        command.pre_exec(move || {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN); // kept across exec
-            let limit = libc::rlimit { rlim_cur: max_file, rlim_max: max_file };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let out = command.output().unwrap();
-    assert!(out.status.code().is_some_and(|c| c < 128), "rtconv died or hung: {:?}\n{}", out.status, stderr(&out));
-    out
+    let mut command = timed(args);
+    command.current_dir(dir);
+    bounded(command, Some(max_file))
 }
 
 fn names_in(dir: &Path) -> Vec<String> {
@@ -525,15 +533,7 @@ fn a_module_recorded_as_a_2_gib_sparse_file_is_inspected_not_read_whole() {
 /// status and peak resident memory in KiB, from `wait4(2)`.
 #[allow(clippy::zombie_processes)] // reaped by the wait4 below, which std's `wait` cannot replace
 fn peak_rss_kib(args: &[&str]) -> (i32, u64) {
-    let child = tool("timeout")
-        .args(["-s", "KILL", "600"])
-        .arg(binary("rtconv"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = timed(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let pid = libc::pid_t::try_from(child.id()).unwrap();
     let mut status = 0;
     // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
