@@ -85,19 +85,23 @@ impl Report {
         self.diagnostics.push(Diagnostic { level, message });
     }
 
-    /// Adds an error if the file `bytes` came from shrank while it was read.
+    /// Adds an error if the file `bytes` came from shrank while it was read ([`shrinking`]).
     pub fn note_shrinking(&mut self, path: &Path, bytes: &model::FileBytes) {
-        if bytes.shrank() {
-            self.push(
-                Level::Error,
-                format!(
-                    "{}: the file was cut short by another process while it was read; what was lost read as \
-                     zeros, so the output is not the dump's; convert a copy that is not being written",
-                    path.display()
-                ),
-            );
-        }
+        self.diagnostics.extend(shrinking(path, bytes));
     }
+}
+
+/// The error for a file that shrank while it was read (another process cut
+/// it short), if `bytes`, read from `path`, did.
+pub fn shrinking(path: &Path, bytes: &model::FileBytes) -> Option<Diagnostic> {
+    bytes.shrank().then(|| Diagnostic {
+        level: Level::Error,
+        message: format!(
+            "{}: the file was cut short by another process while it was read; what was lost read as zeros, \
+             so the output is not the dump's; convert a copy that is not being written",
+            path.display()
+        ),
+    })
 }
 
 /// Why nothing could be converted.

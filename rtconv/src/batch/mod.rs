@@ -148,9 +148,7 @@ fn run<L: Send>(
                     progress.line(&note);
                 }
                 let outcome = work(&name, label, &bytes, &progress);
-                let mut shrinking = convert::Report::default();
-                shrinking.note_shrinking(Path::new(&name), &bytes);
-                match (outcome, shrinking.diagnostics.first()) {
+                match (outcome, convert::shrinking(Path::new(&name), &bytes)) {
                     (Outcome::Converted, Some(d)) => {
                         progress.line(&d.to_string());
                         Outcome::Salvaged
