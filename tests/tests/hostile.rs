@@ -102,7 +102,7 @@ fn a_dump_followed_by_768_mib_of_zeros_is_read_to_its_end_marker_only() {
     let dir = scratch("hostile-bomb");
     let dump = dump(&dir);
     let zeros = 768u64 << 20;
-    // One entry: the dump, then zeros, as one file of the archive (3 MB compressed).
+    // One entry: the dump, then zeros, as one file of the archive (3.5 MB compressed).
     let head = header("big.rtd", dump.len() as u64 + zeros);
     let head = head.as_bytes();
     let padding = (512 - (dump.len() as u64 + zeros) % 512) % 512;
