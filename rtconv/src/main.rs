@@ -76,9 +76,11 @@ fn run_stats(args: StatsArgs, color: When) -> ExitCode {
         clean: args.clean,
         color: output == Output::Table && output::file(args.output.as_deref()).is_none() && color.stdout(),
     };
-    // One dump file: its own tables. Anything else: merged over every dump.
+    // One dump file (or one path that is no directory: refused as a dump, by name): its own
+    // tables. Anything else: merged over every dump.
     if let [dump] = args.dumps.as_slice()
-        && dump.is_file()
+        && dump.exists()
+        && !dump.is_dir()
         && rtconv::batch::archive_kind(dump).is_none()
     {
         return convert_to(

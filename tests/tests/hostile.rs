@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use ringtrace_tests::{binary, record_workload_with, scratch, tool};
+use ringtrace_tests::{binary, hostile, record_workload_with, scratch, tool};
 
 /// The address space rtconv may use in these tests.
 const ADDRESS_SPACE: u64 = 1 << 30;
@@ -77,17 +77,6 @@ fn dump_of_fib(dir: &Path, n: u32) -> Vec<u8> {
     std::fs::read(record_workload_with(&binary("workload"), dir, "w.rtd", &["--fib", &n])).unwrap()
 }
 
-/// A tar entry header for a regular file `name` of `size` bytes.
-fn header(name: &str, size: u64) -> tar::Header {
-    let mut header = tar::Header::new_gnu();
-    header.set_path(name).unwrap();
-    header.set_size(size);
-    header.set_mode(0o644);
-    header.set_entry_type(tar::EntryType::Regular);
-    header.set_cksum();
-    header
-}
-
 /// `data` through a real compressor (`gzip -1`, `zstd`, `pzstd`...) into `out`.
 fn compress(program: &str, args: &[&str], mut data: impl Read, out: &Path) {
     let mut child =
@@ -103,10 +92,7 @@ fn a_dump_followed_by_768_mib_of_zeros_is_read_to_its_end_marker_only() {
     let dump = dump(&dir);
     let zeros = 768u64 << 20;
     // One entry: the dump, then zeros, as one file of the archive (3.5 MB compressed).
-    let head = header("big.rtd", dump.len() as u64 + zeros);
-    let head = head.as_bytes();
-    let padding = (512 - (dump.len() as u64 + zeros) % 512) % 512;
-    let stream = head.chain(&dump[..]).chain(std::io::repeat(0).take(zeros + padding + 1024)); // data, its padding, end-of-archive
+    let stream = hostile::dump_then_zeros("big.rtd", &dump, zeros);
     let bomb = dir.join("bomb.tar.gz");
     compress("gzip", &["-1", "-c"], stream, &bomb);
     assert!(std::fs::metadata(&bomb).unwrap().len() < 8 << 20);
@@ -123,11 +109,8 @@ fn a_dump_followed_by_768_mib_of_zeros_is_read_to_its_end_marker_only() {
 fn a_dump_larger_than_max_dump_size_is_skipped_and_named() {
     let dir = scratch("hostile-max-size");
     let dump = dump(&dir);
-    let mut tar = tar::Builder::new(Vec::new());
-    tar.append(&header("a.rtd", dump.len() as u64), &dump[..]).unwrap();
-    tar.append(&header("b.rtd", dump.len() as u64), &dump[..]).unwrap();
     let archive = dir.join("two.tar");
-    std::fs::write(&archive, tar.into_inner().unwrap()).unwrap();
+    std::fs::write(&archive, hostile::tar_of(&[("a.rtd", &dump), ("b.rtd", &dump)])).unwrap();
     let out_dir = dir.join("out");
     let limit = (dump.len() - 1).to_string();
     let args = ["batch", archive.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap(), "--max-dump-size", &limit];
@@ -146,14 +129,9 @@ fn a_dump_larger_than_max_dump_size_is_skipped_and_named() {
 fn every_frame_of_a_concatenated_or_pzstd_archive_is_read() {
     let dir = scratch("hostile-frames");
     let dump = dump(&dir);
-    let mut tar = tar::Builder::new(Vec::new());
-    for name in ["a.rtd", "b.rtd", "c.rtd"] {
-        tar.append(&header(name, dump.len() as u64), &dump[..]).unwrap();
-    }
-    let tar = tar.into_inner().unwrap();
-    // Split after the first entry (header and padded data), each part compressed on its own.
-    let split = 512 + dump.len().next_multiple_of(512);
-    let (first, rest) = tar.split_at(split);
+    let tar = hostile::tar_of(&[("a.rtd", &dump), ("b.rtd", &dump), ("c.rtd", &dump)]);
+    // Split after the first entry, each part compressed on its own.
+    let (first, rest) = tar.split_at(hostile::after_first_entry(&dump));
     for (program, ending) in [("zstd", "tar.zst"), ("gzip", "tar.gz")] {
         let (one, two) = (dir.join(format!("one.{ending}")), dir.join(format!("two.{ending}")));
         compress(program, &["-c"], first, &one);
@@ -185,19 +163,8 @@ fn an_archive_with_no_dump_is_a_named_failure() {
     let dir = scratch("hostile-empty");
     let empty = dir.join("empty.tar");
     std::fs::write(&empty, b"").unwrap();
-    let mut tar = tar::Builder::new(Vec::new());
-    let mut dir_header = tar::Header::new_gnu();
-    dir_header.set_path("d/").unwrap();
-    dir_header.set_entry_type(tar::EntryType::Directory);
-    dir_header.set_size(0);
-    dir_header.set_cksum();
-    tar.append(&dir_header, &[][..]).unwrap();
-    let mut link = tar::Header::new_gnu();
-    link.set_entry_type(tar::EntryType::Symlink);
-    link.set_size(0);
-    tar.append_link(&mut link, "d/x.rtd", "/etc/passwd").unwrap();
     let links = dir.join("links.tar");
-    std::fs::write(&links, tar.into_inner().unwrap()).unwrap();
+    std::fs::write(&links, hostile::links_only_tar()).unwrap();
     for archive in [&empty, &links] {
         let out = rtconv(&["batch", archive.to_str().unwrap(), "--out-dir", dir.join("out").to_str().unwrap()]);
         let err = stderr(&out);
@@ -214,9 +181,7 @@ fn fifos_and_devices_are_refused_without_waiting() {
     std::fs::create_dir_all(&dumps).unwrap();
     std::fs::write(dumps.join("good.rtd"), dump(&dir)).unwrap();
     let fifo = dumps.join("fifo.rtd");
-    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+    hostile::mkfifo(&fifo);
     std::os::unix::fs::symlink("/dev/urandom", dumps.join("random.rtd")).unwrap();
 
     // Named directly: each refused with what it is (and the FIFO not waited on for a writer).
@@ -236,9 +201,7 @@ fn fifos_and_devices_are_refused_without_waiting() {
     assert!(out_dir.join("good.json").is_file());
     // And the archive itself must be a regular file.
     let fake = dir.join("pipe.tar");
-    let path = std::ffi::CString::new(fake.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+    hostile::mkfifo(&fake);
     let out = rtconv(&["batch", fake.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
     assert!(stderr(&out).contains("pipe.tar: cannot read: a FIFO, not a regular file"), "{}", stderr(&out));
 }
@@ -288,9 +251,7 @@ fn links_and_fifos_planted_in_the_output_directory_are_replaced_not_written_thro
     let secret = dir.join("secret.txt");
     std::fs::write(&secret, b"not yours").unwrap();
     std::fs::hard_link(&secret, out_dir.join("a.json")).unwrap();
-    let fifo = std::ffi::CString::new(out_dir.join("b.json").to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    hostile::mkfifo(&out_dir.join("b.json"));
     let (a, b) = (dir.join("a.rtd"), dir.join("b.rtd"));
     let out = rtconv(&["batch", a.to_str().unwrap(), b.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -327,37 +288,11 @@ fn a_dump_cut_short_while_mapped_reads_as_zeros_and_is_reported_not_a_crash() {
     let _ = rtconv::convert::convert_bytes(&path, &bytes, format, &opts, &cache, &mut out);
 }
 
-/// A valid dump listing `n` modules whose binaries do not exist, with one
-/// span in each (so `n` distinct keys, all to be looked up and named).
-fn many_modules_dump(n: u64) -> Vec<u8> {
-    use ringtrace_format::{Module, Record, RingInfo};
-    let (mut w, _) = ringtrace_tests::DumpBuilder::new("modules").start();
-    let paths: Vec<String> = (0..n).map(|i| format!("/nonexistent/lib{i}.so")).collect();
-    // Listed in descending address order: the lookup may not rely on the dump's order.
-    let modules: Vec<Module<'_>> = (0..n)
-        .rev()
-        .map(|i| Module {
-            start: 0x1000_0000 + i * 0x1_0000,
-            end: 0x1000_0000 + i * 0x1_0000 + 0x8000,
-            bias: 0x1000_0000 + i * 0x1_0000,
-            flags: 0,
-            build_id: &[0xab; 20],
-            path: paths[i as usize].as_bytes(),
-        })
-        .collect();
-    w.modules(&modules).unwrap();
-    let records: Vec<Record> =
-        (0..n).map(|i| Record { key: 0x1000_0000 + i * 0x1_0000 + 0x40, enter: i * 10, exit: i * 10 + 5 }).collect();
-    let info = RingInfo { tid: 1, capacity: n, written: n, dropped: 0, aux: 0, flags: 0, name: b"main" };
-    w.ring(&info, &records, &[]).unwrap();
-    w.finish().unwrap().0
-}
-
 #[test]
 fn a_hundred_thousand_modules_are_looked_up_by_address_and_reported_in_a_few_lines() {
     let dir = scratch("hostile-modules");
     let path = dir.join("m.rtd");
-    std::fs::write(&path, many_modules_dump(100_000)).unwrap();
+    std::fs::write(&path, hostile::many_modules(100_000)).unwrap();
     let out = rtconv(&["convert", path.to_str().unwrap(), "-f", "folded"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "names missing: {err}");
@@ -369,22 +304,6 @@ fn a_hundred_thousand_modules_are_looked_up_by_address_and_reported_in_a_few_lin
     assert!(folded.contains("lib99999.so+0x40"), "{}", &folded[..folded.len().min(500)]);
 }
 
-/// A valid dump of `threads` rings of `keys_per_thread` spans each, every
-/// span with a key of its own (no modules: they stay unnamed addresses).
-fn many_keys_dump(threads: u64, keys_per_thread: u64) -> Vec<u8> {
-    use ringtrace_format::{Record, RingInfo};
-    let (mut w, _) = ringtrace_tests::DumpBuilder::new("keys").start();
-    for t in 0..threads {
-        let records: Vec<Record> = (0..keys_per_thread)
-            .map(|i| Record { key: 0x10_0000 + (t * keys_per_thread + i) * 16, enter: i * 10, exit: i * 10 + 5 })
-            .collect();
-        let n = keys_per_thread;
-        let info = RingInfo { tid: t + 1, capacity: n, written: n, dropped: 0, aux: 0, flags: 0, name: b"" };
-        w.ring(&info, &records, &[]).unwrap();
-    }
-    w.finish().unwrap().0
-}
-
 #[test]
 fn stats_over_many_keys_and_many_threads_keep_small_accumulators() {
     let dir = scratch("hostile-keys");
@@ -393,7 +312,7 @@ fn stats_over_many_keys_and_many_threads_keep_small_accumulators() {
         [("keys.rtd", 1, 200_000, &[][..]), ("threads.rtd", 50_000, 1, &["--per-thread"][..])]
     {
         let path = dir.join(name);
-        std::fs::write(&path, many_keys_dump(threads, keys)).unwrap();
+        std::fs::write(&path, hostile::many_keys(threads, keys)).unwrap();
         let mut all = vec!["stats", path.to_str().unwrap(), "--format", "csv", "--symbolizer", "dladdr"];
         all.extend(args);
         let out = rtconv(&all);
@@ -403,21 +322,39 @@ fn stats_over_many_keys_and_many_threads_keep_small_accumulators() {
         // One row per (scope, function), each one call.
         assert_eq!(csv.lines().count() as u64, 1 + threads * keys, "{name}");
         assert!(csv.lines().skip(1).all(|l| l.split(',').nth(2) == Some("1")), "{name}");
+        // Peak memory within the README's stated bound, for stats and for the timeline outputs.
+        let (code, peak) = peak_rss_kib(&all);
+        assert_eq!(code, 0);
+        let bound = within_stated_bound(threads * keys, threads, STATS_KEY_BYTES);
+        assert!(peak < bound, "{name}: stats took {peak} KiB, the bound is {bound} KiB");
+        for format in ["chrome", "ftrace"] {
+            let (code, peak) = peak_rss_kib(&[
+                "convert",
+                path.to_str().unwrap(),
+                "-f",
+                format,
+                "--symbolizer",
+                "dladdr",
+                "-o",
+                "/dev/null",
+            ]);
+            assert_eq!(code, 0);
+            let bound = within_stated_bound(threads * keys, threads, TIMELINE_KEY_BYTES);
+            assert!(peak < bound, "{name}: -f {format} took {peak} KiB, the bound is {bound} KiB");
+        }
     }
 }
 
-/// A valid dump of one thread whose `n` spans each hold the next: depth `n`.
-fn nested_dump(n: u64) -> Vec<u8> {
-    use ringtrace_format::{Record, RingInfo};
-    let (mut w, _) = ringtrace_tests::DumpBuilder::new("deep").start();
-    // In the order they ended: the innermost first. Two keys, alternating.
-    let records: Vec<Record> = (0..n)
-        .rev()
-        .map(|depth| Record { key: 0x10_0000 + (depth % 2) * 16, enter: depth, exit: 4 * n - depth })
-        .collect();
-    let info = RingInfo { tid: 1, capacity: n, written: n, dropped: 0, aux: 0, flags: 0, name: b"main" };
-    w.ring(&info, &records, &[]).unwrap();
-    w.finish().unwrap().0
+/// Memory per distinct key the README states for `stats`, and for `-f chrome`/`-f ftrace`;
+/// per thread; and what any run may take besides (the program, its buffers).
+const STATS_KEY_BYTES: u64 = 600;
+const TIMELINE_KEY_BYTES: u64 = 350;
+const THREAD_BYTES: u64 = 1536;
+const BASE_KIB: u64 = 16 << 10;
+
+/// The README's bound in KiB for a dump of `keys` distinct keys on `threads` threads.
+fn within_stated_bound(keys: u64, threads: u64, key_bytes: u64) -> u64 {
+    BASE_KIB + (keys * key_bytes + threads * THREAD_BYTES) / 1024
 }
 
 #[test]
@@ -425,7 +362,7 @@ fn ftrace_text_of_deep_nesting_grows_with_the_spans_not_with_the_square_of_the_d
     let dir = scratch("hostile-deep");
     let n = 20_000u64;
     let path = dir.join("deep.rtd");
-    std::fs::write(&path, nested_dump(n)).unwrap();
+    std::fs::write(&path, hostile::nested(n)).unwrap();
     let out = rtconv(&["convert", path.to_str().unwrap(), "-f", "ftrace", "--symbolizer", "dladdr"]);
     let err = stderr(&out);
     assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{err}");
@@ -457,15 +394,9 @@ fn symbolize_refuses_an_endless_line_and_a_line_that_is_not_text() {
 
 #[test]
 fn names_with_control_characters_still_make_well_formed_svg_and_folded_lines() {
-    use ringtrace_format::{Record, RingInfo};
     let dir = scratch("hostile-control");
-    let (mut w, keys) =
-        ringtrace_tests::DumpBuilder::new("ctl").sites(0x1000, &[("a\u{1}b\u{1b}[31m;c\nd", "x.rs", 1)]).start();
-    let records = [Record { key: keys[0], enter: 10, exit: 20 }];
-    let info = RingInfo { tid: 1, capacity: 1, written: 1, dropped: 0, aux: 0, flags: 0, name: b"t\x07" };
-    w.ring(&info, &records, &[]).unwrap();
     let path = dir.join("ctl.rtd");
-    std::fs::write(&path, w.finish().unwrap().0).unwrap();
+    std::fs::write(&path, hostile::control_names()).unwrap();
     let svg = rtconv(&["convert", path.to_str().unwrap(), "-f", "flamegraph"]);
     assert_eq!(svg.status.code(), Some(0), "{}", stderr(&svg));
     // XML 1.0 allows no control character but tab, line feed and carriage return.
@@ -481,7 +412,7 @@ fn stacks_and_trees_of_deep_nesting_merge_what_lies_below_512_levels() {
     let dir = scratch("hostile-deep-stacks");
     let n = 20_000u64;
     let path = dir.join("deep.rtd");
-    std::fs::write(&path, nested_dump(n)).unwrap();
+    std::fs::write(&path, hostile::nested(n)).unwrap();
     let dump = path.to_str().unwrap();
     let folded = rtconv(&["convert", dump, "-f", "folded", "--symbolizer", "dladdr"]);
     assert!(folded.status.code().is_some_and(|c| c == 0 || c == 3), "{}", stderr(&folded));
@@ -505,18 +436,9 @@ fn stacks_and_trees_of_deep_nesting_merge_what_lies_below_512_levels() {
 
 #[test]
 fn a_module_recorded_as_a_2_gib_sparse_file_is_inspected_not_read_whole() {
-    use ringtrace_format::{Module, Record, RingInfo};
     let dir = scratch("hostile-huge-module");
-    let huge = dir.join("libhuge.so");
-    std::fs::File::create(&huge).unwrap().set_len(2 << 30).unwrap();
-    let (mut w, _) = ringtrace_tests::DumpBuilder::new("huge").start();
-    let path = huge.to_str().unwrap().as_bytes();
-    let module = Module { start: 0x10_0000, end: 0x20_0000, bias: 0x10_0000, flags: 0, build_id: &[], path };
-    w.modules(&[module]).unwrap();
-    let info = RingInfo { tid: 1, capacity: 1, written: 1, dropped: 0, aux: 0, flags: 0, name: b"main" };
-    w.ring(&info, &[Record { key: 0x10_0040, enter: 1, exit: 2 }], &[]).unwrap();
     let dump = dir.join("huge.rtd");
-    std::fs::write(&dump, w.finish().unwrap().0).unwrap();
+    std::fs::write(&dump, hostile::huge_module(&dir.join("libhuge.so"), 2 << 30)).unwrap();
     // Inspecting it touches a few pages; its size must not show in memory.
     let (code, peak) = peak_rss_kib(&["convert", dump.to_str().unwrap(), "-f", "folded"]);
     assert_eq!(code, 3);
@@ -561,13 +483,82 @@ fn a_symbolic_link_named_with_o_is_followed_and_stays_a_link() {
 }
 
 #[test]
-fn the_last_address_is_unnamed_not_a_panic() {
-    // Found by the symbolize_stdin fuzzer: addr2line looks up `[address, address + 1)`.
+fn the_last_address_and_discarded_code_at_zero_are_unnamed() {
+    // u64::MAX was found by the symbolize_stdin fuzzer: addr2line looks up `[address, address + 1)`.
+    // 0 is where the DWARF of code the linker discarded says it is; GNU addr2line, the reference,
+    // names neither.
+    let workload = binary("workload");
+    let reference =
+        tool("addr2line").arg("-f").arg("-e").arg(&workload).args(["0x0", "0xffffffffffffffff"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&reference.stdout).lines().filter(|l| l.starts_with("??")).count(), 4);
     let opts = rtconv::symbolize::Options {
         order: Some(vec![rtconv::symbolize::Source::Dwarf, rtconv::symbolize::Source::Symtab]),
         ..Default::default()
     };
-    let (names, failures) = rtconv::symbolize::resolve_addresses(&binary("workload"), &[u64::MAX], &opts).unwrap();
+    let (names, failures) = rtconv::symbolize::resolve_addresses(&workload, &[0, u64::MAX], &opts).unwrap();
     assert!(failures.is_empty(), "{failures:?}");
-    assert_eq!(names, [None]);
+    assert_eq!(names, [None, None]);
+}
+
+/// Every file a directory tree holds, relative to `root`.
+fn tree(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            found.push(path.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+            if std::fs::symlink_metadata(&path).unwrap().is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn every_class_of_the_hostile_corpus_ends_with_a_status_and_a_line_naming_the_input() {
+    let dir = scratch("hostile-corpus");
+    let corpus = dir.join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    let seed = dump(&dir);
+    std::fs::remove_file(dir.join("w.rtd")).unwrap();
+    let files = hostile::write_corpus(&corpus, &seed, hostile::Scale::SMALL);
+    let corpus_files = tree(&corpus);
+    let out = dir.join("out");
+    for (path, what) in &files {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let file = path.to_str().unwrap();
+        let to = out.join(name);
+        let to = to.to_str().unwrap();
+        let json = format!("{to}.json");
+        let runs: Vec<Vec<&str>> = if name.contains(".tar") {
+            vec![vec!["batch", file, "--out-dir", to]]
+        } else {
+            vec![
+                vec!["convert", file, "-o", &json],
+                vec!["convert", file, "-f", "ftrace", "-o", &json],
+                vec!["stats", file, "--per-thread"],
+                vec!["stats", file, "--tree"],
+                vec!["batch", file, "--out-dir", to],
+            ]
+        };
+        for args in runs {
+            let run = rtconv(&args); // ends with a status (no signal, no hang) within the address-space cap
+            let (code, err) = (run.status.code().unwrap(), stderr(&run));
+            let named = err.lines().any(|l| l.starts_with("rtconv: ") && l.contains(name));
+            assert!(code == 0 || named, "{what}: {args:?} exit {code} without a line naming {name}:\n{err}");
+        }
+    }
+    // The long entry name makes an output name that fits NAME_MAX.
+    let long = tree(&out.join("long-name.tar"));
+    assert!(long.len() == 1 && long[0].len() <= 255 && long[0].ends_with(".json"), "{long:?}");
+    // All of it as one batch: the FIFO and the device refused, the rest converted; nothing
+    // written outside the out dir, nothing changed in the corpus.
+    let all = dir.join("all");
+    let run = rtconv(&["batch", corpus.to_str().unwrap(), "--out-dir", all.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
+    assert_eq!(tree(&corpus), corpus_files);
+    assert_eq!(names_in(&dir), ["all", "corpus", "out"]);
 }
