@@ -17,7 +17,7 @@
 
 use std::io::{self, Write};
 
-use super::text::{Piece, Text};
+use super::text::{Piece, Pieces, Text};
 use crate::model::{Anomalies, SpanNs, Timeline};
 
 /// How to write Chrome JSON.
@@ -106,19 +106,22 @@ fn write_process(
     out: &mut Text<'_>,
 ) -> io::Result<Anomalies> {
     let trace = tl.trace;
-    // Each distinct name, and with `args` each key's place, is escaped once.
-    let names: Vec<String> = (0..tl.keys.len()).map(|k| json_string(tl.name(k))).collect();
+    // With `args`, each key's place, escaped once (none without).
     let places: Vec<String> =
-        tl.keys.iter().map(|&key| if opts.args { key_args(tl, key) } else { String::new() }).collect();
-    // What every event of a key has before its time, written as one piece.
-    let heads = |ph: &str| -> Vec<Piece> {
-        names
-            .iter()
-            .map(|name| Piece::new(format!(",\n{{\"ph\":\"{ph}\",\"name\":{name},\"ts\":").as_bytes()))
-            .collect()
+        if opts.args { tl.keys.iter().map(|&key| key_args(tl, key)).collect() } else { Vec::new() };
+    // What every event of a key has before its time, its name escaped once: one piece per key.
+    let heads = |ph: &str| -> Pieces {
+        let mut pieces = Pieces::default();
+        for k in 0..tl.keys.len() {
+            pieces.push(format!(",\n{{\"ph\":\"{ph}\",\"name\":{},\"ts\":", json_string(tl.name(k))).as_bytes());
+        }
+        pieces
     };
-    let (x_heads, b_heads, e_heads) =
-        if opts.begin_end { (Vec::new(), heads("B"), heads("E")) } else { (heads("X"), Vec::new(), Vec::new()) };
+    let (x_heads, b_heads, e_heads) = if opts.begin_end {
+        (Pieces::default(), heads("B"), heads("E"))
+    } else {
+        (heads("X"), Pieces::default(), Pieces::default())
+    };
     let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
     if !first {
         out.write_all(b",\n")?;
@@ -172,12 +175,13 @@ fn write_process(
             }
             for s in batch {
                 let key = s.key_index as usize;
-                out.piece(&x_heads[key])?;
+                out.piece_at(&x_heads, key)?;
                 out.us(s.enter_ns.saturating_add(shift))?;
                 out.piece(&dur)?;
                 out.us(s.exit_ns.saturating_sub(s.enter_ns))?;
-                if s.arg().is_some() || s.open() || !places[key].is_empty() {
-                    write_args(s, &places[key], out)?;
+                let place = places.get(key).map_or("", String::as_str);
+                if s.arg().is_some() || s.open() || !place.is_empty() {
+                    write_args(s, place, out)?;
                 }
                 out.piece(&tail)?;
             }
@@ -252,13 +256,13 @@ fn write_begin_end(
     shift: i64,
     batch: &[SpanNs],
     open: &mut Vec<SpanNs>,
-    (b_heads, e_heads): (&[Piece], &[Piece]),
+    (b_heads, e_heads): (&Pieces, &Pieces),
     places: &[String],
     tail: &Piece,
     out: &mut Text<'_>,
 ) -> io::Result<()> {
     let end = |s: &SpanNs, out: &mut Text<'_>| -> io::Result<()> {
-        out.piece(&e_heads[s.key_index as usize])?;
+        out.piece_at(e_heads, s.key_index as usize)?;
         out.us(s.exit_ns.saturating_add(shift))?;
         out.piece(tail)
     };
@@ -270,9 +274,9 @@ fn write_begin_end(
             end(top, out)?;
             open.pop();
         }
-        out.piece(&b_heads[s.key_index as usize])?;
+        out.piece_at(b_heads, s.key_index as usize)?;
         out.us(s.enter_ns.saturating_add(shift))?;
-        write_args(s, &places[s.key_index as usize], out)?;
+        write_args(s, places.get(s.key_index as usize).map_or("", String::as_str), out)?;
         out.piece(tail)?;
         open.push(*s);
     }

@@ -17,7 +17,7 @@
 
 use std::io::{self, Write};
 
-use super::text::{PAIRS, Piece, Text, digits};
+use super::text::{PAIRS, Piece, Pieces, Text, digits};
 use crate::model::{Anomalies, SpanNs, Timeline};
 
 /// Writes `tl` as function_graph text; returns what its spans had wrong.
@@ -32,10 +32,12 @@ fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<Anomalies>
     out.write_all(b"# tracer: function_graph\n#\n")?;
     out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
     out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
-    let names: Vec<&str> = (0..tl.keys.len()).map(|k| tl.name(k)).collect();
     // Each key's entry and leaf text, with the line's end: one copy per line.
-    let entries: Vec<Piece> = names.iter().map(|name| Piece::new(format!("{name}() {{\n").as_bytes())).collect();
-    let leaves: Vec<Piece> = names.iter().map(|name| Piece::new(format!("{name}();\n").as_bytes())).collect();
+    let (mut entries, mut leaves) = (Pieces::default(), Pieces::default());
+    for k in 0..tl.keys.len() {
+        entries.push(format!("{}() {{\n", tl.name(k)).as_bytes());
+        leaves.push(format!("{}();\n", tl.name(k)).as_bytes());
+    }
     let close = Piece::new(b"}\n");
     let mut previous: Option<String> = None;
     let mut threads = tl.threads();
@@ -76,8 +78,8 @@ struct Graph<'p> {
     head: Piece,
     /// The CPU and task columns and the duration column's blank, for entry lines.
     entry_head: Piece,
-    entries: &'p [Piece],
-    leaves: &'p [Piece],
+    entries: &'p Pieces,
+    leaves: &'p Pieces,
     close: &'p Piece,
     /// Spans entered and not yet closed.
     stack: Vec<SpanNs>,
@@ -94,10 +96,11 @@ impl Graph<'_> {
             if next.is_some_and(|next| next.enter_ns < s.exit_ns) {
                 out.piece(&self.entry_head)?;
                 indent(out, self.stack.len())?;
-                out.piece(&self.entries[s.key_index as usize])?;
+                out.piece_at(self.entries, s.key_index as usize)?;
                 self.stack.push(s);
             } else {
-                exit_line(out, &self.head, &s, self.stack.len(), &self.leaves[s.key_index as usize])?;
+                exit_line(out, &self.head, &s, self.stack.len())?;
+                out.piece_at(self.leaves, s.key_index as usize)?;
             }
         }
         while let Some(top) = self.stack.last() {
@@ -106,22 +109,22 @@ impl Graph<'_> {
             }
             let top = *top;
             self.stack.pop();
-            exit_line(out, &self.head, &top, self.stack.len(), self.close)?;
+            exit_line(out, &self.head, &top, self.stack.len())?;
+            out.piece(self.close)?;
         }
         self.pending = next.copied();
         Ok(())
     }
 }
 
-/// A line with a duration: `head` (CPU and task), the duration column,
-/// indentation, then `text` (which ends the line).
+/// The start of a line with a duration: `head` (CPU and task), the
+/// duration column and indentation; the caller writes the text that ends it.
 #[inline(always)]
-fn exit_line(out: &mut Text<'_>, head: &Piece, span: &SpanNs, depth: usize, text: &Piece) -> io::Result<()> {
+fn exit_line(out: &mut Text<'_>, head: &Piece, span: &SpanNs, depth: usize) -> io::Result<()> {
     out.piece(head)?;
     let ns = span.exit_ns.saturating_sub(span.enter_ns).max(0) as u64;
     out.formatted(|to| duration_column(ns, to))?;
-    indent(out, depth)?;
-    out.piece(text)
+    indent(out, depth)
 }
 
 /// Levels indented: the depth of the kernel's function_graph return stack

@@ -29,15 +29,56 @@ pub struct Piece {
 impl Piece {
     /// `bytes`, ready to be written many times.
     pub fn new(bytes: &[u8]) -> Self {
-        let blocks = bytes
-            .chunks(BLOCK)
-            .map(|chunk| {
-                let mut block = [0; BLOCK];
-                block[..chunk.len()].copy_from_slice(chunk);
-                block
-            })
-            .collect();
+        let mut blocks = Vec::new();
+        padded(bytes, &mut blocks);
         Piece { blocks, len: bytes.len() }
+    }
+}
+
+/// Appends `bytes` to `blocks`, padded with zeros to whole blocks.
+fn padded(bytes: &[u8], blocks: &mut Vec<[u8; BLOCK]>) {
+    blocks.extend(bytes.chunks(BLOCK).map(|chunk| {
+        let mut block = [0; BLOCK];
+        block[..chunk.len()].copy_from_slice(chunk);
+        block
+    }));
+}
+
+/// Many pieces in one allocation, by index (a piece per key): 8 bytes of
+/// index and the padded text per piece, where a `Vec` of [`Piece`]s would
+/// cost two allocations' headers and a heap block each.
+#[derive(Clone, Debug, Default)]
+pub struct Pieces {
+    blocks: Vec<[u8; BLOCK]>,
+    /// Each piece's first block and true length.
+    index: Vec<(u32, u32)>,
+}
+
+impl Pieces {
+    /// Adds `bytes` as the next piece. A piece that would start past 2^32
+    /// blocks (128 GiB), or is longer than 4 GiB, is added empty.
+    pub fn push(&mut self, bytes: &[u8]) {
+        match (u32::try_from(self.blocks.len()), u32::try_from(bytes.len())) {
+            (Ok(start), Ok(len)) => {
+                padded(bytes, &mut self.blocks);
+                self.index.push((start, len));
+            }
+            _ => self.index.push((0, 0)),
+        }
+    }
+
+    /// How many pieces there are.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Piece `i`: its blocks and true length (none past the end).
+    #[inline(always)]
+    fn get(&self, i: usize) -> (&[[u8; BLOCK]], usize) {
+        let Some(&(start, len)) = self.index.get(i) else { return (&[], 0) };
+        let (start, len) = (start as usize, len as usize);
+        (self.blocks.get(start..start + len.div_ceil(BLOCK)).unwrap_or_default(), len)
     }
 }
 
@@ -102,13 +143,26 @@ impl<'w> Text<'w> {
     /// Writes `piece`.
     #[inline(always)]
     pub fn piece(&mut self, piece: &Piece) -> io::Result<()> {
-        let padded = piece.blocks.len() * BLOCK;
+        self.blocks(&piece.blocks, piece.len)
+    }
+
+    /// Writes piece `i` of `pieces` (nothing if there is no such piece).
+    #[inline(always)]
+    pub fn piece_at(&mut self, pieces: &Pieces, i: usize) -> io::Result<()> {
+        let (blocks, len) = pieces.get(i);
+        self.blocks(blocks, len)
+    }
+
+    /// Copies `blocks` whole and advances by `len`, their text's true length.
+    #[inline(always)]
+    fn blocks(&mut self, blocks: &[[u8; BLOCK]], len: usize) -> io::Result<()> {
+        let padded = blocks.len() * BLOCK;
         self.room(padded)?;
         let (room, _) = self.buf[self.pos..self.pos + padded].as_chunks_mut::<BLOCK>();
-        for (to, from) in room.iter_mut().zip(&piece.blocks) {
+        for (to, from) in room.iter_mut().zip(blocks) {
             *to = *from;
         }
-        self.pos += piece.len;
+        self.pos += len;
         Ok(())
     }
 
@@ -251,6 +305,15 @@ mod tests {
             Ok(())
         });
         assert_eq!(got, expected);
+        // The same pieces from one table, by index, and an index past its end writes nothing.
+        let mut table = Pieces::default();
+        for b in [&b""[..], b"a", &[b'x'; 31], &[b'y'; 32], &[b'z'; 33], &[b'w'; 200]] {
+            table.push(b);
+        }
+        assert_eq!(table.len(), pieces.len());
+        let from_table = written(|t| (0..=table.len()).try_for_each(|i| t.piece_at(&table, i)));
+        let from_pieces = written(|t| pieces.iter().try_for_each(|p| t.piece(p)));
+        assert_eq!(from_table, from_pieces);
         // A piece longer than the whole buffer still goes out whole.
         let long = Piece::new(&vec![b'q'; CAPACITY * 2 + 5]);
         assert_eq!(written(|t| t.piece(&long)), "q".repeat(CAPACITY * 2 + 5));

@@ -222,6 +222,7 @@ impl Filling {
         self.touched.sort_unstable();
         if let Some(scope) = scopes.get_mut(self.scope) {
             scope.total_ns += self.total_ns;
+            scope.functions.reserve_exact(self.touched.len());
             for &key in &self.touched {
                 if let Some(stats) = self.dense.get_mut(key as usize) {
                     scope.functions.push((key, std::mem::replace(stats, CallStats::new(self.clean))));

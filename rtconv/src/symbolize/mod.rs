@@ -19,6 +19,7 @@ mod dladdr;
 mod dwarf;
 mod external;
 mod files;
+mod name_table;
 mod packed;
 mod sites;
 mod symtab;
@@ -33,6 +34,7 @@ pub use files::{ModuleError, ModuleFiles, Search};
 
 use crate::model::Trace;
 use crate::model::{Location, locate};
+use name_table::NameTable;
 
 /// One function in an inline chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -183,7 +185,7 @@ impl fmt::Display for Problem {
 /// Names for every key of a trace.
 #[derive(Debug, Default)]
 pub struct Symbols {
-    names: HashMap<u64, SpanName>,
+    names: NameTable,
     /// The files found for each module index.
     pub files: BTreeMap<usize, Result<ModuleFiles, ModuleError>>,
 }
@@ -257,7 +259,7 @@ pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
 /// build-id) and adding what the backends find to it.
 pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbols, Vec<Problem>) {
     let queries: Vec<(u64, Location)> = trace.keys.iter().map(|&k| (k, locate(trace, k))).collect();
-    let mut symbols = Symbols::default();
+    let mut symbols = Symbols { names: NameTable::new(&trace.keys), files: BTreeMap::new() };
     // The cache key of a code address: its module's build-id (none, none) and file address.
     let cache_key = |location: Location| match location {
         Location::Module { index, file_address } if !trace.modules[index].build_id.is_empty() => {
@@ -346,7 +348,7 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
     }
     // Whatever is left is unknown, shown with where it points.
     for &(key, location) in &queries {
-        symbols.names.entry(key).or_insert_with(|| {
+        symbols.names.or_insert_with(key, || {
             let place = match location {
                 Location::Site { offset } => format!("site+{offset:#x}"),
                 Location::Module { index, file_address } => {
@@ -372,8 +374,12 @@ pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbol
     let mut problems = Vec::new();
     for (index, kind) in unusable.chain(failed) {
         let in_module: &[u64] = by_module.get(&index).map_or(&[], |(keys, _)| keys);
-        let mut named_by: Vec<Source> =
-            in_module.iter().map(|k| symbols.names[k].source).filter(|s| *s != Source::Unknown).collect();
+        let mut named_by: Vec<Source> = in_module
+            .iter()
+            .filter_map(|k| symbols.names.get(k))
+            .map(|n| n.source)
+            .filter(|s| *s != Source::Unknown)
+            .collect();
         let named_otherwise = named_by.len();
         named_by.sort_unstable();
         named_by.dedup();
@@ -403,7 +409,7 @@ fn per_module(
     files: &BTreeMap<usize, Result<ModuleFiles, ModuleError>>,
     backend: Source,
     opts: &Options,
-    names: &mut HashMap<u64, SpanName>,
+    names: &mut NameTable,
     failures: &mut Vec<(usize, BackendError)>,
 ) {
     for (index, (keys, addresses)) in keys_by_module(pending) {
