@@ -180,7 +180,7 @@ pub fn items(
     consumed: Arc<AtomicU64>,
     capacity: usize,
     max_dump_size: u64,
-) -> impl Iterator<Item = Item> + Send {
+) -> io::Result<impl Iterator<Item = Item> + Send> {
     let (tx, rx) = std::sync::mpsc::sync_channel(capacity);
     std::thread::Builder::new()
         .name("rtconv-read".into())
@@ -195,9 +195,7 @@ pub fn items(
                 }
             }
         })
-        .map(drop)
-        .unwrap_or_else(|e| crate::diag::emit(&format!("rtconv: error: cannot start the reading thread: {e}")));
-    rx.into_iter()
+        .map(|_| rx.into_iter())
 }
 
 fn read_file(path: &Path, consumed: &AtomicU64) -> Item {

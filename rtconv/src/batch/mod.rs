@@ -132,9 +132,35 @@ fn run<L: Send>(
     }
     let consumed = Arc::new(AtomicU64::new(0));
     let jobs = opts.jobs.max(1);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).thread_name(|i| format!("rtconv-{i}")).build();
+    let count = inputs.len();
+    // The reading thread starts first, so a pool that takes what threads are left cannot keep it from starting.
+    let items = match inputs::items(inputs, consumed.clone(), jobs, opts.max_dump_size) {
+        Ok(items) => items,
+        Err(e) => {
+            progress.line(&format!(
+                "rtconv: error: cannot start the thread that reads the inputs ({e}); {count} input(s) not read"
+            ));
+            let mut summary = summary.into_inner().unwrap_or_else(|e| e.into_inner());
+            summary.failed += count as u64;
+            progress.finish();
+            return summary;
+        }
+    };
+    // Workers as asked; where that many cannot start (too little address space for their stacks),
+    // one per CPU, then none but this thread.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pool = |n: usize| rayon::ThreadPoolBuilder::new().num_threads(n).thread_name(|i| format!("rtconv-{i}")).build();
+    let pool = match pool(jobs) {
+        Ok(pool) => Some(pool),
+        Err(e) => {
+            let fewer = if cpus < jobs { pool(cpus).ok() } else { None };
+            let instead = fewer.as_ref().map_or("converting on one".to_string(), |_| format!("using {cpus}"));
+            progress.line(&format!("rtconv: warning: cannot start {jobs} workers ({e}); {instead}"));
+            fewer
+        }
+    };
     // Each dump labelled in input order; an unreadable one carries its reason.
-    let items = inputs::items(inputs, consumed.clone(), jobs, opts.max_dump_size).map(move |item| match item {
+    let items = items.map(move |item| match item {
         inputs::Item::Dump { name, bytes, note } => {
             let label = label(&name);
             Ok(Labelled { name, bytes, label, note })
@@ -170,11 +196,8 @@ fn run<L: Send>(
         progress.update(consumed.load(Ordering::Relaxed), &s);
     };
     match pool {
-        Ok(pool) => pool.install(|| items.par_bridge().for_each(each)),
-        Err(e) => {
-            progress.line(&format!("rtconv: warning: cannot start {jobs} workers ({e}); converting on one"));
-            items.for_each(each);
-        }
+        Some(pool) => pool.install(|| items.par_bridge().for_each(each)),
+        None => items.for_each(each),
     }
     progress.finish();
     summary.into_inner().unwrap_or_else(|e| e.into_inner())
