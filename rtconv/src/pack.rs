@@ -49,12 +49,6 @@ pub enum PackError {
     /// It could not be read or its header is unusable.
     #[error(transparent)]
     Load(#[from] model::LoadError),
-    /// Not a regular file (a device, a FIFO, a directory).
-    #[error("{}: not a regular file; pack takes dump files", path.display())]
-    NotAFile {
-        /// The path.
-        path: PathBuf,
-    },
     /// The dump is cut short or damaged, so there is no end marker to append after.
     #[error(
         "{}: {damage}; pack appends to complete dumps only (convert this one where its binaries are)",
@@ -80,11 +74,10 @@ pub enum PackError {
 
 /// Names the keys of the dump at `path` with `opts` and appends the names to it.
 pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
-    let metadata = std::fs::metadata(path).map_err(|source| model::LoadError::Io { path: path.into(), source })?;
-    if !metadata.is_file() {
-        return Err(PackError::NotAFile { path: path.into() });
-    }
+    // Only a regular file opens (one descriptor, checked with fstat); the packed dump keeps its mode.
     let bytes = model::open(path)?;
+    let permissions =
+        std::fs::metadata(path).map_err(|source| model::LoadError::Io { path: path.into(), source })?.permissions();
     let trace = model::decode(path, &bytes)?;
     if let Some(damage) = trace.damage {
         return Err(PackError::Incomplete { path: path.into(), damage });
@@ -148,7 +141,7 @@ pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
         .collect();
     let entries: Vec<NameEntry> =
         names.iter().zip(&frames).map(|(&(key, source, _), frames)| NameEntry { key, source, frames }).collect();
-    write_beside(path, &bytes, &bytes[..end], &entries, metadata.permissions())?;
+    write_beside(path, &bytes, &bytes[..end], &entries, permissions)?;
     Ok(Report { packed: entries.len(), already: false, unnamed, problems })
 }
 

@@ -19,6 +19,8 @@ const MIN_PER_WORKER: usize = 256;
 /// Names `file_addresses` (ELF virtual addresses, sorted or not) from the
 /// DWARF in `debug`. Returns one entry per address, in order.
 pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, BackendError> {
+    let code = code_ranges(debug);
+    let in_code = |address: u64| code.as_ref().is_none_or(|code| code.iter().any(|r| r.contains(&address)));
     let mut order: Vec<usize> = (0..file_addresses.len()).collect();
     order.sort_unstable_by_key(|&i| file_addresses[i]);
     let workers = rayon::current_num_threads().min(file_addresses.len() / MIN_PER_WORKER).max(1);
@@ -28,7 +30,11 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
     let work = |mut worker: Worker, own: usize| {
         let mut named = Vec::new();
         while let Some(run) = segments[own].take_front().or_else(|| steal(&segments)) {
-            named.extend(order[run].iter().map(|&i| (i, worker.lookup(file_addresses[i]))));
+            named.extend(
+                order[run]
+                    .iter()
+                    .map(|&i| (i, in_code(file_addresses[i]).then(|| worker.lookup(file_addresses[i])).flatten())),
+            );
         }
         named
     };
@@ -61,6 +67,28 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
         out[i] = name;
     }
     Ok(out)
+}
+
+/// The address ranges of `debug`'s code sections (`None` if its section
+/// headers cannot be read). DWARF also describes code the linker discarded,
+/// at address 0 or wherever the tombstone puts it: an address outside the
+/// file's code is none of its functions (GNU addr2line says `??` there too).
+fn code_ranges(debug: &Path) -> Option<Vec<std::ops::Range<u64>>> {
+    use object::{Object, ObjectSection, SectionFlags};
+    let bytes = crate::model::map_file(debug, crate::model::Pages::OnDemand).ok()?;
+    let file = object::File::parse(&*bytes).ok()?;
+    // By the flag, not the kind: in a separate debug file the code sections hold no bytes (NOBITS).
+    let executable =
+        |flags| matches!(flags, SectionFlags::Elf { sh_flags, .. } if sh_flags.contains(object::elf::SHF_EXECINSTR));
+    if file.format() != object::BinaryFormat::Elf {
+        return None;
+    }
+    let code = file
+        .sections()
+        .filter(|s| executable(s.flags()))
+        .map(|s| s.address()..s.address().saturating_add(s.size()))
+        .collect();
+    Some(code)
 }
 
 /// One worker's answers: (index into the caller's addresses, name).
