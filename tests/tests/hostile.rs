@@ -562,3 +562,23 @@ fn every_class_of_the_hostile_corpus_ends_with_a_status_and_a_line_naming_the_in
     assert_eq!(tree(&corpus), corpus_files);
     assert_eq!(names_in(&dir), ["all", "corpus", "out"]);
 }
+
+#[test]
+fn jobs_are_capped_and_workers_that_cannot_start_leave_the_batch_to_fewer() {
+    let dir = scratch("hostile-jobs");
+    let dumps = dir.join("dumps");
+    std::fs::create_dir_all(&dumps).unwrap();
+    for name in ["a.rtd", "b.rtd", "c.rtd"] {
+        std::fs::write(dumps.join(name), hostile::control_names()).unwrap();
+    }
+    let (d, out) = (dumps.to_str().unwrap(), dir.join("out"));
+    let too_many = rtconv(&["batch", d, "--out-dir", out.to_str().unwrap(), "-j", "100000"]);
+    assert_eq!(too_many.status.code(), Some(2));
+    assert!(stderr(&too_many).contains("100000 is not in 1..=1024"), "{}", stderr(&too_many));
+    // 1024 workers' stacks (2 MiB each) do not fit the 1 GiB cap: all three still converted.
+    let most = rtconv(&["batch", d, "--out-dir", out.to_str().unwrap(), "-j", "1024"]);
+    let err = stderr(&most);
+    assert_eq!(most.status.code(), Some(0), "{err}");
+    assert!(err.contains("rtconv: warning: cannot start 1024 workers"), "{err}");
+    assert_eq!(names_in(&out), ["a.json", "b.json", "c.json"]);
+}
