@@ -187,6 +187,10 @@ code_enum!(
         MonotonicNs = 3, "monotonic ns";
         /// The Cortex-M DWT cycle counter `CYCCNT` (32 bits, since 1.1).
         ArmDwtCyccnt = 4, "Cortex-M DWT CYCCNT";
+        /// The Cortex-M SysTick down-counter, its reloads counted (32 bits, since 1.2).
+        ArmSysTick = 5, "Cortex-M SysTick";
+        /// The RISC-V `mcycle` counter (since 1.2).
+        RiscvMcycle = 6, "RISC-V mcycle";
     }
 );
 

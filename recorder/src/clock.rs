@@ -216,7 +216,7 @@ mod arch {
     monotonic_clock!(Serialized);
 }
 
-#[cfg(all(target_arch = "arm", target_os = "none", not(feature = "std")))]
+#[cfg(all(target_arch = "arm", target_os = "none", target_has_atomic = "32", not(feature = "std")))]
 mod arch {
     //! Cortex-M3/M4/M7/M33: the DWT cycle counter `CYCCNT`, 32 bits at the
     //! core clock. **Compiled for `thumbv7em-none-eabihf` in CI, not run on
@@ -271,11 +271,65 @@ mod arch {
     dwt_clock!(Serialized, isb_cyccnt);
 }
 
-#[cfg(all(target_arch = "arm", target_os = "none", not(feature = "std")))]
+#[cfg(all(target_arch = "arm", target_os = "none", target_has_atomic = "32", not(feature = "std")))]
 pub use arch::enable_cycle_counter;
 
+/// Armv6-M (Cortex-M0/M0+/M1) has no DWT cycle counter: every clock is SysTick there.
+#[cfg(all(target_arch = "arm", target_os = "none", not(target_has_atomic = "32"), not(feature = "std")))]
+mod arch {
+    use super::*;
+    impl Clock for Fast {
+        const KIND: CounterKind = CounterKind::ArmSysTick;
+        const BITS: u32 = 32;
+        #[inline(always)]
+        fn now() -> u64 {
+            SysTick::now()
+        }
+        fn nominal_hz() -> (u64, RateSource) {
+            SysTick::nominal_hz()
+        }
+    }
+    impl Clock for Ordered {
+        const KIND: CounterKind = CounterKind::ArmSysTick;
+        const BITS: u32 = 32;
+        #[inline(always)]
+        fn now() -> u64 {
+            SysTick::now()
+        }
+        fn nominal_hz() -> (u64, RateSource) {
+            SysTick::nominal_hz()
+        }
+    }
+    impl Clock for Serialized {
+        const KIND: CounterKind = CounterKind::ArmSysTick;
+        const BITS: u32 = 32;
+        #[inline(always)]
+        fn now() -> u64 {
+            SysTick::now()
+        }
+        fn nominal_hz() -> (u64, RateSource) {
+            SysTick::nominal_hz()
+        }
+    }
+}
+
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+mod systick;
+#[cfg(all(target_arch = "arm", target_os = "none"))]
+pub use systick::SysTick;
+
+#[cfg(all(any(target_arch = "riscv32", target_arch = "riscv64"), target_os = "none", not(feature = "std")))]
+mod riscv;
+#[cfg(all(any(target_arch = "riscv32", target_arch = "riscv64"), target_os = "none", not(feature = "std")))]
+pub use riscv::set_core_hz;
+
 #[cfg(all(
-    not(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "arm", target_os = "none"))),
+    not(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        all(target_arch = "arm", target_os = "none"),
+        all(any(target_arch = "riscv32", target_arch = "riscv64"), target_os = "none")
+    )),
     not(feature = "std")
 ))]
 compile_error!("ringtrace has no built-in counter for this target without `std`: implement `Clock` for yours");

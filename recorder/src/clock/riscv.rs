@@ -1,0 +1,67 @@
+//! RISC-V without an OS: the `mcycle` counter (machine mode), 64 bits, at
+//! the core clock. On rv32 its halves are read high, low, high again, so a
+//! carry between them is never read torn.
+
+use super::{Clock, Fast, Ordered, Serialized};
+use ringtrace_format::{CounterKind, RateSource};
+
+#[inline(always)]
+fn mcycle() -> u64 {
+    #[cfg(target_arch = "riscv64")]
+    {
+        let cycles: u64;
+        // SAFETY: reading a counter CSR has no side effect.
+        unsafe { core::arch::asm!("csrr {0}, mcycle", out(reg) cycles, options(nomem, nostack, preserves_flags)) };
+        cycles
+    }
+    #[cfg(target_arch = "riscv32")]
+    loop {
+        let (high, low, again): (u32, u32, u32);
+        // SAFETY: reading counter CSRs has no side effect.
+        unsafe {
+            core::arch::asm!("csrr {0}, mcycleh", "csrr {1}, mcycle", "csrr {2}, mcycleh",
+                out(reg) high, out(reg) low, out(reg) again, options(nomem, nostack, preserves_flags));
+        }
+        if high == again {
+            return (u64::from(high) << 32) | u64::from(low);
+        }
+    }
+}
+
+#[inline(always)]
+fn fenced_mcycle() -> u64 {
+    // SAFETY: `fence` only orders memory accesses.
+    unsafe { core::arch::asm!("fence", options(nostack, preserves_flags)) };
+    mcycle()
+}
+
+/// The core clock, which only the program knows: set it once with
+/// [`set_core_hz`] so dumps carry it as the nominal rate.
+static CORE_HZ: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// States the core clock (the rate of `mcycle`) for the dump.
+pub fn set_core_hz(hz: u32) {
+    CORE_HZ.store(hz, core::sync::atomic::Ordering::Relaxed);
+}
+
+macro_rules! mcycle_clock {
+    ($t:ty, $read:ident) => {
+        impl Clock for $t {
+            const KIND: CounterKind = CounterKind::RiscvMcycle;
+            const BITS: u32 = 64;
+            #[inline(always)]
+            fn now() -> u64 {
+                $read()
+            }
+            fn nominal_hz() -> (u64, RateSource) {
+                match CORE_HZ.load(core::sync::atomic::Ordering::Relaxed) {
+                    0 => (0, RateSource::Unknown),
+                    hz => (u64::from(hz), RateSource::User),
+                }
+            }
+        }
+    };
+}
+mcycle_clock!(Fast, mcycle);
+mcycle_clock!(Ordered, fenced_mcycle);
+mcycle_clock!(Serialized, fenced_mcycle);
