@@ -228,10 +228,51 @@ macro_rules! code_address {
     }};
 }
 
+/// The address of this point in the code, as a span key. Read from `pc`
+/// itself, not with `adr rX, .`, which LLVM assembles in Thumb code
+/// against the word-aligned PC (an address 2 bytes early, in the previous
+/// function). `pc` reads as the reading instruction's address plus 4 in
+/// Thumb and plus 8 in A32 — in the code after this point, which may be an
+/// inlined callee the key must not be named after — so a `nop` follows and
+/// 4 is taken off: the key is the `mov` in Thumb, the `nop` in A32, both
+/// this function's own instructions. (Which mode is compiled is not a
+/// stable `cfg`; this works in both.)
+#[doc(hidden)]
+#[macro_export]
+#[cfg(target_arch = "arm")]
+macro_rules! code_address {
+    () => {{
+        let pc: usize;
+        // SAFETY: a move from `pc` and a `nop` read no memory and touch no flags; valid in Thumb-1, Thumb-2 and A32.
+        unsafe { ::core::arch::asm!("mov {0}, pc", "nop", out(reg) pc, options(nomem, nostack, preserves_flags)) };
+        pc.wrapping_sub(4) as u64
+    }};
+}
+
+/// The address of this point in the code, as a span key: `auipc` of 0 is
+/// the address of the `auipc` itself.
+#[doc(hidden)]
+#[macro_export]
+#[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
+macro_rules! code_address {
+    () => {{
+        let pc: usize;
+        // SAFETY: `auipc` reads no memory and touches nothing but its output register.
+        unsafe { ::core::arch::asm!("auipc {0}, 0", out(reg) pc, options(nomem, nostack, preserves_flags)) };
+        pc as u64
+    }};
+}
+
 /// Without a way to read the program counter, name the span by its module.
 #[doc(hidden)]
 #[macro_export]
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "riscv32",
+    target_arch = "riscv64"
+)))]
 macro_rules! code_address {
     () => {
         $crate::site!(::core::module_path!())
