@@ -27,10 +27,11 @@
 //! ```
 
 use ringtrace_format::layout::{COMPACT_RECORD_SIZE, RING_FLAG_STOP_WHEN_FULL};
-use ringtrace_format::{
-    Anchor, ClockInfo, CompactRecord, DumpReason, MetaInfo, Module, Record, RingInfo, Sink, WriteError, Writer,
-};
+/// What a firmware needs of the format crate, so the recorder is its one dependency.
+pub use ringtrace_format::{Anchor, ClockInfo, CounterKind, Module, RateSource, Record, Sink, SliceSink, WriteError};
+use ringtrace_format::{CompactRecord, DumpReason, MetaInfo, RingInfo, Writer};
 
+use crate::clock::Clock;
 use crate::open::OPEN_DEPTH;
 use crate::ring::{Mode, Word};
 use crate::track::Track;
@@ -61,54 +62,180 @@ pub fn write_dump<S: Sink>(
     scratch: &mut [Record],
     target: &Target<'_>,
 ) -> Result<S, WriteError<S::Error>> {
+    let (mut w, compact) = begin(sink, target.process_name, target.clock, target.anchors, target.modules)?;
+    // Open spans first, then finished ones: a span ending in between is in
+    // both (rtconv drops the open copy), never in neither.
+    let mut open = [(0u64, 0u64); OPEN_DEPTH];
+    let open_count = track.open().snapshot(&mut open).unwrap_or(0);
+    let snap = track.ring().snapshot(scratch, true);
+    let info = ring_info(track, &snap, 0, target.thread_name);
+    let records = scratch[..snap.copied].iter().copied();
+    ring_section(&mut w, &info, compact, snap.copied, records, &open[..open_count])?;
+    w.finish()
+}
+
+/// A dump of several tracks — the main context and each interrupt level
+/// that records — in one file, written straight from the rings with no
+/// scratch copy. Recording is paused while it writes (and then resumed as it
+/// was), so on a single core no writer runs meanwhile; spans that would
+/// start during the dump are not recorded. Build it once, as a `const` or
+/// `static` if you like, and write it whenever a dump is wanted:
+///
+/// ```
+/// use ringtrace::bare::{Dumper, SliceSink};
+/// use ringtrace::clock::Clock;
+/// use ringtrace::ring::Slot;
+/// use ringtrace::Track;
+///
+/// static MAIN_SLOTS: [Slot; 64] = [const { Slot::new() }; 64];
+/// static MAIN: Track = Track::new(&MAIN_SLOTS);
+/// static IRQ_SLOTS: [Slot; 16] = [const { Slot::new() }; 16];
+/// static IRQ: Track = Track::new(&IRQ_SLOTS);
+/// static TRACKS: [(&[u8], &Track); 2] = [(b"main", &MAIN), (b"SysTick", &IRQ)];
+///
+/// let dumper = Dumper::new::<ringtrace::clock::Fast>(b"firmware").tracks(&TRACKS);
+/// let mut out = [0u8; 4096];
+/// let sink = dumper.write(SliceSink::new(&mut out)).unwrap();
+/// let dump = ringtrace_format::Dump::parse(sink.written()).unwrap();
+/// assert_eq!(dump.sections().filter(|s| s.as_ref().unwrap().kind == ringtrace_format::SectionKind::Ring).count(), 2);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Dumper<'a> {
+    process_name: &'a [u8],
+    /// The clock's description and its reading, taken when the dump is written.
+    clock: fn() -> ClockInfo,
+    now: fn() -> u64,
+    anchors: &'a [Anchor],
+    modules: &'a [Module<'a>],
+    tracks: &'a [(&'a [u8], &'a Track)],
+}
+
+impl<'a> Dumper<'a> {
+    /// A dump of the program `process_name`, whose spans were timed by the
+    /// clock `C` (`ringtrace::clock::SysTick`, or your own).
+    pub const fn new<C: Clock>(process_name: &'a [u8]) -> Self {
+        Dumper { process_name, clock: C::info, now: C::now, anchors: &[], modules: &[], tracks: &[] }
+    }
+
+    /// Time anchors. Without any, the dump gets one taken as it is written
+    /// (the counter's reading, at time 0), which with the clock's nominal rate
+    /// places every span: time then counts back from the dump.
+    pub const fn anchors(self, anchors: &'a [Anchor]) -> Self {
+        Dumper { anchors, ..self }
+    }
+
+    /// Where the code is, so `rtconv --exe firmware.elf` names code-address keys from its DWARF
+    /// (see [`image`]).
+    pub const fn modules(self, modules: &'a [Module<'a>]) -> Self {
+        Dumper { modules, ..self }
+    }
+
+    /// The tracks, each with the name its context is shown under; the first is the main one.
+    /// Each becomes a thread of the dump (tid 1, 2, …), all in one process.
+    pub const fn tracks(self, tracks: &'a [(&'a [u8], &'a Track)]) -> Self {
+        Dumper { tracks, ..self }
+    }
+
+    /// Writes the dump to `sink` and returns the sink.
+    pub fn write<S: Sink>(&self, sink: S) -> Result<S, WriteError<S::Error>> {
+        let was = crate::enabled();
+        crate::set_enabled(false);
+        let written = self.write_paused(sink);
+        crate::set_enabled(was);
+        written
+    }
+
+    fn write_paused<S: Sink>(&self, sink: S) -> Result<S, WriteError<S::Error>> {
+        let at_dump = [Anchor { ticks: (self.now)(), mono_ns: 0, real_ns: 0 }];
+        let anchors = if self.anchors.is_empty() { &at_dump[..] } else { self.anchors };
+        let (mut w, compact) = begin(sink, self.process_name, (self.clock)(), anchors, self.modules)?;
+        for (tid, &(name, track)) in (1u64..).zip(self.tracks) {
+            let mut open = [(0u64, 0u64); OPEN_DEPTH];
+            let open_count = track.open().snapshot(&mut open).unwrap_or(0);
+            let (snap, records) = track.ring().quiescent();
+            let info = ring_info(track, &snap, tid, name);
+            ring_section(&mut w, &info, compact, snap.copied, records, &open[..open_count])?;
+        }
+        w.finish()
+    }
+}
+
+/// The module of a statically linked firmware image loaded where its ELF
+/// file says (bias 0): from the linker's symbols for its code, e.g.
+/// `image(&raw const __stext, &raw const __etext, b"firmware.elf")` with
+/// cortex-m-rt, or `_stext`/`_etext` with riscv-rt.
+pub fn image<'a>(start: *const u8, end: *const u8, path: &'a [u8]) -> Module<'a> {
+    let (start, end) = (start as usize as u64, end as usize as u64);
+    Module { start, end, bias: 0, flags: ringtrace_format::layout::MODULE_FLAG_MAIN, build_id: &[], path }
+}
+
+/// Starts a dump: meta, clock (narrowed to 32 bits where records are compact), modules and sites.
+/// Returns the writer and whether records are compact.
+fn begin<S: Sink>(
+    sink: S,
+    process_name: &[u8],
+    clock: ClockInfo,
+    anchors: &[Anchor],
+    modules: &[Module<'_>],
+) -> Result<(Writer<S>, bool), WriteError<S::Error>> {
     let mut w = Writer::new(sink, core::mem::size_of::<usize>() as u8)?;
     w.meta(&MetaInfo {
         pid: 0,
         reason: DumpReason::Requested,
         producer: b"ringtrace",
         producer_version: env!("CARGO_PKG_VERSION").as_bytes(),
-        process_name: target.process_name,
+        process_name,
     })?;
     // Compact records where the recorder's words are 32 bits (so are the
     // counter readings it kept), or where the counter is 32 bits or fewer.
-    let compact = core::mem::size_of::<Word>() == 4 || target.clock.counter_bits <= 32;
-    let mut clock = target.clock;
+    let compact = core::mem::size_of::<Word>() == 4 || clock.counter_bits <= 32;
+    let mut clock = clock;
     if compact {
         clock.counter_bits = clock.counter_bits.min(32);
     }
-    w.clock(&clock, target.anchors)?;
-    w.modules(target.modules)?;
+    w.clock(&clock, anchors)?;
+    w.modules(modules)?;
     let (base, bytes) = crate::sites::section();
     w.sites(base, bytes)?;
-    // Open spans first, then finished ones: a span ending in between is in
-    // both (rtconv drops the open copy), never in neither.
-    let mut open = [(0u64, 0u64); OPEN_DEPTH];
-    let open_count = track.open().snapshot(&mut open).unwrap_or(0);
+    Ok((w, compact))
+}
+
+fn ring_info<'n>(track: &Track, snap: &crate::ring::Snapshot, tid: u64, name: &'n [u8]) -> RingInfo<'n> {
     let ring = track.ring();
-    let snap = ring.snapshot(scratch, true);
-    let info = RingInfo {
-        tid: 0,
+    RingInfo {
+        tid,
         capacity: ring.capacity() as u64,
         written: snap.written,
         dropped: snap.dropped,
         aux: snap.aux,
         flags: if ring.mode() == Mode::StopWhenFull { RING_FLAG_STOP_WHEN_FULL } else { 0 },
-        name: target.thread_name,
-    };
-    let records = &scratch[..snap.copied];
-    if compact {
-        w.begin_ring_sized(&info, COMPACT_RECORD_SIZE, records.len() as u64, open_count as u64)?;
-        for r in records {
-            // Truncation keeps what the 32-bit slots held (an argument key stays 0xFFFFFFFF).
-            let (key, enter, exit) = (r.key as u32, r.enter as u32, r.exit as u32);
-            w.compact_record(&CompactRecord { key, enter, exit })?;
-        }
-        for &(key, enter) in &open[..open_count] {
-            w.open_span(key, enter)?;
-        }
-        w.end_section()?;
-    } else {
-        w.ring(&info, records, &open[..open_count])?;
+        name,
     }
-    w.finish()
+}
+
+/// One ring section of `count` records, compact or full, then its open spans.
+fn ring_section<S: Sink>(
+    w: &mut Writer<S>,
+    info: &RingInfo<'_>,
+    compact: bool,
+    count: usize,
+    records: impl Iterator<Item = Record>,
+    open: &[(u64, u64)],
+) -> Result<(), WriteError<S::Error>> {
+    if compact {
+        w.begin_ring_sized(info, COMPACT_RECORD_SIZE, count as u64, open.len() as u64)?;
+        for r in records.take(count) {
+            // Truncation keeps what the 32-bit slots held (an argument key stays 0xFFFFFFFF).
+            w.compact_record(&CompactRecord { key: r.key as u32, enter: r.enter as u32, exit: r.exit as u32 })?;
+        }
+    } else {
+        w.begin_ring(info, count as u64, open.len() as u64)?;
+        for r in records.take(count) {
+            w.record(&r)?;
+        }
+    }
+    for &(key, enter) in open {
+        w.open_span(key, enter)?;
+    }
+    w.end_section()
 }

@@ -254,6 +254,32 @@ impl Ring {
         self.head.store(word(n.wrapping_add(2)), Ordering::Release);
     }
 
+    /// The retained records, oldest first, read straight from the slots, and
+    /// the counts a snapshot gives: for a dump written while no writer can
+    /// run (recording paused on a single core), which then needs no copy.
+    /// Records a writer stores meanwhile may be read torn: use
+    /// [`snapshot`](Self::snapshot) wherever one can.
+    pub fn quiescent(&self) -> (Snapshot, impl Iterator<Item = Record> + '_) {
+        let cap = self.slots.len() as u64;
+        let head = wide(self.head.load(Ordering::Acquire));
+        let first = head.saturating_sub(cap);
+        let snap = Snapshot {
+            written: head,
+            dropped: self.dropped(),
+            aux: wide(self.aux.load(Ordering::Relaxed)),
+            copied: (head - first) as usize,
+        };
+        let records = (first..head).map(move |i| {
+            let slot = &self.slots[(i & self.mask) as usize];
+            Record {
+                key: wide(slot.key.load(Ordering::Relaxed)),
+                enter: wide(slot.enter.load(Ordering::Relaxed)),
+                exit: wide(slot.exit.load(Ordering::Relaxed)),
+            }
+        });
+        (snap, records)
+    }
+
     /// Copies the retained records, oldest first, into `out` (which must hold
     /// at least `capacity()` records). `writer_may_run` says whether the
     /// owning thread may be writing concurrently (see the module docs).
