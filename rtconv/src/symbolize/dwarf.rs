@@ -207,12 +207,14 @@ impl Worker {
             // line tables only): the symbol's name with the line table's place.
             let location = loader.find_location(address).ok().flatten()?;
             let (file, line) = (location.file.map(str::to_owned), location.line);
-            let name = names.name(loader.find_symbol(address)?, None);
+            let name = names.name(loader.find_symbol(address).filter(|n| !super::is_local_label(n))?, None);
             return Some(SpanName { name, file, line, source: Source::Dwarf, inlined_into: Vec::new() });
         }
         let innermost = chain.remove(0);
+        // The symbol at the address, if it is the function's own (not a label inside it, such as
+        // the `.Ltmp1` an Arm `movw`/`movt` of a label leaves in the symbol table).
         let name = match (chain.is_empty(), loader.find_symbol(address)) {
-            (true, Some(symbol)) => names.name(symbol, None),
+            (true, Some(symbol)) if !super::is_local_label(symbol) => names.name(symbol, None),
             _ => innermost.function,
         };
         Some(SpanName { name, file: innermost.file, line: innermost.line, source: Source::Dwarf, inlined_into: chain })

@@ -214,9 +214,26 @@ pub(crate) fn demangled(name: &str, demangle: bool) -> String {
     if demangle && mangled { addr2line::demangle_auto(name.into(), None).into_owned() } else { name.to_string() }
 }
 
+/// Whether `name` is an assembler-local label (`.Ltmp1`, `.LBB0_2`) or an
+/// Arm/AArch64/RISC-V mapping symbol (`$t`, `$d.1`, `$x`): marks inside a
+/// function, never a function's name.
+pub(crate) fn is_local_label(name: &str) -> bool {
+    name.starts_with(".L") || name.starts_with('$')
+}
+
 #[cfg(test)]
 mod tests {
-    use super::demangled;
+    use super::{demangled, is_local_label};
+
+    #[test]
+    fn labels_and_mapping_symbols_are_not_function_names() {
+        for label in [".Ltmp1", ".LBB0_2", "$t", "$d.12", "$x", "$a"] {
+            assert!(is_local_label(label), "{label}");
+        }
+        for function in ["fib", "_ZN3fw3fib17h0123456789abcdefE", "__cortex_m_rt_SysTick", "L1"] {
+            assert!(!is_local_label(function), "{function}");
+        }
+    }
 
     #[test]
     fn only_mangled_names_are_demangled() {

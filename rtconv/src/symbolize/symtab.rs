@@ -13,12 +13,15 @@ pub fn resolve(binary: &Path, file_addresses: &[u64], demangle: bool) -> Result<
     let failed = |reason: String| BackendError { backend: Source::Symtab, path: binary.into(), reason };
     let bytes = map_file(binary, Pages::OnDemand).map_err(|e| failed(e.to_string()))?;
     let file = object::File::parse(&*bytes).map_err(|e| failed(e.to_string()))?;
+    // 32-bit Arm sets bit 0 of a Thumb function's symbol value: its code starts one byte before.
+    let thumb_bit = u64::from(file.architecture() == object::Architecture::Arm);
     // Function symbols with a size; an address past a symbol's end is not in it.
     let mut symbols: Vec<(u64, u64, &str)> = file
         .symbols()
         .chain(file.dynamic_symbols())
         .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition() && s.size() > 0)
-        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?)))
+        .filter_map(|s| Some((s.address() & !thumb_bit, s.size(), s.name().ok()?)))
+        .filter(|&(_, _, name)| !super::is_local_label(name))
         .collect();
     symbols.sort_unstable();
     symbols.dedup_by_key(|s| s.0);
