@@ -224,6 +224,26 @@ pub fn build_side_workspace(manifest: &str, target_dir: &str, features: Option<&
     target.join("release").join(bin)
 }
 
+/// Builds the firmware `package` of `samples/firmware` (a workspace of its
+/// own) for `target` in release mode, with `features` if any, into
+/// `target/firmware` (`target/firmware-off` with the `off` feature), and
+/// returns its ELF file.
+pub fn build_firmware(package: &str, target: &str, features: Option<&str>) -> PathBuf {
+    let root = workspace_root();
+    let dir = root.join("target").join(if features == Some("off") { "firmware-off" } else { "firmware" });
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args(["build", "--release", "--locked", "-p", package, "--target", target, "--manifest-path"])
+        .arg(root.join("samples/firmware/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&dir);
+    if let Some(features) = features {
+        cmd.args(["--features", features]);
+    }
+    let out = cmd.stdin(std::process::Stdio::null()).output().expect("cargo runs");
+    assert!(out.status.success(), "building {package} for {target} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    dir.join(target).join("release").join(package)
+}
+
 /// A fresh, empty folder for one test.
 pub fn scratch(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ringtrace-e2e-{}-{test}", std::process::id()));

@@ -1,0 +1,132 @@
+//! A Cortex-M3 firmware that records spans, run on QEMU's `mps2-an385`
+//! (25 MHz core clock) by tests/tests/firmware.rs. Known truth for the test:
+//! - `fib` (code address, named from DWARF) `ROUNDS × 177` times: fib(10) makes
+//!   177 calls, nested 10 deep;
+//! - `middle` `ROUNDS` times, each holding three `leaf`s;
+//! - `loop` (a pulse) `ROUNDS - 1` intervals;
+//! - the SysTick handler (every 1 ms) records `irq_work` into a track of its
+//!   own, as many times as it prints at the end (`irq N`).
+//!
+//! The whole recorder glue is the statics, `SysTick::start`, `install`, the
+//! two lines of the handler and the `Dumper` at the end.
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use cortex_m_rt::{entry, exception};
+use cortex_m_semihosting::{debug, hprintln};
+use ringtrace::Track;
+use ringtrace::bare::{Dumper, Sink, image};
+use ringtrace::clock::SysTick;
+use ringtrace::ring::Slot;
+
+const ROUNDS: u32 = 20;
+const CORE_HZ: u32 = 25_000_000;
+
+static MAIN_SLOTS: [Slot; 4096] = [const { Slot::new() }; 4096];
+static MAIN: Track = Track::new(&MAIN_SLOTS);
+static IRQ_SLOTS: [Slot; 128] = [const { Slot::new() }; 128];
+static IRQ: Track = Track::new(&IRQ_SLOTS);
+static TRACKS: [(&[u8], &Track); 2] = [(b"main", &MAIN), (b"SysTick", &IRQ)];
+
+/// SysTick handler runs, counted apart from the recorder.
+static SYSTICKS: AtomicU32 = AtomicU32::new(0);
+
+#[inline(never)]
+fn fib(n: u32) -> u32 {
+    let _span = ringtrace::span!(clock = SysTick);
+    if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
+}
+
+#[inline(never)]
+fn leaf(i: u32) -> u32 {
+    let _span = ringtrace::span!(clock = SysTick);
+    black_box(i * 3)
+}
+
+#[inline(never)]
+fn middle(round: u32) -> u32 {
+    let _span = ringtrace::span!(clock = SysTick);
+    (round..round + 3).map(leaf).sum()
+}
+
+#[inline(never)]
+fn irq_work(n: u32) -> u32 {
+    let _span = ringtrace::span!(clock = SysTick);
+    black_box(n.wrapping_mul(2654435761))
+}
+
+#[exception]
+fn SysTick() {
+    SysTick::on_reload();
+    let _context = ringtrace::interrupt(&IRQ);
+    let n = SYSTICKS.load(Ordering::Relaxed) + 1;
+    SYSTICKS.store(n, Ordering::Relaxed);
+    black_box(irq_work(n));
+}
+
+unsafe extern "C" {
+    /// cortex-m-rt's linker script: the start and end of `.text`.
+    static __stext: u8;
+    static __etext: u8;
+}
+
+#[entry]
+fn main() -> ! {
+    ringtrace::install(&MAIN);
+    // SAFETY: privileged, on a Cortex-M, and nothing else uses SysTick.
+    unsafe { SysTick::start(CORE_HZ / 1000 - 1, CORE_HZ) };
+    let mut total = 0u32;
+    for round in 0..ROUNDS {
+        ringtrace::pulse!(clock = SysTick, "loop");
+        total = total.wrapping_add(fib(10)).wrapping_add(middle(round));
+    }
+    black_box(total);
+
+    let code = [image(&raw const __stext, &raw const __etext, b"fw-cortex-m")];
+    let dumper = Dumper::new::<SysTick>(b"fw-cortex-m").modules(&code).tracks(&TRACKS);
+    let recorded = SYSTICKS.load(Ordering::Relaxed); // the dump pauses recording: later ones are not in it
+    let written = HostFile::create(c"cortex-m.rtd").map(|file| dumper.write(file).is_ok());
+    hprintln!("irq {}", recorded);
+    debug::exit(if written == Some(true) { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
+    halt()
+}
+
+/// A file on the debugging host, through semihosting.
+struct HostFile(usize);
+
+impl HostFile {
+    fn create(path: &core::ffi::CStr) -> Option<Self> {
+        const WRITE_BINARY: usize = 5; // fopen mode "wb"
+        let bytes = path.to_bytes();
+        // SAFETY: SYS_OPEN reads the NUL-terminated path and its length.
+        let fd = unsafe { cortex_m_semihosting::syscall!(OPEN, bytes.as_ptr(), WRITE_BINARY, bytes.len()) };
+        (fd as isize >= 0).then_some(HostFile(fd))
+    }
+}
+
+impl Sink for HostFile {
+    type Error = usize;
+    fn write_all(&mut self, bytes: &[u8]) -> Result<(), usize> {
+        // SAFETY: SYS_WRITE reads `bytes.len()` bytes; it returns how many it did not write.
+        match unsafe { cortex_m_semihosting::syscall!(WRITE, self.0, bytes.as_ptr(), bytes.len()) } {
+            0 => Ok(()),
+            left => Err(left),
+        }
+    }
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    debug::exit(debug::EXIT_FAILURE);
+    halt()
+}
+
+/// Where a run ends without a debugger to exit to.
+fn halt() -> ! {
+    loop {
+        cortex_m::asm::wfi();
+    }
+}

@@ -1,0 +1,118 @@
+//! Firmware on emulated boards: `samples/firmware` built for its core, run
+//! on QEMU with `-icount` (virtual time follows the instruction count, so
+//! every run gives the same times), its dump written to the host through
+//! semihosting, converted with names from the firmware's own DWARF.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use ringtrace_tests::{binary, build_firmware, parse_chrome, scratch, tool};
+
+/// Runs `elf` on QEMU (`qemu` with `machine` arguments) in `dir`, where its
+/// semihosting file lands; returns what it printed. It must exit 0 within
+/// five minutes (a hang is killed).
+fn run_on_qemu(qemu: &str, machine: &[&str], elf: &Path, dir: &Path) -> String {
+    let out = tool("timeout")
+        .args(["-s", "KILL", "300", qemu])
+        .args(machine)
+        .args(["-nographic", "-monitor", "none", "-serial", "none"])
+        .args(["-semihosting-config", "enable=on,target=native", "-icount", "shift=5", "-kernel"])
+        .arg(elf)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{qemu} failed: {printed}{}", String::from_utf8_lossy(&out.stderr));
+    printed
+}
+
+/// rtconv with `args`; its stdout, which must come with exit 0.
+fn rtconv(args: &[&std::ffi::OsStr]) -> String {
+    let out = std::process::Command::new(binary("rtconv")).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What the firmware samples record (their doc comments): per name, calls.
+fn expected(rounds: u64, irq_runs: u64, prefix: &str) -> HashMap<String, u64> {
+    HashMap::from([
+        (format!("{prefix}::fib"), rounds * 177),
+        (format!("{prefix}::middle"), rounds),
+        (format!("{prefix}::leaf"), rounds * 3),
+        ("loop".to_string(), rounds - 1),
+        (format!("{prefix}::irq_work"), irq_runs),
+    ])
+}
+
+/// Checks a firmware's dump against what it is known to have done.
+fn check_dump(dump: &Path, elf: &Path, printed: &str, prefix: &str, irq_track: &str) {
+    let irq_runs: u64 = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("irq "))
+        .unwrap_or_else(|| panic!("no `irq N` line in {printed:?}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(irq_runs >= 3, "the timer interrupt ran {irq_runs} times");
+    // Nothing lost; every key named from DWARF.
+    let info = rtconv(&["info".as_ref(), dump.as_os_str(), "--exe".as_ref(), elf.as_os_str()]);
+    assert!(info.contains("0 overwritten, 0 dropped"), "{info}");
+    assert!(info.contains("unknown 0"), "every key named: {info}");
+    let json =
+        rtconv(&["convert".as_ref(), dump.as_os_str(), "--exe".as_ref(), elf.as_os_str(), "-o".as_ref(), "-".as_ref()]);
+    let trace = parse_chrome(&json);
+    let tid_of = |name: &str| {
+        *trace.thread_names.iter().find(|(_, n)| *n == name).unwrap_or_else(|| panic!("no thread {name}")).0
+    };
+    let (main, irq) = (tid_of("main"), tid_of(irq_track));
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    for e in &trace.events {
+        *counts.entry(e.name.clone()).or_default() += 1;
+    }
+    assert_eq!(counts, expected(20, irq_runs, prefix));
+    // The interrupt's spans are on its own track, and only there.
+    let irq_name = format!("{prefix}::irq_work");
+    assert!(trace.events.iter().all(|e| (e.tid == irq) == (e.name == irq_name)));
+    // fib(10) nests 10 deep; each leaf lies inside a middle.
+    let fib_name = format!("{prefix}::fib");
+    let fibs: Vec<_> = trace.events.iter().filter(|e| e.name == fib_name).collect();
+    let depth =
+        |e: &&ringtrace_tests::Event| fibs.iter().filter(|o| o.ts_ns <= e.ts_ns && e.end_ns() <= o.end_ns()).count();
+    assert_eq!(fibs.iter().map(depth).max(), Some(10));
+    let middles: Vec<_> = trace.events.iter().filter(|e| e.name == format!("{prefix}::middle")).collect();
+    for leaf in trace.events.iter().filter(|e| e.name == format!("{prefix}::leaf")) {
+        assert!(
+            middles.iter().any(|m| m.ts_ns <= leaf.ts_ns && leaf.end_ns() <= m.end_ns()),
+            "{leaf:?} outside every middle"
+        );
+    }
+    // The interrupts happened while the main loop ran: inside the main track's time range.
+    let on = |tid: u64| trace.events.iter().filter(move |e| e.tid == tid);
+    let (start, end) = (on(main).map(|e| e.ts_ns).min().unwrap(), on(main).map(|e| e.end_ns()).max().unwrap());
+    assert!(on(irq).all(|e| start <= e.ts_ns && e.end_ns() <= end), "interrupt spans outside [{start}, {end}]");
+}
+
+/// Builds, runs twice and checks one firmware; returns the ELF.
+fn firmware(package: &str, target: &str, qemu: &str, machine: &[&str], dump: &str, irq_track: &str) -> PathBuf {
+    let elf = build_firmware(package, target, None);
+    let dir = scratch(package);
+    let printed = run_on_qemu(qemu, machine, &elf, &dir);
+    let first = std::fs::read(dir.join(dump)).unwrap();
+    check_dump(&dir.join(dump), &elf, &printed, &package.replace('-', "_"), irq_track);
+    // With -icount, time is the instruction count: a second run writes the very same dump.
+    run_on_qemu(qemu, machine, &elf, &dir);
+    assert!(std::fs::read(dir.join(dump)).unwrap() == first, "a second run differs");
+    elf
+}
+
+#[test]
+fn a_cortex_m3_firmware_on_qemu_records_dwarf_named_spans_and_an_interrupt_track() {
+    firmware(
+        "fw-cortex-m",
+        "thumbv7m-none-eabi",
+        "qemu-system-arm",
+        &["-M", "mps2-an385", "-cpu", "cortex-m3"],
+        "cortex-m.rtd",
+        "SysTick",
+    );
+}
