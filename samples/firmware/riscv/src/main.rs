@@ -1,0 +1,159 @@
+//! A RISC-V (rv32imac) firmware that records spans, run on QEMU's `virt`
+//! board by tests/tests/firmware.rs. The same known truth as the Cortex-M
+//! sample: `fib` `ROUNDS × 177` times nested 10 deep, `middle` `ROUNDS` times
+//! holding three `leaf`s each, `loop` (a pulse) `ROUNDS - 1` intervals, and
+//! the machine timer interrupt (every 1 ms of the CLINT's 10 MHz `mtime`)
+//! recording `irq_work` into a track of its own as many times as it prints
+//! (`irq N`). Spans are timed by `mcycle`.
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use ringtrace::Track;
+use ringtrace::bare::{Dumper, Sink, image};
+use ringtrace::clock::Fast;
+use ringtrace::ring::Slot;
+use riscv::interrupt::Interrupt;
+use riscv_semihosting::{debug, hprintln};
+
+const ROUNDS: u32 = 20;
+/// The CLINT of QEMU's virt board: hart 0's `mtimecmp`, and `mtime`, at 10 MHz.
+const MTIMECMP: *mut u32 = 0x0200_4000 as *mut u32;
+const MTIME: *const u32 = 0x0200_BFF8 as *const u32;
+const TIMER_PERIOD: u64 = 10_000; // 1 ms
+
+static MAIN_SLOTS: [Slot; 4096] = [const { Slot::new() }; 4096];
+static MAIN: Track = Track::new(&MAIN_SLOTS);
+static IRQ_SLOTS: [Slot; 128] = [const { Slot::new() }; 128];
+static IRQ: Track = Track::new(&IRQ_SLOTS);
+static TRACKS: [(&[u8], &Track); 2] = [(b"main", &MAIN), (b"timer", &IRQ)];
+
+/// Timer interrupts, counted apart from the recorder.
+static TIMER_RUNS: AtomicU32 = AtomicU32::new(0);
+
+#[inline(never)]
+fn fib(n: u32) -> u32 {
+    let _span = ringtrace::span!();
+    if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
+}
+
+#[inline(never)]
+fn leaf(i: u32) -> u32 {
+    let _span = ringtrace::span!();
+    black_box(i * 3)
+}
+
+#[inline(never)]
+fn middle(round: u32) -> u32 {
+    let _span = ringtrace::span!();
+    (round..round + 3).map(leaf).sum()
+}
+
+#[inline(never)]
+fn irq_work(n: u32) -> u32 {
+    let _span = ringtrace::span!();
+    black_box(n.wrapping_mul(2654435761))
+}
+
+/// Reads the 64-bit `mtime` (high, low, high again: no torn carry).
+fn mtime() -> u64 {
+    loop {
+        // SAFETY: the CLINT's mtime registers are readable on QEMU's virt board.
+        let (high, low, again) =
+            unsafe { (MTIME.add(1).read_volatile(), MTIME.read_volatile(), MTIME.add(1).read_volatile()) };
+        if high == again {
+            return (u64::from(high) << 32) | u64::from(low);
+        }
+    }
+}
+
+/// Sets hart 0's next timer interrupt to `at` (high word first at its maximum, so no early match).
+fn set_timer(at: u64) {
+    // SAFETY: the CLINT's mtimecmp registers are writable on QEMU's virt board.
+    unsafe {
+        MTIMECMP.add(1).write_volatile(u32::MAX);
+        MTIMECMP.write_volatile(at as u32);
+        MTIMECMP.add(1).write_volatile((at >> 32) as u32);
+    }
+}
+
+#[riscv_rt::core_interrupt(Interrupt::MachineTimer)]
+fn machine_timer() {
+    set_timer(mtime() + TIMER_PERIOD);
+    let _context = ringtrace::interrupt(&IRQ);
+    let n = TIMER_RUNS.load(Ordering::Relaxed) + 1;
+    TIMER_RUNS.store(n, Ordering::Relaxed);
+    black_box(irq_work(n));
+}
+
+unsafe extern "C" {
+    /// riscv-rt's linker script: the start and end of `.text`.
+    static __stext: u8;
+    static __etext: u8;
+}
+
+#[riscv_rt::entry]
+fn main() -> ! {
+    ringtrace::install(&MAIN);
+    // Under `-icount`, QEMU counts `mcycle` in virtual nanoseconds.
+    ringtrace::clock::set_core_hz(1_000_000_000);
+    set_timer(mtime() + TIMER_PERIOD);
+    // SAFETY: the handler above is installed by riscv-rt; enabling interrupts is this program's choice.
+    unsafe {
+        riscv::register::mie::set_mtimer();
+        riscv::interrupt::enable();
+    }
+    let mut total = 0u32;
+    for round in 0..ROUNDS {
+        ringtrace::pulse!("loop");
+        total = total.wrapping_add(fib(10)).wrapping_add(middle(round));
+    }
+    black_box(total);
+
+    let code = [image(&raw const __stext, &raw const __etext, b"fw-riscv")];
+    let dumper = Dumper::new::<Fast>(b"fw-riscv").modules(&code).tracks(&TRACKS);
+    let recorded = TIMER_RUNS.load(Ordering::Relaxed); // the dump pauses recording: later ones are not in it
+    let written = HostFile::create(c"riscv.rtd").map(|file| dumper.write(file).is_ok());
+    hprintln!("irq {}", recorded);
+    debug::exit(if written == Some(true) { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
+    halt()
+}
+
+/// A file on the debugging host, through semihosting.
+struct HostFile(usize);
+
+impl HostFile {
+    fn create(path: &core::ffi::CStr) -> Option<Self> {
+        const WRITE_BINARY: usize = 5; // fopen mode "wb"
+        let bytes = path.to_bytes();
+        // SAFETY: SYS_OPEN reads the NUL-terminated path and its length.
+        let fd = unsafe { riscv_semihosting::syscall!(OPEN, bytes.as_ptr(), WRITE_BINARY, bytes.len()) };
+        (fd as isize >= 0).then_some(HostFile(fd))
+    }
+}
+
+impl Sink for HostFile {
+    type Error = usize;
+    fn write_all(&mut self, bytes: &[u8]) -> Result<(), usize> {
+        // SAFETY: SYS_WRITE reads `bytes.len()` bytes; it returns how many it did not write.
+        match unsafe { riscv_semihosting::syscall!(WRITE, self.0, bytes.as_ptr(), bytes.len()) } {
+            0 => Ok(()),
+            left => Err(left),
+        }
+    }
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    debug::exit(debug::EXIT_FAILURE);
+    halt()
+}
+
+/// Where a run ends without a debugger to exit to.
+fn halt() -> ! {
+    loop {
+        riscv::asm::wfi();
+    }
+}
