@@ -46,13 +46,15 @@ fn expected(rounds: u64, irq_runs: u64, prefix: &str) -> HashMap<String, u64> {
 
 /// Checks a firmware's dump against what it is known to have done.
 fn check_dump(dump: &Path, elf: &Path, printed: &str, prefix: &str, irq_track: &str) {
-    let irq_runs: u64 = printed
+    // `rounds R irq N`: the sample's loop count, and its own count of interrupt handler runs.
+    let numbers: Vec<u64> = printed
         .lines()
-        .find_map(|l| l.strip_prefix("irq "))
-        .unwrap_or_else(|| panic!("no `irq N` line in {printed:?}"))
-        .trim()
-        .parse()
-        .unwrap();
+        .find_map(|l| l.strip_prefix("rounds "))
+        .unwrap_or_else(|| panic!("no `rounds R irq N` line in {printed:?}"))
+        .split(" irq ")
+        .map(|n| n.trim().parse().unwrap())
+        .collect();
+    let (rounds, irq_runs) = (numbers[0], numbers[1]);
     assert!(irq_runs >= 3, "the timer interrupt ran {irq_runs} times");
     // Nothing lost; every key named from DWARF.
     let info = rtconv(&["info".as_ref(), dump.as_os_str(), "--exe".as_ref(), elf.as_os_str()]);
@@ -69,7 +71,7 @@ fn check_dump(dump: &Path, elf: &Path, printed: &str, prefix: &str, irq_track: &
     for e in &trace.events {
         *counts.entry(e.name.clone()).or_default() += 1;
     }
-    assert_eq!(counts, expected(20, irq_runs, prefix));
+    assert_eq!(counts, expected(rounds, irq_runs, prefix));
     // The interrupt's spans are on its own track, and only there.
     let irq_name = format!("{prefix}::irq_work");
     assert!(trace.events.iter().all(|e| (e.tid == irq) == (e.name == irq_name)));
@@ -95,7 +97,7 @@ fn check_dump(dump: &Path, elf: &Path, printed: &str, prefix: &str, irq_track: &
 /// Builds, runs twice and checks one firmware; returns the ELF.
 fn firmware(package: &str, target: &str, qemu: &str, machine: &[&str], dump: &str, irq_track: &str) -> PathBuf {
     let elf = build_firmware(package, target, None);
-    let dir = scratch(package);
+    let dir = scratch(&format!("{package}-{target}"));
     let printed = run_on_qemu(qemu, machine, &elf, &dir);
     check_dump(&dir.join(dump), &elf, &printed, &package.replace('-', "_"), irq_track);
     // With -icount, time follows the instruction count: a second run has the very same spans and
@@ -114,7 +116,7 @@ fn firmware(package: &str, target: &str, qemu: &str, machine: &[&str], dump: &st
         rtconv(&args)
     };
     let first = ftrace(&dir.join(dump));
-    let again = scratch(&format!("{package}-again"));
+    let again = scratch(&format!("{package}-{target}-again"));
     run_on_qemu(qemu, machine, &elf, &again);
     assert!(ftrace(&again.join(dump)) == first, "a second run differs");
     elf
@@ -138,6 +140,23 @@ fn a_riscv32_firmware_on_qemu_records_dwarf_named_spans_and_an_interrupt_track()
         "fw-riscv",
         "riscv32imac-unknown-none-elf",
         "qemu-system-riscv32",
+        &["-M", "virt", "-bios", "none"],
+        "riscv.rtd",
+        "timer",
+    );
+}
+
+#[test]
+fn a_cortex_m0_firmware_of_thumb_1_code_on_qemu_records_dwarf_named_spans_and_an_interrupt_track() {
+    firmware("fw-cortex-m", "thumbv6m-none-eabi", "qemu-system-arm", &["-M", "microbit"], "cortex-m.rtd", "SysTick");
+}
+
+#[test]
+fn a_riscv64_firmware_on_qemu_records_dwarf_named_spans_and_an_interrupt_track() {
+    firmware(
+        "fw-riscv",
+        "riscv64gc-unknown-none-elf",
+        "qemu-system-riscv64",
         &["-M", "virt", "-bios", "none"],
         "riscv.rtd",
         "timer",

@@ -1,11 +1,13 @@
-//! A Cortex-M3 firmware that records spans, run on QEMU's `mps2-an385`
-//! (25 MHz core clock) by tests/tests/firmware.rs. Known truth for the test:
+//! A Cortex-M firmware that records spans, run by tests/tests/firmware.rs on
+//! QEMU's `mps2-an385` (Cortex-M3, 25 MHz, built for thumbv7m) and `microbit`
+//! (Cortex-M0, built for thumbv6m: Thumb-1 code). Known truth for the test:
 //! - `fib` (code address, named from DWARF) `ROUNDS × 177` times: fib(10) makes
 //!   177 calls, nested 10 deep;
 //! - `middle` `ROUNDS` times, each holding three `leaf`s;
 //! - `loop` (a pulse) `ROUNDS - 1` intervals;
-//! - the SysTick handler (every 1 ms) records `irq_work` into a track of its
-//!   own, as many times as it prints at the end (`irq N`).
+//! - the SysTick handler (every 1 ms, 0.25 ms on the M0) records `irq_work`
+//!   into a track of its own, as many times as it prints at the end
+//!   (`rounds R irq N`).
 //!
 //! The whole recorder glue is the statics, `SysTick::start`, `install`, the
 //! two lines of the handler and the `Dumper` at the end.
@@ -22,12 +24,31 @@ use ringtrace::bare::{Dumper, Sink, image};
 use ringtrace::clock::SysTick;
 use ringtrace::ring::Slot;
 
+/// Rounds of the main loop, and records the main ring holds: all of them
+/// (20 rounds of 182 spans), or on Armv6-M (QEMU's micro:bit, 16 KiB of
+/// RAM) 2 rounds in 512 records.
+#[cfg(target_has_atomic = "32")]
 const ROUNDS: u32 = 20;
+#[cfg(target_has_atomic = "32")]
+const MAIN_RECORDS: usize = 4096;
+#[cfg(not(target_has_atomic = "32"))]
+const ROUNDS: u32 = 2;
+#[cfg(not(target_has_atomic = "32"))]
+const MAIN_RECORDS: usize = 512;
+/// The core clock: 25 MHz on mps2-an385 (QEMU's micro:bit clocks SysTick at 16 MHz).
+#[cfg(target_has_atomic = "32")]
 const CORE_HZ: u32 = 25_000_000;
+#[cfg(not(target_has_atomic = "32"))]
+const CORE_HZ: u32 = 16_000_000;
+/// SysTick interrupts per second: enough for a few in each run.
+#[cfg(target_has_atomic = "32")]
+const TICKS_PER_SECOND: u32 = 1000;
+#[cfg(not(target_has_atomic = "32"))]
+const TICKS_PER_SECOND: u32 = 4000;
 
-static MAIN_SLOTS: [Slot; 4096] = [const { Slot::new() }; 4096];
+static MAIN_SLOTS: [Slot; MAIN_RECORDS] = [const { Slot::new() }; MAIN_RECORDS];
 static MAIN: Track = Track::new(&MAIN_SLOTS);
-static IRQ_SLOTS: [Slot; 128] = [const { Slot::new() }; 128];
+static IRQ_SLOTS: [Slot; 32] = [const { Slot::new() }; 32];
 static IRQ: Track = Track::new(&IRQ_SLOTS);
 static TRACKS: [(&[u8], &Track); 2] = [(b"main", &MAIN), (b"SysTick", &IRQ)];
 
@@ -77,7 +98,7 @@ unsafe extern "C" {
 fn main() -> ! {
     ringtrace::install(&MAIN);
     // SAFETY: privileged, on a Cortex-M, and nothing else uses SysTick.
-    unsafe { SysTick::start(CORE_HZ / 1000 - 1, CORE_HZ) };
+    unsafe { SysTick::start(CORE_HZ / TICKS_PER_SECOND - 1, CORE_HZ) };
     let mut total = 0u32;
     for round in 0..ROUNDS {
         ringtrace::pulse!(clock = SysTick, "loop");
@@ -89,7 +110,7 @@ fn main() -> ! {
     let dumper = Dumper::new::<SysTick>(b"fw-cortex-m").modules(&code).tracks(&TRACKS);
     let recorded = SYSTICKS.load(Ordering::Relaxed); // the dump pauses recording: later ones are not in it
     let written = HostFile::create(c"cortex-m.rtd").map(|file| dumper.write(file).is_ok());
-    hprintln!("irq {}", recorded);
+    hprintln!("rounds {} irq {}", ROUNDS, recorded);
     debug::exit(if written == Some(true) { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
     halt()
 }

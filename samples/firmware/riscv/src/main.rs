@@ -4,7 +4,7 @@
 //! holding three `leaf`s each, `loop` (a pulse) `ROUNDS - 1` intervals, and
 //! the machine timer interrupt (every 1 ms of the CLINT's 10 MHz `mtime`)
 //! recording `irq_work` into a track of its own as many times as it prints
-//! (`irq N`). Spans are timed by `mcycle`.
+//! (`rounds R irq N`). Spans are timed by `mcycle`.
 #![no_std]
 #![no_main]
 
@@ -116,7 +116,7 @@ fn main() -> ! {
     let dumper = Dumper::new::<Fast>(b"fw-riscv").modules(&code).tracks(&TRACKS);
     let recorded = TIMER_RUNS.load(Ordering::Relaxed); // the dump pauses recording: later ones are not in it
     let written = HostFile::create(c"riscv.rtd").map(|file| dumper.write(file).is_ok());
-    hprintln!("irq {}", recorded);
+    hprintln!("rounds {} irq {}", ROUNDS, recorded);
     debug::exit(if written == Some(true) { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
     halt()
 }
