@@ -6,9 +6,11 @@
 //! | [`Fast`] (default) | x86_64 | `rdtsc` | none: the CPU may execute it before earlier or after later instructions | cheapest; a span around a few instructions may be skewed by out-of-order execution |
 //! | [`Ordered`] | x86_64 | `rdtscp` | waits for all earlier instructions to execute; later ones may start | a few ns more per read |
 //! | [`Serialized`] | x86_64 | `lfence; rdtsc` | nothing earlier is still executing, nothing later has started | the most exact and the most costly (see docs/PERFORMANCE.md) |
-//! | [`Fast`], [`Ordered`], [`Serialized`] | aarch64 | `mrs CNTVCT_EL0` (`isb` first for Ordered and Serialized) | as for x86_64 | rate from `CNTFRQ_EL0`; **compiled, but not tested on this project's machines** |
+//! | [`Fast`], [`Ordered`], [`Serialized`] | aarch64 | `mrs CNTVCT_EL0` (`isb` first for Ordered and Serialized) | as for x86_64 | rate from `CNTFRQ_EL0`; tested under `qemu-aarch64` (`tests/tests/aarch64.rs`), not on aarch64 hardware |
 //! | [`Fast`] and the others | any other target, with `std` | OS monotonic clock | a syscall or vDSO call | nanoseconds, exact rate; ~20 ns per read |
-//! | [`Fast`] (`Ordered`, `Serialized`: `dsb; isb` first) | Cortex-M3/M4/M7/M33, `no_std` | DWT `CYCCNT` (32 bits; call `enable_cycle_counter` once) | as for x86_64 | the core clock rate is the program's to state; **compiled, not run on hardware here** |
+//! | [`Fast`] (`Ordered`, `Serialized`: `dsb; isb` first) | Cortex-M3/M4/M7/M33 (Armv7-M, Armv8-M), `no_std` | DWT `CYCCNT` (32 bits; call `enable_cycle_counter` once) | as for x86_64 | the core clock rate is the program's to state; **compiled, not run: QEMU models no DWT** |
+//! | `SysTick` (and every clock on Armv6-M, which has no DWT) | any Cortex-M, `no_std` | SysTick's down-counter plus its reloads, counted by the handler | none | run on QEMU's mps2-an385 (M3) and micro:bit (M0) by `tests/tests/firmware.rs` |
+//! | [`Fast`] (`Ordered`, `Serialized`: `fence` first) | RISC-V, `no_std`, machine mode | `mcycle` (`mcycleh` too on rv32) | none | state the core clock with `set_core_hz`; run on QEMU's virt (rv32, rv64) |
 //! | your own [`Clock`] | anything, `no_std` | e.g. a timer peripheral | yours | counters narrower than 64 bits wrap; `rtconv` unwraps them |
 //!
 //! **Invariant TSC.** On x86_64 the TSC is assumed to tick at a constant rate

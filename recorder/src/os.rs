@@ -93,8 +93,9 @@ pub fn loaded_modules() -> Vec<LoadedModule> {
     unsafe { libc::dl_iterate_phdr(Some(visit), (&mut modules as *mut Vec<LoadedModule>).cast()) };
     let exe: Option<PathBuf> = std::env::current_exe().ok();
     for (i, m) in modules.iter_mut().enumerate() {
-        // glibc reports the main executable first, with an empty name.
-        if i == 0 && m.path.is_empty() {
+        // The main executable comes first, with an empty name (glibc) or as /proc/self/exe
+        // (musl's static dl_iterate_phdr), which names nothing outside this process.
+        if i == 0 && (m.path.is_empty() || m.path == b"/proc/self/exe") {
             m.is_main = true;
             if let Some(exe) = &exe {
                 m.path = exe.as_os_str().as_encoded_bytes().to_vec();

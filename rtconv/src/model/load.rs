@@ -213,7 +213,10 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
                         bias: m.bias,
                         build_id: m.build_id.to_vec(),
                         path: path_from_bytes(m.path),
-                        is_main: m.flags & ringtrace_format::layout::MODULE_FLAG_MAIN != 0,
+                        // Dumps of static musl programs recorded before the flag was set for them name
+                        // the main program /proc/self/exe, as musl's dl_iterate_phdr does.
+                        is_main: m.flags & ringtrace_format::layout::MODULE_FLAG_MAIN != 0
+                            || m.path == b"/proc/self/exe",
                     })
                     .collect();
                 trace.module_ranges = super::address::ModuleRanges::new(&trace.modules);

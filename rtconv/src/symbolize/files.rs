@@ -124,7 +124,10 @@ impl Search {
             (Some(exe), true) => vec![exe.clone()],
             _ => {
                 let by_id = if recorded.is_empty() { Vec::new() } else { self.by_build_id(recorded) };
-                std::iter::once(module.path.clone()).chain(recorded_path_renamed(&module.path)).chain(by_id).collect()
+                // A path under /proc names a file of the recording process (musl records the main
+                // program as /proc/self/exe): here it would be rtconv's own. Never a candidate.
+                let recorded_path = Some(module.path.clone()).filter(|p| !p.starts_with("/proc"));
+                recorded_path.into_iter().chain(recorded_path_renamed(&module.path)).chain(by_id).collect()
             }
         };
         for candidate in &candidates {
