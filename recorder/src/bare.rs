@@ -31,6 +31,9 @@ use ringtrace_format::layout::{COMPACT_RECORD_SIZE, RING_FLAG_STOP_WHEN_FULL};
 pub use ringtrace_format::{Anchor, ClockInfo, CounterKind, Module, RateSource, Record, Sink, SliceSink, WriteError};
 use ringtrace_format::{CompactRecord, DumpReason, MetaInfo, RingInfo, Writer};
 
+#[cfg(all(target_os = "none", any(target_arch = "arm", target_arch = "riscv32", target_arch = "riscv64")))]
+pub mod semihosting;
+
 use crate::clock::Clock;
 use crate::open::OPEN_DEPTH;
 use crate::ring::{Mode, Word};
@@ -238,4 +241,17 @@ fn ring_section<S: Sink>(
         w.open_span(key, enter)?;
     }
     w.end_section()
+}
+
+/// A [`Sink`] that hands each byte to a closure: a UART's transmit
+/// register, an RTT channel, a buffer. `ByteSink(|b| uart.write(b))`.
+#[derive(Debug)]
+pub struct ByteSink<F: FnMut(u8)>(pub F);
+
+impl<F: FnMut(u8)> Sink for ByteSink<F> {
+    type Error = core::convert::Infallible;
+    fn write_all(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
+        bytes.iter().for_each(|&b| (self.0)(b));
+        Ok(())
+    }
 }

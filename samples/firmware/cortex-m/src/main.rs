@@ -17,10 +17,12 @@
 use core::hint::black_box;
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use core::fmt::Write;
 use cortex_m_rt::{entry, exception};
-use cortex_m_semihosting::{debug, hprintln};
 use ringtrace::Track;
-use ringtrace::bare::{Dumper, Sink, image};
+
+use ringtrace::bare::semihosting::{HostFile, exit};
+use ringtrace::bare::{Dumper, image};
 use ringtrace::clock::SysTick;
 use ringtrace::ring::Slot;
 
@@ -110,38 +112,16 @@ fn main() -> ! {
     let dumper = Dumper::new::<SysTick>(b"fw-cortex-m").modules(&code).tracks(&TRACKS);
     let recorded = SYSTICKS.load(Ordering::Relaxed); // the dump pauses recording: later ones are not in it
     let written = HostFile::create(c"cortex-m.rtd").map(|file| dumper.write(file).is_ok());
-    hprintln!("rounds {} irq {}", ROUNDS, recorded);
-    debug::exit(if written == Some(true) { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
+    if let Some(mut console) = HostFile::console() {
+        let _ = writeln!(console, "rounds {ROUNDS} irq {recorded}");
+    }
+    exit(written == Some(true));
     halt()
-}
-
-/// A file on the debugging host, through semihosting.
-struct HostFile(usize);
-
-impl HostFile {
-    fn create(path: &core::ffi::CStr) -> Option<Self> {
-        const WRITE_BINARY: usize = 5; // fopen mode "wb"
-        let bytes = path.to_bytes();
-        // SAFETY: SYS_OPEN reads the NUL-terminated path and its length.
-        let fd = unsafe { cortex_m_semihosting::syscall!(OPEN, bytes.as_ptr(), WRITE_BINARY, bytes.len()) };
-        (fd as isize >= 0).then_some(HostFile(fd))
-    }
-}
-
-impl Sink for HostFile {
-    type Error = usize;
-    fn write_all(&mut self, bytes: &[u8]) -> Result<(), usize> {
-        // SAFETY: SYS_WRITE reads `bytes.len()` bytes; it returns how many it did not write.
-        match unsafe { cortex_m_semihosting::syscall!(WRITE, self.0, bytes.as_ptr(), bytes.len()) } {
-            0 => Ok(()),
-            left => Err(left),
-        }
-    }
 }
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
-    debug::exit(debug::EXIT_FAILURE);
+    exit(false);
     halt()
 }
 

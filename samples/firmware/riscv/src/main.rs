@@ -11,12 +11,14 @@
 use core::hint::black_box;
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use core::fmt::Write;
 use ringtrace::Track;
-use ringtrace::bare::{Dumper, Sink, image};
+
+use ringtrace::bare::semihosting::{HostFile, exit};
+use ringtrace::bare::{Dumper, image};
 use ringtrace::clock::Fast;
 use ringtrace::ring::Slot;
 use riscv::interrupt::Interrupt;
-use riscv_semihosting::{debug, hprintln};
 
 const ROUNDS: u32 = 20;
 /// The CLINT of QEMU's virt board: hart 0's `mtimecmp`, and `mtime`, at 10 MHz.
@@ -116,38 +118,16 @@ fn main() -> ! {
     let dumper = Dumper::new::<Fast>(b"fw-riscv").modules(&code).tracks(&TRACKS);
     let recorded = TIMER_RUNS.load(Ordering::Relaxed); // the dump pauses recording: later ones are not in it
     let written = HostFile::create(c"riscv.rtd").map(|file| dumper.write(file).is_ok());
-    hprintln!("rounds {} irq {}", ROUNDS, recorded);
-    debug::exit(if written == Some(true) { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
+    if let Some(mut console) = HostFile::console() {
+        let _ = writeln!(console, "rounds {ROUNDS} irq {recorded}");
+    }
+    exit(written == Some(true));
     halt()
-}
-
-/// A file on the debugging host, through semihosting.
-struct HostFile(usize);
-
-impl HostFile {
-    fn create(path: &core::ffi::CStr) -> Option<Self> {
-        const WRITE_BINARY: usize = 5; // fopen mode "wb"
-        let bytes = path.to_bytes();
-        // SAFETY: SYS_OPEN reads the NUL-terminated path and its length.
-        let fd = unsafe { riscv_semihosting::syscall!(OPEN, bytes.as_ptr(), WRITE_BINARY, bytes.len()) };
-        (fd as isize >= 0).then_some(HostFile(fd))
-    }
-}
-
-impl Sink for HostFile {
-    type Error = usize;
-    fn write_all(&mut self, bytes: &[u8]) -> Result<(), usize> {
-        // SAFETY: SYS_WRITE reads `bytes.len()` bytes; it returns how many it did not write.
-        match unsafe { riscv_semihosting::syscall!(WRITE, self.0, bytes.as_ptr(), bytes.len()) } {
-            0 => Ok(()),
-            left => Err(left),
-        }
-    }
 }
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
-    debug::exit(debug::EXIT_FAILURE);
+    exit(false);
     halt()
 }
 
