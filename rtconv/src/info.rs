@@ -66,6 +66,8 @@ pub struct ThreadDescription {
     pub spans: u64,
     /// Spans recorded but not in the dump.
     pub lost: u64,
+    /// Bytes per record in the dump: 24, or 12 for compact records (32-bit keys and counter readings).
+    pub record_bytes: u8,
 }
 
 /// The clock part of a [`Description`].
@@ -79,7 +81,8 @@ pub struct ClockDescription {
     pub rate: Result<(f64, String), String>,
     /// The nominal rate and its source, if the dump gives one.
     pub nominal: Option<(u64, &'static str)>,
-    /// When recording began (UTC), from the first anchor.
+    /// When recording began (UTC), from the first anchor; `None` when the
+    /// anchors hold no wall-clock time (a program without a real-time clock).
     pub began: Option<String>,
 }
 
@@ -116,7 +119,7 @@ impl Description {
                 (0, _) | (_, RateSource::Unknown) => None,
                 (hz, source) => Some((hz, source.label())),
             },
-            began: anchors.first().map(|a| utc(a.real_ns)),
+            began: anchors.first().filter(|a| a.real_ns != 0).map(|a| utc(a.real_ns)),
         });
         let modules = symbols
             .files
@@ -156,7 +159,13 @@ impl Description {
             threads: trace
                 .threads
                 .iter()
-                .map(|t| ThreadDescription { tid: t.tid, name: t.name.clone(), spans: t.span_count(), lost: t.lost() })
+                .map(|t| ThreadDescription {
+                    tid: t.tid,
+                    name: t.name.clone(),
+                    spans: t.span_count(),
+                    lost: t.lost(),
+                    record_bytes: if t.compact { 12 } else { 24 },
+                })
                 .collect(),
             open: trace.threads.iter().map(|t| t.open_count()).sum(),
             overwritten: trace.threads.iter().map(|t| t.overwritten()).sum(),
@@ -190,8 +199,11 @@ impl Description {
                 match &c.rate {
                     Ok((hz, over)) => {
                         writeln!(out, "rate {:.3} MHz {over}; nominal {nominal}", hz / 1e6)?;
-                        if let Some(began) = &c.began {
-                            writeln!(out, "           recording began {began}")?;
+                        match &c.began {
+                            Some(began) => writeln!(out, "           recording began {began}")?,
+                            None => {
+                                writeln!(out, "           no wall-clock time in the dump: times count from the anchor")?
+                            }
                         }
                     }
                     Err(e) => writeln!(out, "{e}")?,
@@ -219,7 +231,13 @@ impl Description {
             self.overwritten,
             self.dropped
         )?;
-        for ThreadDescription { tid, name, spans, lost } in &self.threads {
+        if self.threads.iter().any(|t| t.record_bytes == 12) {
+            writeln!(
+                out,
+                "           compact records: 12 bytes, 32-bit keys and counter readings (unwrapped when read)"
+            )?;
+        }
+        for ThreadDescription { tid, name, spans, lost, .. } in &self.threads {
             let name = if name.is_empty() { "-" } else { name };
             writeln!(out, "  {tid:>8}  {name:<16} {spans:>10} spans  {lost:>8} lost")?;
         }
@@ -277,7 +295,7 @@ impl Description {
                 "dwarf": m.found.as_ref().and_then(|f| f.1.as_ref()),
             })).collect::<Vec<_>>(),
             "threads": self.threads.iter().map(|t| json!({
-                "tid": t.tid, "name": t.name, "spans": t.spans, "lost": t.lost,
+                "tid": t.tid, "name": t.name, "spans": t.spans, "lost": t.lost, "record_bytes": t.record_bytes,
             })).collect::<Vec<_>>(),
             "spans": self.spans(),
             "open": self.open,

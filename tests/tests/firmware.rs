@@ -60,6 +60,10 @@ fn check_dump(dump: &Path, elf: &Path, printed: &str, prefix: &str, irq_track: &
     let info = rtconv(&["info".as_ref(), dump.as_os_str(), "--exe".as_ref(), elf.as_os_str()]);
     assert!(info.contains("0 overwritten, 0 dropped"), "{info}");
     assert!(info.contains("unknown 0"), "every key named: {info}");
+    // No real-time clock: said so. 32-bit targets keep 12-byte records (their ring words are 32 bits).
+    assert!(info.contains("no wall-clock time in the dump"), "{info}");
+    let is_64 = object::File::parse(&*std::fs::read(elf).unwrap()).map(|f| object::Object::is_64(&f)).unwrap();
+    assert_eq!(info.contains("compact records: 12 bytes"), !is_64, "{info}");
     let json =
         rtconv(&["convert".as_ref(), dump.as_os_str(), "--exe".as_ref(), elf.as_os_str(), "-o".as_ref(), "-".as_ref()]);
     let trace = parse_chrome(&json);

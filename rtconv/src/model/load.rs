@@ -65,6 +65,7 @@ fn scan_ring<'a>(
     unwrap: Option<CounterUnwrap>,
     keys: &mut rustc_hash::FxHashSet<u64>,
 ) -> ThreadTrace<'a> {
+    let compact = records.compact();
     let (records, open, dump_ticks): (RecordSource<'a>, Vec<OpenSpan>, u64) = match unwrap {
         Some(u) => (
             RecordSource::Unwrapped(u.records(&records)),
@@ -113,6 +114,7 @@ fn scan_ring<'a>(
         open,
         nested: !nesting.broken,
         dump_ticks,
+        compact,
     }
 }
 

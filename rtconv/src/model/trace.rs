@@ -153,6 +153,9 @@ pub struct ThreadTrace<'a> {
     pub nested: bool,
     /// The counter at dump time: where open spans end.
     pub(super) dump_ticks: u64,
+    /// The ring's records are compact: 12 bytes, 32-bit keys and counter readings
+    /// (a 32-bit target's, or a counter of 32 bits or fewer), unwrapped when read.
+    pub compact: bool,
 }
 
 /// A span still running at dump time: its key and start.
