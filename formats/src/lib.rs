@@ -39,6 +39,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod crc;
 mod error;
 pub mod extent;
 pub mod layout;

@@ -107,7 +107,7 @@ impl<'a> Dump<'a> {
             return Err(ReadError::UnsupportedVersion { major, minor });
         }
         let stored = endian.u32([header[28], header[29], header[30], header[31]]);
-        let computed = crc32fast::hash(&header[..28]);
+        let computed = crate::crc::hash(&header[..28]);
         if stored != computed {
             return Err(ReadError::Checksum { offset: 0, section: None, stored, computed });
         }
@@ -218,7 +218,7 @@ impl<'a> Sections<'a> {
         let crc_at = start + total as usize - SECTION_CRC_SIZE;
         let payload = &self.bytes[payload_start..crc_at];
         let stored = e.u32(array::<4>(self.bytes, crc_at).unwrap_or_default());
-        let mut hasher = crc32fast::Hasher::new();
+        let mut hasher = crate::crc::Hasher::new();
         hasher.update(&header);
         hasher.update(payload);
         let computed = hasher.finalize();

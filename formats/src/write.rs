@@ -5,7 +5,7 @@
 //! way and written after the payload. Integers are written in the target's
 //! native byte order; the file header's probe tells readers which one it is.
 
-use crc32fast::Hasher;
+use crate::crc::Hasher;
 
 use crate::error::WriteError;
 use crate::layout::*;
@@ -103,7 +103,7 @@ impl<S: Sink> Writer<S> {
         h[17] = 0;
         h[18..20].copy_from_slice(&(FILE_HEADER_SIZE as u16).to_ne_bytes());
         // 20..24 flags, 24..28 reserved: zero.
-        let crc = crc32fast::hash(&h[..28]);
+        let crc = crate::crc::hash(&h[..28]);
         h[28..32].copy_from_slice(&crc.to_ne_bytes());
         w.raw(&h)?;
         Ok(w)

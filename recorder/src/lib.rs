@@ -48,6 +48,11 @@
 //! The lock-free protocols are described in [`ring`] and [`open`], and
 //! model-checked with loom.
 //!
+//! For firmware ([`bare`]): the `single-core` feature turns the rings'
+//! release/acquire barriers into compiler fences (one core records and
+//! dumps: no `dmb` per store), and `small-crc` checksums dumps with a 1 KiB
+//! table instead of crc32fast's 16 KiB.
+//!
 //! # Interrupts and signal handlers
 //!
 //! A ring has one writer. Code that can run in the middle of another span's
@@ -115,6 +120,7 @@ mod dump;
 mod lifecycle;
 #[cfg(not(loom))]
 mod macros;
+mod order;
 #[cfg(all(feature = "std", not(loom)))]
 mod os;
 #[cfg(not(loom))]

@@ -22,11 +22,8 @@
 //! announcement must be a release store too.
 
 use core::sync::atomic::Ordering;
-#[cfg(not(loom))]
-use core::sync::atomic::fence;
 
-#[cfg(loom)]
-use loom::sync::atomic::fence;
+use crate::order::fence;
 
 use crate::ring::{AtomicWord, own_load, wide, word};
 
@@ -81,14 +78,18 @@ impl OpenStack {
         let depth = state & DEPTH_MASK;
         let announced = state + (1 << DEPTH_BITS);
         // Release: a reader that loads this state sees the entries below its depth.
-        self.state.store(word(announced), Ordering::Release);
+        crate::order::release();
+        self.state.store(word(announced), crate::order::RELEASE);
         // Release stores: a reader that sees either field sees the announcement too.
         if let Some(entry) = self.entries.get(depth as usize) {
-            entry.key.store(word(key), Ordering::Release);
-            entry.enter.store(word(enter), Ordering::Release);
+            crate::order::release();
+            entry.key.store(word(key), crate::order::RELEASE);
+            crate::order::release();
+            entry.enter.store(word(enter), crate::order::RELEASE);
         }
         // Saturate rather than carry into `pushes` (depth 255 is far past OPEN_DEPTH).
-        self.state.store(word(announced + u64::from(depth < DEPTH_MASK)), Ordering::Release);
+        crate::order::release();
+        self.state.store(word(announced + u64::from(depth < DEPTH_MASK)), crate::order::RELEASE);
         depth
     }
 
@@ -96,14 +97,16 @@ impl OpenStack {
     #[inline(always)]
     pub fn pop(&self, depth: u64) {
         let state = own_load(&self.state);
-        self.state.store(word((state & !DEPTH_MASK) | depth), Ordering::Release);
+        crate::order::release();
+        self.state.store(word((state & !DEPTH_MASK) | depth), crate::order::RELEASE);
     }
 
     /// Copies the open spans, outermost first, into `out`; returns how many,
     /// or `None` if the owner kept pushing so no consistent copy was had.
     pub fn snapshot(&self, out: &mut [(u64, u64); OPEN_DEPTH]) -> Option<usize> {
         for _ in 0..8 {
-            let before = wide(self.state.load(Ordering::Acquire));
+            let before = wide(self.state.load(crate::order::ACQUIRE));
+            crate::order::acquire();
             let depth = ((before & DEPTH_MASK) as usize).min(OPEN_DEPTH);
             for (slot, entry) in out.iter_mut().zip(&self.entries[..depth]) {
                 *slot = (wide(entry.key.load(Ordering::Relaxed)), wide(entry.enter.load(Ordering::Relaxed)));

@@ -29,11 +29,8 @@
 //! a plain `mov` (release stores and acquire loads are free under TSO).
 
 use core::sync::atomic::Ordering;
-#[cfg(not(loom))]
-use core::sync::atomic::fence;
 
-#[cfg(loom)]
-use loom::sync::atomic::fence;
+use crate::order::fence;
 
 /// The recorder's storage word: 64 bits where the target has 64-bit
 /// atomics; otherwise 32 (32-bit microcontrollers), and then a record takes
@@ -204,7 +201,9 @@ impl Ring {
 
     /// Records ever written.
     pub fn written(&self) -> u64 {
-        wide(self.head.load(Ordering::Acquire))
+        let head = wide(self.head.load(crate::order::ACQUIRE));
+        crate::order::acquire();
+        head
     }
 
     /// Spans dropped because the ring was full (stop-when-full mode).
@@ -226,10 +225,14 @@ impl Ring {
         // SAFETY: `slots.len()` is a power of two and `mask == slots.len() - 1`
         // (checked in `new`, never changed), so `n & mask < slots.len()`.
         let slot = unsafe { self.slots.get_unchecked((n & self.mask) as usize) };
-        slot.key.store(word(key), Ordering::Release);
-        slot.enter.store(word(enter), Ordering::Release);
-        slot.exit.store(word(exit), Ordering::Release);
-        self.head.store(word(n.wrapping_add(1)), Ordering::Release);
+        crate::order::release();
+        slot.key.store(word(key), crate::order::RELEASE);
+        crate::order::release();
+        slot.enter.store(word(enter), crate::order::RELEASE);
+        crate::order::release();
+        slot.exit.store(word(exit), crate::order::RELEASE);
+        crate::order::release();
+        self.head.store(word(n.wrapping_add(1)), crate::order::RELEASE);
     }
 
     /// Appends a span with an integer argument: an argument record (key
@@ -246,12 +249,16 @@ impl Ring {
         {
             // SAFETY: as in `push`: the index is masked to the power-of-two length.
             let slot = unsafe { self.slots.get_unchecked((n.wrapping_add(i as u64) & self.mask) as usize) };
-            slot.key.store(word(k), Ordering::Release);
-            slot.enter.store(word(a), Ordering::Release);
-            slot.exit.store(word(b), Ordering::Release);
+            crate::order::release();
+            slot.key.store(word(k), crate::order::RELEASE);
+            crate::order::release();
+            slot.enter.store(word(a), crate::order::RELEASE);
+            crate::order::release();
+            slot.exit.store(word(b), crate::order::RELEASE);
         }
         self.aux.store(word(own_load(&self.aux) + 1), Ordering::Relaxed);
-        self.head.store(word(n.wrapping_add(2)), Ordering::Release);
+        crate::order::release();
+        self.head.store(word(n.wrapping_add(2)), crate::order::RELEASE);
     }
 
     /// The retained records, oldest first, read straight from the slots, and
@@ -261,7 +268,8 @@ impl Ring {
     /// [`snapshot`](Self::snapshot) wherever one can.
     pub fn quiescent(&self) -> (Snapshot, impl Iterator<Item = Record> + '_) {
         let cap = self.slots.len() as u64;
-        let head = wide(self.head.load(Ordering::Acquire));
+        let head = wide(self.head.load(crate::order::ACQUIRE));
+        crate::order::acquire();
         let first = head.saturating_sub(cap);
         let snap = Snapshot {
             written: head,
@@ -285,7 +293,8 @@ impl Ring {
     /// owning thread may be writing concurrently (see the module docs).
     pub fn snapshot(&self, out: &mut [Record], writer_may_run: bool) -> Snapshot {
         let cap = self.slots.len() as u64;
-        let h1 = wide(self.head.load(Ordering::Acquire));
+        let h1 = wide(self.head.load(crate::order::ACQUIRE));
+        crate::order::acquire();
         let first = h1.saturating_sub(cap);
         let n = ((h1 - first) as usize).min(out.len());
         let first = h1 - n as u64;

@@ -15,7 +15,8 @@ mod global {
 
     /// Sends every span of the program to `track` (single-threaded targets).
     pub fn install(track: &'static Track) {
-        TRACK.store(track as *const Track as *mut Track, Ordering::Release);
+        crate::order::release();
+        TRACK.store(track as *const Track as *mut Track, crate::order::RELEASE);
     }
 
     /// While alive, spans go to another track: see [`interrupt`].
@@ -31,14 +32,17 @@ mod global {
     /// code it interrupted resumes — so the switch is a save and restore of
     /// one pointer, with no atomic read-modify-write and no masking.
     pub fn interrupt(track: &'static Track) -> Interrupt {
-        let previous = TRACK.load(Ordering::Acquire);
-        TRACK.store(track as *const Track as *mut Track, Ordering::Release);
+        let previous = TRACK.load(crate::order::ACQUIRE);
+        crate::order::acquire();
+        crate::order::release();
+        TRACK.store(track as *const Track as *mut Track, crate::order::RELEASE);
         Interrupt { previous }
     }
 
     impl Drop for Interrupt {
         fn drop(&mut self) {
-            TRACK.store(self.previous, Ordering::Release);
+            crate::order::release();
+            TRACK.store(self.previous, crate::order::RELEASE);
         }
     }
 
@@ -59,8 +63,10 @@ mod global {
         if !enabled() {
             return None;
         }
-        // SAFETY: only `install` stores here, always from a `&'static Track`.
-        unsafe { TRACK.load(Ordering::Acquire).as_ref() }
+        let track = TRACK.load(crate::order::ACQUIRE);
+        crate::order::acquire();
+        // SAFETY: only `install` and `interrupt` store here, always from a `&'static Track`.
+        unsafe { track.as_ref() }
     }
 }
 
