@@ -69,6 +69,17 @@ fn leaf(i: u32) -> u32 {
     black_box(i * 3)
 }
 
+/// `leaf` with the bare counter pair instead of a span: what the span's
+/// instructions are compared with (samples/firmware/measure).
+#[inline(never)]
+fn pair(i: u32) -> u32 {
+    use ringtrace::clock::Clock;
+    let enter = SysTick::now();
+    let r = black_box(i * 3);
+    black_box((enter, SysTick::now()));
+    r
+}
+
 #[inline(never)]
 fn middle(round: u32) -> u32 {
     let _span = ringtrace::span!(clock = SysTick);
@@ -104,7 +115,7 @@ fn main() -> ! {
     let mut total = 0u32;
     for round in 0..ROUNDS {
         ringtrace::pulse!(clock = SysTick, "loop");
-        total = total.wrapping_add(fib(10)).wrapping_add(middle(round));
+        total = total.wrapping_add(fib(10)).wrapping_add(middle(round)).wrapping_add(pair(round));
     }
     black_box(total);
 
