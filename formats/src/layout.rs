@@ -191,6 +191,8 @@ code_enum!(
         ArmSysTick = 5, "Cortex-M SysTick";
         /// The RISC-V `mcycle` counter (since 1.2).
         RiscvMcycle = 6, "RISC-V mcycle";
+        /// The RISC-V platform timer `mtime` (since 1.2).
+        RiscvMtime = 7, "RISC-V mtime";
     }
 );
 

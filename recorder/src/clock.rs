@@ -11,6 +11,7 @@
 //! | [`Fast`] (`Ordered`, `Serialized`: `dsb; isb` first) | Cortex-M3/M4/M7/M33 (Armv7-M, Armv8-M), `no_std` | DWT `CYCCNT` (32 bits; call `enable_cycle_counter` once) | as for x86_64 | the core clock rate is the program's to state; **compiled, not run: QEMU models no DWT** |
 //! | `SysTick` (and every clock on Armv6-M, which has no DWT) | any Cortex-M, `no_std` | SysTick's down-counter plus its reloads, counted by the handler | none | run on QEMU's mps2-an385 (M3) and micro:bit (M0) by `tests/tests/firmware.rs` |
 //! | [`Fast`] (`Ordered`, `Serialized`: `fence` first) | RISC-V, `no_std`, machine mode | `mcycle` (`mcycleh` too on rv32) | none | state the core clock with `set_core_hz`; run on QEMU's virt (rv32, rv64) |
+//! | `Mtime` | RISC-V, `no_std` | the platform timer `mtime` (memory-mapped; `Mtime::set` its address and rate) | none | a fixed rate; run on QEMU's virt (rv32) |
 //! | your own [`Clock`] | anything, `no_std` | e.g. a timer peripheral | yours | counters narrower than 64 bits wrap; `rtconv` unwraps them |
 //!
 //! **Invariant TSC.** On x86_64 the TSC is assumed to tick at a constant rate
@@ -323,7 +324,7 @@ pub use systick::SysTick;
 #[cfg(all(any(target_arch = "riscv32", target_arch = "riscv64"), target_os = "none", not(feature = "std")))]
 mod riscv;
 #[cfg(all(any(target_arch = "riscv32", target_arch = "riscv64"), target_os = "none", not(feature = "std")))]
-pub use riscv::set_core_hz;
+pub use riscv::{Mtime, set_core_hz};
 
 #[cfg(all(
     not(any(

@@ -226,11 +226,11 @@ pub fn build_side_workspace(manifest: &str, target_dir: &str, features: Option<&
 
 /// Builds the firmware `package` of `samples/firmware` (a workspace of its
 /// own) for `target` in release mode, with `features` if any, into
-/// `target/firmware` (`target/firmware-off` with the `off` feature), and
+/// `target/firmware` (`target/firmware-FEATURES` with features), and
 /// returns its ELF file.
 pub fn build_firmware(package: &str, target: &str, features: Option<&str>) -> PathBuf {
     let root = workspace_root();
-    let dir = root.join("target").join(if features == Some("off") { "firmware-off" } else { "firmware" });
+    let dir = root.join("target").join(features.map_or("firmware".to_string(), |f| format!("firmware-{f}")));
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.args(["build", "--release", "--locked", "-p", package, "--target", target, "--manifest-path"])
         .arg(root.join("samples/firmware/Cargo.toml"))

@@ -65,3 +65,54 @@ macro_rules! mcycle_clock {
 mcycle_clock!(Fast, mcycle);
 mcycle_clock!(Ordered, fenced_mcycle);
 mcycle_clock!(Serialized, fenced_mcycle);
+
+/// The platform timer `mtime` (the CLINT's or ACLINT's, 64 bits at a fixed
+/// rate, e.g. 10 MHz on QEMU's virt): slower than `mcycle` to read (a bus
+/// access) but at a rate that does not follow the core clock. Tell it where
+/// the register is and its rate once with [`Mtime::set`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mtime;
+
+static MTIME_ADDRESS: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+static MTIME_HZ: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+impl Mtime {
+    /// `mtime` is the 64-bit register at `address` (QEMU virt: `0x0200_BFF8`), counting at `hz`.
+    ///
+    /// # Safety
+    ///
+    /// `address` is the platform's readable `mtime` register, aligned to 8 bytes.
+    pub unsafe fn set(address: usize, hz: u32) {
+        MTIME_HZ.store(hz, core::sync::atomic::Ordering::Relaxed);
+        MTIME_ADDRESS.store(address, core::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Clock for Mtime {
+    const KIND: CounterKind = CounterKind::RiscvMtime;
+    const BITS: u32 = 64;
+
+    #[inline(always)]
+    fn now() -> u64 {
+        let address = MTIME_ADDRESS.load(core::sync::atomic::Ordering::Relaxed);
+        if address == 0 {
+            return 0; // not set: every span is 0 long, which a dump shows
+        }
+        let low = address as *const u32;
+        // SAFETY: `set`'s caller vouched for an aligned, readable 64-bit `mtime` at `address`.
+        loop {
+            let (high, low_word, again) =
+                unsafe { (low.add(1).read_volatile(), low.read_volatile(), low.add(1).read_volatile()) };
+            if high == again {
+                return (u64::from(high) << 32) | u64::from(low_word);
+            }
+        }
+    }
+
+    fn nominal_hz() -> (u64, RateSource) {
+        match MTIME_HZ.load(core::sync::atomic::Ordering::Relaxed) {
+            0 => (0, RateSource::Unknown),
+            hz => (u64::from(hz), RateSource::User),
+        }
+    }
+}

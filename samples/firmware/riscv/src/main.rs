@@ -4,7 +4,8 @@
 //! holding three `leaf`s each, `loop` (a pulse) `ROUNDS - 1` intervals, and
 //! the machine timer interrupt (every 1 ms of the CLINT's 10 MHz `mtime`)
 //! recording `irq_work` into a track of its own as many times as it prints
-//! (`rounds R irq N`). Spans are timed by `mcycle`.
+//! (`rounds R irq N`). Spans are timed by `mcycle`, or with the `mtime` feature
+//! by the CLINT's `mtime`.
 #![no_std]
 #![no_main]
 
@@ -16,7 +17,6 @@ use ringtrace::Track;
 
 use ringtrace::bare::semihosting::{HostFile, exit};
 use ringtrace::bare::{Dumper, image};
-use ringtrace::clock::Fast;
 use ringtrace::ring::Slot;
 use riscv::interrupt::Interrupt;
 
@@ -25,6 +25,12 @@ const ROUNDS: u32 = 20;
 const MTIMECMP: *mut u32 = 0x0200_4000 as *mut u32;
 const MTIME: *const u32 = 0x0200_BFF8 as *const u32;
 const TIMER_PERIOD: u64 = 10_000; // 1 ms
+
+/// The spans' clock: `mcycle`, or with the `mtime` feature the CLINT's `mtime` (10 MHz).
+#[cfg(not(feature = "mtime"))]
+type SpanClock = ringtrace::clock::Fast;
+#[cfg(feature = "mtime")]
+type SpanClock = ringtrace::clock::Mtime;
 
 static MAIN_SLOTS: [Slot; 4096] = [const { Slot::new() }; 4096];
 static MAIN: Track = Track::new(&MAIN_SLOTS);
@@ -37,13 +43,13 @@ static TIMER_RUNS: AtomicU32 = AtomicU32::new(0);
 
 #[inline(never)]
 fn fib(n: u32) -> u32 {
-    let _span = ringtrace::span!();
+    let _span = ringtrace::span!(clock = SpanClock);
     if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
 }
 
 #[inline(never)]
 fn leaf(i: u32) -> u32 {
-    let _span = ringtrace::span!();
+    let _span = ringtrace::span!(clock = SpanClock);
     black_box(i * 3)
 }
 
@@ -52,21 +58,21 @@ fn leaf(i: u32) -> u32 {
 #[inline(never)]
 fn pair(i: u32) -> u32 {
     use ringtrace::clock::Clock;
-    let enter = Fast::now();
+    let enter = SpanClock::now();
     let r = black_box(i * 3);
-    black_box((enter, Fast::now()));
+    black_box((enter, SpanClock::now()));
     r
 }
 
 #[inline(never)]
 fn middle(round: u32) -> u32 {
-    let _span = ringtrace::span!();
+    let _span = ringtrace::span!(clock = SpanClock);
     (round..round + 3).map(leaf).sum()
 }
 
 #[inline(never)]
 fn irq_work(n: u32) -> u32 {
-    let _span = ringtrace::span!();
+    let _span = ringtrace::span!(clock = SpanClock);
     black_box(n.wrapping_mul(2654435761))
 }
 
@@ -112,6 +118,11 @@ fn main() -> ! {
     ringtrace::install(&MAIN);
     // Under `-icount`, QEMU counts `mcycle` in virtual nanoseconds.
     ringtrace::clock::set_core_hz(1_000_000_000);
+    // SAFETY: the CLINT's mtime is at MTIME on QEMU's virt board, counting at 10 MHz.
+    #[cfg(feature = "mtime")]
+    unsafe {
+        ringtrace::clock::Mtime::set(MTIME as usize, 10_000_000)
+    };
     set_timer(mtime() + TIMER_PERIOD);
     // SAFETY: the handler above is installed by riscv-rt; enabling interrupts is this program's choice.
     unsafe {
@@ -120,13 +131,13 @@ fn main() -> ! {
     }
     let mut total = 0u32;
     for round in 0..ROUNDS {
-        ringtrace::pulse!("loop");
+        ringtrace::pulse!(clock = SpanClock, "loop");
         total = total.wrapping_add(fib(10)).wrapping_add(middle(round)).wrapping_add(pair(round));
     }
     black_box(total);
 
     let code = [image(&raw const __stext, &raw const __etext, b"fw-riscv")];
-    let dumper = Dumper::new::<Fast>(b"fw-riscv").modules(&code).tracks(&TRACKS);
+    let dumper = Dumper::new::<SpanClock>(b"fw-riscv").modules(&code).tracks(&TRACKS);
     let recorded = TIMER_RUNS.load(Ordering::Relaxed); // the dump pauses recording: later ones are not in it
     let written = HostFile::create(c"riscv.rtd").map(|file| dumper.write(file).is_ok());
     if let Some(mut console) = HostFile::console() {
