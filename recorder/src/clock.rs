@@ -281,39 +281,25 @@ pub use arch::enable_cycle_counter;
 #[cfg(all(target_arch = "arm", target_os = "none", not(target_has_atomic = "32"), not(feature = "std")))]
 mod arch {
     use super::*;
-    impl Clock for Fast {
-        const KIND: CounterKind = CounterKind::ArmSysTick;
-        const BITS: u32 = 32;
-        #[inline(always)]
-        fn now() -> u64 {
-            SysTick::now()
-        }
-        fn nominal_hz() -> (u64, RateSource) {
-            SysTick::nominal_hz()
-        }
+
+    macro_rules! systick_clock {
+        ($t:ty) => {
+            impl Clock for $t {
+                const KIND: CounterKind = CounterKind::ArmSysTick;
+                const BITS: u32 = 32;
+                #[inline(always)]
+                fn now() -> u64 {
+                    SysTick::now()
+                }
+                fn nominal_hz() -> (u64, RateSource) {
+                    SysTick::nominal_hz()
+                }
+            }
+        };
     }
-    impl Clock for Ordered {
-        const KIND: CounterKind = CounterKind::ArmSysTick;
-        const BITS: u32 = 32;
-        #[inline(always)]
-        fn now() -> u64 {
-            SysTick::now()
-        }
-        fn nominal_hz() -> (u64, RateSource) {
-            SysTick::nominal_hz()
-        }
-    }
-    impl Clock for Serialized {
-        const KIND: CounterKind = CounterKind::ArmSysTick;
-        const BITS: u32 = 32;
-        #[inline(always)]
-        fn now() -> u64 {
-            SysTick::now()
-        }
-        fn nominal_hz() -> (u64, RateSource) {
-            SysTick::nominal_hz()
-        }
-    }
+    systick_clock!(Fast);
+    systick_clock!(Ordered);
+    systick_clock!(Serialized);
 }
 
 #[cfg(all(target_arch = "arm", target_os = "none"))]
