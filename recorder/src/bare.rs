@@ -1,14 +1,18 @@
-//! Dumps without an operating system: the installed track, through any
-//! byte [`Sink`] (a UART, semihosting, RTT, a buffer), with no allocation.
-//! The dump holds compact 12-byte records when the counter has at most 32
-//! bits, and always on targets without 64-bit atomics (32-bit
-//! microcontrollers), whose ring words are 32 bits.
+//! Dumps without an operating system, with no allocation, through any byte
+//! [`Sink`]: a UART ([`ByteSink`]), semihosting (`semihosting::HostFile`
+//! on Cortex-M and RISC-V), RTT, a buffer ([`SliceSink`]).
 //!
 //! A program without `std` says what a hosted recorder finds out itself:
-//! its name, its counter ([`ClockInfo`]) and time anchors, and where its
-//! code is loaded ([`Module`]s, so `rtconv` can name code addresses from the
-//! ELF file given with `--exe`). Named spans need nothing: the
-//! `ringtrace_sites` section goes into every dump.
+//! its name, its counter (a [`Clock`]), its tracks (the main context and each
+//! interrupt level that records), and where its code is ([`image`], so
+//! `rtconv --exe firmware.elf` names code-address keys from the ELF's DWARF).
+//! [`Dumper`] puts that together once and writes every track into one dump,
+//! straight from the rings; [`write_dump`] writes one track through a copy,
+//! for a dump taken while another core may still record. Named spans need
+//! nothing: the `ringtrace_sites` section goes into every dump. The dump
+//! holds compact 12-byte records when the counter has at most 32 bits, and
+//! always on targets without 64-bit atomics (32-bit microcontrollers), whose
+//! ring words are 32 bits.
 //!
 //! ```
 //! use ringtrace::bare::{Target, write_dump};
