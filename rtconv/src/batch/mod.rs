@@ -131,7 +131,9 @@ fn run<L: Send>(
         summary.lock().unwrap_or_else(|e| e.into_inner()).failed += 1;
     }
     let consumed = Arc::new(AtomicU64::new(0));
-    let jobs = opts.jobs.max(1);
+    // No more workers than dumps, where their number is known (no archive to read through).
+    let known = inputs.iter().all(|i| matches!(i, inputs::Input::File(_)));
+    let jobs = if known { opts.jobs.min(inputs.len()).max(1) } else { opts.jobs.max(1) };
     let count = inputs.len();
     // The reading thread starts first, so a pool that takes what threads are left cannot keep it from starting.
     let items = match inputs::items(inputs, consumed.clone(), jobs, opts.max_dump_size) {
