@@ -84,6 +84,34 @@ pub fn info() -> ClockInfo {
     DefaultClock::info()
 }
 
+/// Implements [`Clock`] for each zero-sized clock `$t`: counter `$kind`,
+/// `$bits` wide, read by `$read`, nominal rate `$hz`. Every target's
+/// `Fast`, `Ordered` and `Serialized` are made by it.
+macro_rules! clocks {
+    ($kind:expr, $bits:expr, $hz:expr; $($t:ty => $read:expr),+ $(,)?) => {$(
+        impl Clock for $t {
+            const KIND: CounterKind = $kind;
+            const BITS: u32 = $bits;
+            #[inline(always)]
+            fn now() -> u64 {
+                $read
+            }
+            fn nominal_hz() -> (u64, RateSource) {
+                $hz
+            }
+        }
+    )+};
+}
+
+/// A rate the program states at run time (`0`: not stated), as a nominal rate.
+#[cfg(target_os = "none")]
+fn stated_hz(hz: &core::sync::atomic::AtomicU32) -> (u64, RateSource) {
+    match hz.load(core::sync::atomic::Ordering::Relaxed) {
+        0 => (0, RateSource::Unknown),
+        hz => (u64::from(hz), RateSource::User),
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod arch {
     use super::*;
@@ -96,38 +124,24 @@ mod arch {
         }
     }
 
-    macro_rules! tsc_clock {
-        ($t:ty, $read:expr) => {
-            impl Clock for $t {
-                const KIND: CounterKind = CounterKind::X86Tsc;
-                const BITS: u32 = 64;
-                #[inline(always)]
-                fn now() -> u64 {
-                    $read
-                }
-                fn nominal_hz() -> (u64, RateSource) {
-                    cpuid_hz()
-                }
-            }
-        };
-    }
-
-    // SAFETY: `rdtsc` exists on every x86_64 CPU and has no memory effects.
-    tsc_clock!(Fast, unsafe { _rdtsc() });
-    tsc_clock!(Ordered, {
-        let mut aux = 0u32;
-        // SAFETY: `rdtscp` exists on every x86_64 CPU this crate supports
-        // (all since 2006); it writes only `aux`, a valid local.
-        unsafe { __rdtscp(&mut aux) }
-    });
-    // SAFETY: `lfence` and `rdtsc` exist on every x86_64 CPU (SSE2 is part of
-    // x86_64) and have no memory effects.
-    tsc_clock!(Serialized, unsafe {
-        _mm_lfence();
-        let t = _rdtsc();
-        _mm_lfence();
-        t
-    });
+    clocks!(CounterKind::X86Tsc, 64, cpuid_hz();
+        // SAFETY: `rdtsc` exists on every x86_64 CPU and has no memory effects.
+        Fast => unsafe { _rdtsc() },
+        Ordered => {
+            let mut aux = 0u32;
+            // SAFETY: `rdtscp` exists on every x86_64 CPU this crate supports
+            // (all since 2006); it writes only `aux`, a valid local.
+            unsafe { __rdtscp(&mut aux) }
+        },
+        // SAFETY: `lfence` and `rdtsc` exist on every x86_64 CPU (SSE2 is part of
+        // x86_64) and have no memory effects.
+        Serialized => unsafe {
+            _mm_lfence();
+            let t = _rdtsc();
+            _mm_lfence();
+            t
+        },
+    );
 
     /// The TSC rate from CPUID leaf 0x15 (crystal ratio), if the CPU reports it.
     fn cpuid_tsc_hz() -> Option<u64> {
@@ -146,7 +160,7 @@ mod arch {
 
 #[cfg(target_arch = "aarch64")]
 mod arch {
-    //! Compiled on aarch64 targets, but not tested on this project's machines (x86_64 only).
+    //! Run under `qemu-aarch64` by tests/tests/aarch64.rs; not on aarch64 hardware here.
     use super::*;
 
     #[inline(always)]
@@ -174,24 +188,8 @@ mod arch {
         (hz, RateSource::Register)
     }
 
-    macro_rules! aarch64_clock {
-        ($t:ty, $read:ident) => {
-            impl Clock for $t {
-                const KIND: CounterKind = CounterKind::Aarch64Cntvct;
-                const BITS: u32 = 64;
-                #[inline(always)]
-                fn now() -> u64 {
-                    $read()
-                }
-                fn nominal_hz() -> (u64, RateSource) {
-                    cntfrq()
-                }
-            }
-        };
-    }
-    aarch64_clock!(Fast, cntvct);
-    aarch64_clock!(Ordered, isb_cntvct);
-    aarch64_clock!(Serialized, isb_cntvct);
+    clocks!(CounterKind::Aarch64Cntvct, 64, cntfrq();
+        Fast => cntvct(), Ordered => isb_cntvct(), Serialized => isb_cntvct());
 }
 
 #[cfg(all(not(any(target_arch = "x86_64", target_arch = "aarch64")), feature = "std"))]
@@ -199,24 +197,9 @@ mod arch {
     //! No cycle counter: the OS monotonic clock in nanoseconds.
     use super::*;
 
-    macro_rules! monotonic_clock {
-        ($t:ty) => {
-            impl Clock for $t {
-                const KIND: CounterKind = CounterKind::MonotonicNs;
-                const BITS: u32 = 64;
-                #[inline(always)]
-                fn now() -> u64 {
-                    crate::os::monotonic_ns()
-                }
-                fn nominal_hz() -> (u64, RateSource) {
-                    (1_000_000_000, RateSource::Exact)
-                }
-            }
-        };
-    }
-    monotonic_clock!(Fast);
-    monotonic_clock!(Ordered);
-    monotonic_clock!(Serialized);
+    use crate::os::monotonic_ns;
+    clocks!(CounterKind::MonotonicNs, 64, (1_000_000_000, RateSource::Exact);
+        Fast => monotonic_ns(), Ordered => monotonic_ns(), Serialized => monotonic_ns());
 }
 
 #[cfg(all(target_arch = "arm", target_os = "none", target_has_atomic = "32", not(feature = "std")))]
@@ -257,21 +240,8 @@ mod arch {
         cyccnt()
     }
 
-    macro_rules! dwt_clock {
-        ($t:ty, $read:ident) => {
-            impl Clock for $t {
-                const KIND: CounterKind = CounterKind::ArmDwtCyccnt;
-                const BITS: u32 = 32;
-                #[inline(always)]
-                fn now() -> u64 {
-                    $read()
-                }
-            }
-        };
-    }
-    dwt_clock!(Fast, cyccnt);
-    dwt_clock!(Ordered, isb_cyccnt);
-    dwt_clock!(Serialized, isb_cyccnt);
+    clocks!(CounterKind::ArmDwtCyccnt, 32, (0, RateSource::Unknown);
+        Fast => cyccnt(), Ordered => isb_cyccnt(), Serialized => isb_cyccnt());
 }
 
 #[cfg(all(target_arch = "arm", target_os = "none", target_has_atomic = "32", not(feature = "std")))]
@@ -282,24 +252,8 @@ pub use arch::enable_cycle_counter;
 mod arch {
     use super::*;
 
-    macro_rules! systick_clock {
-        ($t:ty) => {
-            impl Clock for $t {
-                const KIND: CounterKind = CounterKind::ArmSysTick;
-                const BITS: u32 = 32;
-                #[inline(always)]
-                fn now() -> u64 {
-                    SysTick::now()
-                }
-                fn nominal_hz() -> (u64, RateSource) {
-                    SysTick::nominal_hz()
-                }
-            }
-        };
-    }
-    systick_clock!(Fast);
-    systick_clock!(Ordered);
-    systick_clock!(Serialized);
+    clocks!(CounterKind::ArmSysTick, 32, SysTick::nominal_hz();
+        Fast => SysTick::now(), Ordered => SysTick::now(), Serialized => SysTick::now());
 }
 
 #[cfg(all(target_arch = "arm", target_os = "none"))]

@@ -23,7 +23,7 @@
 
 use core::sync::atomic::Ordering;
 
-use crate::order::fence;
+use crate::order::{consume, fence, publish};
 
 use crate::ring::{AtomicWord, own_load, wide, word};
 
@@ -78,18 +78,14 @@ impl OpenStack {
         let depth = state & DEPTH_MASK;
         let announced = state + (1 << DEPTH_BITS);
         // Release: a reader that loads this state sees the entries below its depth.
-        crate::order::release();
-        self.state.store(word(announced), crate::order::RELEASE);
+        publish!(self.state, word(announced));
         // Release stores: a reader that sees either field sees the announcement too.
         if let Some(entry) = self.entries.get(depth as usize) {
-            crate::order::release();
-            entry.key.store(word(key), crate::order::RELEASE);
-            crate::order::release();
-            entry.enter.store(word(enter), crate::order::RELEASE);
+            publish!(entry.key, word(key));
+            publish!(entry.enter, word(enter));
         }
         // Saturate rather than carry into `pushes` (depth 255 is far past OPEN_DEPTH).
-        crate::order::release();
-        self.state.store(word(announced + u64::from(depth < DEPTH_MASK)), crate::order::RELEASE);
+        publish!(self.state, word(announced + u64::from(depth < DEPTH_MASK)));
         depth
     }
 
@@ -97,16 +93,14 @@ impl OpenStack {
     #[inline(always)]
     pub fn pop(&self, depth: u64) {
         let state = own_load(&self.state);
-        crate::order::release();
-        self.state.store(word((state & !DEPTH_MASK) | depth), crate::order::RELEASE);
+        publish!(self.state, word((state & !DEPTH_MASK) | depth));
     }
 
     /// Copies the open spans, outermost first, into `out`; returns how many,
     /// or `None` if the owner kept pushing so no consistent copy was had.
     pub fn snapshot(&self, out: &mut [(u64, u64); OPEN_DEPTH]) -> Option<usize> {
         for _ in 0..8 {
-            let before = wide(self.state.load(crate::order::ACQUIRE));
-            crate::order::acquire();
+            let before = wide(consume!(self.state));
             let depth = ((before & DEPTH_MASK) as usize).min(OPEN_DEPTH);
             for (slot, entry) in out.iter_mut().zip(&self.entries[..depth]) {
                 *slot = (wide(entry.key.load(Ordering::Relaxed)), wide(entry.enter.load(Ordering::Relaxed)));

@@ -14,6 +14,29 @@
 
 use core::sync::atomic::Ordering;
 
+/// Stores `value` into the atomic `$atomic` so that a reader that loads it
+/// (with [`consume`]) sees every access before: a `Release` store, or with
+/// `single-core` a compiler fence and a `Relaxed` store.
+macro_rules! publish {
+    ($atomic:expr, $value:expr) => {{
+        $crate::order::release();
+        $atomic.store($value, $crate::order::RELEASE)
+    }};
+}
+pub(crate) use publish;
+
+/// Loads the atomic `$atomic` so that every access after sees what was
+/// [`publish`]ed before its value: an `Acquire` load, or with `single-core`
+/// a `Relaxed` load and a compiler fence.
+macro_rules! consume {
+    ($atomic:expr) => {{
+        let value = $atomic.load($crate::order::ACQUIRE);
+        $crate::order::acquire();
+        value
+    }};
+}
+pub(crate) use consume;
+
 /// The ordering of a store that publishes (call [`release`] just before it).
 #[cfg(not(feature = "single-core"))]
 pub(crate) const RELEASE: Ordering = Ordering::Release;

@@ -30,7 +30,7 @@
 
 use core::sync::atomic::Ordering;
 
-use crate::order::fence;
+use crate::order::{consume, fence, publish};
 
 /// The recorder's storage word: 64 bits where the target has 64-bit
 /// atomics; otherwise 32 (32-bit microcontrollers), and then a record takes
@@ -104,6 +104,23 @@ impl Slot {
     #[cfg(loom)]
     pub fn new() -> Self {
         Slot { key: AtomicWord::new(0), enter: AtomicWord::new(0), exit: AtomicWord::new(0) }
+    }
+
+    /// Stores a record, each field published (see the module docs).
+    #[inline(always)]
+    fn publish(&self, key: u64, enter: u64, exit: u64) {
+        publish!(self.key, word(key));
+        publish!(self.enter, word(enter));
+        publish!(self.exit, word(exit));
+    }
+
+    /// The record stored here (the reader's copy; its consistency is the head's to check).
+    fn read(&self) -> Record {
+        Record {
+            key: wide(self.key.load(Ordering::Relaxed)),
+            enter: wide(self.enter.load(Ordering::Relaxed)),
+            exit: wide(self.exit.load(Ordering::Relaxed)),
+        }
     }
 }
 
@@ -201,9 +218,7 @@ impl Ring {
 
     /// Records ever written.
     pub fn written(&self) -> u64 {
-        let head = wide(self.head.load(crate::order::ACQUIRE));
-        crate::order::acquire();
-        head
+        wide(consume!(self.head))
     }
 
     /// Spans dropped because the ring was full (stop-when-full mode).
@@ -225,14 +240,8 @@ impl Ring {
         // SAFETY: `slots.len()` is a power of two and `mask == slots.len() - 1`
         // (checked in `new`, never changed), so `n & mask < slots.len()`.
         let slot = unsafe { self.slots.get_unchecked((n & self.mask) as usize) };
-        crate::order::release();
-        slot.key.store(word(key), crate::order::RELEASE);
-        crate::order::release();
-        slot.enter.store(word(enter), crate::order::RELEASE);
-        crate::order::release();
-        slot.exit.store(word(exit), crate::order::RELEASE);
-        crate::order::release();
-        self.head.store(word(n.wrapping_add(1)), crate::order::RELEASE);
+        slot.publish(key, enter, exit);
+        publish!(self.head, word(n.wrapping_add(1)));
     }
 
     /// Appends a span with an integer argument: an argument record (key
@@ -249,16 +258,10 @@ impl Ring {
         {
             // SAFETY: as in `push`: the index is masked to the power-of-two length.
             let slot = unsafe { self.slots.get_unchecked((n.wrapping_add(i as u64) & self.mask) as usize) };
-            crate::order::release();
-            slot.key.store(word(k), crate::order::RELEASE);
-            crate::order::release();
-            slot.enter.store(word(a), crate::order::RELEASE);
-            crate::order::release();
-            slot.exit.store(word(b), crate::order::RELEASE);
+            slot.publish(k, a, b);
         }
         self.aux.store(word(own_load(&self.aux) + 1), Ordering::Relaxed);
-        crate::order::release();
-        self.head.store(word(n.wrapping_add(2)), crate::order::RELEASE);
+        publish!(self.head, word(n.wrapping_add(2)));
     }
 
     /// The retained records, oldest first, read straight from the slots, and
@@ -268,8 +271,7 @@ impl Ring {
     /// [`snapshot`](Self::snapshot) wherever one can.
     pub fn quiescent(&self) -> (Snapshot, impl Iterator<Item = Record> + '_) {
         let cap = self.slots.len() as u64;
-        let head = wide(self.head.load(crate::order::ACQUIRE));
-        crate::order::acquire();
+        let head = wide(consume!(self.head));
         let first = head.saturating_sub(cap);
         let snap = Snapshot {
             written: head,
@@ -277,14 +279,7 @@ impl Ring {
             aux: wide(self.aux.load(Ordering::Relaxed)),
             copied: (head - first) as usize,
         };
-        let records = (first..head).map(move |i| {
-            let slot = &self.slots[(i & self.mask) as usize];
-            Record {
-                key: wide(slot.key.load(Ordering::Relaxed)),
-                enter: wide(slot.enter.load(Ordering::Relaxed)),
-                exit: wide(slot.exit.load(Ordering::Relaxed)),
-            }
-        });
+        let records = (first..head).map(move |i| self.slots[(i & self.mask) as usize].read());
         (snap, records)
     }
 
@@ -293,18 +288,12 @@ impl Ring {
     /// owning thread may be writing concurrently (see the module docs).
     pub fn snapshot(&self, out: &mut [Record], writer_may_run: bool) -> Snapshot {
         let cap = self.slots.len() as u64;
-        let h1 = wide(self.head.load(crate::order::ACQUIRE));
-        crate::order::acquire();
+        let h1 = wide(consume!(self.head));
         let first = h1.saturating_sub(cap);
         let n = ((h1 - first) as usize).min(out.len());
         let first = h1 - n as u64;
         for (i, rec) in out[..n].iter_mut().enumerate() {
-            let slot = &self.slots[((first + i as u64) & self.mask) as usize];
-            *rec = Record {
-                key: wide(slot.key.load(Ordering::Relaxed)),
-                enter: wide(slot.enter.load(Ordering::Relaxed)),
-                exit: wide(slot.exit.load(Ordering::Relaxed)),
-            };
+            *rec = self.slots[((first + i as u64) & self.mask) as usize].read();
         }
         fence(Ordering::Acquire);
         let h2 = wide(self.head.load(Ordering::Relaxed));

@@ -8,6 +8,7 @@ pub use crate::thread::{current, enabled};
 mod global {
     use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
+    use crate::order::{consume, publish};
     use crate::track::Track;
 
     static TRACK: AtomicPtr<Track> = AtomicPtr::new(core::ptr::null_mut());
@@ -15,8 +16,7 @@ mod global {
 
     /// Sends every span of the program to `track` (single-threaded targets).
     pub fn install(track: &'static Track) {
-        crate::order::release();
-        TRACK.store(track as *const Track as *mut Track, crate::order::RELEASE);
+        publish!(TRACK, track as *const Track as *mut Track);
     }
 
     /// While alive, spans go to another track: see [`interrupt`].
@@ -32,17 +32,14 @@ mod global {
     /// code it interrupted resumes — so the switch is a save and restore of
     /// one pointer, with no atomic read-modify-write and no masking.
     pub fn interrupt(track: &'static Track) -> Interrupt {
-        let previous = TRACK.load(crate::order::ACQUIRE);
-        crate::order::acquire();
-        crate::order::release();
-        TRACK.store(track as *const Track as *mut Track, crate::order::RELEASE);
+        let previous = consume!(TRACK);
+        publish!(TRACK, track as *const Track as *mut Track);
         Interrupt { previous }
     }
 
     impl Drop for Interrupt {
         fn drop(&mut self) {
-            crate::order::release();
-            TRACK.store(self.previous, crate::order::RELEASE);
+            publish!(TRACK, self.previous);
         }
     }
 
@@ -63,8 +60,7 @@ mod global {
         if !enabled() {
             return None;
         }
-        let track = TRACK.load(crate::order::ACQUIRE);
-        crate::order::acquire();
+        let track = consume!(TRACK);
         // SAFETY: only `install` and `interrupt` store here, always from a `&'static Track`.
         unsafe { track.as_ref() }
     }

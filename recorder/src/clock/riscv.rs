@@ -44,27 +44,8 @@ pub fn set_core_hz(hz: u32) {
     CORE_HZ.store(hz, core::sync::atomic::Ordering::Relaxed);
 }
 
-macro_rules! mcycle_clock {
-    ($t:ty, $read:ident) => {
-        impl Clock for $t {
-            const KIND: CounterKind = CounterKind::RiscvMcycle;
-            const BITS: u32 = 64;
-            #[inline(always)]
-            fn now() -> u64 {
-                $read()
-            }
-            fn nominal_hz() -> (u64, RateSource) {
-                match CORE_HZ.load(core::sync::atomic::Ordering::Relaxed) {
-                    0 => (0, RateSource::Unknown),
-                    hz => (u64::from(hz), RateSource::User),
-                }
-            }
-        }
-    };
-}
-mcycle_clock!(Fast, mcycle);
-mcycle_clock!(Ordered, fenced_mcycle);
-mcycle_clock!(Serialized, fenced_mcycle);
+clocks!(CounterKind::RiscvMcycle, 64, super::stated_hz(&CORE_HZ);
+    Fast => mcycle(), Ordered => fenced_mcycle(), Serialized => fenced_mcycle());
 
 /// The platform timer `mtime` (the CLINT's or ACLINT's, 64 bits at a fixed
 /// rate, e.g. 10 MHz on QEMU's virt): slower than `mcycle` to read (a bus
@@ -110,9 +91,6 @@ impl Clock for Mtime {
     }
 
     fn nominal_hz() -> (u64, RateSource) {
-        match MTIME_HZ.load(core::sync::atomic::Ordering::Relaxed) {
-            0 => (0, RateSource::Unknown),
-            hz => (u64::from(hz), RateSource::User),
-        }
+        super::stated_hz(&MTIME_HZ)
     }
 }

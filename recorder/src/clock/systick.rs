@@ -87,9 +87,6 @@ impl Clock for SysTick {
     }
 
     fn nominal_hz() -> (u64, RateSource) {
-        match HZ.load(Ordering::Relaxed) {
-            0 => (0, RateSource::Unknown),
-            hz => (u64::from(hz), RateSource::User),
-        }
+        super::stated_hz(&HZ)
     }
 }
