@@ -44,6 +44,17 @@ fn expected(rounds: u64, irq_runs: u64, prefix: &str) -> HashMap<String, u64> {
     ])
 }
 
+/// `dump` converted to Chrome JSON with names from `elf`, read back.
+fn chrome(dump: &Path, elf: &Path) -> ringtrace_tests::ChromeTrace {
+    let args = ["convert".as_ref(), dump.as_os_str(), "--exe".as_ref(), elf.as_os_str(), "-o".as_ref(), "-".as_ref()];
+    parse_chrome(&rtconv(&args))
+}
+
+/// The thread id of the thread named `name`.
+fn tid_of(trace: &ringtrace_tests::ChromeTrace, name: &str) -> u64 {
+    *trace.thread_names.iter().find(|(_, n)| *n == name).unwrap_or_else(|| panic!("no thread {name}")).0
+}
+
 /// Checks a firmware's dump against what it is known to have done.
 fn check_dump(dump: &Path, elf: &Path, printed: &str, prefix: &str, irq_track: &str) {
     // `rounds R irq N`: the sample's loop count, and its own count of interrupt handler runs.
@@ -64,13 +75,8 @@ fn check_dump(dump: &Path, elf: &Path, printed: &str, prefix: &str, irq_track: &
     assert!(info.contains("no wall-clock time in the dump"), "{info}");
     let is_64 = object::File::parse(&*std::fs::read(elf).unwrap()).map(|f| object::Object::is_64(&f)).unwrap();
     assert_eq!(info.contains("compact records: 12 bytes"), !is_64, "{info}");
-    let json =
-        rtconv(&["convert".as_ref(), dump.as_os_str(), "--exe".as_ref(), elf.as_os_str(), "-o".as_ref(), "-".as_ref()]);
-    let trace = parse_chrome(&json);
-    let tid_of = |name: &str| {
-        *trace.thread_names.iter().find(|(_, n)| *n == name).unwrap_or_else(|| panic!("no thread {name}")).0
-    };
-    let (main, irq) = (tid_of("main"), tid_of(irq_track));
+    let trace = chrome(dump, elf);
+    let (main, irq) = (tid_of(&trace, "main"), tid_of(&trace, irq_track));
     let mut counts: HashMap<String, u64> = HashMap::new();
     for e in &trace.events {
         *counts.entry(e.name.clone()).or_default() += 1;
@@ -102,16 +108,8 @@ fn check_dump(dump: &Path, elf: &Path, printed: &str, prefix: &str, irq_track: &
 /// and whether each holds the time of an interrupt span; and how many
 /// interrupt spans there are.
 fn main_spans(dump: &Path, elf: &Path, irq_track: &str) -> (Vec<(String, i64, bool)>, usize) {
-    let trace = parse_chrome(&rtconv(&[
-        "convert".as_ref(),
-        dump.as_os_str(),
-        "--exe".as_ref(),
-        elf.as_os_str(),
-        "-o".as_ref(),
-        "-".as_ref(),
-    ]));
-    let tid_of = |name: &str| *trace.thread_names.iter().find(|(_, n)| *n == name).unwrap().0;
-    let (main, irq) = (tid_of("main"), tid_of(irq_track));
+    let trace = chrome(dump, elf);
+    let (main, irq) = (tid_of(&trace, "main"), tid_of(&trace, irq_track));
     let irqs: Vec<_> = trace.events.iter().filter(|e| e.tid == irq).collect();
     let mut spans: Vec<_> = trace.events.iter().filter(|e| e.tid == main).collect();
     spans.sort_by_key(|e| (e.ts_ns, std::cmp::Reverse(e.dur_ns)));

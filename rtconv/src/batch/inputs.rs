@@ -213,13 +213,15 @@ type ArchiveReader = Box<dyn Read + Send>;
 
 fn open_archive(path: &Path, kind: Compression, consumed: Arc<AtomicU64>) -> Result<ArchiveReader, String> {
     let file = crate::model::open_regular(path).map_err(|e| format!("cannot read: {e}"))?;
-    let counted = BufReader::with_capacity(1 << 16, Counting { inner: file, count: consumed });
+    decompressed(BufReader::with_capacity(1 << 16, Counting { inner: file, count: consumed }), kind)
+}
+
+/// The tar stream inside `input`, compressed as `kind` says.
+fn decompressed<'a>(input: impl Read + Send + 'a, kind: Compression) -> Result<Box<dyn Read + Send + 'a>, String> {
     Ok(match kind {
-        Compression::None => Box::new(counted),
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(counted)),
-        Compression::Zstd => {
-            Box::new(ZstdFrames::new(counted).map_err(|e| format!("{e}; expected a .tar.zst archive"))?)
-        }
+        Compression::None => Box::new(input),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
+        Compression::Zstd => Box::new(ZstdFrames::new(input).map_err(|e| format!("{e}; expected a .tar.zst archive"))?),
     })
 }
 
@@ -336,14 +338,9 @@ fn read_archive(
 /// one's name (`archive!entry`) and bytes or why it could not be read (the
 /// archive's own name for an archive that is damaged or holds no dump).
 pub fn dumps_in_archive(bytes: &[u8], kind: Compression, max_dump_size: u64) -> Vec<(String, Result<Bytes, String>)> {
-    let input = io::Cursor::new(bytes);
-    let reader: Box<dyn Read + '_> = match kind {
-        Compression::None => Box::new(input),
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
-        Compression::Zstd => match ZstdFrames::new(input) {
-            Ok(frames) => Box::new(frames),
-            Err(e) => return vec![("archive".into(), Err(format!("{e}; expected a .tar.zst archive")))],
-        },
+    let reader = match decompressed(bytes, kind) {
+        Ok(reader) => reader,
+        Err(reason) => return vec![("archive".into(), Err(reason))],
     };
     let mut found = Vec::new();
     each_dump(reader, "archive", max_dump_size, &mut |item| {

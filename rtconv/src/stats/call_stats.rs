@@ -108,6 +108,13 @@ impl CallStats {
         if self.calls == SHORT_ARRAY_AFTER {
             self.short = Some(Box::new([0; EXACT_BELOW as usize]));
         }
+        self.settle_one(duration);
+    }
+
+    /// One call's duration: kept among the first calls while there is room
+    /// and no histogram yet, otherwise added to the extremes, sums and histogram.
+    #[inline(always)] // once per long call
+    fn settle_one(&mut self, duration: u64) {
         if self.hist.is_none() {
             if let Some(slot) = self.first.get_mut(usize::from(self.first_len)) {
                 *slot = duration;
@@ -206,16 +213,7 @@ impl CallStats {
             mine.extend(theirs);
         }
         for &duration in &first[..first_len] {
-            match self.first.get_mut(usize::from(self.first_len)) {
-                Some(slot) if self.hist.is_none() => {
-                    *slot = duration;
-                    self.first_len += 1;
-                }
-                _ => {
-                    self.settle_first();
-                    self.settle_calls(duration, 1);
-                }
-            }
+            self.settle_one(duration);
         }
     }
 
