@@ -10,7 +10,7 @@ pub const ENDIAN_PROBE: u32 = 0x0102_0304;
 /// The major version this crate writes. A reader accepts every major up to this one.
 pub const VERSION_MAJOR: u16 = 1;
 /// The minor version this crate writes. Minor versions only append fields and section kinds.
-pub const VERSION_MINOR: u16 = 2;
+pub const VERSION_MINOR: u16 = 3;
 /// The format versions this crate reads, oldest and newest major.
 pub const SUPPORTED_MAJORS: (u16, u16) = (1, 1);
 
@@ -34,6 +34,15 @@ pub const COMPACT_ARG_KEY: u32 = u32::MAX;
 pub const WRAP_KEY: u64 = u64::MAX - 1;
 /// [`WRAP_KEY`] in a compact record.
 pub const COMPACT_WRAP_KEY: u32 = u32::MAX - 1;
+/// The key of a flags record (since 1.3): not a span; its `enter` field holds
+/// [`SPAN_FLAG_UNWOUND`] and its kin for the span record right after it, its `exit` field is 0.
+pub const FLAGS_KEY: u64 = u64::MAX - 2;
+/// [`FLAGS_KEY`] in a compact record.
+pub const COMPACT_FLAGS_KEY: u32 = u32::MAX - 2;
+/// Span flag: the span's function was left without its exit hook running (a
+/// `longjmp`, or an exception through frames without cleanups); the span ends
+/// where the recorder saw that, at the next hook of its thread.
+pub const SPAN_FLAG_UNWOUND: u64 = 1;
 /// Size of one open span in a ring section: key, enter ticks.
 pub const OPEN_SPAN_SIZE: usize = 16;
 /// Size of one clock anchor: counter ticks, monotonic ns, realtime ns.

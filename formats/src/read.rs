@@ -484,7 +484,7 @@ impl<'a> Anchors<'a> {
 
 /// The records of a ring section, oldest first, decoded on the fly. Compact
 /// (12-byte) records come out widened: their argument and wrap-marker keys
-/// as [`ARG_KEY`] and [`WRAP_KEY`], their counter values as read (not unwrapped).
+/// as [`ARG_KEY`], [`WRAP_KEY`] and [`FLAGS_KEY`], their counter values as read (not unwrapped).
 #[derive(Clone, Copy, Debug)]
 pub struct Records<'a> {
     bytes: &'a [u8],
@@ -514,6 +514,7 @@ impl<'a> Records<'a> {
             let key = match e.u32(c[0..4].try_into().unwrap_or_default()) {
                 COMPACT_ARG_KEY => ARG_KEY,
                 COMPACT_WRAP_KEY => WRAP_KEY,
+                COMPACT_FLAGS_KEY => FLAGS_KEY,
                 key => u64::from(key),
             };
             Record {

@@ -58,6 +58,13 @@ int ringtrace_dump_to_fd(int fd); /* the descriptor stays open */
 /* Dumps at exit: to $RINGTRACE_DUMP, else path, else (NULL) ringtrace-PID.rtd. */
 void ringtrace_dump_at_exit(const char *path);
 
+/* The -finstrument-functions hooks' work, for a program with hooks of its own that chains to
+   ringtrace's: frame is the instrumented function's stack pointer at the hook call, which a hook
+   gets as __builtin_dwarf_cfa() (GCC, Clang), or NULL if unknown (then only an exit below the top
+   of the shadow stack reveals a longjmp). */
+void ringtrace_func_enter(void *this_fn, void *call_site, const void *frame);
+void ringtrace_func_exit(void *this_fn, void *call_site, const void *frame);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,28 +1,8 @@
 //! The C ABI (feature `c-api`), declared in `recorder/include/ringtrace.h`
 //! and built as a static library by `recorder/capi`: spans keyed by code
-//! address or by site descriptor, configuration, dumps, and the
-//! `-finstrument-functions` hooks that trace a whole C or C++ program.
-//!
-//! # The hooks
-//!
-//! GCC and Clang call `__cyg_profile_func_enter(this_fn, call_site)` at the
-//! start of every function compiled with `-finstrument-functions` and
-//! `__cyg_profile_func_exit` at its end, also when a C++ exception unwinds
-//! through it. Each thread keeps a shadow stack of the calls it has entered
-//! ({key, enter ticks, open-stack token}, [`SHADOW_DEPTH`] deep): an exit
-//! that matches the top records the span. Calls nested deeper than the
-//! shadow stack are counted, not recorded. An exit that matches a frame below
-//! the top means the frames above it never exited (a `longjmp` past them):
-//! they are counted as abandoned, and the matched frame is recorded. Both
-//! counts go into the dump's unbalanced section and `rtconv` reports them.
-//! Spans still running at a dump (an `exit()` from deep inside the program,
-//! a thread that ended mid-call) are in it as open spans. The recorder is
-//! Rust, which `-finstrument-functions` never instruments.
-//!
-//! The first hook call arranges a dump at exit to `$RINGTRACE_DUMP`, or
-//! `ringtrace-PID.rtd` in the working directory.
+//! address or by site descriptor, configuration and dumps. The
+//! `-finstrument-functions` hooks are in [`hooks`](crate::hooks).
 
-use core::cell::Cell;
 use core::ffi::{c_char, c_int, c_void};
 use std::ffi::CStr;
 use std::os::fd::FromRawFd;
@@ -34,8 +14,7 @@ use crate::ring::Mode;
 use crate::sink;
 use crate::track::Track;
 
-/// Frames the hooks' shadow stack holds per thread; deeper calls are counted, not recorded.
-pub const SHADOW_DEPTH: usize = 256;
+pub use crate::hooks::{__cyg_profile_func_enter, __cyg_profile_func_exit, SHADOW_DEPTH};
 
 /// Environment variable: where the hooks' dump at exit goes.
 pub const DUMP_ENV: &str = "RINGTRACE_DUMP";
@@ -137,78 +116,6 @@ fn report(result: std::io::Result<()>, target: &str) -> c_int {
     }
 }
 
-#[derive(Clone, Copy)]
-struct Frame {
-    key: u64,
-    enter: u64,
-    token: u64,
-}
-
-/// One thread's shadow stack. `depth` counts every entered call, also the
-/// ones past [`SHADOW_DEPTH`] that have no frame.
-struct Shadow {
-    depth: Cell<usize>,
-    frames: [Cell<Frame>; SHADOW_DEPTH],
-}
-
-std::thread_local! {
-    static SHADOW: Shadow = const {
-        Shadow { depth: Cell::new(0), frames: [const { Cell::new(Frame { key: 0, enter: 0, token: 0 }) }; SHADOW_DEPTH] }
-    };
-}
-
-/// Called by code built with `-finstrument-functions` on entry to every function.
-#[unsafe(no_mangle)]
-pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mut c_void) {
-    let Some(track) = sink::current() else { return };
-    let _ = SHADOW.try_with(|s| {
-        let depth = s.depth.get();
-        if depth == 0 {
-            // A thread's outermost call: the first hook call of all is one.
-            arrange_exit_dump();
-        }
-        s.depth.set(depth + 1);
-        match s.frames.get(depth) {
-            Some(frame) => {
-                let key = this_fn as usize as u64;
-                let enter = DefaultClock::now();
-                frame.set(Frame { key, enter, token: track.begin(key, enter) });
-            }
-            None => track.note_unrecorded(1, 0),
-        }
-    });
-}
-
-/// Called by code built with `-finstrument-functions` on exit from every
-/// function, also when an exception unwinds through it.
-#[unsafe(no_mangle)]
-pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, _call_site: *mut c_void) {
-    let exit = DefaultClock::now();
-    let Some(track) = sink::current() else { return };
-    let _ = SHADOW.try_with(|s| {
-        let depth = s.depth.get();
-        if depth == 0 {
-            return; // an exit whose entry was not seen (recording was off then)
-        }
-        if depth > SHADOW_DEPTH {
-            s.depth.set(depth - 1); // a call too deep to have a frame: counted at entry
-            return;
-        }
-        let key = this_fn as usize as u64;
-        // The frame this exit belongs to: the top, or one below it if exits were skipped.
-        let Some(at) = (0..depth).rev().find(|&i| s.frames[i].get().key == key) else {
-            return; // entered while recording was off
-        };
-        let frame = s.frames[at].get();
-        if at + 1 < depth {
-            track.note_unrecorded(0, (depth - 1 - at) as u64);
-        }
-        // Ends the span and pops the open stack to below it, abandoned spans included.
-        track.end(frame.token, frame.key, frame.enter, exit);
-        s.depth.set(at);
-    });
-}
-
 /// The path [`ringtrace_dump_at_exit`] chose.
 static EXIT_PATH: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
 
@@ -230,7 +137,7 @@ pub unsafe extern "C" fn ringtrace_dump_at_exit(path: *const c_char) {
 }
 
 /// Registers the dump at exit once.
-fn arrange_exit_dump() {
+pub(crate) fn arrange_exit_dump() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         extern "C" fn dump_at_exit() {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::vec::Vec;
 
 use ringtrace_format::layout::{
-    ARG_KEY, END_SECTION_SIZE, MODULE_FLAG_MAIN, RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED,
+    ARG_KEY, END_SECTION_SIZE, FLAGS_KEY, MODULE_FLAG_MAIN, RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED,
 };
 use ringtrace_format::{
     DladdrEntry, DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, Unbalanced, WriteError, Writer,
@@ -141,10 +141,11 @@ fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
         };
         w.ring(&info, &buf[..snap.copied], &open[..open_count]).map_err(io_error)?;
         stats.rings += 1;
-        let spans_kept = buf[..snap.copied].iter().filter(|r| r.key != ARG_KEY).count() as u64;
+        let is_span = |key: u64| key != ARG_KEY && key != FLAGS_KEY;
+        let spans_kept = buf[..snap.copied].iter().filter(|r| is_span(r.key)).count() as u64;
         let is_site = |key: u64| key.wrapping_sub(base) < bytes.len() as u64;
         let keys = buf[..snap.copied].iter().map(|r| r.key).chain(open[..open_count].iter().map(|o| o.0));
-        code_keys.extend(keys.filter(|&k| k != ARG_KEY && !is_site(k)));
+        code_keys.extend(keys.filter(|&k| is_span(k) && !is_site(k)));
         stats.records += spans_kept;
         stats.lost += (snap.written - snap.aux).saturating_sub(spans_kept) + snap.dropped;
         if exited {

@@ -116,6 +116,8 @@ pub mod capi;
 pub mod clock;
 #[cfg(all(feature = "std", not(loom)))]
 mod dump;
+#[cfg(all(feature = "c-api", not(loom)))]
+pub mod hooks;
 #[cfg(all(feature = "std", not(loom)))]
 mod lifecycle;
 #[cfg(not(loom))]

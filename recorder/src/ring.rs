@@ -167,7 +167,7 @@ pub struct Snapshot {
     pub written: u64,
     /// Spans not written because the ring was full (stop-when-full mode).
     pub dropped: u64,
-    /// Of `written`, the argument records (not spans).
+    /// Of `written`, the argument and flags records (not spans).
     pub aux: u64,
     /// Records copied to the output, oldest first.
     pub copied: usize,
@@ -249,13 +249,27 @@ impl Ring {
     /// published together.
     #[inline(always)]
     pub fn push_with_arg(&self, arg: u64, key: u64, enter: u64, exit: u64) {
+        self.push_pair(ringtrace_format::layout::ARG_KEY, arg, key, enter, exit);
+    }
+
+    /// Appends a span with flags ([`SPAN_FLAG_UNWOUND`](ringtrace_format::layout::SPAN_FLAG_UNWOUND)):
+    /// a flags record (key [`FLAGS_KEY`](ringtrace_format::layout::FLAGS_KEY)) then the span
+    /// record, published together.
+    #[inline]
+    pub fn push_with_flags(&self, flags: u64, key: u64, enter: u64, exit: u64) {
+        self.push_pair(ringtrace_format::layout::FLAGS_KEY, flags, key, enter, exit);
+    }
+
+    /// A record that is not a span (`marker`, holding `value`) and the span
+    /// it qualifies, published by one `head` store.
+    #[inline(always)]
+    fn push_pair(&self, marker: u64, value: u64, key: u64, enter: u64, exit: u64) {
         let n = own_load(&self.head);
         if self.stop_when_full && n + 1 > self.mask {
             self.dropped.store(word(own_load(&self.dropped) + 1), Ordering::Relaxed);
             return;
         }
-        for (i, (k, a, b)) in [(ringtrace_format::layout::ARG_KEY, arg, 0), (key, enter, exit)].into_iter().enumerate()
-        {
+        for (i, (k, a, b)) in [(marker, value, 0), (key, enter, exit)].into_iter().enumerate() {
             // SAFETY: as in `push`: the index is masked to the power-of-two length.
             let slot = unsafe { self.slots.get_unchecked((n.wrapping_add(i as u64) & self.mask) as usize) };
             slot.publish(k, a, b);

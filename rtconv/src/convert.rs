@@ -215,7 +215,7 @@ fn check_timeline(timeline: &Timeline<'_>, anomalies: Anomalies, calibrated: boo
             format!("{shown}: the dump holds no calibration (an older recorder?); the figures are not calibrated"),
         );
     }
-    for u in &trace.unbalanced {
+    for u in trace.unbalanced.iter().filter(|u| u.too_deep + u.abandoned > 0) {
         let thread = trace.threads.iter().find(|t| t.tid == u.tid).map_or("", |t| t.name.as_str());
         report.push(
             Level::Warning,
@@ -223,6 +223,16 @@ fn check_timeline(timeline: &Timeline<'_>, anomalies: Anomalies, calibrated: boo
                 "{shown}: thread {} {thread:?}: {} call(s) nested deeper than the -finstrument-functions hooks' \
                  shadow stack and {} span(s) left without their exit (a longjmp past them) were not recorded",
                 u.tid, u.too_deep, u.abandoned
+            ),
+        );
+    }
+    let unwound: u64 = trace.threads.iter().map(|t| t.unwound).sum();
+    if unwound > 0 {
+        report.push(
+            Level::Warning,
+            format!(
+                "{shown}: {unwound} span(s) were left without their exit (a longjmp, or an exception through C \
+                 frames); they are marked unwound and end where the recorder noticed the jump"
             ),
         );
     }

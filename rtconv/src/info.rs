@@ -10,7 +10,7 @@ use std::path::Path;
 use ringtrace_format::{Calibration, DumpReason, RateSource};
 use serde_json::{Value, json};
 
-use crate::model::{self, LoadError, Process, RateOrigin, Timebase, Trace};
+use crate::model::{self, LoadError, Losses, Process, RateOrigin, Timebase, Trace};
 use crate::symbolize::{self, Problem, Source, Symbols};
 
 /// Reads the dump at `path`, names its keys and describes it.
@@ -43,6 +43,8 @@ pub struct Description {
     pub overwritten: u64,
     /// Spans dropped because a ring was full.
     pub dropped: u64,
+    /// Every thread's losses added up (open, overwritten and dropped included).
+    pub losses: Losses,
     /// Distinct keys, per backend that named them.
     pub named_by: Vec<(Source, usize)>,
     /// Names packed into the dump (`rtconv pack`), per backend that found them.
@@ -68,6 +70,8 @@ pub struct ThreadDescription {
     pub lost: u64,
     /// Bytes per record in the dump: 24, or 12 for compact records (32-bit keys and counter readings).
     pub record_bytes: u8,
+    /// What the thread did not record whole.
+    pub losses: Losses,
 }
 
 /// The clock part of a [`Description`].
@@ -159,17 +163,20 @@ impl Description {
             threads: trace
                 .threads
                 .iter()
-                .map(|t| ThreadDescription {
+                .enumerate()
+                .map(|(i, t)| ThreadDescription {
                     tid: t.tid,
                     name: t.name.clone(),
                     spans: t.span_count(),
                     lost: t.lost(),
                     record_bytes: if t.compact { 12 } else { 24 },
+                    losses: trace.thread_losses(i),
                 })
                 .collect(),
             open: trace.threads.iter().map(|t| t.open_count()).sum(),
             overwritten: trace.threads.iter().map(|t| t.overwritten()).sum(),
             dropped: trace.threads.iter().map(|t| t.dropped).sum(),
+            losses: trace.losses(),
             named_by: sources.iter().map(|&s| (s, counts.iter().find(|c| c.0 == s).map_or(0, |c| c.1))).collect(),
             packed: packed.into_iter().collect(),
             overhead: trace.calibration.clone(),
@@ -231,15 +238,29 @@ impl Description {
             self.overwritten,
             self.dropped
         )?;
+        let Losses { unwound, too_deep, abandoned, .. } = self.losses;
+        if unwound + too_deep + abandoned > 0 {
+            writeln!(
+                out,
+                "           {unwound} unwound (left by a longjmp or an exception without their exit; they end where \
+                 the recorder noticed), {too_deep} too deep for the hooks, {abandoned} abandoned"
+            )?;
+        }
         if self.threads.iter().any(|t| t.record_bytes == 12) {
             writeln!(
                 out,
                 "           compact records: 12 bytes, 32-bit keys and counter readings (unwrapped when read)"
             )?;
         }
-        for ThreadDescription { tid, name, spans, lost, .. } in &self.threads {
+        for ThreadDescription { tid, name, spans, lost, losses, .. } in &self.threads {
             let name = if name.is_empty() { "-" } else { name };
-            writeln!(out, "  {tid:>8}  {name:<16} {spans:>10} spans  {lost:>8} lost")?;
+            write!(out, "  {tid:>8}  {name:<16} {spans:>10} spans  {lost:>8} lost")?;
+            let cut_short = Losses { overwritten: 0, dropped: 0, ..*losses };
+            if cut_short.is_empty() {
+                writeln!(out)?;
+            } else {
+                writeln!(out, "  ({})", cut_short.summary())?;
+            }
         }
         let total: usize = self.named_by.iter().map(|c| c.1).sum();
         let by: Vec<String> = self.named_by.iter().map(|(s, n)| format!("{} {n}", s.name())).collect();
@@ -296,11 +317,13 @@ impl Description {
             })).collect::<Vec<_>>(),
             "threads": self.threads.iter().map(|t| json!({
                 "tid": t.tid, "name": t.name, "spans": t.spans, "lost": t.lost, "record_bytes": t.record_bytes,
+                "losses": t.losses.to_json(),
             })).collect::<Vec<_>>(),
             "spans": self.spans(),
             "open": self.open,
             "overwritten": self.overwritten,
             "dropped": self.dropped,
+            "losses": self.losses.to_json(),
             "keys": self.named_by.iter().map(|(s, n)| (s.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "packed": (!self.packed.is_empty()).then(|| {
                 self.packed.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>()

@@ -3,7 +3,7 @@
  *
  *   unbalanced exit      exit(0) from inside outer() -> inner(): both still open at the dump
  *   unbalanced thread    a thread calls pthread_exit from inside inner(): its spans stay open
- *   unbalanced longjmp   longjmp from inner() back to main three times: 6 spans abandoned
+ *   unbalanced longjmp   longjmp from inner() back to main three times: 6 spans unwound
  *   unbalanced deep      recursion 300 deep under main: 45 calls deeper than the 256-frame shadow stack
  */
 #include <pthread.h>

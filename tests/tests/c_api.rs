@@ -162,11 +162,25 @@ fn calls_that_never_return_leave_a_valid_dump_that_says_so() {
     assert_eq!(open_spans(&trace), ["inner", "outer", "thread_main"]);
     assert_eq!(counts(&trace).get("after"), Some(&1));
 
-    // Three longjmps out of inner(): outer and inner never exit, six spans abandoned, main still recorded.
+    // Three longjmps out of inner(): outer and inner never exit; they are recorded, unwound, and main too.
     let (trace, stderr) = run("longjmp");
     assert_eq!(stderr.len(), 1, "{stderr:?}");
-    assert!(stderr[0].contains("0 call(s) nested deeper") && stderr[0].contains("6 span(s) left without their exit"));
-    assert_eq!(counts(&trace), [("after".to_string(), 1), ("main".to_string(), 1)].into());
+    assert!(stderr[0].contains("6 span(s) were left without their exit"), "{stderr:?}");
+    let expected = [("after", 1), ("inner", 3), ("main", 1), ("outer", 3)];
+    assert_eq!(counts(&trace), expected.map(|(k, v)| (k.to_string(), v)).into());
+    let events = trace.json["traceEvents"].as_array().unwrap();
+    let unwound: Vec<&str> =
+        events.iter().filter(|e| e["args"]["unwound"] == true).map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(unwound.len(), 6);
+    assert!(unwound.iter().all(|n| *n == "inner" || *n == "outer"));
+    for (e, parent) in parents(&trace) {
+        let expected = match e.name.as_str() {
+            "inner" => Some("outer"),
+            "outer" | "after" => Some("main"),
+            _ => None,
+        };
+        assert_eq!(parent, expected, "{}", e.name);
+    }
 
     // 300 nested calls under main: the shadow stack holds 256 frames, so 45 calls are counted, not recorded.
     let (trace, stderr) = run("deep");

@@ -2,7 +2,7 @@
 //! unwrapped into 64-bit ticks.
 
 use ringtrace_format::Record;
-use ringtrace_format::layout::ARG_KEY;
+use ringtrace_format::layout::{ARG_KEY, FLAGS_KEY};
 use ringtrace_format::read::Records;
 
 /// Unwrapping a counter of `bits` < 64 bits. Going back from the dump-time
@@ -37,12 +37,12 @@ impl CounterUnwrap {
         self.dump_wide.wrapping_sub(self.dump_narrow.wrapping_sub(ticks) & self.mask)
     }
 
-    /// The ring's records with their ticks unwrapped (argument records as they are).
+    /// The ring's records with their ticks unwrapped (argument and flags records as they are).
     pub fn records(&self, records: &Records<'_>) -> Vec<Record> {
         let mut out = Vec::with_capacity(records.len()); // bounded by the file
         let (mut newer_wide, mut newer_narrow) = (self.dump_wide, self.dump_narrow);
         for r in records.iter().rev() {
-            if r.key == ARG_KEY {
+            if r.key == ARG_KEY || r.key == FLAGS_KEY {
                 out.push(r);
                 continue;
             }

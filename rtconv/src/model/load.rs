@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use ringtrace_format::layout::{ARG_KEY, WRAP_KEY};
+use ringtrace_format::layout::{ARG_KEY, FLAGS_KEY, SPAN_FLAG_UNWOUND, WRAP_KEY};
 use ringtrace_format::read::{OpenSpans, Records};
 use ringtrace_format::{Anchor, Dump, ReadError, RingInfo, SectionData};
 
@@ -79,12 +79,19 @@ fn scan_ring<'a>(
     let open_enters: rustc_hash::FxHashSet<u64> = open.iter().map(|o| o.enter).collect();
     let mut ended_while_dumping = rustc_hash::FxHashSet::default();
     let (mut finished, mut first_enter, mut last_key) = (0, u64::MAX, None);
+    let (mut unwound, mut flags, mut oldest_exit) = (0, 0, None);
     let mut nesting = NestingCheck::default();
     records.for_each(false, |r| {
+        if r.key == FLAGS_KEY {
+            flags = r.enter;
+            return;
+        }
         if r.key == ARG_KEY || r.key == WRAP_KEY {
             return;
         }
         finished += 1;
+        oldest_exit = oldest_exit.or(Some(r.exit));
+        unwound += u64::from(core::mem::take(&mut flags) & SPAN_FLAG_UNWOUND != 0);
         first_enter = first_enter.min(r.enter);
         nesting.add(r.enter, r.exit);
         if last_key != Some(r.key) {
@@ -109,6 +116,8 @@ fn scan_ring<'a>(
         dropped: info.dropped,
         aux: info.aux,
         finished,
+        unwound,
+        oldest_exit,
         first_enter: (finished > 0 || !open.is_empty()).then_some(first_enter),
         records,
         open,

@@ -3,7 +3,7 @@
 //! start-order decoder reads records out of file order with.
 
 use ringtrace_format::Record;
-use ringtrace_format::layout::{ARG_KEY, WRAP_KEY};
+use ringtrace_format::layout::{ARG_KEY, FLAGS_KEY, SPAN_FLAG_UNWOUND, WRAP_KEY};
 use ringtrace_format::read::Records;
 
 use super::trace::{OpenSpan, RecordSource, SpanRecord, ThreadTrace};
@@ -89,12 +89,18 @@ impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
         match position.checked_sub(self.records.count()) {
             None => {
                 let r = self.records.at(position)?;
-                if r.key == ARG_KEY || r.key == WRAP_KEY {
+                if r.key == ARG_KEY || r.key == WRAP_KEY || r.key == FLAGS_KEY {
                     return None;
                 }
-                let before = position.checked_sub(1).and_then(|p| self.records.at(p));
+                // A flags record, then an argument record, may come before the span.
+                let mut before = position.checked_sub(1).and_then(|p| self.records.at(p));
+                let mut unwound = false;
+                if let Some(b) = before.filter(|b| b.key == FLAGS_KEY) {
+                    unwound = b.enter & SPAN_FLAG_UNWOUND != 0;
+                    before = position.checked_sub(2).and_then(|p| self.records.at(p));
+                }
                 let arg = before.filter(|b| b.key == ARG_KEY).map(|b| b.enter);
-                Some(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg, open: false })
+                Some(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg, open: false, unwound })
             }
             Some(j) => Some(self.open.get(j)?.at_dump(self.dump_ticks)),
         }
@@ -102,8 +108,8 @@ impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
 
     #[inline(always)]
     fn prefetch(&self, position: usize) {
-        // The record and the one before it (an argument record, maybe).
-        self.records.prefetch(position.saturating_sub(1), position);
+        // The record and the two before it (flags and argument records, maybe).
+        self.records.prefetch(position.saturating_sub(2), position);
     }
 }
 

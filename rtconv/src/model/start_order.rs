@@ -212,7 +212,7 @@ impl RingVisitor for DecodeBatch<'_, '_> {
             let Some(r) = t.span_at(i as usize) else { continue };
             let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
             let key_index = tl.key_index(r.key, last_key);
-            out.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open));
+            out.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.ending()));
         }
         found
     }
@@ -260,7 +260,7 @@ impl<'t, 'a> Threads<'t, 'a> {
             t.spans(|r| {
                 let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
                 let key_index = tl.key_index(r.key, &mut last);
-                spans.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.open));
+                spans.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.ending()));
             });
             // Damaged or out of order: spans that overlap without nesting are sorted, then cut.
             spans.sort_unstable_by_key(start_order);

@@ -6,7 +6,7 @@ use super::timeline::{SpanNs, Timeline};
 use crate::symbolize::Symbols;
 
 pub(super) fn span(enter_ns: i64, exit_ns: i64) -> SpanNs {
-    SpanNs::new(enter_ns, exit_ns, 0, None, false)
+    SpanNs::new(enter_ns, exit_ns, 0, None, super::Ending::Returned)
 }
 
 /// A random call tree's spans in the order they ended, as a ring holds

@@ -23,12 +23,35 @@ pub struct SpanNs {
 
 const HAS_ARG: u8 = 1;
 const OPEN: u8 = 2;
+const UNWOUND: u8 = 4;
+
+/// How a span's time ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Its exit was recorded.
+    Returned,
+    /// It was still running at dump time: it ends at the dump.
+    Open,
+    /// It was left without its exit hook (a `longjmp`, an exception through C
+    /// frames): it ends where the recorder noticed.
+    Unwound,
+}
 
 impl SpanNs {
     /// A span of key `key_index` from `enter_ns` to `exit_ns`.
-    pub fn new(enter_ns: i64, exit_ns: i64, key_index: u32, arg: Option<u64>, open: bool) -> Self {
-        let flags = if arg.is_some() { HAS_ARG } else { 0 } | if open { OPEN } else { 0 };
+    pub fn new(enter_ns: i64, exit_ns: i64, key_index: u32, arg: Option<u64>, ending: Ending) -> Self {
+        let ending = match ending {
+            Ending::Returned => 0,
+            Ending::Open => OPEN,
+            Ending::Unwound => UNWOUND,
+        };
+        let flags = if arg.is_some() { HAS_ARG } else { 0 } | ending;
         SpanNs { enter_ns, exit_ns, arg: arg.unwrap_or(0), key_index, flags }
+    }
+
+    /// Left without its exit hook; `exit_ns` is where the recorder noticed.
+    pub fn unwound(&self) -> bool {
+        self.flags & UNWOUND != 0
     }
 
     /// The integer argument recorded with the span.

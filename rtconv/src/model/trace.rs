@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use ringtrace_format::layout::{ARG_KEY, WRAP_KEY};
+use ringtrace_format::layout::{ARG_KEY, FLAGS_KEY, SPAN_FLAG_UNWOUND, WRAP_KEY};
 use ringtrace_format::read::Records;
 use ringtrace_format::{Anchor, Calibration, ClockInfo, DumpReason, Endian, ReadError, Record};
 
@@ -142,8 +142,14 @@ pub struct ThreadTrace<'a> {
     pub aux: u64,
     /// Finished spans the ring still holds.
     pub finished: u64,
+    /// Of `finished`, those flagged unwound (left by a `longjmp` or an exception without their exit hook).
+    pub unwound: u64,
     /// Counter at the earliest span start, if the ring holds any span.
     pub first_enter: Option<u64>,
+    /// Counter at the end of the oldest span the ring holds (records are in
+    /// the order spans ended): spans that began before it lost the children
+    /// they had before it, when the ring overwrote any.
+    pub oldest_exit: Option<u64>,
     pub(super) records: RecordSource<'a>,
     /// Spans open at dump time and not also among the finished ones, innermost first.
     pub(super) open: Vec<OpenSpan>,
@@ -169,7 +175,14 @@ impl OpenSpan {
     /// As a span ending at the dump (or at its own start, if it began after the dump's anchor).
     #[inline]
     pub fn at_dump(self, dump_ticks: u64) -> SpanRecord {
-        SpanRecord { key: self.key, enter: self.enter, exit: dump_ticks.max(self.enter), arg: None, open: true }
+        SpanRecord {
+            key: self.key,
+            enter: self.enter,
+            exit: dump_ticks.max(self.enter),
+            arg: None,
+            open: true,
+            unwound: false,
+        }
     }
 }
 
@@ -186,6 +199,8 @@ pub(crate) struct SpanRecord {
     pub arg: Option<u64>,
     /// Still running when the dump was taken: `exit` is the dump time.
     pub open: bool,
+    /// Left without its exit hook (a `longjmp`): `exit` is where the recorder noticed.
+    pub unwound: bool,
 }
 
 /// A ring's records: in the mapped file, or — for a counter narrower than
@@ -194,6 +209,18 @@ pub(crate) struct SpanRecord {
 pub(super) enum RecordSource<'a> {
     File(Records<'a>),
     Unwrapped(Vec<Record>),
+}
+
+impl SpanRecord {
+    /// How its time ended.
+    #[inline(always)]
+    pub fn ending(&self) -> super::Ending {
+        match (self.open, self.unwound) {
+            (true, _) => super::Ending::Open,
+            (false, true) => super::Ending::Unwound,
+            (false, false) => super::Ending::Returned,
+        }
+    }
 }
 
 impl RecordSource<'_> {
@@ -242,11 +269,19 @@ impl ThreadTrace<'_> {
     /// innermost first, ending at the dump (or at their own start, if they
     /// began after the dump's anchor).
     pub(crate) fn spans(&self, mut f: impl FnMut(SpanRecord)) {
-        let mut arg = None;
+        let (mut arg, mut flags) = (None, 0);
         self.records.for_each(false, |r| match r.key {
             ARG_KEY => arg = Some(r.enter),
+            FLAGS_KEY => flags = r.enter,
             WRAP_KEY => {}
-            _ => f(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: arg.take(), open: false }),
+            _ => f(SpanRecord {
+                key: r.key,
+                enter: r.enter,
+                exit: r.exit,
+                arg: arg.take(),
+                open: false,
+                unwound: core::mem::take(&mut flags) & SPAN_FLAG_UNWOUND != 0,
+            }),
         });
         for open in &self.open {
             f(open.at_dump(self.dump_ticks));
@@ -264,7 +299,8 @@ impl ThreadTrace<'_> {
         for open in self.open.iter().rev() {
             f(open.at_dump(self.dump_ticks));
         }
-        // An argument record belongs to the span record after it.
+        // Argument and flags records belong to the span record after them
+        // (an argument record comes first), so the span waits for them here.
         let mut pending: Option<SpanRecord> = None;
         self.records.for_each(true, |r| match r.key {
             ARG_KEY => {
@@ -273,11 +309,16 @@ impl ThreadTrace<'_> {
                     f(span);
                 }
             }
+            FLAGS_KEY => {
+                if let Some(span) = &mut pending {
+                    span.unwound = r.enter & SPAN_FLAG_UNWOUND != 0;
+                }
+            }
             WRAP_KEY => {}
             _ => {
-                if let Some(span) =
-                    pending.replace(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: None, open: false })
-                {
+                let span =
+                    SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: None, open: false, unwound: false };
+                if let Some(span) = pending.replace(span) {
                     f(span);
                 }
             }

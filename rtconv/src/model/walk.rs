@@ -19,6 +19,11 @@ pub struct Visit<'p> {
     pub self_ns: u64,
     /// No span around it has the same key (a recursive call's outermost entry).
     pub outermost: bool,
+    /// Left without its exit hook (a `longjmp`): it ends where the recorder noticed.
+    pub unwound: bool,
+    /// It began before the oldest span its ring kept, in a ring that
+    /// overwrote spans: children it had before then are lost.
+    pub missing_children: bool,
 }
 
 /// The key index that stands, in a [capped path](Visit::capped_path), for
@@ -65,6 +70,11 @@ pub struct Arrival {
     pub duration: u64,
     /// No span around it has the same key.
     pub outermost: bool,
+    /// Left without its exit hook (a `longjmp`): it ends where the recorder noticed.
+    pub unwound: bool,
+    /// It began before the oldest span its ring kept, in a ring that
+    /// overwrote spans: children it had before then are lost.
+    pub missing_children: bool,
 }
 
 /// Whether a span that starts at `enter` lies outside the open span
@@ -78,6 +88,13 @@ fn outside(open_enter: i64, open_end: i64, enter: i64, newest_first: bool) -> bo
     enter < open_enter || (!newest_first && open_end <= enter)
 }
 
+/// How a span is incomplete, as [`Visit`] and [`Arrival`] say.
+#[derive(Clone, Copy, Debug, Default)]
+struct Marks {
+    unwound: bool,
+    missing_children: bool,
+}
+
 /// What [`Timeline::pre_order`] feeds: every thread's spans in pre-order
 /// (parents before children), children right to left when a nested ring is
 /// read newest first, else left to right.
@@ -85,7 +102,7 @@ trait PreOrderSink {
     /// Thread `index` begins.
     fn thread(&mut self, index: usize);
     /// The next span; `NEWEST_FIRST` tells which order they come in (see [`outside`]).
-    fn span<const NEWEST_FIRST: bool>(&mut self, enter: i64, exit: i64, key_index: u32);
+    fn span<const NEWEST_FIRST: bool>(&mut self, enter: i64, exit: i64, key_index: u32, marks: Marks);
     /// The thread is done: how many of its spans lay deeper than [`MAX_DEPTH`].
     fn end(&mut self) -> u64;
 }
@@ -115,6 +132,7 @@ struct WalkFrame {
     measured_children: u64,
     /// How many children it has.
     direct: u64,
+    marks: Marks,
 }
 
 impl<F: FnMut(&Visit<'_>)> ClosingWalk<F> {
@@ -144,6 +162,8 @@ impl<F: FnMut(&Visit<'_>)> ClosingWalk<F> {
             duration,
             self_ns,
             outermost: count == 1,
+            unwound: o.marks.unwound,
+            missing_children: o.marks.missing_children,
         });
         if let Some(c) = self.active.get_mut(key as usize) {
             *c = c.saturating_sub(1);
@@ -165,13 +185,13 @@ impl<F: FnMut(&Visit<'_>)> PreOrderSink for ClosingWalk<F> {
     /// Closes the open spans the span lies [`outside`] of, then opens it
     /// inside the innermost one left, cut at that one's end.
     #[inline]
-    fn span<const NEWEST_FIRST: bool>(&mut self, enter: i64, exit: i64, key_index: u32) {
+    fn span<const NEWEST_FIRST: bool>(&mut self, enter: i64, exit: i64, key_index: u32, marks: Marks) {
         while self.stack.last().is_some_and(|o| outside(o.enter, o.end, enter, NEWEST_FIRST)) {
             self.close();
         }
         let end = self.stack.last().map_or(exit, |o| exit.min(o.end));
         let own = end.saturating_sub(enter).max(0) as u64;
-        self.stack.push(WalkFrame { enter, end, own, children: 0, measured_children: 0, direct: 0 });
+        self.stack.push(WalkFrame { enter, end, own, children: 0, measured_children: 0, direct: 0, marks });
         self.path.push(key_index);
         if self.stack.len() > MAX_DEPTH {
             self.too_deep += 1;
@@ -216,7 +236,7 @@ impl<F: FnMut(&Arrival)> PreOrderSink for OpenPath<F> {
     /// whenever the frame at that depth still has that key (the outermost
     /// frame of a key goes only with every frame inside it).
     #[inline(always)] // once per span
-    fn span<const NEWEST_FIRST: bool>(&mut self, enter: i64, exit: i64, key_index: u32) {
+    fn span<const NEWEST_FIRST: bool>(&mut self, enter: i64, exit: i64, key_index: u32, marks: Marks) {
         let mut depth = self.frames.len();
         while let Some(&(open_enter, open_end, _)) = self.frames.get(depth.wrapping_sub(1)) {
             if !outside(open_enter, open_end, enter, NEWEST_FIRST) {
@@ -245,6 +265,8 @@ impl<F: FnMut(&Arrival)> PreOrderSink for OpenPath<F> {
             enter_ns: enter,
             duration: end.saturating_sub(enter).max(0) as u64,
             outermost: !open_further_out,
+            unwound: marks.unwound,
+            missing_children: marks.missing_children,
         });
     }
 
@@ -276,18 +298,28 @@ impl<'a> Timeline<'a> {
         let mut found = Anomalies::default();
         for (index, t) in self.trace.threads.iter().enumerate() {
             p.thread(index);
+            // Spans that began before the oldest one the ring kept ended lost the children they had before it.
+            let window = t.oldest_exit.filter(|_| t.overwritten() > 0);
             if t.nested {
                 let mut last: Option<(u64, u32)> = None;
                 t.spans_rev(|r| {
                     let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, &mut found);
                     let key_index = self.key_index(r.key, &mut last);
-                    p.span::<true>(enter_ns, exit_ns, key_index);
+                    let missing_children = window.is_some_and(|w| r.enter < w);
+                    p.span::<true>(enter_ns, exit_ns, key_index, Marks { unwound: r.unwound, missing_children });
                 });
                 found.too_deep += p.end();
             } else if let Some(mut decoded) = decoder.decode(index) {
+                let window = window.map(|w| self.span_ns(w, w, &mut Anomalies::default()).0);
                 while let Some(batch) = decoded.next_batch() {
                     for s in batch {
-                        p.span::<false>(s.enter_ns, s.exit_ns, s.key_index);
+                        let missing_children = window.is_some_and(|w| s.enter_ns < w);
+                        p.span::<false>(
+                            s.enter_ns,
+                            s.exit_ns,
+                            s.key_index,
+                            Marks { unwound: s.unwound(), missing_children },
+                        );
                     }
                 }
                 p.end(); // too deep: counted by the decoder

@@ -3,8 +3,10 @@
 //! - One complete (`X`) event per span — or, with `--chrome-events be`, a
 //!   `B` and an `E` event per span, the name on both, never mixed with `X`
 //!   — with `args.arg` when the span
-//!   recorded an integer argument and `args.open` when it was still running
-//!   at dump time (it then ends at the dump); `ts` is microseconds since the
+//!   recorded an integer argument, `args.open` when it was still running
+//!   at dump time (it then ends at the dump), and `args.unwound` when it was
+//!   left by a `longjmp` or an exception without its exit (it ends where the
+//!   recorder noticed); `ts` is microseconds since the
 //!   earliest span with exactly three decimals, computed from integer
 //!   nanoseconds, and `dur` is `exit_ns - enter_ns` in the same unit.
 //! - Events of a thread are sorted by start, longer first, so parents come
@@ -12,8 +14,8 @@
 //! - `process_name` and `thread_name` metadata events name the tracks; a
 //!   thread that lost spans gets instant events saying how many: spans
 //!   overwritten at its first span, spans dropped at the end of its last;
-//!   and the top-level `metadata` object carries the absolute start time
-//!   and where the trace came from.
+//!   and the top-level `metadata` object carries the absolute start time,
+//!   where the trace came from, and the losses of all its threads.
 
 use std::io::{self, Write};
 
@@ -77,6 +79,11 @@ fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'
         write!(out, ",\"start_realtime_ns\":{zero}")?;
         write!(out, ",\"start_monotonic_ns\":{}", tl.origin_ns)?;
         write!(out, ",\"counter_hz\":{:.0}", tl.timebase.hz())?;
+        let mut losses = crate::model::Losses::default();
+        for tl in timelines {
+            losses += tl.trace.losses();
+        }
+        write!(out, ",\"losses\":{}", losses.to_json())?;
     }
     if timelines.len() > 1 {
         out.write_all(b",\"dumps\":[")?;
@@ -180,7 +187,7 @@ fn write_process(
                 out.piece(&dur)?;
                 out.us(s.exit_ns.saturating_sub(s.enter_ns))?;
                 let place = places.get(key).map_or("", String::as_str);
-                if s.arg().is_some() || s.open() || !place.is_empty() {
+                if s.arg().is_some() || s.open() || s.unwound() || !place.is_empty() {
                     write_args(s, place, out)?;
                 }
                 out.piece(&tail)?;
@@ -219,9 +226,9 @@ fn key_args(tl: &Timeline<'_>, key: u64) -> String {
 }
 
 /// The span's `args`: its key's place (with `--args`), its recorded argument,
-/// and whether it was still open at the dump.
+/// whether it was still open at the dump, and whether it was unwound.
 fn write_args(s: &SpanNs, place: &str, out: &mut Text<'_>) -> io::Result<()> {
-    if s.arg().is_none() && !s.open() && place.is_empty() {
+    if s.arg().is_none() && !s.open() && !s.unwound() && place.is_empty() {
         return Ok(());
     }
     out.write_all(b",\"args\":{")?;
@@ -244,6 +251,10 @@ fn write_args(s: &SpanNs, place: &str, out: &mut Text<'_>) -> io::Result<()> {
     if s.open() {
         sep(out)?;
         out.write_all(b"\"open\":true")?;
+    }
+    if s.unwound() {
+        sep(out)?;
+        out.write_all(b"\"unwound\":true")?;
     }
     out.write_all(b"}")
 }

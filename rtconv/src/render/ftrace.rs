@@ -12,6 +12,9 @@
 //!   (`12345.67 us`), after the kernel's overhead mark: `$` over 1 s, `@`
 //!   over 100 ms, `*` over 10 ms, `#` over 1 ms, `!` over 100 µs, `+` over
 //!   10 µs (strictly greater).
+//! - A span left by a `longjmp` or an exception without its exit (unwound)
+//!   ends its line with the comment `/* unwound */`, as the kernel comments
+//!   its own events.
 //! - Threads one after another, each introduced by the kernel's context
 //!   switch block (`prev-pid => next-pid` between dashed lines).
 
@@ -33,12 +36,13 @@ fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<Anomalies>
     out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
     out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
     // Each key's entry and leaf text, with the line's end: one copy per line.
-    let (mut entries, mut leaves) = (Pieces::default(), Pieces::default());
+    let (mut entries, mut leaves, mut unwound_leaves) = (Pieces::default(), Pieces::default(), Pieces::default());
     for k in 0..tl.keys.len() {
         entries.push(format!("{}() {{\n", tl.name(k)).as_bytes());
         leaves.push(format!("{}();\n", tl.name(k)).as_bytes());
+        unwound_leaves.push(format!("{}(); {UNWOUND}\n", tl.name(k)).as_bytes());
     }
-    let close = Piece::new(b"}\n");
+    let close = [Piece::new(b"}\n"), Piece::new(format!("}} {UNWOUND}\n").as_bytes())];
     let mut previous: Option<String> = None;
     let mut threads = tl.threads();
     while let Some(mut t) = threads.next() {
@@ -55,7 +59,7 @@ fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<Anomalies>
             head,
             entry_head,
             entries: &entries,
-            leaves: &leaves,
+            leaves: [&leaves, &unwound_leaves],
             close: &close,
             stack: Vec::new(),
             pending: None,
@@ -71,6 +75,9 @@ fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<Anomalies>
     Ok(threads.anomalies())
 }
 
+/// The comment after an unwound span's line.
+const UNWOUND: &str = "/* unwound */";
+
 /// One thread's lines, span by span. A span is a leaf when the next span
 /// does not start inside it, so each span's line waits for the next span.
 struct Graph<'p> {
@@ -79,8 +86,10 @@ struct Graph<'p> {
     /// The CPU and task columns and the duration column's blank, for entry lines.
     entry_head: Piece,
     entries: &'p Pieces,
-    leaves: &'p Pieces,
-    close: &'p Piece,
+    /// Leaf lines: returned, unwound.
+    leaves: [&'p Pieces; 2],
+    /// Closing lines: returned, unwound.
+    close: &'p [Piece; 2],
     /// Spans entered and not yet closed.
     stack: Vec<SpanNs>,
     /// The span before `next`, not yet written.
@@ -100,7 +109,7 @@ impl Graph<'_> {
                 self.stack.push(s);
             } else {
                 exit_line(out, &self.head, &s, self.stack.len())?;
-                out.piece_at(self.leaves, s.key_index as usize)?;
+                out.piece_at(self.leaves[usize::from(s.unwound())], s.key_index as usize)?;
             }
         }
         while let Some(top) = self.stack.last() {
@@ -110,7 +119,7 @@ impl Graph<'_> {
             let top = *top;
             self.stack.pop();
             exit_line(out, &self.head, &top, self.stack.len())?;
-            out.piece(self.close)?;
+            out.piece(&self.close[usize::from(top.unwound())])?;
         }
         self.pending = next.copied();
         Ok(())

@@ -40,8 +40,26 @@ fn write_table(scopes: &[Scope], color: bool, out: &mut dyn Write) -> io::Result
                  (calls, total and self keep them)"
             )?;
         }
+        if !scope.losses.is_empty() {
+            writeln!(out, "losses: {}", scope.losses.summary())?;
+        }
+        let missing: Vec<&str> =
+            scope.rows.iter().filter(|r| r.missing_children > 0).map(|r| r.name.as_str()).collect();
+        if !missing.is_empty() {
+            let calls: u64 = scope.rows.iter().map(|r| r.missing_children).sum();
+            writeln!(
+                out,
+                "{calls} call(s) of {} began before the oldest span the ring kept: their self time includes \
+                 children that were overwritten",
+                missing.join(", ")
+            )?;
+        }
         let with_dumps = scope.rows.iter().any(|r| r.dumps.is_some());
+        let with_unwound = scope.rows.iter().any(|r| r.unwound > 0);
         let mut headers: Vec<&str> = HEADERS.to_vec();
+        if with_unwound {
+            headers.push("unwound");
+        }
         if with_dumps {
             headers.push("dumps");
         }
@@ -63,6 +81,9 @@ fn write_table(scopes: &[Scope], color: bool, out: &mut dyn Write) -> io::Result
                     human(r.max_ns as f64),
                     human(r.stddev_ns),
                 ];
+                if with_unwound {
+                    row.push(r.unwound.to_string());
+                }
                 if with_dumps {
                     row.push(r.dumps.unwrap_or(0).to_string());
                 }
@@ -100,16 +121,18 @@ pub(super) fn csv_field(text: &str) -> String {
 
 fn write_csv(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
     let with_dumps = scopes.iter().flat_map(|s| &s.rows).any(|r| r.dumps.is_some());
+    let with_unwound = scopes.iter().flat_map(|s| &s.rows).any(|r| r.unwound > 0);
     writeln!(
         out,
-        "scope,function,calls,total_ns,self_ns,self_share,min_ns,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,stddev_ns{}",
+        "scope,function,calls,total_ns,self_ns,self_share,min_ns,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,stddev_ns{}{}",
+        if with_unwound { ",unwound" } else { "" },
         if with_dumps { ",dumps" } else { "" }
     )?;
     for scope in scopes {
         for r in &scope.rows {
             writeln!(
                 out,
-                "{},{},{},{},{},{:.6},{},{:.0},{},{},{},{},{:.0}{}",
+                "{},{},{},{},{},{:.6},{},{:.0},{},{},{},{},{:.0}{}{}",
                 csv_field(&scope.name),
                 csv_field(&r.name),
                 r.calls,
@@ -123,6 +146,7 @@ fn write_csv(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                 r.p99_ns,
                 r.max_ns,
                 r.stddev_ns,
+                if with_unwound { format!(",{}", r.unwound) } else { String::new() },
                 r.dumps.map_or(String::new(), |d| format!(",{d}"))
             )?;
         }
@@ -147,6 +171,11 @@ fn write_json(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                     if let Some(dumps) = r.dumps {
                         row["dumps"] = dumps.into();
                     }
+                    if r.unwound > 0 || r.missing_children > 0 {
+                        row["losses"] = serde_json::json!({
+                            "unwound": r.unwound, "calls_missing_children": r.missing_children,
+                        });
+                    }
                     row
                 })
                 .collect();
@@ -154,7 +183,7 @@ fn write_json(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                 s.calibration.map(|c| serde_json::json!({"per_span_ns": c.read_ns, "per_nested_span_ns": c.span_ns}));
             serde_json::json!({
                 "scope": s.name, "total_ns": s.total_ns, "calibration": calibration, "cleaned": s.cleaned,
-                "functions": rows,
+                "losses": s.losses.to_json(), "functions": rows,
             })
         })
         .collect();

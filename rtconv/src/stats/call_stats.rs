@@ -19,6 +19,11 @@ use super::Row;
 #[derive(Debug)]
 pub struct CallStats {
     calls: u64,
+    /// Calls left without their exit (a `longjmp`): they end where the recorder noticed.
+    unwound: u64,
+    /// Calls that began before the oldest span their ring kept: children
+    /// they had before it were overwritten, so their self time is too high.
+    missing_children: u64,
     total: u64,
     self_ns: u64,
     /// Shortest and longest of the calls settled so far (`u64::MAX`, 0 before any).
@@ -41,6 +46,8 @@ impl Default for CallStats {
     fn default() -> Self {
         CallStats {
             calls: 0,
+            unwound: 0,
+            missing_children: 0,
             total: 0,
             self_ns: 0,
             min: u64::MAX,
@@ -78,6 +85,14 @@ impl CallStats {
     /// Calls added so far.
     pub fn calls(&self) -> u64 {
         self.calls
+    }
+
+    /// Notes how the call just [`add`](Self::add)ed is incomplete: it was
+    /// unwound, or it began before the oldest span its ring kept.
+    #[inline(always)]
+    pub fn note(&mut self, unwound: bool, missing_children: bool) {
+        self.unwound += u64::from(unwound);
+        self.missing_children += u64::from(missing_children);
     }
 
     /// Takes a child call's duration out of this function's self time (when
@@ -197,6 +212,8 @@ impl CallStats {
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.calls += other.calls;
+        self.unwound += other.unwound;
+        self.missing_children += other.missing_children;
         self.total += other.total;
         self.self_ns = self.self_ns.wrapping_add(other.self_ns);
         self.sum = self.sum.saturating_add(other.sum);
@@ -249,6 +266,8 @@ impl CallStats {
             stddev_ns: (self.sum_sq as f64 / n - mean * mean).max(0.0).sqrt(),
             outliers: 0,
             dumps: None,
+            unwound: self.unwound,
+            missing_children: self.missing_children,
         }
     }
 }

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::{Anomalies, Arrival, RecorderCost, Timeline};
+use crate::model::{Anomalies, Arrival, Losses, RecorderCost, Timeline};
 
 mod call_stats;
 mod call_tree;
@@ -124,6 +124,13 @@ pub struct Row {
     pub outliers: u64,
     /// Over many dumps: how many of them have the function.
     pub dumps: Option<u64>,
+    /// Calls left without their exit (a `longjmp`, an exception through C
+    /// frames): they end where the recorder noticed.
+    pub unwound: u64,
+    /// Calls that began before the oldest span their ring kept, in a ring
+    /// that overwrote spans: children they had before it are lost, so their
+    /// self time counts those children's time.
+    pub missing_children: u64,
 }
 
 /// The rows of one scope: a thread, or all threads.
@@ -139,6 +146,8 @@ pub struct Scope {
     pub calibration: Option<RecorderCost>,
     /// With `--clean`: outlying calls were left out of the distribution figures.
     pub cleaned: bool,
+    /// What the scope's threads did not record whole.
+    pub losses: Losses,
 }
 
 /// Computes the scopes of `tl`: one over all threads, or one per thread;
@@ -148,7 +157,8 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> (Vec<Scope>, Anomalies) {
     let (scopes, found) = accumulate(tl, opts.per_thread, opts.calibrated, opts.clean);
     let scopes = scopes
         .into_iter()
-        .map(|scope| {
+        .enumerate()
+        .map(|(i, scope)| {
             let total_ns = scope.total_ns;
             let mut rows: Vec<Row> = scope
                 .functions
@@ -156,7 +166,8 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> (Vec<Scope>, Anomalies) {
                 .map(|(key, stats)| stats.row(tl.name(key as usize).to_string(), total_ns))
                 .collect();
             sort(&mut rows, opts.sort);
-            Scope { name: scope.name, total_ns, rows, calibration, cleaned: opts.clean }
+            let losses = if opts.per_thread { tl.trace.thread_losses(i) } else { tl.trace.losses() };
+            Scope { name: scope.name, total_ns, rows, calibration, cleaned: opts.clean, losses }
         })
         .collect();
     (scopes, found)
@@ -198,6 +209,13 @@ impl Filling {
         }
     }
 
+    #[cold]
+    fn note(&mut self, key: u32, unwound: bool, missing_children: bool) {
+        if let Some(stats) = self.dense.get_mut(key as usize) {
+            stats.note(unwound, missing_children);
+        }
+    }
+
     /// One span as it starts: its duration counts for its key and is taken
     /// from its parent's self time (see [`accumulate`]).
     #[inline(always)] // once per span
@@ -209,6 +227,9 @@ impl Filling {
             self.total_ns += a.duration;
         }
         self.add(a.key_index, a.enter_ns, a.duration, a.duration, a.outermost);
+        if a.unwound || a.missing_children {
+            self.note(a.key_index, a.unwound, a.missing_children);
+        }
         if let Some(parent) = a.parent.and_then(|p| self.dense.get_mut(p as usize)) {
             // It arrived before its children, so its self time never goes below zero.
             parent.take_child_time(a.duration);
@@ -268,6 +289,9 @@ fn accumulate(tl: &Timeline<'_>, per_thread: bool, calibrated: bool, clean: bool
                 }
                 let key = v.path.last().copied().unwrap_or_default();
                 filling.add(key, v.enter_ns, v.duration, v.self_ns, v.outermost);
+                if v.unwound || v.missing_children {
+                    filling.note(key, v.unwound, v.missing_children);
+                }
             },
         ),
     };
@@ -283,6 +307,8 @@ pub struct DumpTotals {
     pub total_ns: u64,
     /// Per function name (keys of the same name merged).
     pub functions: Vec<(String, CallStats)>,
+    /// What its threads did not record whole.
+    pub losses: Losses,
 }
 
 /// The accumulators of `tl` over all its threads (see [`DumpTotals`]), and
@@ -290,13 +316,14 @@ pub struct DumpTotals {
 pub fn totals(tl: &Timeline<'_>, calibrated: bool, clean: bool) -> (DumpTotals, Anomalies) {
     let (mut scopes, found) = accumulate(tl, false, calibrated, clean);
     let Some(all) = scopes.pop() else {
-        return (DumpTotals { total_ns: 0, functions: Vec::new() }, found);
+        return (DumpTotals { total_ns: 0, functions: Vec::new(), losses: tl.trace.losses() }, found);
     };
     let mut by_name: HashMap<String, CallStats> = HashMap::new();
     for (key, stats) in all.functions {
         by_name.entry(tl.name(key as usize).to_string()).or_default().merge(stats);
     }
-    (DumpTotals { total_ns: all.total_ns, functions: by_name.into_iter().collect() }, found)
+    let functions = by_name.into_iter().collect();
+    (DumpTotals { total_ns: all.total_ns, functions, losses: tl.trace.losses() }, found)
 }
 
 /// Per-function figures merged over many dumps: calls, times and histograms
@@ -308,6 +335,8 @@ pub struct Merged {
     pub dumps: u64,
     /// Their top-level time, summed.
     pub total_ns: u64,
+    /// What their threads did not record whole, summed.
+    pub losses: Losses,
     functions: HashMap<String, (CallStats, u64)>,
 }
 
@@ -316,6 +345,7 @@ impl Merged {
     pub fn add(&mut self, dump: DumpTotals) {
         self.dumps += 1;
         self.total_ns += dump.total_ns;
+        self.losses += dump.losses;
         for (name, stats) in dump.functions {
             let (mine, dumps) = self.functions.entry(name).or_default();
             mine.merge(stats);
@@ -327,6 +357,7 @@ impl Merged {
     pub fn merge(&mut self, other: Merged) {
         self.dumps += other.dumps;
         self.total_ns += other.total_ns;
+        self.losses += other.losses;
         for (name, (stats, dumps)) in other.functions {
             let (mine, count) = self.functions.entry(name).or_default();
             mine.merge(stats);
@@ -343,7 +374,7 @@ impl Merged {
             .map(|(function, (stats, dumps))| Row { dumps: Some(dumps), ..stats.row(function, total_ns) })
             .collect();
         sort(&mut rows, sort_by);
-        Scope { name, total_ns, rows, calibration: None, cleaned: clean }
+        Scope { name, total_ns, rows, calibration: None, cleaned: clean, losses: self.losses }
     }
 }
 
