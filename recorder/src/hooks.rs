@@ -37,9 +37,14 @@ use stack::ThreadStack;
 use crate::clock::{Clock, DefaultClock};
 use crate::sink;
 
+/// A thread's shadow stack and its stack's bounds: one thread-local, one lookup per hook.
+struct HookState {
+    shadow: Shadow,
+    stack: ThreadStack,
+}
+
 std::thread_local! {
-    static SHADOW: Shadow = const { Shadow::new() };
-    static STACK: ThreadStack = const { ThreadStack::new() };
+    static STATE: HookState = const { HookState { shadow: Shadow::new(), stack: ThreadStack::new() } };
 }
 
 /// Called by code built with `-finstrument-functions` on entry to every function.
@@ -82,16 +87,14 @@ pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, call_site: *mut 
 #[unsafe(no_mangle)]
 pub extern "C" fn ringtrace_func_enter(this_fn: *mut c_void, call_site: *mut c_void, frame: *const c_void) {
     let Some(track) = sink::current() else { return };
-    let _ = SHADOW.try_with(|shadow| {
-        let _ = STACK.try_with(|stack| {
-            if shadow.depth() == 0 {
-                // A thread's outermost call: the first hook call of all is one.
-                crate::capi::arrange_exit_dump();
-                stack.ensure_known();
-            }
-            let (key, site) = (this_fn as usize as u64, call_site as usize as u64);
-            shadow.enter(track, key, site, frame as usize as u64, DefaultClock::now(), stack);
-        });
+    let _ = STATE.try_with(|HookState { shadow, stack }| {
+        if shadow.depth() == 0 {
+            // A thread's outermost call: the first hook call of all is one.
+            crate::capi::arrange_exit_dump();
+            stack.ensure_known();
+        }
+        let (key, site) = (this_fn as usize as u64, call_site as usize as u64);
+        shadow.enter(track, key, site, frame as usize as u64, DefaultClock::now(), stack);
     });
 }
 
@@ -101,5 +104,5 @@ pub extern "C" fn ringtrace_func_enter(this_fn: *mut c_void, call_site: *mut c_v
 pub extern "C" fn ringtrace_func_exit(this_fn: *mut c_void, _call_site: *mut c_void, frame: *const c_void) {
     let now = DefaultClock::now();
     let Some(track) = sink::current() else { return };
-    let _ = SHADOW.try_with(|shadow| shadow.exit(track, this_fn as usize as u64, frame as usize as u64, now));
+    let _ = STATE.try_with(|state| state.shadow.exit(track, this_fn as usize as u64, frame as usize as u64, now));
 }

@@ -48,16 +48,17 @@ impl StackView for ThreadStack {
         if !CALL_PUSHES_RETURN_ADDRESS {
             return None;
         }
-        let slot = frame.checked_sub(core::mem::size_of::<usize>() as u64)?;
-        if slot < now || !self.contains(now) || !self.contains(frame) {
+        let slot = frame.wrapping_sub(core::mem::size_of::<usize>() as u64);
+        // `low <= now <= slot < high`: both on this thread's stack, the slot in the part in use.
+        if now < self.low.get() || slot < now || slot >= self.high.get() {
             return Some(0); // not on this stack now: no call site is 0
         }
-        // SAFETY: `now` (the caller's stack pointer) and `frame` are on this
-        // thread's stack and `now <= slot < frame`, so the word is in the
-        // part of the stack the thread has in use, mapped and aligned (stack
-        // pointers at a call are word-aligned on x86). Other frames' data:
-        // read as a plain value, never as a reference.
-        Some(unsafe { core::ptr::read_volatile(slot as usize as *const usize) } as u64)
+        // SAFETY: `now` (the caller's stack pointer) and the slot are on this
+        // thread's stack with `now <= slot`, so the word is in the part of
+        // the stack the thread has in use, mapped and aligned (stack pointers
+        // at a call are word-aligned on x86). Other frames' data: read as a
+        // plain value, never as a reference.
+        Some(unsafe { core::ptr::read(slot as usize as *const usize) } as u64)
     }
 
     #[inline(always)]
