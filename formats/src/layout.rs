@@ -86,6 +86,8 @@ pub enum SectionKind {
     Unbalanced,
     /// Names of the dump's keys, appended by `rtconv pack` where the binaries were (since 1.2).
     Names,
+    /// One more time anchor, written while a stream runs (since 1.3).
+    Anchor,
     /// The end marker: the last section of a complete dump.
     End,
     /// A kind this reader does not know (written by a newer minor version).
@@ -105,6 +107,7 @@ impl SectionKind {
             SectionKind::Dladdr => 7,
             SectionKind::Unbalanced => 8,
             SectionKind::Names => 9,
+            SectionKind::Anchor => 10,
             SectionKind::End => 0xFFFF_FFFF,
             SectionKind::Unknown(code) => code,
         }
@@ -122,6 +125,7 @@ impl SectionKind {
             7 => SectionKind::Dladdr,
             8 => SectionKind::Unbalanced,
             9 => SectionKind::Names,
+            10 => SectionKind::Anchor,
             0xFFFF_FFFF => SectionKind::End,
             other => SectionKind::Unknown(other),
         }
@@ -139,6 +143,7 @@ impl SectionKind {
             SectionKind::Dladdr => "dladdr",
             SectionKind::Unbalanced => "unbalanced",
             SectionKind::Names => "names",
+            SectionKind::Anchor => "anchor",
             SectionKind::End => "end",
             SectionKind::Unknown(_) => "unknown",
         }
@@ -238,6 +243,9 @@ code_enum!(
         RingFull = 4, "ring full";
         /// The program panicked.
         Panic = 5, "panic";
+        /// Streamed while the program ran (since 1.3): the file grows chunk by chunk and is
+        /// readable at every section boundary.
+        Stream = 6, "stream";
     }
 );
 
@@ -270,6 +278,12 @@ pub const MODULE_FLAG_MAIN: u32 = 1;
 pub const RING_FLAG_THREAD_EXITED: u32 = 1;
 /// Flag bit in a ring section: the ring stops when full (it never overwrites).
 pub const RING_FLAG_STOP_WHEN_FULL: u32 = 2;
+/// Flag bit in a ring section (since 1.3): a chunk of a streamed ring, whose
+/// payload ends with `u64 stream id` and `u64 first` (the ring's ordinal of
+/// its first record); see [`crate::read::StreamChunk`].
+pub const RING_FLAG_STREAM_CHUNK: u32 = 4;
+/// Bytes a stream chunk appends to a ring section's payload.
+pub const STREAM_CHUNK_TAIL_SIZE: usize = 16;
 
 code_enum!(
     /// Which counter read a calibration entry measured.

@@ -54,7 +54,7 @@ pub use model::{
     Anchor, Calibration, ClockInfo, CompactRecord, DladdrEntry, MetaInfo, Module, NameEntry, NameFrame, Record,
     RingInfo, Unbalanced,
 };
-pub use read::{Dump, Endian, Section, SectionData};
+pub use read::{Dump, Endian, Section, SectionData, StreamChunk};
 pub use site::{Site, decode_site, encode_site, site_len};
 #[cfg(feature = "std")]
 pub use write::IoSink;

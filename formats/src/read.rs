@@ -243,6 +243,7 @@ fn section_what(kind: SectionKind) -> &'static str {
         SectionKind::Unbalanced => "unbalanced section",
         SectionKind::Dladdr => "dladdr section",
         SectionKind::Names => "names section",
+        SectionKind::Anchor => "anchor section",
         SectionKind::End => "end marker",
         SectionKind::Unknown(_) => "section of unknown kind",
     }
@@ -259,6 +260,12 @@ pub enum SectionData<'a> {
     Modules(Modules<'a>),
     /// One ring: its finished spans and the spans open at dump time.
     Ring(RingInfo<'a>, Records<'a>, OpenSpans<'a>),
+    /// One chunk of a streamed ring (since 1.3): a ring section with
+    /// [`RING_FLAG_STREAM_CHUNK`], whose records continue the earlier chunks
+    /// of the same stream id; its counts are as of the chunk's end.
+    RingChunk(RingInfo<'a>, StreamChunk, Records<'a>, OpenSpans<'a>),
+    /// One more time anchor, taken while a stream ran (since 1.3).
+    Anchor(Anchor),
     /// The site section: the address of its first byte in the target, and its bytes.
     Sites {
         /// Runtime address of `bytes[0]`.
@@ -278,6 +285,16 @@ pub enum SectionData<'a> {
     End,
     /// A section kind this reader does not know; skip it.
     Unknown(u32),
+}
+
+/// Where a stream chunk's records belong (see [`SectionData::RingChunk`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamChunk {
+    /// The streamed ring it belongs to (unique in the file; a thread id may be reused).
+    pub stream: u64,
+    /// The ring's ordinal of the chunk's first record: the records of one
+    /// stream, chunk after chunk, are consecutive.
+    pub first: u64,
 }
 
 /// A bounds-checked cursor over one section payload.
@@ -404,7 +421,18 @@ impl<'a> Section<'a> {
                     Records { bytes, endian: self.endian, size: record_size },
                     OpenSpans { bytes: open, endian: self.endian },
                 );
-                SectionData::Ring(info, records, open)
+                if flags & RING_FLAG_STREAM_CHUNK != 0 {
+                    if record_size != RECORD_SIZE {
+                        return Err(c.malformed("record_size", "must be 24 in a stream chunk (format 1.3)"));
+                    }
+                    let chunk = StreamChunk { stream: c.u64("stream_id")?, first: c.u64("first_record")? };
+                    if chunk.first.checked_add(count).is_none_or(|end| end > written) {
+                        return Err(c.malformed("first_record", "puts the chunk's records past those ever written"));
+                    }
+                    SectionData::RingChunk(info, chunk, records, open)
+                } else {
+                    SectionData::Ring(info, records, open)
+                }
             }
             SectionKind::Sites => {
                 let base = c.u64("base")?;
@@ -449,6 +477,11 @@ impl<'a> Section<'a> {
                 }
                 SectionData::Names(NamesTable { bytes: &self.payload[start..c.pos], count, endian: self.endian })
             }
+            SectionKind::Anchor => SectionData::Anchor(Anchor {
+                ticks: c.u64("ticks")?,
+                mono_ns: c.u64("monotonic_ns")?,
+                real_ns: c.u64("realtime_ns")?,
+            }),
             SectionKind::End => SectionData::End,
             SectionKind::Unknown(code) => SectionData::Unknown(code),
         })

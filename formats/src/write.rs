@@ -116,6 +116,11 @@ impl<S: Sink> Writer<S> {
         Writer { sink, pos: position, crc: Hasher::new(), remaining: 0, declared: 0 }
     }
 
+    /// The sink, to flush it between sections (a stream does after each round).
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.sink
+    }
+
     fn raw(&mut self, bytes: &[u8]) -> WResult<(), S::Error> {
         self.sink.write_all(bytes).map_err(WriteError::Sink)?;
         self.pos += bytes.len() as u64;
@@ -307,6 +312,56 @@ impl<S: Sink> Writer<S> {
         for &(key, enter) in open {
             self.open_span(key, enter)?;
         }
+        self.end_section()
+    }
+
+    /// Writes one chunk of a streamed ring (since 1.3): a ring section with
+    /// [`RING_FLAG_STREAM_CHUNK`] whose records continue stream `stream`'s
+    /// earlier chunks from the ring's record ordinal `first`; `ring` counts as
+    /// of the chunk's end, `open` the spans open then.
+    pub fn ring_chunk(
+        &mut self,
+        ring: &RingInfo<'_>,
+        stream: u64,
+        first: u64,
+        records: &[Record],
+        open: &[(u64, u64)],
+    ) -> WResult<(), S::Error> {
+        let ring = RingInfo { flags: ring.flags | RING_FLAG_STREAM_CHUNK, ..*ring };
+        let body = (records.len() as u64)
+            .checked_mul(RECORD_SIZE as u64)
+            .and_then(|r| r.checked_add((open.len() as u64).checked_mul(OPEN_SPAN_SIZE as u64)?))
+            .ok_or(WriteError::TooLarge { field: "record count" })?;
+        let len = RING_FIXED_SIZE as u64 + str_len(ring.name) + 16 + body + STREAM_CHUNK_TAIL_SIZE as u64;
+        self.begin_section(SectionKind::Ring, len)?;
+        self.u64(ring.tid)?;
+        self.u64(ring.capacity)?;
+        self.u64(ring.written)?;
+        self.u64(ring.dropped)?;
+        self.u64(ring.aux)?;
+        self.u32(ring.flags)?;
+        self.u32(RECORD_SIZE as u32)?;
+        self.bytes(ring.name)?;
+        self.u64(records.len() as u64)?;
+        self.u64(open.len() as u64)?;
+        for r in records {
+            self.record(r)?;
+        }
+        for &(key, enter) in open {
+            self.open_span(key, enter)?;
+        }
+        self.u64(stream)?;
+        self.u64(first)?;
+        self.end_section()
+    }
+
+    /// Writes one more time anchor (since 1.3): what a stream appends as it
+    /// runs, so a file cut short still has a recent one.
+    pub fn anchor(&mut self, a: &Anchor) -> WResult<(), S::Error> {
+        self.begin_section(SectionKind::Anchor, ANCHOR_SIZE as u64)?;
+        self.u64(a.ticks)?;
+        self.u64(a.mono_ns)?;
+        self.u64(a.real_ns)?;
         self.end_section()
     }
 

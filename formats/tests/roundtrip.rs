@@ -110,9 +110,13 @@ fn sample_dump(rings: u64) -> Vec<u8> {
 /// A ring as read back: tid, name, written, dropped, records.
 type SeenRing = (u64, Vec<u8>, u64, u64, Vec<Record>);
 
+/// A stream chunk: (stream id, first record, records written by then, records, open spans).
+type SeenChunk = (u64, u64, u64, Vec<Record>, Vec<(u64, u64)>);
+
 #[derive(Debug, Default, PartialEq)]
 struct Seen {
     kinds: Vec<SectionKind>,
+    chunks: Vec<SeenChunk>,
     rings: Vec<SeenRing>,
     aux: Vec<u64>,
     open: Vec<Vec<(u64, u64)>>,
@@ -158,6 +162,14 @@ fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
                     d.iter().map(|e| (e.key, e.symbol_address, e.module.to_vec(), e.symbol.to_vec())).collect()
             }
             SectionData::Unbalanced(u) => seen.unbalanced = u.iter().collect(),
+            SectionData::RingChunk(info, chunk, recs, open) => seen.chunks.push((
+                chunk.stream,
+                chunk.first,
+                info.written,
+                recs.iter().collect(),
+                open.iter().collect(),
+            )),
+            SectionData::Anchor(a) => seen.anchors.push(a),
             SectionData::Names(_) | SectionData::End | SectionData::Unknown(_) => {}
         }
     }
@@ -291,6 +303,33 @@ fn writer_rejects_a_wrong_record_count() {
     w.begin_ring(&info, 2, 0).unwrap();
     w.record(&Record::default()).unwrap();
     assert!(matches!(w.end_section(), Err(WriteError::CountMismatch { .. })));
+}
+
+#[test]
+fn stream_chunks_and_anchors_read_back_in_order() {
+    let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
+    let records: Vec<Record> = (0..5).map(|i| Record { key: 0x40 + i, enter: 10 * i, exit: 10 * i + 5 }).collect();
+    let info = |written| RingInfo { tid: 9, capacity: 4, written, dropped: 1, aux: 0, flags: 2, name: b"w" };
+    w.ring_chunk(&info(3), 77, 0, &records[..3], &[(0x99, 1)]).unwrap();
+    let anchor = Anchor { ticks: 123, mono_ns: 456, real_ns: 789 };
+    w.anchor(&anchor).unwrap();
+    w.ring_chunk(&info(5), 77, 3, &records[3..], &[]).unwrap();
+    let bytes = w.finish().unwrap().0;
+    let (seen, err) = read_all(&bytes);
+    assert_eq!(err, None);
+    assert_eq!(seen.kinds, [SectionKind::Ring, SectionKind::Anchor, SectionKind::Ring, SectionKind::End]);
+    assert_eq!(seen.anchors, [anchor]);
+    assert_eq!(
+        seen.chunks,
+        [(77, 0, 3, records[..3].to_vec(), vec![(0x99, 1)]), (77, 3, 5, records[3..].to_vec(), vec![])]
+    );
+    // A chunk whose records would lie past those ever written is refused.
+    let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
+    w.ring_chunk(&info(3), 77, 1, &records[..3], &[]).unwrap();
+    let bytes = w.finish().unwrap().0;
+    let dump = Dump::parse(&bytes).unwrap();
+    let err = dump.sections().next().unwrap().and_then(|s| s.decode()).unwrap_err();
+    assert!(err.to_string().contains("first_record"), "{err}");
 }
 
 #[test]

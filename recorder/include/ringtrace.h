@@ -55,6 +55,10 @@ void ringtrace_set_default_ring(size_t records, int stop_when_full);
 /* Dumps every thread's ring now. 0 on success, -1 (and a line on stderr) on failure. */
 int ringtrace_dump_to_path(const char *path);
 int ringtrace_dump_to_fd(int fd); /* the descriptor stays open */
+/* Streams every thread's spans to path until exit: a small ring per thread drained into the file as
+   the program runs, so the whole run is kept (RINGTRACE_STREAM=path does the same from the first
+   span). Threads that recorded before keep their flight recorders. 0, or -1 and a line on stderr. */
+int ringtrace_stream_to_path(const char *path);
 /* Dumps at exit: to $RINGTRACE_DUMP, else path, else (NULL) ringtrace-PID.rtd. */
 void ringtrace_dump_at_exit(const char *path);
 

@@ -92,6 +92,28 @@ pub unsafe extern "C" fn ringtrace_dump_to_path(path: *const c_char) -> c_int {
     report(crate::dump_to_file(&path).map(|_| ()), &std::format!("{}", path.display()))
 }
 
+/// Streams every thread's spans to the file at `path` until exit (see
+/// [`stream_to`](crate::stream_to)): threads that record their first span
+/// afterwards keep everything, with memory bounded per thread. Returns 0, or
+/// -1 with a message on stderr.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ringtrace_stream_to_path(path: *const c_char) -> c_int {
+    if path.is_null() {
+        return -1;
+    }
+    // SAFETY: the caller passes a NUL-terminated string.
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(unsafe { CStr::from_ptr(path) }.to_bytes()));
+    let started = crate::stream::start(&path);
+    if started.is_ok() {
+        arrange_exit_dump(); // completes the stream at exit
+    }
+    report(started, &std::format!("{} (stream)", path.display()))
+}
+
 /// Writes a dump of every thread to the open file descriptor `fd` (left open).
 /// Returns 0, or -1 with a message on stderr.
 #[unsafe(no_mangle)]
@@ -146,6 +168,13 @@ pub(crate) fn arrange_exit_dump() {
                 .map(PathBuf::from)
                 .or(chosen)
                 .unwrap_or_else(|| std::format!("ringtrace-{}.rtd", std::process::id()).into());
+            // A running stream is the dump: it is completed instead.
+            if crate::stream::active() {
+                if let Err(e) = crate::stream::finish() {
+                    std::eprintln!("ringtrace: cannot complete the stream: {e}");
+                }
+                return;
+            }
             if let Err(e) = crate::dump::dump_to_file_for(&path, ringtrace_format::DumpReason::Exit) {
                 std::eprintln!("ringtrace: cannot write {}: {e}", path.display());
             }

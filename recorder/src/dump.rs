@@ -64,9 +64,18 @@ pub fn dump_to_writer<W: Write>(out: W) -> io::Result<DumpStats> {
     dump(out, DumpReason::Requested)
 }
 
-fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
-    // Measured before taking the registry lock, on this thread's clock reads.
-    let calibration = calibrate::measure_all();
+/// A dump's writer over `out`.
+pub(crate) type DumpWriter<W> = Writer<IoSink<W>>;
+
+/// Starts a dump on `out`: the file header, then everything needed to name
+/// and time spans — meta, clock (with `anchors`), modules, sites — so a dump
+/// cut short loses rings, never the means to read the others. Returns the
+/// writer and the site section's range (keys in it are not code addresses).
+pub(crate) fn write_head<W: Write>(
+    out: W,
+    reason: DumpReason,
+    anchors: &[ringtrace_format::Anchor],
+) -> io::Result<(DumpWriter<W>, SiteRange)> {
     let mut w = Writer::new(IoSink(out), core::mem::size_of::<usize>() as u8).map_err(io_error)?;
     let process_name = os::process_name();
     w.meta(&MetaInfo {
@@ -77,14 +86,7 @@ fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
         process_name: process_name.as_bytes(),
     })
     .map_err(io_error)?;
-
-    // Everything needed to name and time spans goes before the rings, so a
-    // dump cut short loses rings, never the means to read the others.
-    let anchors: Vec<_> = match thread::start_anchor() {
-        Some(start) => std::vec![start, dump_anchor(start)],
-        None => std::vec![os::anchor()],
-    };
-    w.clock(&clock::info(), &anchors).map_err(io_error)?;
+    w.clock(&clock::info(), anchors).map_err(io_error)?;
 
     let modules = os::loaded_modules();
     let table: Vec<Module<'_>> = modules
@@ -102,6 +104,54 @@ fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
 
     let (base, bytes) = sites::section();
     w.sites(base, bytes).map_err(io_error)?;
+    Ok((w, SiteRange { base, len: bytes.len() as u64 }))
+}
+
+/// Where the site descriptors are: keys in it are sites, the others code addresses.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SiteRange {
+    base: u64,
+    len: u64,
+}
+
+impl SiteRange {
+    /// Whether `key` is a code address (not a site, not an argument or flags record).
+    pub(crate) fn is_code(&self, key: u64) -> bool {
+        key != ARG_KEY && key != FLAGS_KEY && key.wrapping_sub(self.base) >= self.len
+    }
+}
+
+/// Ends a dump: the recorder's measured cost, what the hooks could not
+/// record, `dladdr` names for `code_keys`, the end marker. Returns the sink
+/// and the dump's length in bytes.
+pub(crate) fn write_tail<W: Write>(
+    mut w: DumpWriter<W>,
+    calibration: &[ringtrace_format::Calibration],
+    unbalanced: &[Unbalanced],
+    code_keys: BTreeSet<u64>,
+) -> io::Result<(W, u64)> {
+    w.calibration(calibration).map_err(io_error)?;
+    if !unbalanced.is_empty() {
+        w.unbalanced(unbalanced).map_err(io_error)?;
+    }
+    let resolved: Vec<_> = code_keys.into_iter().filter_map(os::dladdr).collect();
+    let table: Vec<DladdrEntry<'_>> = resolved
+        .iter()
+        .map(|d| DladdrEntry { key: d.key, symbol_address: d.symbol_address, module: &d.module, symbol: &d.symbol })
+        .collect();
+    w.dladdr(&table).map_err(io_error)?;
+    let bytes = w.position() + END_SECTION_SIZE as u64;
+    w.finish().map(|sink| (sink.0, bytes)).map_err(io_error)
+}
+
+fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
+    // Measured before taking the registry lock, on this thread's clock reads.
+    let calibration = calibrate::measure_all();
+    let anchors: Vec<_> = match thread::start_anchor() {
+        Some(start) => std::vec![start, dump_anchor(start)],
+        None => std::vec![os::anchor()],
+    };
+    let (mut w, sites) = write_head(out, reason, &anchors)?;
 
     let mut stats = DumpStats::default();
     // Held for the whole dump: dumps are serialised, and a thread starting
@@ -141,31 +191,18 @@ fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
         };
         w.ring(&info, &buf[..snap.copied], &open[..open_count]).map_err(io_error)?;
         stats.rings += 1;
-        let is_span = |key: u64| key != ARG_KEY && key != FLAGS_KEY;
-        let spans_kept = buf[..snap.copied].iter().filter(|r| is_span(r.key)).count() as u64;
-        let is_site = |key: u64| key.wrapping_sub(base) < bytes.len() as u64;
+        let spans_kept = buf[..snap.copied].iter().filter(|r| r.key != ARG_KEY && r.key != FLAGS_KEY).count() as u64;
         let keys = buf[..snap.copied].iter().map(|r| r.key).chain(open[..open_count].iter().map(|o| o.0));
-        code_keys.extend(keys.filter(|&k| is_span(k) && !is_site(k)));
+        code_keys.extend(keys.filter(|&k| sites.is_code(k)));
         stats.records += spans_kept;
         stats.lost += (snap.written - snap.aux).saturating_sub(spans_kept) + snap.dropped;
-        if exited {
+        // A streamed ring is freed by its stream, once drained.
+        if exited && !t.streamed {
             written_exited.push(i);
         }
     }
 
-    w.calibration(&calibration).map_err(io_error)?;
-    if !unbalanced.is_empty() {
-        w.unbalanced(&unbalanced).map_err(io_error)?;
-    }
-    let resolved: Vec<_> = code_keys.into_iter().filter_map(os::dladdr).collect();
-    let table: Vec<DladdrEntry<'_>> = resolved
-        .iter()
-        .map(|d| DladdrEntry { key: d.key, symbol_address: d.symbol_address, module: &d.module, symbol: &d.symbol })
-        .collect();
-    w.dladdr(&table).map_err(io_error)?;
-
-    stats.bytes = w.position() + END_SECTION_SIZE as u64;
-    w.finish().map_err(io_error)?;
+    stats.bytes = write_tail(w, &calibration, &unbalanced, code_keys)?.1;
     // Rings of exited threads have been written: free them.
     for i in written_exited.into_iter().rev() {
         rings.swap_remove(i);
@@ -189,7 +226,7 @@ fn dump_anchor(start: ringtrace_format::Anchor) -> ringtrace_format::Anchor {
     os::anchor()
 }
 
-fn io_error(e: WriteError<io::Error>) -> io::Error {
+pub(crate) fn io_error(e: WriteError<io::Error>) -> io::Error {
     match e {
         WriteError::Sink(e) => e,
         other => io::Error::other(std::format!("{other}")),

@@ -132,6 +132,8 @@ mod sites;
 #[cfg(not(loom))]
 mod span;
 #[cfg(all(feature = "std", not(loom)))]
+mod stream;
+#[cfg(all(feature = "std", not(loom)))]
 mod thread;
 #[cfg(not(loom))]
 mod track;
@@ -149,6 +151,8 @@ pub use sink::enabled;
 pub use sink::{Interrupt, install, interrupt, set_enabled};
 #[cfg(not(loom))]
 pub use span::{ArgSpan, Entered, Pulse, SiteDescriptor, Span, enter, exit};
+#[cfg(all(feature = "std", not(loom)))]
+pub use stream::{STREAM_ENV, Stream, stream_sync, stream_to};
 #[cfg(all(feature = "std", not(loom)))]
 pub use thread::{
     AlreadyRecording, CONTEXT_TID_BASE, DEFAULT_RING_RECORDS, Interrupt, MAX_RING_RECORDS, MIN_RING_RECORDS,

@@ -11,8 +11,12 @@
 //! ```
 //!
 //! In stop-when-full mode the writer never overwrites: once `head` reaches
-//! the capacity it counts each further span in `dropped` instead, and a
-//! reader keeps every record below `head`.
+//! `drained` plus the capacity it counts each further span in `dropped`
+//! instead, and a reader keeps every record below `head`. `drained` stays 0
+//! unless one consumer drains the ring ([`Ring::drain`], a stream's writer):
+//! it copies records `[drained, head)` and then publishes `drained = head`
+//! (release), and the writer loads `drained` (acquire) before it reuses a
+//! slot, so a slot is never rewritten while the consumer may still read it.
 //!
 //! Each slot store is a release store, so everything the writer did before
 //! it, including publishing `head = m` after the previous record, happens
@@ -142,9 +146,11 @@ macro_rules! ring_with_mode {
             slots: $slots,
             mask: $slots.len() as u64 - 1,
             stop_when_full: matches!($mode, Mode::StopWhenFull),
+            on_half: None,
             head: AtomicWord::new(0),
             dropped: AtomicWord::new(0),
             aux: AtomicWord::new(0),
+            drained: AtomicWord::new(0),
         }
     };
 }
@@ -155,9 +161,28 @@ pub struct Ring {
     slots: &'static [Slot],
     mask: u64,
     stop_when_full: bool,
+    /// Called by the writer when its stop-when-full ring is half full (a
+    /// stream whose recording threads drain their own rings).
+    on_half: Option<fn(&Ring)>,
     head: AtomicWord,
     dropped: AtomicWord,
     aux: AtomicWord,
+    /// Records a consumer has copied out (stop-when-full rings only): the
+    /// writer may fill up to `drained + capacity`.
+    drained: AtomicWord,
+}
+
+/// What a [`Ring::drain`] copied: records `first..first + copied` of the ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Drained {
+    /// The ring's ordinal of the first record copied.
+    pub first: u64,
+    /// Records copied.
+    pub copied: usize,
+    /// Spans dropped so far because the ring was full.
+    pub dropped: u64,
+    /// Of the records ever written, the argument and flags records.
+    pub aux: u64,
 }
 
 /// What a snapshot could take.
@@ -200,6 +225,17 @@ impl Ring {
         ring_with_mode!(slots, mode)
     }
 
+    /// A stop-when-full ring over `slots` (a power of two long) whose writer
+    /// calls `on_half` when the ring is half full, before the record that
+    /// would make it so: the consumer of a stream that the recording thread
+    /// runs itself.
+    #[cfg(not(loom))]
+    pub const fn drained_by(slots: &'static [Slot], on_half: fn(&Ring)) -> Self {
+        let mut ring = Self::with_mode(slots, Mode::StopWhenFull);
+        ring.on_half = Some(on_half);
+        ring
+    }
+
     /// What the ring does when full.
     pub fn mode(&self) -> Mode {
         if self.stop_when_full { Mode::StopWhenFull } else { Mode::Overwrite }
@@ -233,7 +269,7 @@ impl Ring {
     #[inline(always)]
     pub fn push(&self, key: u64, enter: u64, exit: u64) {
         let n = own_load(&self.head);
-        if self.stop_when_full && n > self.mask {
+        if self.stop_when_full && self.full(n, 0) {
             self.dropped.store(word(own_load(&self.dropped) + 1), Ordering::Relaxed);
             return;
         }
@@ -242,6 +278,20 @@ impl Ring {
         let slot = unsafe { self.slots.get_unchecked((n & self.mask) as usize) };
         slot.publish(key, enter, exit);
         publish!(self.head, word(n.wrapping_add(1)));
+    }
+
+    /// Whether a stop-when-full ring cannot take records `n..=n + extra`;
+    /// first, at half full, its drain hook runs, if it has one.
+    #[inline(always)]
+    fn full(&self, n: u64, extra: u64) -> bool {
+        let used = n.wrapping_sub(wide(consume!(self.drained)));
+        if let Some(on_half) = self.on_half
+            && used >= self.slots.len() as u64 / 2
+        {
+            on_half(self);
+            return (n + extra).wrapping_sub(wide(consume!(self.drained))) > self.mask;
+        }
+        used + extra > self.mask
     }
 
     /// Appends a span with an integer argument: an argument record (key
@@ -265,7 +315,7 @@ impl Ring {
     #[inline(always)]
     fn push_pair(&self, marker: u64, value: u64, key: u64, enter: u64, exit: u64) {
         let n = own_load(&self.head);
-        if self.stop_when_full && n + 1 > self.mask {
+        if self.stop_when_full && self.full(n, 1) {
             self.dropped.store(word(own_load(&self.dropped) + 1), Ordering::Relaxed);
             return;
         }
@@ -276,6 +326,22 @@ impl Ring {
         }
         self.aux.store(word(own_load(&self.aux) + 1), Ordering::Relaxed);
         publish!(self.head, word(n.wrapping_add(2)));
+    }
+
+    /// Copies the records written since the last drain, oldest first, into
+    /// `out` (as many as fit), and frees their slots for the writer: the
+    /// consumer side of a stop-when-full ring that a stream empties. One
+    /// consumer at a time; the writer may run meanwhile.
+    pub fn drain(&self, out: &mut [Record]) -> Drained {
+        let first = wide(self.drained.load(Ordering::Relaxed));
+        let head = wide(consume!(self.head));
+        let copied = (head.wrapping_sub(first) as usize).min(out.len()).min(self.slots.len());
+        for (i, rec) in out[..copied].iter_mut().enumerate() {
+            *rec = self.slots[((first + i as u64) & self.mask) as usize].read();
+        }
+        // Release: the copies above are done before the writer can see the slots free.
+        publish!(self.drained, word(first + copied as u64));
+        Drained { first, copied, dropped: self.dropped(), aux: wide(self.aux.load(Ordering::Relaxed)) }
     }
 
     /// The retained records, oldest first, read straight from the slots, and

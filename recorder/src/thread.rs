@@ -71,6 +71,16 @@ pub(crate) struct ThreadRing {
     pub tid: u64,
     pub name: String,
     pub exited: AtomicBool,
+    /// Unique in the process (thread ids are reused): a stream's chunks name their ring by it.
+    pub id: u64,
+    /// Drained by the running stream (made while one ran).
+    pub streamed: bool,
+}
+
+/// The next [`ThreadRing::id`].
+fn next_ring_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Drop for ThreadRing {
@@ -160,6 +170,8 @@ pub fn context_track(name: &str) -> &'static Track {
         tid,
         name: name.into(),
         exited: AtomicBool::new(false),
+        id: next_ring_id(),
+        streamed: false,
     });
     let track: *const Track = &t.track;
     lock_registry().push(t);
@@ -222,15 +234,27 @@ pub fn set_thread_ring(config: RingConfig) -> Result<(), AlreadyRecording> {
 #[inline(never)]
 fn register_current_thread() -> &'static Track {
     start();
-    let config = THREAD_CONFIG.with(Cell::get).unwrap_or_else(process_default);
+    stream_from_env();
+    let mut config = THREAD_CONFIG.with(Cell::get).unwrap_or_else(process_default);
+    // While a stream runs, a thread's ring is one it drains: it never overwrites.
+    let streamed = crate::stream::active();
+    if streamed {
+        config.mode = Mode::StopWhenFull;
+    }
     let slots: &'static [Slot] = Box::leak((0..config.records_rounded()).map(|_| Slot::new()).collect());
     // A Rust thread's name, else the kernel's (threads made by C, unnamed Rust threads).
     let name = std::thread::current().name().map(String::from).unwrap_or_else(os::thread_name);
+    let track = match crate::stream::own_drain() {
+        Some(drain) if streamed => Track::drained_by(slots, drain),
+        _ => Track::with_mode(slots, config.mode),
+    };
     let t = Box::new(ThreadRing {
-        track: Track::with_mode(slots, config.mode),
+        track,
         tid: os::thread_id(),
         name,
         exited: AtomicBool::new(false),
+        id: next_ring_id(),
+        streamed,
     });
     let track: *const Track = &t.track;
     let ptr: *const ThreadRing = &*t;
@@ -242,6 +266,27 @@ fn register_current_thread() -> &'static Track {
     // SAFETY: the box now lives in the registry, which frees it only after
     // this thread has exited (see ExitMark).
     unsafe { &*track }
+}
+
+/// Starts the stream `RINGTRACE_STREAM` names, once, at the process's
+/// first span; it is finished at exit.
+fn stream_from_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Some(path) = std::env::var_os(crate::stream::STREAM_ENV).filter(|p| !p.is_empty()) else { return };
+        match crate::stream::start(std::path::Path::new(&path)) {
+            Ok(()) => {
+                extern "C" fn finish_at_exit() {
+                    if let Err(e) = crate::stream::finish() {
+                        std::eprintln!("ringtrace: cannot complete the stream: {e}");
+                    }
+                }
+                // SAFETY: registers a plain extern "C" function with no arguments.
+                unsafe { libc::atexit(finish_at_exit) };
+            }
+            Err(e) => std::eprintln!("ringtrace: cannot stream to {}: {e}", std::path::Path::new(&path).display()),
+        }
+    });
 }
 
 fn process_default() -> RingConfig {
@@ -281,6 +326,14 @@ pub fn start() {
 
 pub(crate) fn start_anchor() -> Option<Anchor> {
     START.get().copied()
+}
+
+/// The calling thread's ring, if it has one.
+pub(crate) fn current_thread_ring() -> Option<&'static ThreadRing> {
+    let ptr = EXIT.try_with(|m| m.0.get()).ok()?;
+    // SAFETY: the pointer, if set, is this thread's registered ThreadRing, freed only after the
+    // thread has exited (see ExitMark); the thread asking is running.
+    unsafe { ptr.as_ref() }
 }
 
 /// Whether `t` is the calling thread's ring.

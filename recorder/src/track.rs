@@ -33,6 +33,17 @@ impl Track {
         }
     }
 
+    /// A track whose stop-when-full ring over `slots` calls `on_half` when
+    /// half full (see [`Ring::drained_by`]).
+    pub const fn drained_by(slots: &'static [Slot], on_half: fn(&Ring)) -> Self {
+        Track {
+            ring: Ring::drained_by(slots, on_half),
+            open: OpenStack::new(),
+            too_deep: AtomicWord::new(0),
+            abandoned: AtomicWord::new(0),
+        }
+    }
+
     /// The ring of finished spans.
     pub fn ring(&self) -> &Ring {
         &self.ring

@@ -145,14 +145,24 @@ fn prepare<'a>(
     let mut report = Report::default();
     let shown = path.display();
     if let Some(damage) = &trace.damage {
-        report.push(
-            Level::Error,
+        let streamed = trace.process.reason == Some(ringtrace_format::DumpReason::Stream);
+        let message = if streamed && damage.is_truncation() {
+            // A stream ends this way when its program is killed: not damage, the end of what it wrote.
+            format!(
+                "{shown}: a stream cut short at offset {} (its program was killed, or is still running): \
+                 converted the {} thread(s) it had written, up to their last chunk; spans recorded later are not \
+                 in the file",
+                damage.offset(),
+                trace.threads.len()
+            )
+        } else {
             format!(
                 "{shown}: {damage}; converted the {} ring(s) before offset {}, the rest of the file is lost",
                 trace.threads.len(),
                 damage.offset()
-            ),
-        );
+            )
+        };
+        report.push(Level::Error, message);
     }
     if !trace.skipped_sections.is_empty() {
         report.push(

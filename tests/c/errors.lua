@@ -1,6 +1,7 @@
 -- A workload for the whole-program tracing tests: recursion, strings, tables, closures, and
 -- errors raised and caught with pcall (each a _longjmp out of the C frames between the error and
--- its pcall), errors inside errors, and coroutines that yield (also a _longjmp).
+-- its pcall), errors inside errors, and coroutines that yield (also a _longjmp). 40 rounds, or
+-- $LUA_ROUNDS (recorder/benches/whole_program.sh runs more).
 local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
 
 local function build(n)
@@ -16,7 +17,8 @@ local function counter()
 end
 
 local caught, total = 0, 0
-for round = 1, 40 do
+local rounds = tonumber(os.getenv("LUA_ROUNDS")) or 40
+for round = 1, rounds do
   total = total + fib(12) + #build(30)
   local next_id = counter()
   for _ = 1, round % 5 do next_id() end

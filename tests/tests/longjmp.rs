@@ -165,13 +165,24 @@ fn link(dir: &Path, out: &str, objects: &[PathBuf], flags: &[&str], reference: b
 /// Runs `exe args` recording every span, and returns (stdout, the dump's
 /// call tree, the reference hooks' tree if they were linked in).
 fn record(exe: &Path, args: &[&str], reference: bool) -> (String, Tree, Option<Tree>) {
+    record_with(exe, args, reference, &[("RINGTRACE_RING_RECORDS", "1048576")], "RINGTRACE_DUMP")
+}
+
+/// As [`record`], with `env`, the dump's path given in the variable `output`.
+fn record_with(
+    exe: &Path,
+    args: &[&str],
+    reference: bool,
+    env: &[(&str, &str)],
+    output: &str,
+) -> (String, Tree, Option<Tree>) {
     let dir = exe.parent().unwrap();
     let name = exe.file_name().unwrap().to_str().unwrap();
     let (dump, counts) = (dir.join(format!("{name}.rtd")), dir.join(format!("{name}.counts")));
     let out = Command::new(exe)
         .args(args)
-        .env("RINGTRACE_DUMP", &dump)
-        .env("RINGTRACE_RING_RECORDS", "1048576")
+        .env(output, &dump)
+        .envs(env.iter().copied())
         .env("REFERENCE_HOOKS_OUT", &counts)
         .output()
         .unwrap();
@@ -232,6 +243,19 @@ fn lua_errors_and_coroutines_keep_the_call_tree_a_second_pair_of_hooks_counts() 
         assert!(calls > 0 && calls == unwound, "{f}: {calls} calls, {unwound} unwound");
     }
     assert!(!dump.edges.contains_key(&(Some("luaD_rawrunprotected".into()), "luaG_addinfo".into())));
+}
+
+#[test]
+fn lua_streamed_through_a_small_ring_keeps_the_same_call_tree() {
+    // RINGTRACE_STREAM: every span of the run through a 4096-record ring (100 laps), the
+    // unwound ones too, drained as the interpreter runs.
+    let dir = scratch("longjmp-lua-stream");
+    let script = workspace_root().join("tests/c/errors.lua");
+    let exe = lua_interpreter(&dir, true);
+    let env = [("RINGTRACE_RING_RECORDS", "4096")];
+    let (stdout, dump, reference) = record_with(&exe, &[script.to_str().unwrap()], true, &env, "RINGTRACE_STREAM");
+    assert_eq!(stdout.split('\t').next(), Some("160"), "{stdout}");
+    assert_same(&dump, &reference.unwrap());
 }
 
 #[test]

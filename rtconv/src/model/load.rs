@@ -54,9 +54,7 @@ fn dump_ticks(clock: Option<&Clock>) -> u64 {
     clock.and_then(|c| c.anchors.last()).map_or(0, |a| a.ticks)
 }
 
-/// Reads a ring's records once: counts its spans, notes its earliest start,
-/// adds its keys to `keys`, and keeps the open spans that did not also end
-/// while the dump was taken (a finished span with the same key and start).
+/// Reads a ring section's records once (see [`scan`]).
 fn scan_ring<'a>(
     info: RingInfo<'a>,
     records: Records<'a>,
@@ -76,6 +74,28 @@ fn scan_ring<'a>(
             (RecordSource::File(records), open.iter().map(|(key, enter)| OpenSpan { key, enter }).collect(), dump_ticks)
         }
     };
+    scan(info, records, open, dump_ticks, compact, keys)
+}
+
+/// A streamed ring as its chunks arrive: the last chunk's counts and open
+/// spans are the ring's.
+struct Stream<'a> {
+    info: RingInfo<'a>,
+    records: super::chunked::ChunkedRecords<'a>,
+    open: OpenSpans<'a>,
+}
+
+/// Reads a ring's records once: counts its spans, notes its earliest start,
+/// adds its keys to `keys`, and keeps the open spans that did not also end
+/// while the dump was taken (a finished span with the same key and start).
+fn scan<'a>(
+    info: RingInfo<'a>,
+    records: RecordSource<'a>,
+    open: Vec<OpenSpan>,
+    dump_ticks: u64,
+    compact: bool,
+    keys: &mut rustc_hash::FxHashSet<u64>,
+) -> ThreadTrace<'a> {
     let open_enters: rustc_hash::FxHashSet<u64> = open.iter().map(|o| o.enter).collect();
     let mut ended_while_dumping = rustc_hash::FxHashSet::default();
     let (mut finished, mut first_enter, mut last_key) = (0, u64::MAX, None);
@@ -185,6 +205,8 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
     };
     let mut keys = rustc_hash::FxHashSet::default();
     let mut unwrap: Option<CounterUnwrap> = None;
+    // Streamed rings by stream id, in the order they first appear.
+    let mut streams: Vec<(u64, Stream<'a>)> = Vec::new();
     for section in dump.sections() {
         let data = match section.and_then(|s| s.decode()) {
             Ok(data) => data,
@@ -245,6 +267,27 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
                 }
                 trace.threads.push(scan_ring(info, records, open, dump_ticks(trace.clock.as_ref()), unwrap, &mut keys))
             }
+            SectionData::RingChunk(info, chunk, records, open) => {
+                match streams.iter_mut().find(|(id, _)| *id == chunk.stream) {
+                    Some((_, s)) => {
+                        s.records.push(records);
+                        (s.info, s.open) = (info, open);
+                    }
+                    None => {
+                        let mut chunks = super::chunked::ChunkedRecords::default();
+                        chunks.push(records);
+                        streams.push((chunk.stream, Stream { info, records: chunks, open }));
+                    }
+                }
+            }
+            SectionData::Anchor(anchor) => {
+                // A wide counter's later anchors (a narrow counter is placed by the last one only).
+                if let Some(clock) = &mut trace.clock
+                    && unwrap.is_none()
+                {
+                    clock.anchors.push(anchor);
+                }
+            }
             SectionData::Sites { base, bytes } => trace.sites = Some(SiteTable { base, bytes: bytes.to_vec() }),
             SectionData::Calibration(c) => trace.calibration = c.iter().collect(),
             SectionData::Dladdr(table) => {
@@ -265,6 +308,11 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
             SectionData::End => {}
             SectionData::Unknown(code) => trace.skipped_sections.push(code),
         }
+    }
+    let ticks = dump_ticks(trace.clock.as_ref());
+    for (_, s) in streams {
+        let open = s.open.iter().map(|(key, enter)| OpenSpan { key, enter }).collect();
+        trace.threads.push(scan(s.info, RecordSource::Chunks(s.records), open, ticks, false, &mut keys));
     }
     trace.keys = keys.into_iter().collect();
     trace.keys.sort_unstable();

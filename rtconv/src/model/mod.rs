@@ -10,6 +10,7 @@
 //! cut at its parent's end, nesting deeper than viewers draw.
 
 mod address;
+mod chunked;
 mod counter_unwrap;
 mod file_bytes;
 mod load;

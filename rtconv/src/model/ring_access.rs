@@ -56,6 +56,20 @@ impl RecordAt for Records<'_> {
     }
 }
 
+impl RecordAt for super::chunked::ChunkedRecords<'_> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline(always)]
+    fn at(&self, index: usize) -> Option<Record> {
+        self.get(index)
+    }
+    #[inline(always)]
+    fn prefetch(&self, first: usize, last: usize) {
+        super::chunked::ChunkedRecords::prefetch(self, first, last);
+    }
+}
+
 impl RecordAt for [Record] {
     fn count(&self) -> usize {
         self.len()
@@ -125,6 +139,7 @@ impl ThreadTrace<'_> {
         match &self.records {
             RecordSource::File(records) => v.run(&Positioned { records, open, dump_ticks }),
             RecordSource::Unwrapped(records) => v.run(&Positioned { records: records.as_slice(), open, dump_ticks }),
+            RecordSource::Chunks(records) => v.run(&Positioned { records, open, dump_ticks }),
         }
     }
 }

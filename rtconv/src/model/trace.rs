@@ -209,6 +209,8 @@ pub(crate) struct SpanRecord {
 pub(super) enum RecordSource<'a> {
     File(Records<'a>),
     Unwrapped(Vec<Record>),
+    /// A streamed ring: its chunks, in the file.
+    Chunks(super::chunked::ChunkedRecords<'a>),
 }
 
 impl SpanRecord {
@@ -228,6 +230,7 @@ impl RecordSource<'_> {
         match self {
             RecordSource::File(r) => r.len(),
             RecordSource::Unwrapped(v) => v.len(),
+            RecordSource::Chunks(c) => c.len(),
         }
     }
 
@@ -239,6 +242,7 @@ impl RecordSource<'_> {
             (RecordSource::File(r), true) => r.iter().rev().for_each(f),
             (RecordSource::Unwrapped(v), false) => v.iter().copied().for_each(f),
             (RecordSource::Unwrapped(v), true) => v.iter().rev().copied().for_each(f),
+            (RecordSource::Chunks(c), newest_first) => c.for_each(newest_first, f),
         }
     }
 }

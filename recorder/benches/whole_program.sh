@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Whole-program tracing against uftrace on real C programs, one run of measurements:
+#
+#   recorder/benches/whole_program.sh [RUNS]
+#
+# Programs: the Lua 5.4 interpreter (the lua-src crate's sources) running tests/c/errors.lua
+# ($LUA_ROUNDS rounds: recursion, strings, tables, closures, pcall errors, coroutines), and zstd's
+# multi-threaded compression (the zstd-sys crate's sources, 2 worker threads) over 64 MiB of text.
+# Each is built at -O2 twice: plain, and with -finstrument-functions (linked with libringtrace.a,
+# or with glibc's no-op hooks for uftrace to take over). Variants, RUNS runs each (default 5),
+# interleaved, median reported: plain; instrumented with no tracer (glibc's empty hooks);
+# ringtrace flight recorder (default 64 Ki-record ring); ringtrace stream (RINGTRACE_STREAM, own
+# drain, and RINGTRACE_STREAM_DRAIN=writer); uftrace record. Wall and CPU seconds, peak RSS, bytes
+# on disk per call. Needs uftrace, valgrind is not used. Prints a Markdown table.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RUNS=${1:-5}
+export LUA_ROUNDS=${LUA_ROUNDS:-400}
+work=$(mktemp -d /tmp/ringtrace-whole-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+command -v uftrace >/dev/null || { echo "uftrace is not installed (apt-get install uftrace)" >&2; exit 1; }
+
+cargo build --release --locked --manifest-path recorder/capi/Cargo.toml --target-dir target/capi >&2
+lib=target/capi/release/libringtrace.a
+registry=$(dirname "$(cargo metadata --format-version 1 --locked 2>/dev/null | python3 -c 'import json,sys; print([p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="lua-src"][0])')")
+lua_src="$registry/lua-5.4.8"
+zstd_lib=$(ls -d "$(dirname "$registry")"/zstd-sys-*/zstd/lib 2>/dev/null | head -1 || true)
+sys_libs="-lpthread -ldl -lm -lrt -lgcc_s"
+
+build_lua() { # build_lua OUT EXTRA_CFLAGS LINK...
+  local out=$1 flags=$2; shift 2
+  mkdir -p "$work/obj-$out"
+  for c in "$lua_src"/*.c; do
+    case $(basename "$c") in lua.c|luac.c) continue;; esac
+    cc -O2 -g -DLUA_USE_LINUX $flags -c "$c" -o "$work/obj-$out/$(basename "$c" .c).o" &
+  done
+  wait
+  cc -O2 -g -I"$lua_src" tests/c/lua_driver.c "$work/obj-$out"/*.o -o "$work/$out" "$@" $sys_libs
+}
+build_lua lua-plain ""
+build_lua lua-hooked "-finstrument-functions"                 # glibc's empty hooks; uftrace's when it runs
+build_lua lua-ringtrace "-finstrument-functions" "$lib"
+
+measure() { # measure NAME ENV... -- COMMAND...: one run; prints "wall cpu rss_kib"
+  local name=$1; shift
+  local envs=(); while [[ $1 != -- ]]; do envs+=("$1"); shift; done; shift
+  /usr/bin/env "${envs[@]}" /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" >/dev/null 2>"$work/stderr" || {
+    cat "$work/stderr" >&2; exit 1; }
+  awk '{printf "%s %.3f %s\n", $1, $2 + $3, $4}' "$work/time"
+}
+
+run_all() { # run_all PROGRAM-LABEL SCRIPT-ARGS...
+  local label=$1; shift
+  declare -A wall cpu rss
+  local variants=(plain hooked flight stream stream-writer uftrace)
+  for ((r = 0; r < RUNS; r++)); do
+    for v in "${variants[@]}"; do
+      rm -rf "$work/out.rtd" "$work/uftrace.data"
+      case $v in
+        plain) line=$(measure $v X=1 -- "$work/$label-plain" "$@");;
+        hooked) line=$(measure $v X=1 -- "$work/$label-hooked" "$@");;
+        flight) line=$(measure $v RINGTRACE_DUMP="$work/out.rtd" -- "$work/$label-ringtrace" "$@");;
+        stream) line=$(measure $v RINGTRACE_STREAM="$work/out.rtd" -- "$work/$label-ringtrace" "$@");;
+        stream-writer) line=$(measure $v RINGTRACE_STREAM="$work/out.rtd" RINGTRACE_STREAM_DRAIN=writer -- \
+          "$work/$label-ringtrace" "$@");;
+        uftrace) line=$(measure $v X=1 -- uftrace record -d "$work/uftrace.data" "$work/$label-hooked" "$@");;
+      esac
+      read -r w c m <<<"$line"
+      wall[$v]+="$w "; cpu[$v]+="$c "; rss[$v]+="$m "
+      case $v in
+        flight|stream|stream-writer) bytes[$v]=$(stat -c %s "$work/out.rtd")
+          spans[$v]=$(target/release/rtconv info --format json "$work/out.rtd" 2>/dev/null | python3 -c \
+            'import json,sys; d=json.load(sys.stdin)[0]; print(d["spans"], d["losses"]["dropped"]+d["losses"]["overwritten"])');;
+        uftrace) bytes[$v]=$(du -sb "$work/uftrace.data" | cut -f1); spans[$v]="";;
+      esac
+    done
+  done
+  median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+  local base; base=$(echo "${wall[plain]}" | median)
+  local hooked; hooked=$(echo "${wall[hooked]}" | median)
+  echo
+  echo "$label ($*), $RUNS runs, medians; calls = spans kept + lost in the ringtrace stream run"
+  echo
+  echo "| variant | wall s | CPU s | overhead over instrumented (s) | peak RSS MiB | spans kept, lost | bytes on disk |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+  for v in "${variants[@]}"; do
+    local w c m; w=$(echo "${wall[$v]}" | median); c=$(echo "${cpu[$v]}" | median); m=$(echo "${rss[$v]}" | median)
+    printf "| %s | %s | %s | %s | %.1f | %s | %s |\n" "$v" "$w" "$c" \
+      "$(awk -v a="$w" -v b="$hooked" 'BEGIN {printf "%.3f", a - b}')" "$(awk -v m="$m" 'BEGIN {print m / 1024}')" \
+      "${spans[$v]:-}" "${bytes[$v]:-}"
+  done
+}
+
+declare -A bytes spans
+cargo build --release --locked -p rtconv >&2
+run_all lua "$PWD/tests/c/errors.lua"
