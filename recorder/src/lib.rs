@@ -41,7 +41,8 @@
 //!   variables `RINGTRACE_RING_RECORDS` and `RINGTRACE_RING_MODE=stop`;
 //!   overwrite-oldest (default) or stop-when-full, losses counted exactly.
 //! - Dumps: [`dump_to_file`], [`dump_to_writer`], [`dump_on_exit`],
-//!   [`dump_on_panic`], [`dump_on_signal`]. Every dump also carries the
+//!   [`dump_on_panic`], [`dump_on_signal`]; or the whole run, streamed into
+//!   the file as it happens: [`stream_to`] or `RINGTRACE_STREAM`. Every dump also carries the
 //!   recorder's measured cost per span ([`calibrate`]) and `dladdr` names for
 //!   its code addresses.
 //!
