@@ -11,7 +11,7 @@
 # interleaved, median reported: plain; instrumented with no tracer (glibc's empty hooks);
 # ringtrace flight recorder (default 64 Ki-record ring); ringtrace stream (RINGTRACE_STREAM, own
 # drain, and RINGTRACE_STREAM_DRAIN=writer); uftrace record. Wall and CPU seconds, peak RSS, bytes
-# on disk per call. Needs uftrace, valgrind is not used. Prints a Markdown table.
+# on disk. Needs uftrace. Prints a Markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${1:-5}
@@ -63,7 +63,11 @@ run_all() { # run_all PROGRAM-LABEL SCRIPT-ARGS...
         stream) line=$(measure $v RINGTRACE_STREAM="$work/out.rtd" -- "$work/$label-ringtrace" "$@");;
         stream-writer) line=$(measure $v RINGTRACE_STREAM="$work/out.rtd" RINGTRACE_STREAM_DRAIN=writer -- \
           "$work/$label-ringtrace" "$@");;
-        uftrace) line=$(measure $v X=1 -- uftrace record -d "$work/uftrace.data" "$work/$label-hooked" "$@");;
+        # --no-libcall: uftrace 0.13's PLT hooks (its longjmp handling) crash on this program
+        # ("plthook_exit: invalid dynsym idx"); without them it records every call but loses the depth
+        # after each longjmp (its warning: "call depth beyond 1024 is not recorded").
+        uftrace) line=$(measure $v X=1 -- uftrace record --no-libcall --max-stack=65536 -d "$work/uftrace.data" \
+          "$work/$label-hooked" "$@");;
       esac
       read -r w c m <<<"$line"
       wall[$v]+="$w "; cpu[$v]+="$c "; rss[$v]+="$m "
@@ -79,7 +83,7 @@ run_all() { # run_all PROGRAM-LABEL SCRIPT-ARGS...
   local base; base=$(echo "${wall[plain]}" | median)
   local hooked; hooked=$(echo "${wall[hooked]}" | median)
   echo
-  echo "$label ($*), $RUNS runs, medians; calls = spans kept + lost in the ringtrace stream run"
+  echo "$label ($*, LUA_ROUNDS=$LUA_ROUNDS LUA_JUMPS=${LUA_JUMPS:-1}), $RUNS runs, medians"
   echo
   echo "| variant | wall s | CPU s | overhead over instrumented (s) | peak RSS MiB | spans kept, lost | bytes on disk |"
   echo "|---|---:|---:|---:|---:|---:|---:|"
@@ -93,4 +97,6 @@ run_all() { # run_all PROGRAM-LABEL SCRIPT-ARGS...
 
 declare -A bytes spans
 cargo build --release --locked -p rtconv >&2
-run_all lua "$PWD/tests/c/errors.lua"
+# Without jumps first: uftrace follows that run whole, so the comparison is fair.
+LUA_JUMPS=0 run_all lua "$PWD/tests/c/errors.lua"
+LUA_JUMPS=1 run_all lua "$PWD/tests/c/errors.lua"

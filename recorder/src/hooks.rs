@@ -101,8 +101,9 @@ pub extern "C" fn ringtrace_func_enter(this_fn: *mut c_void, call_site: *mut c_v
 /// The exit hook's work, for hooks of a program's own that chain to
 /// ringtrace; `frame` as for [`ringtrace_func_enter`].
 #[unsafe(no_mangle)]
-pub extern "C" fn ringtrace_func_exit(this_fn: *mut c_void, _call_site: *mut c_void, frame: *const c_void) {
+pub extern "C" fn ringtrace_func_exit(this_fn: *mut c_void, call_site: *mut c_void, frame: *const c_void) {
     let now = DefaultClock::now();
     let Some(track) = sink::current() else { return };
-    let _ = STATE.try_with(|state| state.shadow.exit(track, this_fn as usize as u64, frame as usize as u64, now));
+    let (key, site, frame) = (this_fn as usize as u64, call_site as usize as u64, frame as usize as u64);
+    let _ = STATE.try_with(|state| state.shadow.exit(track, key, site, frame, now));
 }

@@ -195,37 +195,38 @@ impl Shadow {
         function.site == site && function.key != key
     }
 
-    /// A call of `key` returned at `now`, from stack pointer `frame` (0 if unknown).
+    /// A call of `key` from `site` returned at `now`, from stack pointer
+    /// `frame` (0 if unknown).
     #[inline(always)]
-    pub(crate) fn exit(&self, track: &Track, key: u64, frame: u64, now: u64) {
+    pub(crate) fn exit(&self, track: &Track, key: u64, site: u64, frame: u64, now: u64) {
         let depth = self.depth.get();
         if depth == 0 {
             return; // an exit whose entry was not seen (recording was off then)
         }
         if depth <= SHADOW_DEPTH {
-            let top = self.frames[depth - 1].get();
-            if top.key == key && top.frame == frame {
+            if self.exits(depth - 1, key, site, frame) {
+                let top = self.frames[depth - 1].get();
                 track.end(top.token, top.key, top.enter, now);
                 self.depth.set(depth - 1);
                 return;
             }
-        } else if frame == 0 || self.frames[SHADOW_DEPTH - 1].get().frame > frame {
+        } else if frame == 0 || self.frames[SHADOW_DEPTH - 1].get().frame >= frame {
             self.depth.set(depth - 1); // a call too deep to have a frame: counted at entry
             return;
         }
-        self.exit_slow(track, key, frame, now, depth.min(SHADOW_DEPTH));
+        self.exit_slow(track, key, site, frame, now, depth.min(SHADOW_DEPTH));
     }
 
     #[cold]
     #[inline(never)]
-    fn exit_slow(&self, track: &Track, key: u64, frame: u64, now: u64, depth: usize) {
+    fn exit_slow(&self, track: &Track, key: u64, site: u64, frame: u64, now: u64, depth: usize) {
         let frames = &self.frames[..depth];
-        // The frame this exit belongs to: the same function at the same stack
-        // pointer; failing that (an `alloca` moved it, or the target does not
-        // say), the innermost call of the same function.
+        // The frame this exit belongs to: the same call, its stack pointer
+        // within the frame's reach; failing that (an `alloca` moved it), the
+        // innermost call of the same function.
         let at = (0..depth)
             .rev()
-            .find(|&i| frames[i].get().key == key && frames[i].get().frame == frame)
+            .find(|&i| self.exits(i, key, site, frame))
             .or_else(|| (0..depth).rev().find(|&i| frames[i].get().key == key));
         let Some(at) = at else {
             return; // entered while recording was off
@@ -234,6 +235,20 @@ impl Shadow {
         let f = frames[at].get();
         track.end(f.token, f.key, f.enter, now);
         self.depth.set(at);
+    }
+
+    /// Whether an exit of `key` called from `site`, at stack pointer `frame`,
+    /// is frame `index`'s: the same function called from the same site (so a
+    /// recursive call's exit is told from its caller's), from its own stack
+    /// pointer — or, when GCC makes the exit hook a tail call after the
+    /// epilogue, from its caller's, which is at most the next frame out's.
+    #[inline(always)]
+    fn exits(&self, index: usize, key: u64, site: u64, frame: u64) -> bool {
+        let f = self.frames[index].get();
+        f.key == key
+            && f.site == site
+            && frame >= f.frame
+            && index.checked_sub(1).is_none_or(|out| frame <= self.frames[out].get().frame)
     }
 
     /// Closes frames `from..to` as unwound at `now`, innermost first.
@@ -314,9 +329,9 @@ mod tests {
         s.enter(t, 4, 0, 700, 40, &m);
         // longjmp back into a (900), which calls d: its frame is 900 - something, here 850 > 800.
         s.enter(t, 5, 0, 850, 50, &m);
-        s.exit(t, 5, 850, 60);
-        s.exit(t, 2, 900, 70);
-        s.exit(t, 1, 1000, 80);
+        s.exit(t, 5, 0, 850, 60);
+        s.exit(t, 2, 0, 900, 70);
+        s.exit(t, 1, 0, 1000, 80);
         assert_eq!(
             spans(t),
             std::vec![(4, 40, 50, true), (3, 30, 50, true), (5, 50, 60, false), (2, 20, 70, false), (1, 10, 80, false)]
@@ -337,8 +352,8 @@ mod tests {
         s.enter(t, 3, 0xb1, 800, 30, &m);
         s.enter(t, 4, 0xc1, 700, 40, &m);
         s.enter(t, 5, 0xd5, 650, 50, &m);
-        s.exit(t, 5, 650, 60);
-        s.exit(t, 2, 900, 70);
+        s.exit(t, 5, 0xd5, 650, 60);
+        s.exit(t, 2, 0xa1, 900, 70);
         assert_eq!(spans(t), std::vec![(4, 40, 50, true), (3, 30, 50, true), (5, 50, 60, false), (2, 20, 70, false)]);
     }
 
@@ -353,10 +368,10 @@ mod tests {
         s.enter(t, 2, 0xa1, 900, 20, &m);
         for i in 0..3 {
             s.enter(t, 7, 0xfe, 700, 30 + i, &m);
-            s.exit(t, 7, 700, 31 + i);
+            s.exit(t, 7, 0xfe, 700, 31 + i);
         }
-        s.exit(t, 2, 900, 40);
-        s.exit(t, 1, 1000, 50);
+        s.exit(t, 2, 0xa1, 900, 40);
+        s.exit(t, 1, 0, 1000, 50);
         assert!(spans(t).iter().all(|s| !s.3));
         assert_eq!(spans(t).len(), 5);
     }
@@ -369,9 +384,9 @@ mod tests {
         let s = Shadow::new();
         let m = Model { slots: std::vec![], push_return_address: false };
         s.enter(t, 1, 0, 1000, 10, &m);
-        s.enter(t, 1, 0, 900, 20, &m);
+        s.enter(t, 1, 0x11, 900, 20, &m); // called from 1's body
         s.enter(t, 2, 0, 800, 30, &m);
-        s.exit(t, 1, 1000, 40);
+        s.exit(t, 1, 0, 1000, 40);
         assert_eq!(spans(t), std::vec![(2, 30, 40, true), (1, 20, 40, true), (1, 10, 40, false)]);
         assert_eq!(s.depth(), 0);
     }
@@ -388,13 +403,13 @@ mod tests {
         s.enter(t, 1, 0, 1000, 10, &m);
         s.enter(t, 2, 0xa1, 900, 20, &m); // a real call
         s.enter(t, 3, 0xa1, 900, 30, &m); // inlined into 2
-        s.exit(t, 3, 900, 40);
-        s.exit(t, 2, 900, 50);
+        s.exit(t, 3, 0xa1, 900, 40);
+        s.exit(t, 2, 0xa1, 900, 50);
         s.enter(t, 2, 0xa1, 900, 60, &m); // 2 again, from the same site
         s.enter(t, 2, 0xa1, 900, 70, &m); // ... jumped out of, and called again
         s.enter(t, 4, 0xb2, 900, 80, &m); // from another site at the same level: the 2 there was left
-        s.exit(t, 4, 900, 90);
-        s.exit(t, 1, 1000, 100);
+        s.exit(t, 4, 0xb2, 900, 90);
+        s.exit(t, 1, 0, 1000, 100);
         assert_eq!(
             spans(t),
             std::vec![
@@ -408,6 +423,21 @@ mod tests {
         );
     }
 
+    /// GCC may call the exit hook as a tail call after the epilogue: from the
+    /// caller's stack pointer. In a direct recursion that is the outer
+    /// call's: the call site tells them apart.
+    #[test]
+    fn an_exit_hook_called_after_the_epilogue_ends_its_own_call() {
+        let t = track();
+        let s = Shadow::new();
+        let m = Model { slots: std::vec![], push_return_address: false };
+        s.enter(t, 1, 0, 1000, 10, &m);
+        s.enter(t, 1, 0x11, 900, 20, &m);
+        s.exit(t, 1, 0x11, 1000, 30); // the inner call's exit, from the outer's stack pointer
+        s.exit(t, 1, 0, 1000, 40);
+        assert_eq!(spans(t), std::vec![(1, 20, 30, false), (1, 10, 40, false)]);
+    }
+
     /// Without stack pointers (other targets), an exit below the top still
     /// closes the frames above it as unwound.
     #[test]
@@ -418,7 +448,7 @@ mod tests {
         s.enter(t, 1, 0, 0, 10, &m);
         s.enter(t, 2, 0, 0, 20, &m);
         s.enter(t, 3, 0, 0, 30, &m);
-        s.exit(t, 1, 0, 40);
+        s.exit(t, 1, 0, 0, 40);
         assert_eq!(spans(t), std::vec![(3, 30, 40, true), (2, 20, 40, true), (1, 10, 40, false)]);
     }
 }
