@@ -163,6 +163,14 @@ impl Shadow {
             }
             live -= 1;
         }
+        // Inlined into the function on top, at a stack pointer that arguments
+        // pushed for another call moved: it nests there.
+        if live > 0 && self.inlined_at(live - 1, key, site) {
+            if live < depth {
+                self.unwind(track, live, depth, now);
+            }
+            return live;
+        }
         // The frame whose last call returns to `site` is the caller.
         if live > 0 && self.last_miss.get() != (live, site) {
             let caller = (0..live).rev().find(|&i| {
@@ -287,7 +295,7 @@ mod tests {
             if !self.push_return_address {
                 return None;
             }
-            self.slots.iter().rev().find(|s| s.0 == frame).map(|s| s.1)
+            Some(self.slots.iter().rev().find(|s| s.0 == frame).map_or(0, |s| s.1))
         }
         fn same_stack(&self, _: u64, _: u64) -> bool {
             true
@@ -392,7 +400,8 @@ mod tests {
     }
 
     /// GCC calls an inlined function's hooks from its caller's frame, with
-    /// its caller's call site: it nests; a new call at that stack pointer
+    /// its caller's call site: it nests (also below the frame, while the
+    /// caller has pushed arguments for a call); a new call at that stack pointer
     /// from another site, or of the same function again, means the function
     /// there was left.
     #[test]
@@ -404,6 +413,8 @@ mod tests {
         s.enter(t, 2, 0xa1, 900, 20, &m); // a real call
         s.enter(t, 3, 0xa1, 900, 30, &m); // inlined into 2
         s.exit(t, 3, 0xa1, 900, 40);
+        s.enter(t, 5, 0xa1, 884, 41, &m); // inlined into 2, after 2 pushed two arguments
+        s.exit(t, 5, 0xa1, 884, 42);
         s.exit(t, 2, 0xa1, 900, 50);
         s.enter(t, 2, 0xa1, 900, 60, &m); // 2 again, from the same site
         s.enter(t, 2, 0xa1, 900, 70, &m); // ... jumped out of, and called again
@@ -414,6 +425,7 @@ mod tests {
             spans(t),
             std::vec![
                 (3, 30, 40, false),
+                (5, 41, 42, false),
                 (2, 20, 50, false),
                 (2, 60, 70, true),
                 (2, 70, 80, true),
