@@ -4,8 +4,9 @@
 #   recorder/benches/whole_program.sh [RUNS]
 #
 # Programs: the Lua 5.4 interpreter (the lua-src crate's sources) running tests/c/errors.lua
-# ($LUA_ROUNDS rounds: recursion, strings, tables, closures, pcall errors, coroutines), and zstd's
-# multi-threaded compression (the zstd-sys crate's sources, 2 worker threads) over 64 MiB of text.
+# ($LUA_ROUNDS rounds: recursion, strings, tables, closures, pcall errors, coroutines; first
+# LUA_JUMPS=0, without them), and zstd's multi-threaded compression (the zstd-sys crate's sources,
+# fetched from crates.io into a scratch project; 2 worker threads) of $ZSTD_MIB MiB of text.
 # Each is built at -O2 twice: plain, and with -finstrument-functions (linked with libringtrace.a,
 # or with glibc's no-op hooks for uftrace to take over). Variants, RUNS runs each (default 5),
 # interleaved, median reported: plain; instrumented with no tracer (glibc's empty hooks);
@@ -16,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${1:-5}
 export LUA_ROUNDS=${LUA_ROUNDS:-400}
+ZSTD_MIB=${ZSTD_MIB:-2}
 work=$(mktemp -d /tmp/ringtrace-whole-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 command -v uftrace >/dev/null || { echo "uftrace is not installed (apt-get install uftrace)" >&2; exit 1; }
@@ -24,7 +26,12 @@ cargo build --release --locked --manifest-path recorder/capi/Cargo.toml --target
 lib=target/capi/release/libringtrace.a
 registry=$(dirname "$(cargo metadata --format-version 1 --locked 2>/dev/null | python3 -c 'import json,sys; print([p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="lua-src"][0])')")
 lua_src="$registry/lua-5.4.8"
-zstd_lib=$(ls -d "$(dirname "$registry")"/zstd-sys-*/zstd/lib 2>/dev/null | head -1 || true)
+# zstd's sources: a scratch project that depends on zstd-sys, fetched (not built).
+mkdir -p "$work/fetch/src" && echo 'fn main() {}' >"$work/fetch/src/main.rs"
+printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nzstd-sys = "=2.1.3"\n' \
+  >"$work/fetch/Cargo.toml"
+cargo fetch --manifest-path "$work/fetch/Cargo.toml" >&2
+zstd_lib=$(ls -d "$(dirname "$registry")"/zstd-sys-2.1.3*/zstd/lib | head -1)
 sys_libs="-lpthread -ldl -lm -lrt -lgcc_s"
 
 build_lua() { # build_lua OUT EXTRA_CFLAGS LINK...
@@ -40,6 +47,19 @@ build_lua() { # build_lua OUT EXTRA_CFLAGS LINK...
 build_lua lua-plain ""
 build_lua lua-hooked "-finstrument-functions"                 # glibc's empty hooks; uftrace's when it runs
 build_lua lua-ringtrace "-finstrument-functions" "$lib"
+
+build_zstd() { # build_zstd OUT EXTRA_CFLAGS LINK...
+  local out=$1 flags=$2; shift 2
+  mkdir -p "$work/obj-$out"
+  for c in "$zstd_lib"/common/*.c "$zstd_lib"/compress/*.c; do
+    cc -O2 -g -DZSTD_MULTITHREAD -pthread $flags -I"$zstd_lib" -c "$c" -o "$work/obj-$out/$(basename "$c" .c).o" &
+  done
+  wait
+  cc -O2 -g -pthread -I"$zstd_lib" tests/c/zstd_driver.c "$work/obj-$out"/*.o -o "$work/$out" "$@" $sys_libs
+}
+build_zstd zstd-plain ""
+build_zstd zstd-hooked "-finstrument-functions"
+build_zstd zstd-ringtrace "-finstrument-functions" "$lib"
 
 measure() { # measure NAME ENV... -- COMMAND...: one run; prints "wall cpu rss_kib"
   local name=$1; shift
@@ -83,7 +103,7 @@ run_all() { # run_all PROGRAM-LABEL SCRIPT-ARGS...
   local base; base=$(echo "${wall[plain]}" | median)
   local hooked; hooked=$(echo "${wall[hooked]}" | median)
   echo
-  echo "$label ($*, LUA_ROUNDS=$LUA_ROUNDS LUA_JUMPS=${LUA_JUMPS:-1}), $RUNS runs, medians"
+  echo "$label ($*; LUA_ROUNDS=$LUA_ROUNDS LUA_JUMPS=${LUA_JUMPS:-1} for lua), $RUNS runs, medians"
   echo
   echo "| variant | wall s | CPU s | overhead over instrumented (s) | peak RSS MiB | spans kept, lost | bytes on disk |"
   echo "|---|---:|---:|---:|---:|---:|---:|"
@@ -100,3 +120,4 @@ cargo build --release --locked -p rtconv >&2
 # Without jumps first: uftrace follows that run whole, so the comparison is fair.
 LUA_JUMPS=0 run_all lua "$PWD/tests/c/errors.lua"
 LUA_JUMPS=1 run_all lua "$PWD/tests/c/errors.lua"
+run_all zstd "$ZSTD_MIB"
