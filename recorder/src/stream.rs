@@ -71,12 +71,21 @@ pub(crate) fn own_drain() -> Option<fn(&crate::ring::Ring)> {
 /// Drains the calling thread's ring into the file (its half-full hook).
 fn drain_own(ring: &crate::ring::Ring) {
     let Some(t) = thread::current_thread_ring().filter(|t| core::ptr::eq(t.track.ring(), ring)) else { return };
-    let mut drain = lock(&DRAIN);
-    let Some(d) = drain.as_mut() else { return };
-    let result = d.chunk(t, false).and_then(|_| d.flush());
-    if let Err(e) = result {
-        d.error.get_or_insert(e);
+    std::thread_local! {
+        static DRAINING: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
     }
+    // A signal handler's span that interrupted this thread's own drain must not wait for it:
+    // the next span past half full tries again. Otherwise wait (for the writer thread's round).
+    if DRAINING.with(|d| d.replace(true)) {
+        return;
+    }
+    if let Some(d) = lock(&DRAIN).as_mut() {
+        let result = d.chunk(t, false).and_then(|_| d.flush());
+        if let Err(e) = result {
+            d.error.get_or_insert(e);
+        }
+    }
+    DRAINING.with(|d| d.set(false));
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
