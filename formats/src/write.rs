@@ -242,11 +242,24 @@ impl<S: Sink> Writer<S> {
         record_count: u64,
         open_count: u64,
     ) -> WResult<(), S::Error> {
+        self.begin_ring_with_tail(ring, record_size, record_count, open_count, 0)
+    }
+
+    /// As [`begin_ring_sized`](Self::begin_ring_sized), for a payload that
+    /// ends with `tail` more bytes after the open spans (a stream chunk's).
+    fn begin_ring_with_tail(
+        &mut self,
+        ring: &RingInfo<'_>,
+        record_size: usize,
+        record_count: u64,
+        open_count: u64,
+        tail: u64,
+    ) -> WResult<(), S::Error> {
         let body = record_count
             .checked_mul(record_size as u64)
             .and_then(|r| r.checked_add(open_count.checked_mul(OPEN_SPAN_SIZE as u64)?))
             .ok_or(WriteError::TooLarge { field: "record count" })?;
-        let len = RING_FIXED_SIZE as u64 + str_len(ring.name) + 16 + body;
+        let len = RING_FIXED_SIZE as u64 + str_len(ring.name) + 16 + body + tail;
         self.begin_section(SectionKind::Ring, len)?;
         self.u64(ring.tid)?;
         self.u64(ring.capacity)?;
@@ -342,22 +355,8 @@ impl<S: Sink> Writer<S> {
         open: &[(u64, u64)],
     ) -> WResult<(), S::Error> {
         let ring = RingInfo { flags: ring.flags | RING_FLAG_STREAM_CHUNK, ..*ring };
-        let body = (records.len() as u64)
-            .checked_mul(RECORD_SIZE as u64)
-            .and_then(|r| r.checked_add((open.len() as u64).checked_mul(OPEN_SPAN_SIZE as u64)?))
-            .ok_or(WriteError::TooLarge { field: "record count" })?;
-        let len = RING_FIXED_SIZE as u64 + str_len(ring.name) + 16 + body + STREAM_CHUNK_TAIL_SIZE as u64;
-        self.begin_section(SectionKind::Ring, len)?;
-        self.u64(ring.tid)?;
-        self.u64(ring.capacity)?;
-        self.u64(ring.written)?;
-        self.u64(ring.dropped)?;
-        self.u64(ring.aux)?;
-        self.u32(ring.flags)?;
-        self.u32(RECORD_SIZE as u32)?;
-        self.bytes(ring.name)?;
-        self.u64(records.len() as u64)?;
-        self.u64(open.len() as u64)?;
+        let (count, open_count) = (records.len() as u64, open.len() as u64);
+        self.begin_ring_with_tail(&ring, RECORD_SIZE, count, open_count, STREAM_CHUNK_TAIL_SIZE as u64)?;
         self.records(records)?;
         for &(key, enter) in open {
             self.open_span(key, enter)?;

@@ -14,8 +14,9 @@ use ringtrace_format::{
 };
 
 use crate::open::OPEN_DEPTH;
-use crate::ring::Mode;
+use crate::ring::{Mode, Snapshot};
 use crate::thread;
+use crate::thread::ThreadRing;
 use crate::{calibrate, clock, os, sites};
 
 /// What a dump contained.
@@ -160,40 +161,15 @@ fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
     let mut buf: Vec<Record> = Vec::new();
     let mut written_exited = Vec::new();
     let mut code_keys = BTreeSet::new();
-    let mut open = [(0u64, 0u64); OPEN_DEPTH];
     let mut unbalanced = Vec::new();
     for (i, t) in rings.iter().enumerate() {
         let (too_deep, abandoned) = t.track.unrecorded();
         if too_deep + abandoned > 0 {
             unbalanced.push(Unbalanced { tid: t.tid, too_deep, abandoned });
         }
-        let ring = t.track.ring();
-        // Open spans first, then finished ones: a span ending in between is
-        // then in both (rtconv drops the open copy), never in neither.
-        let open_count = t.track.open().snapshot(&mut open).unwrap_or(0);
-        buf.clear();
-        buf.resize(ring.capacity(), Record::default());
-        let exited = t.exited.load(core::sync::atomic::Ordering::Acquire);
-        let writer_may_run = !exited && !thread::is_current(t);
-        let snap = ring.snapshot(&mut buf, writer_may_run);
-        let mut flags = if exited { RING_FLAG_THREAD_EXITED } else { 0 };
-        if ring.mode() == Mode::StopWhenFull {
-            flags |= RING_FLAG_STOP_WHEN_FULL;
-        }
-        let info = RingInfo {
-            tid: t.tid,
-            capacity: ring.capacity() as u64,
-            written: snap.written,
-            dropped: snap.dropped,
-            aux: snap.aux,
-            flags,
-            name: t.name.as_bytes(),
-        };
-        w.ring(&info, &buf[..snap.copied], &open[..open_count]).map_err(io_error)?;
+        let (snap, exited) = write_ring(&mut w, t, &mut buf, sites, &mut code_keys)?;
         stats.rings += 1;
         let spans_kept = buf[..snap.copied].iter().filter(|r| r.key != ARG_KEY && r.key != FLAGS_KEY).count() as u64;
-        let keys = buf[..snap.copied].iter().map(|r| r.key).chain(open[..open_count].iter().map(|o| o.0));
-        code_keys.extend(keys.filter(|&k| sites.is_code(k)));
         stats.records += spans_kept;
         stats.lost += (snap.written - snap.aux).saturating_sub(spans_kept) + snap.dropped;
         // A streamed ring is freed by its stream, once drained.
@@ -208,6 +184,45 @@ fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
         rings.swap_remove(i);
     }
     Ok(stats)
+}
+
+/// Writes `t`'s ring whole, with the spans open now, copied through `buf`
+/// (which then holds the records written); adds its code-address keys to
+/// `code_keys`. Returns the snapshot and whether the thread had exited.
+pub(crate) fn write_ring<W: Write>(
+    w: &mut DumpWriter<W>,
+    t: &ThreadRing,
+    buf: &mut Vec<Record>,
+    sites: SiteRange,
+    code_keys: &mut BTreeSet<u64>,
+) -> io::Result<(Snapshot, bool)> {
+    let ring = t.track.ring();
+    // Open spans first, then finished ones: a span ending in between is
+    // then in both (rtconv drops the open copy), never in neither.
+    let mut open = [(0u64, 0u64); OPEN_DEPTH];
+    let open_count = t.track.open().snapshot(&mut open).unwrap_or(0);
+    buf.clear();
+    buf.resize(ring.capacity(), Record::default());
+    let exited = t.exited.load(core::sync::atomic::Ordering::Acquire);
+    let writer_may_run = !exited && !thread::is_current(t);
+    let snap = ring.snapshot(buf, writer_may_run);
+    let mut flags = if exited { RING_FLAG_THREAD_EXITED } else { 0 };
+    if ring.mode() == Mode::StopWhenFull {
+        flags |= RING_FLAG_STOP_WHEN_FULL;
+    }
+    let info = RingInfo {
+        tid: t.tid,
+        capacity: ring.capacity() as u64,
+        written: snap.written,
+        dropped: snap.dropped,
+        aux: snap.aux,
+        flags,
+        name: t.name.as_bytes(),
+    };
+    w.ring(&info, &buf[..snap.copied], &open[..open_count]).map_err(io_error)?;
+    let keys = buf[..snap.copied].iter().map(|r| r.key).chain(open[..open_count].iter().map(|o| o.0));
+    code_keys.extend(keys.filter(|&k| sites.is_code(k)));
+    Ok((snap, exited))
 }
 
 /// Anchors closer together than this give too coarse a rate.

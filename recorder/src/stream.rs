@@ -33,9 +33,8 @@ use std::vec::Vec;
 use ringtrace_format::layout::{RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED};
 use ringtrace_format::{Anchor, DumpReason, Record, RingInfo, Unbalanced};
 
-use crate::dump::{DumpWriter, SiteRange, io_error, write_head, write_tail};
+use crate::dump::{DumpWriter, SiteRange, io_error, write_head, write_ring, write_tail};
 use crate::open::OPEN_DEPTH;
-use crate::ring::Mode;
 use crate::{calibrate, os, thread};
 
 /// Environment variable: stream every thread's spans to this file from the first span on.
@@ -345,8 +344,9 @@ impl Drain {
             if too_deep + abandoned > 0 {
                 unbalanced.push(Unbalanced { tid: t.tid, too_deep, abandoned });
             }
+            // A ring that recorded before the stream began: written whole.
             if !t.streamed {
-                self.flight_ring(t)?;
+                write_ring(&mut self.w, t, &mut self.buf, self.sites, &mut self.code_keys)?;
             }
         }
         drop(rings);
@@ -354,33 +354,5 @@ impl Drain {
         // Flushed to the kernel, as every dump: a killed program keeps it; a machine crash needs fsync.
         out.into_inner().map_err(|e| e.into_error())?;
         earlier.map_or(Ok(()), Err)
-    }
-
-    /// A ring that recorded before the stream began, written whole.
-    fn flight_ring(&mut self, t: &thread::ThreadRing) -> io::Result<()> {
-        let ring = t.track.ring();
-        let mut open = [(0u64, 0u64); OPEN_DEPTH];
-        let open_count = t.track.open().snapshot(&mut open).unwrap_or(0);
-        self.buf.resize(ring.capacity(), Record::default());
-        let exited = t.exited.load(Ordering::Acquire);
-        let snap = ring.snapshot(&mut self.buf, !exited && !thread::is_current(t));
-        let mut flags = if exited { RING_FLAG_THREAD_EXITED } else { 0 };
-        if ring.mode() == Mode::StopWhenFull {
-            flags |= RING_FLAG_STOP_WHEN_FULL;
-        }
-        let info = RingInfo {
-            tid: t.tid,
-            capacity: ring.capacity() as u64,
-            written: snap.written,
-            dropped: snap.dropped,
-            aux: snap.aux,
-            flags,
-            name: t.name.as_bytes(),
-        };
-        let records = &self.buf[..snap.copied];
-        self.w.ring(&info, records, &open[..open_count]).map_err(io_error)?;
-        let sites = self.sites;
-        self.code_keys.extend(records.iter().map(|r| r.key).filter(|&k| sites.is_code(k)));
-        Ok(())
     }
 }
