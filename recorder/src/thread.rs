@@ -152,6 +152,25 @@ pub fn current() -> Option<&'static Track> {
     }
 }
 
+/// A ring's slots, every page already written, so the first lap pays no
+/// page fault (one every 170 records otherwise). Rings of 2 MiB and more are
+/// offered to transparent huge pages before they are written (where the
+/// kernel gives them: fewer faults and TLB misses).
+fn allocate_ring(records: usize) -> &'static [Slot] {
+    let mut slots = Box::<[Slot]>::new_uninit_slice(records);
+    let bytes = core::mem::size_of_val(&*slots);
+    if bytes >= 2 << 20 {
+        // SAFETY: advice on memory this process owns and has not written yet; it changes no
+        // contents, and failure is harmless.
+        unsafe { libc::madvise(slots.as_mut_ptr().cast(), bytes, libc::MADV_HUGEPAGE) };
+    }
+    for slot in slots.iter_mut() {
+        slot.write(Slot::new());
+    }
+    // SAFETY: every slot was written just above.
+    Box::leak(unsafe { slots.assume_init() })
+}
+
 /// Thread ids of [`context_track`]s count from here (above any Linux tid, below 2^32).
 pub const CONTEXT_TID_BASE: u64 = 1 << 30;
 
@@ -163,7 +182,7 @@ pub fn context_track(name: &str) -> &'static Track {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     start();
     let config = process_default();
-    let slots: &'static [Slot] = Box::leak((0..config.records_rounded()).map(|_| Slot::new()).collect());
+    let slots = allocate_ring(config.records_rounded());
     let tid = CONTEXT_TID_BASE + NEXT.fetch_add(1, Ordering::Relaxed) as u64;
     let t = Box::new(ThreadRing {
         track: Track::with_mode(slots, config.mode),
@@ -241,7 +260,7 @@ fn register_current_thread() -> &'static Track {
     if streamed {
         config.mode = Mode::StopWhenFull;
     }
-    let slots: &'static [Slot] = Box::leak((0..config.records_rounded()).map(|_| Slot::new()).collect());
+    let slots = allocate_ring(config.records_rounded());
     // A Rust thread's name, else the kernel's (threads made by C, unnamed Rust threads).
     let name = std::thread::current().name().map(String::from).unwrap_or_else(os::thread_name);
     let track = match crate::stream::own_drain() {
