@@ -153,7 +153,7 @@ pub use sink::{Interrupt, install, interrupt, set_enabled};
 #[cfg(not(loom))]
 pub use span::{ArgSpan, Entered, Pulse, SiteDescriptor, Span, enter, exit};
 #[cfg(all(feature = "std", not(loom)))]
-pub use stream::{STREAM_ENV, Stream, stream_sync, stream_to};
+pub use stream::{STREAM_DRAIN_ENV, STREAM_ENV, Stream, stream_sync, stream_to};
 #[cfg(all(feature = "std", not(loom)))]
 pub use thread::{
     AlreadyRecording, CONTEXT_TID_BASE, DEFAULT_RING_RECORDS, Interrupt, MAX_RING_RECORDS, MIN_RING_RECORDS,

@@ -4,7 +4,8 @@
 //! Each thread records into a small stop-when-full ring, drained into the
 //! dump file as ring chunks (FORMAT.md, "Stream chunks"): by the recording
 //! thread itself when its ring is half full (the default: nothing is lost,
-//! the thread pays for the write), and by a writer thread every millisecond
+//! the thread pays for the write and waits for a slow disk), and by a writer
+//! thread every millisecond
 //! (all a thread gets with `RINGTRACE_STREAM_DRAIN=writer`: it never writes,
 //! and loses what the writer cannot keep up with). Each drain is flushed to
 //! the kernel; an anchor section follows at least every 20 ms while spans
