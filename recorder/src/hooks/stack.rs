@@ -31,7 +31,10 @@ impl ThreadStack {
     #[cold]
     #[inline(never)]
     fn look_up(&self) {
-        let (low, high) = bounds().unwrap_or((0, 1)); // unknown: an empty range, so nothing is read
+        // Known as unknown (an empty range, so nothing is read) while the lookup runs: it may
+        // call into instrumented code (a program's own malloc), whose hooks must not look again.
+        self.high.set(1);
+        let (low, high) = bounds().unwrap_or((0, 1));
         self.low.set(low);
         self.high.set(high);
     }
