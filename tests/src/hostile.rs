@@ -43,6 +43,21 @@ pub fn many_keys(threads: u64, keys_per_thread: u64) -> Vec<u8> {
     w.finish().unwrap().0
 }
 
+/// A streamed dump of `streams` rings of `chunks` chunks each, one span a
+/// chunk, chunks of the rings interleaved: many chunks to gather per ring,
+/// and many rings to tell apart.
+pub fn many_stream_chunks(streams: u64, chunks: u64) -> Vec<u8> {
+    let (mut w, _) = DumpBuilder::new("chunks").start();
+    for c in 0..chunks {
+        for s in 0..streams {
+            let record = Record { key: 0x10_0000 + s * 16, enter: c * 10, exit: c * 10 + 5 };
+            let info = RingInfo { tid: s + 1, capacity: 16, written: c + 1, dropped: 0, aux: 0, flags: 2, name: b"" };
+            w.ring_chunk(&info, s + 1, c, &[record], &[]).unwrap();
+        }
+    }
+    w.finish().unwrap().0
+}
+
 /// `n` modules whose binaries do not exist (`/nonexistent/lib{i}.so`), listed
 /// in descending address order, one span at offset 0x40 in each.
 pub fn many_modules(n: u64) -> Vec<u8> {
@@ -233,6 +248,7 @@ pub fn write_corpus(dir: &Path, seed: &[u8], scale: Scale) -> Vec<(PathBuf, &'st
     put("deep.rtd", &nested(scale.depth), "deep nesting");
     put("keys.rtd", &many_keys(1, scale.keys), "many distinct keys");
     put("threads.rtd", &many_keys(scale.threads, 1), "many threads");
+    put("chunks.rtd", &many_stream_chunks(scale.threads, 2), "a stream of many rings in chunks");
     put("modules.rtd", &many_modules(scale.modules), "many modules");
     put("control.rtd", &control_names(), "names with control characters");
     put("huge-module.rtd", &huge_module(&dir.join("libhuge.so"), scale.module_file), "a huge module file");

@@ -305,6 +305,20 @@ fn a_hundred_thousand_modules_are_looked_up_by_address_and_reported_in_a_few_lin
 }
 
 #[test]
+fn a_stream_of_many_rings_in_many_chunks_is_gathered_in_linear_time() {
+    let dir = scratch("hostile-chunks");
+    let path = dir.join("chunks.rtd");
+    // 50,000 rings of 2 one-span chunks each, interleaved: 100,000 sections.
+    std::fs::write(&path, hostile::many_stream_chunks(50_000, 2)).unwrap();
+    let out = bounded(timed(&["stats", path.to_str().unwrap(), "--format", "json"]), None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls: u64 = json[0]["functions"].as_array().unwrap().iter().map(|f| f["calls"].as_u64().unwrap()).sum();
+    assert_eq!(calls, 100_000);
+    assert_eq!(json[0]["losses"]["overwritten"], 0);
+}
+
+#[test]
 fn stats_over_many_keys_and_many_threads_keep_small_accumulators() {
     let dir = scratch("hostile-keys");
     // 200,000 distinct keys, one call each; then 50,000 threads of one span, each its own key.

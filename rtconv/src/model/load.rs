@@ -206,7 +206,8 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
     let mut keys = rustc_hash::FxHashSet::default();
     let mut unwrap: Option<CounterUnwrap> = None;
     // Streamed rings by stream id, in the order they first appear.
-    let mut streams: Vec<(u64, Stream<'a>)> = Vec::new();
+    let mut streams: Vec<Stream<'a>> = Vec::new();
+    let mut stream_index: rustc_hash::FxHashMap<u64, usize> = Default::default();
     for section in dump.sections() {
         let data = match section.and_then(|s| s.decode()) {
             Ok(data) => data,
@@ -268,15 +269,16 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
                 trace.threads.push(scan_ring(info, records, open, dump_ticks(trace.clock.as_ref()), unwrap, &mut keys))
             }
             SectionData::RingChunk(info, chunk, records, open) => {
-                match streams.iter_mut().find(|(id, _)| *id == chunk.stream) {
-                    Some((_, s)) => {
+                match stream_index.get(&chunk.stream).and_then(|&i| streams.get_mut(i)) {
+                    Some(s) => {
                         s.records.push(records);
                         (s.info, s.open) = (info, open);
                     }
                     None => {
                         let mut chunks = super::chunked::ChunkedRecords::default();
                         chunks.push(records);
-                        streams.push((chunk.stream, Stream { info, records: chunks, open }));
+                        stream_index.insert(chunk.stream, streams.len());
+                        streams.push(Stream { info, records: chunks, open });
                     }
                 }
             }
@@ -310,7 +312,7 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
         }
     }
     let ticks = dump_ticks(trace.clock.as_ref());
-    for (_, s) in streams {
+    for s in streams {
         let open = s.open.iter().map(|(key, enter)| OpenSpan { key, enter }).collect();
         trace.threads.push(scan(s.info, RecordSource::Chunks(s.records), open, ticks, false, &mut keys));
     }
