@@ -18,7 +18,7 @@ fn read(data: &[u8]) {
         let Ok(section) = section else { break };
         let Ok(decoded) = section.decode() else { continue };
         match decoded {
-            SectionData::Ring(_, records, open) => {
+            SectionData::Ring(_, records, open) | SectionData::RingChunk(_, _, records, open) => {
                 std::hint::black_box(records.iter().map(|r| r.key ^ r.enter ^ r.exit).fold(0, u64::wrapping_add));
                 std::hint::black_box(records.iter().rev().count());
                 std::hint::black_box(open.iter().count());
