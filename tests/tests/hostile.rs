@@ -362,7 +362,7 @@ fn stats_over_many_keys_and_many_threads_keep_small_accumulators() {
 /// Memory per distinct key the README states for `stats`, and for `-f chrome`/`-f ftrace`;
 /// per thread; and what any run may take besides (the program, its buffers).
 const STATS_KEY_BYTES: u64 = 1024;
-const TIMELINE_KEY_BYTES: u64 = 600;
+const TIMELINE_KEY_BYTES: u64 = 800;
 const THREAD_BYTES: u64 = 1536;
 const BASE_KIB: u64 = 16 << 10;
 
