@@ -360,11 +360,15 @@ fn stats_over_many_keys_and_many_threads_keep_small_accumulators() {
 }
 
 /// Memory per distinct key the README states for `stats`, and for `-f chrome`/`-f ftrace`;
-/// per thread; and what any run may take besides (the program, its buffers).
+/// per thread; and what any run may take besides (the program, its buffers: 16 MiB in the
+/// README). The base here is 48 MiB: `ru_maxrss` of the spawned `timeout` also holds this test
+/// process's own high-water mark — Linux records the old address space's peak at `exec`, and
+/// `timeout` is spawned from here — which other tests of this binary raise (measured: rtconv
+/// alone 51 MiB for `threads.rtd`, 146 MiB as seen from here under the whole suite's load).
 const STATS_KEY_BYTES: u64 = 1024;
-const TIMELINE_KEY_BYTES: u64 = 800;
+const TIMELINE_KEY_BYTES: u64 = 600;
 const THREAD_BYTES: u64 = 1536;
-const BASE_KIB: u64 = 16 << 10;
+const BASE_KIB: u64 = 48 << 10;
 
 /// The README's bound in KiB for a dump of `keys` distinct keys on `threads` threads.
 fn within_stated_bound(keys: u64, threads: u64, key_bytes: u64) -> u64 {
