@@ -173,7 +173,7 @@ fn ftrace_lines_describe_the_same_spans_as_complete_events() {
         while ends.last().is_some_and(|&end| end <= e.ts_ns) {
             ends.pop();
         }
-        expected.entry(e.tid).or_default().push((e.name.clone(), e.dur_ns, ends.len()));
+        expected.entry(e.tid).or_default().push((e.name.clone(), as_printed(e.dur_ns), ends.len()));
         ends.push(e.end_ns());
     }
     // From the ftrace lines: a leaf `name();` carries its duration; an entry
@@ -189,12 +189,14 @@ fn ftrace_lines_describe_the_same_spans_as_complete_events() {
         // A `}` is at the depth of the span it closes.
         let depth = if call == "}" { open.len().saturating_sub(1) } else { open.len() };
         assert_eq!(indent, depth * 2, "{line:?}");
-        // Durations below 10 ms have all their nanosecond digits.
+        // Durations below 10 ms have all their nanosecond digits; longer ones (a sleep under
+        // load) keep 7 digits in all, as the kernel prints them.
         let ns = || -> i64 {
             let us = duration[1..].trim().strip_suffix(" us").unwrap();
-            let (whole, frac) = us.split_once('.').unwrap();
-            assert_eq!(frac.len(), 3, "{line:?}");
-            whole.parse::<i64>().unwrap() * 1000 + frac.parse::<i64>().unwrap()
+            let (whole, frac) = us.split_once('.').unwrap_or((us, ""));
+            assert_eq!(frac.len(), decimals(whole.len()), "{line:?}");
+            let scale = 10i64.pow(3 - frac.len() as u32);
+            whole.parse::<i64>().unwrap() * 1000 + frac.parse::<i64>().unwrap_or(0) * scale
         };
         if let Some(name) = call.strip_suffix("() {") {
             assert_eq!(duration.trim(), "", "{line:?}");
@@ -291,4 +293,16 @@ fn several_dumps_merge_into_one_timeline_aligned_by_realtime() {
     assert_eq!(ts_a.iter().min(), Some(&0));
     assert_eq!(*ts_b.iter().min().unwrap(), start(&b) - start(&a));
     assert!(start(&b) > start(&a), "the second run began later");
+}
+
+/// Decimals the kernel prints for a duration of `us_digits` whole microseconds.
+fn decimals(us_digits: usize) -> usize {
+    if us_digits < 7 { (5.min(8 - us_digits) - 1).min(3) } else { 0 }
+}
+
+/// `ns` as function_graph prints it: cut to the decimals its size leaves.
+fn as_printed(ns: i64) -> i64 {
+    let digits = (ns / 1000).max(1).to_string().len();
+    let unit = 10i64.pow(3 - decimals(digits) as u32);
+    ns - ns % unit
 }
