@@ -156,23 +156,15 @@ impl Shadow {
                 break;
             }
             if f.frame == frame && self.inlined_at(live - 1, key, site) {
-                if live < depth {
-                    self.unwind(track, live, depth, now);
-                }
-                return live;
+                break;
             }
             live -= 1;
         }
-        // Inlined into the function on top, at a stack pointer that arguments
-        // pushed for another call moved: it nests there.
-        if live > 0 && self.inlined_at(live - 1, key, site) {
-            if live < depth {
-                self.unwind(track, live, depth, now);
-            }
-            return live;
-        }
-        // The frame whose last call returns to `site` is the caller.
-        if live > 0 && self.last_miss.get() != (live, site) {
+        // Inlined into the function on top (at its stack pointer, or below it while it has
+        // arguments pushed for another call): it nests there. Otherwise the frame whose last
+        // call returns to `site` is the caller.
+        let inlined = live > 0 && self.inlined_at(live - 1, key, site);
+        if !inlined && live > 0 && self.last_miss.get() != (live, site) {
             let caller = (0..live).rev().find(|&i| {
                 let f = self.frames[i].get();
                 f.frame > frame && stack.return_address(f.frame, frame) == Some(site)
