@@ -6,17 +6,17 @@
 //!
 //! # Protocol
 //!
-//! One atomic `state` holds `pushes << 8 | depth` (pushes ever made, current
-//! depth). The owning thread pushes by first storing `state` with `pushes`
-//! bumped (announcing the write), then the entry, then `state` with the
-//! depth bumped; it pops by storing `state` with the depth lowered. Every
-//! store is a release store, so a reader that loads any `state` sees the
-//! entries below its depth, and a reader that sees a new entry value (after
-//! its acquire fence) also sees the announcement. A reader loads `state`,
+//! One atomic `state` holds `pops << 8 | depth` (pops ever made, current
+//! depth). The owning thread pushes by storing the entry, then `state` with
+//! the depth bumped; it pops by storing `state` with `pops` bumped and the
+//! depth lowered. Every store is a release store. A reader loads `state`,
 //! copies the entries below its depth, and loads `state` again after an
-//! acquire fence: if `pushes` did not change, no entry it copied can have
-//! been rewritten (pops never touch entries), and the entries below the
-//! smaller of the two depths are still open.
+//! acquire fence: if `pops` did not change, no entry it copied can have been
+//! rewritten — an entry is rewritten only by a push at its depth, which
+//! comes after a pop to that depth — and the entries below the smaller of the
+//! two depths are still open. A reader that saw an entry's new value
+//! synchronises, through its fence, with that store, so its second load sees
+//! the pop before it. One store of `state` per push and one per pop.
 //!
 //! Model-checked with loom (`recorder/tests/loom.rs`), which found that the
 //! announcement must be a release store too.
@@ -76,24 +76,23 @@ impl OpenStack {
     pub fn push(&self, key: u64, enter: u64) -> u64 {
         let state = own_load(&self.state);
         let depth = state & DEPTH_MASK;
-        let announced = state + (1 << DEPTH_BITS);
-        // Release: a reader that loads this state sees the entries below its depth.
-        publish!(self.state, word(announced));
-        // Release stores: a reader that sees either field sees the announcement too.
+        // Release stores: the entry is whole before any reader sees a depth covering it.
         if let Some(entry) = self.entries.get(depth as usize) {
             publish!(entry.key, word(key));
             publish!(entry.enter, word(enter));
         }
-        // Saturate rather than carry into `pushes` (depth 255 is far past OPEN_DEPTH).
-        publish!(self.state, word(announced + u64::from(depth < DEPTH_MASK)));
+        // Saturate rather than carry into `pops` (depth 255 is far past OPEN_DEPTH).
+        publish!(self.state, word(state + u64::from(depth < DEPTH_MASK)));
         depth
     }
 
-    /// Records that the span whose [`push`](Self::push) returned `depth` ended.
+    /// Records that the span whose [`push`](Self::push) returned `depth`
+    /// ended (with every span opened inside it).
     #[inline(always)]
     pub fn pop(&self, depth: u64) {
         let state = own_load(&self.state);
-        publish!(self.state, word((state & !DEPTH_MASK) | depth));
+        // Release: a reader that saw an entry a later push rewrites sees this pop.
+        publish!(self.state, word(((state >> DEPTH_BITS) + 1) << DEPTH_BITS | depth));
     }
 
     /// Copies the open spans, outermost first, into `out`; returns how many,

@@ -82,9 +82,9 @@ fn ring_snapshot_races_a_stopping_writer() {
 
 #[test]
 fn open_stack_snapshot_races_pushes_and_pops() {
-    // Bounded at 3 preemptions: unbounded, the 6 writer steps against a
+    // Bounded at 3 preemptions: unbounded, the writer's steps against a
     // retrying reader over 129 atomics exhaust memory. Three preemptions
-    // already find the bug this test was written for (a relaxed announcement).
+    // already found the bug this test was written for (a relaxed store of `state`).
     let mut model = loom::model::Builder::new();
     model.preemption_bound = Some(3);
     model.check(|| {
