@@ -86,6 +86,23 @@ pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, call_site: *mut 
 /// or null if unknown.
 #[unsafe(no_mangle)]
 pub extern "C" fn ringtrace_func_enter(this_fn: *mut c_void, call_site: *mut c_void, frame: *const c_void) {
+    let (key, site, frame) = (this_fn as usize as u64, call_site as usize as u64, frame as usize as u64);
+    // The common case inline, with no call before it returns (so no registers to save); all
+    // else — a thread's first call, a call past the shadow stack, a jump to settle — in one
+    // tail call.
+    let done = crate::thread::registered().is_some_and(|track| {
+        STATE
+            .try_with(|HookState { shadow, stack }| shadow.enter_nested(track, key, site, frame, stack))
+            .unwrap_or(true)
+    });
+    if !done {
+        enter_slow(key, site, frame);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn enter_slow(key: u64, site: u64, frame: u64) {
     let Some(track) = sink::current() else { return };
     let _ = STATE.try_with(|HookState { shadow, stack }| {
         if shadow.depth() == 0 {
@@ -93,8 +110,7 @@ pub extern "C" fn ringtrace_func_enter(this_fn: *mut c_void, call_site: *mut c_v
             crate::capi::arrange_exit_dump();
             stack.ensure_known();
         }
-        let (key, site) = (this_fn as usize as u64, call_site as usize as u64);
-        shadow.enter(track, key, site, frame as usize as u64, DefaultClock::now(), stack);
+        shadow.enter(track, key, site, frame, DefaultClock::now(), stack);
     });
 }
 
@@ -103,7 +119,18 @@ pub extern "C" fn ringtrace_func_enter(this_fn: *mut c_void, call_site: *mut c_v
 #[unsafe(no_mangle)]
 pub extern "C" fn ringtrace_func_exit(this_fn: *mut c_void, call_site: *mut c_void, frame: *const c_void) {
     let now = DefaultClock::now();
-    let Some(track) = sink::current() else { return };
     let (key, site, frame) = (this_fn as usize as u64, call_site as usize as u64, frame as usize as u64);
+    let done = crate::thread::registered().is_some_and(|track| {
+        STATE.try_with(|state| state.shadow.exit_top(track, key, site, frame, now)).unwrap_or(true)
+    });
+    if !done {
+        exit_slow(key, site, frame, now);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn exit_slow(key: u64, site: u64, frame: u64, now: u64) {
+    let Some(track) = sink::current() else { return };
     let _ = STATE.try_with(|state| state.shadow.exit(track, key, site, frame, now));
 }

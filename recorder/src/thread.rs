@@ -152,6 +152,17 @@ pub fn current() -> Option<&'static Track> {
     }
 }
 
+/// The calling thread's track if it has one and recording is on (never
+/// creating one: the hooks' fast path, which leaves that to its slow path).
+#[inline(always)]
+pub(crate) fn registered() -> Option<&'static Track> {
+    if !enabled() {
+        return None;
+    }
+    // SAFETY: as in `current`.
+    unsafe { CURRENT.with(Cell::get).as_ref() }
+}
+
 /// A ring's slots, every page already written, so the first lap pays no
 /// page fault (one every 170 records otherwise). Rings of 2 MiB and more are
 /// offered to transparent huge pages before they are written (where the

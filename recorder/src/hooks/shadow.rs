@@ -32,6 +32,7 @@ use core::cell::Cell;
 
 use ringtrace_format::layout::SPAN_FLAG_UNWOUND;
 
+use crate::clock::{Clock, DefaultClock};
 use crate::track::Track;
 
 /// Frames the hooks' shadow stack holds per thread; deeper calls are counted, not recorded.
@@ -84,6 +85,47 @@ impl Shadow {
     /// Calls entered and not yet exited.
     pub(crate) fn depth(&self) -> usize {
         self.depth.get()
+    }
+
+    /// The common entry, done if it is one: a call made from the top frame
+    /// (its stack pointer below the top's, and — where `call` pushes it — its
+    /// return address the word the top's last call left), with room for its
+    /// frame. Returns `false`, having changed nothing, for anything else.
+    #[inline(always)]
+    pub(crate) fn enter_nested(&self, track: &Track, key: u64, site: u64, frame: u64, stack: &impl StackView) -> bool {
+        let depth = self.depth.get();
+        if depth == 0 || depth >= SHADOW_DEPTH {
+            return false;
+        }
+        if frame != 0 {
+            let top = self.frames[depth - 1].get();
+            let called_from_top = top.frame > frame
+                && match stack.return_address(top.frame, frame) {
+                    Some(returns_to) => returns_to == site,
+                    None => true,
+                };
+            if !called_from_top {
+                return false;
+            }
+        }
+        let now = DefaultClock::now();
+        self.frames[depth].set(Frame { key, enter: now, token: track.begin(key, now), frame, site });
+        self.depth.set(depth + 1);
+        true
+    }
+
+    /// The common exit, done if it is one: the top frame's call returning.
+    /// Returns `false`, having changed nothing, for anything else.
+    #[inline(always)]
+    pub(crate) fn exit_top(&self, track: &Track, key: u64, site: u64, frame: u64, now: u64) -> bool {
+        let depth = self.depth.get();
+        if depth == 0 || depth > SHADOW_DEPTH || !self.exits(depth - 1, key, site, frame) {
+            return false;
+        }
+        let top = self.frames[depth - 1].get();
+        track.end(top.token, top.key, top.enter, now);
+        self.depth.set(depth - 1);
+        true
     }
 
     /// A call of `key` from `site` began at `now`; `frame` is the caller's
