@@ -154,6 +154,7 @@ pub fn current() -> Option<&'static Track> {
 
 /// The calling thread's track if it has one and recording is on (never
 /// creating one: the hooks' fast path, which leaves that to its slow path).
+#[cfg(feature = "c-api")]
 #[inline(always)]
 pub(crate) fn registered() -> Option<&'static Track> {
     if !enabled() {
