@@ -18,6 +18,7 @@
 //! and ringtrace's hooks.
 //!
 //! `cargo bench -p ringtrace --features c-api --bench hooks`; docs/PERFORMANCE.md has the ratio.
+//! `-- --smoke` runs the interleaved part briefly (CI: a check that it runs; no figure is asserted).
 
 use std::hint::black_box;
 
@@ -265,15 +266,18 @@ fn main() {
     reference::minimal_setup();
     // The thread's ring and the exit dump are set up by the first call, outside the timing.
     instrumented::ringtrace::parent(1);
+    let smoke = std::env::args().any(|a| a == "--smoke");
     let names: Vec<_> = variants().into_iter().map(|(name, _)| name).collect();
-    for round in 1..=3 {
-        let medians = interleaved(400);
+    for round in 1..=if smoke { 1 } else { 3 } {
+        let medians = interleaved(if smoke { 10 } else { 400 });
         let line: Vec<String> =
             names.iter().zip(&medians).map(|(name, m)| format!("{name} {m:.1} ({:.3}x)", m / medians[0])).collect();
         println!("interleaved, round {round}, ticks/call: {}", line.join(", "));
     }
-    benches();
-    Criterion::default().configure_from_args().final_summary();
+    if !smoke {
+        benches();
+        Criterion::default().configure_from_args().final_summary();
+    }
     // The exit dump the hooks arranged goes nowhere useful from a bench.
     // SAFETY: `setenv` before exit, on the only thread that touches the environment here.
     unsafe { std::env::set_var(ringtrace::capi::DUMP_ENV, "/dev/null") };

@@ -2,14 +2,24 @@
 //! and the same empty span in peer tracers, all in one run, against the bare
 //! counter pair.
 //!
+//! First, robust to a noisy machine, the ratios that matter: chunks of 4096
+//! bare counter pairs and chunks of 4096 spans of each form (each around a
+//! `black_box(j)`), interleaved in one process, each chunk timed with the
+//! counter; medians of 400 chunks each, in 3 rounds. Then how far each
+//! clock's stamps run early: an enter stamp taken right after a chain of
+//! cache-missing loads, against an `lfence`d read just inside the span; an
+//! exit stamp right after such a chain, against one just after it. Then
+//! criterion's own measurement of every form and of the peers.
+//!
 //! `cargo bench -p ringtrace --bench span`; the ratios to the bare pair are
-//! what docs/PERFORMANCE.md reports.
+//! what docs/PERFORMANCE.md reports. `-- --smoke` runs each part briefly
+//! (CI, as a check that it runs; no figure is asserted).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
-use ringtrace::clock::{Clock, Fast, Ordered, Serialized};
+use criterion::{Criterion, criterion_group};
+use ringtrace::clock::{Clock, Fast, Fenced, Ordered, Serialized};
 
 fn bare_pair<C: Clock>() {
     let enter = C::now();
@@ -134,4 +144,191 @@ fn peers(c: &mut Criterion) {
 }
 
 criterion_group!(benches, ringtrace_forms, peers);
-criterion_main!(benches);
+
+/// Spans (or bare pairs) per interleaved chunk.
+const CHUNK: u64 = 4096;
+
+/// A chunk of `CHUNK` spans of one form, each around `black_box(j)`.
+macro_rules! chunk_of {
+    ($span:expr) => {
+        &|| {
+            let span = $span;
+            for j in 0..CHUNK {
+                span(j);
+            }
+        }
+    };
+}
+
+fn bare_around<C: Clock>(j: u64) {
+    let enter = C::enter_now();
+    black_box(j);
+    let exit = C::now();
+    black_box((enter, exit));
+}
+
+/// (name, chunk, index of the bare pair it is compared with).
+type Variant<'a> = (&'static str, &'a dyn Fn(), usize);
+
+fn interleaved(rounds: usize, chunks: usize) {
+    drop(ringtrace::span!());
+    let variants: [Variant; 8] = [
+        ("bare counter pair (Fast)", chunk_of!(bare_around::<Fast>), 0),
+        (
+            "span!()",
+            chunk_of!(|j| {
+                let _s = ringtrace::span!();
+                black_box(j);
+            }),
+            0,
+        ),
+        (
+            "enter!() + exit()",
+            chunk_of!(|j| {
+                let e = ringtrace::enter!();
+                black_box(j);
+                ringtrace::exit(e);
+            }),
+            0,
+        ),
+        ("bare pair, Fenced (lfence; rdtsc / rdtsc)", chunk_of!(bare_around::<Fenced>), 3),
+        (
+            "span!(clock = Fenced)",
+            chunk_of!(|j| {
+                let _s = ringtrace::span!(clock = Fenced);
+                black_box(j);
+            }),
+            3,
+        ),
+        ("bare pair, Ordered (rdtscp)", chunk_of!(bare_around::<Ordered>), 5),
+        (
+            "span!(clock = Ordered)",
+            chunk_of!(|j| {
+                let _s = ringtrace::span!(clock = Ordered);
+                black_box(j);
+            }),
+            5,
+        ),
+        ("bare pair, Serialized", chunk_of!(bare_around::<Serialized>), 7),
+    ];
+    for round in 1..=rounds {
+        let mut ticks = vec![Vec::with_capacity(chunks); variants.len()];
+        for _ in 0..chunks {
+            for (i, (_, chunk, _)) in variants.iter().enumerate() {
+                let t0 = Fast::now();
+                chunk();
+                ticks[i].push(Fast::now() - t0);
+            }
+        }
+        let medians: Vec<f64> = ticks
+            .iter_mut()
+            .map(|t| {
+                t.sort_unstable();
+                t[chunks / 2] as f64 / CHUNK as f64
+            })
+            .collect();
+        println!("interleaved, round {round} (median ticks per span of {chunks} chunks of {CHUNK}):");
+        for ((name, _, base), m) in variants.iter().zip(&medians) {
+            println!(
+                "  {name:<44} {m:>6.1}  {:.3}x its bare pair, {:.3}x the Fast pair",
+                m / medians[*base],
+                m / medians[0]
+            );
+        }
+    }
+}
+
+/// A random cycle through `len` slots: each load misses the cache.
+fn pointer_cycle(len: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..len).collect();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for i in (1..len).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let mut next = vec![0; len];
+    for w in 0..len {
+        next[order[w]] = order[(w + 1) % len];
+    }
+    next
+}
+
+/// `steps` dependent loads along the cycle from `at`.
+#[inline(always)]
+fn chase(next: &[usize], mut at: usize, steps: usize) -> usize {
+    for _ in 0..steps {
+        at = next[at];
+    }
+    at
+}
+
+/// Ticks by which clock `C`'s enter stamp precedes an `lfence`d read right
+/// after it, and its exit stamp an `lfence`d read right after the work it
+/// ends, each following a chain of cache-missing loads: (enter, exit) samples.
+fn early<C: Clock>(next: &[usize], samples: usize) -> (Vec<i64>, Vec<i64>) {
+    let (mut enter_early, mut exit_early) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+    let mut at = 0;
+    for _ in 0..samples {
+        at = chase(next, at, 64);
+        // The chain's result is not an input of the read: out of order, it may run ahead.
+        let enter = C::enter_now();
+        let inside = Serialized::now();
+        black_box(at);
+        enter_early.push(inside.wrapping_sub(enter) as i64);
+        at = chase(next, at, 64);
+        let exit = C::now();
+        black_box(at);
+        let after = Serialized::now();
+        exit_early.push(after.wrapping_sub(exit) as i64);
+    }
+    (enter_early, exit_early)
+}
+
+fn percentile(v: &mut [i64], p: usize) -> i64 {
+    v.sort_unstable();
+    v[(v.len() - 1) * p / 100]
+}
+
+fn stamps_run_early(samples: usize) {
+    let next = pointer_cycle(1 << 23); // 64 MiB: far past the caches
+    println!("how far stamps run early after 64 cache-missing loads, ticks (median / p90 / max of {samples}):");
+    fn line<C: Clock>(name: &str, next: &[usize], samples: usize) {
+        let (mut e, mut x) = early::<C>(next, samples);
+        let (e50, e90, e100) = (percentile(&mut e, 50), percentile(&mut e, 90), percentile(&mut e, 100));
+        let (x50, x90, x100) = (percentile(&mut x, 50), percentile(&mut x, 90), percentile(&mut x, 100));
+        println!("  {name:<12} enter {e50:>6} / {e90:>6} / {e100:>7}   exit {x50:>6} / {x90:>6} / {x100:>7}");
+    }
+    line::<Fast>("Fast", &next, samples);
+    line::<Fenced>("Fenced", &next, samples);
+    line::<Ordered>("Ordered", &next, samples);
+    line::<Serialized>("Serialized", &next, samples);
+    println!("  (an lfence'd read's own cost is in every figure: compare with Serialized's)");
+}
+
+/// The CPU the figures were measured on, as `/proc/cpuinfo` names it (with its family and model).
+fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split_once(':'))
+            .map_or("?", |(_, v)| v.trim())
+    };
+    format!("CPU: {} (family {}, model {})", field("model name"), field("cpu family"), field("model"))
+}
+
+fn main() {
+    let smoke = std::env::args().any(|a| a == "--smoke");
+    println!("{}", cpu_model());
+    if smoke {
+        interleaved(1, 10);
+        stamps_run_early(100);
+        return;
+    }
+    interleaved(3, 400);
+    stamps_run_early(10_000);
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -36,7 +36,7 @@ pub extern "C" fn ringtrace_enter(key: *const c_void) -> RingtraceSpan {
     let key = key as usize as u64;
     match sink::current() {
         Some(track) => {
-            let enter = DefaultClock::now();
+            let enter = DefaultClock::enter_now();
             let token = track.begin(key, enter);
             RingtraceSpan { track, key, enter, token }
         }

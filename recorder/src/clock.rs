@@ -39,6 +39,12 @@ pub trait Clock {
     const BITS: u32;
     /// Reads the counter.
     fn now() -> u64;
+    /// Reads the counter at a span's start: [`now`](Self::now), except for
+    /// a clock that orders its enter read after earlier work ([`Fenced`]).
+    #[inline(always)]
+    fn enter_now() -> u64 {
+        Self::now()
+    }
     /// The nominal rate in Hz and where it came from; `(0, RateSource::Unknown)`
     /// if unknown (the dump's anchors still give it).
     fn nominal_hz() -> (u64, RateSource) {
@@ -60,12 +66,23 @@ pub struct Ordered;
 /// A fully serialized read: `lfence; rdtsc` (both sides fenced), or `isb; mrs`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Serialized;
+/// [`Fast`] at a span's end, an ordered read at its start (`lfence; rdtsc`,
+/// or `isb; mrs`): the enter stamp cannot be taken while earlier work is
+/// still executing, so a span never starts early; the exit read stays as
+/// cheap as `Fast`'s (it may run a little late, inside the next span's
+/// shadow). See docs/PERFORMANCE.md for what each mode costs and how far
+/// its stamps run early or late.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fenced;
 
 /// The clock `span!()` and every other form use unless told otherwise.
-/// Cargo features `clock-ordered` and `clock-serialized` change it for the
-/// whole program.
-#[cfg(not(any(feature = "clock-ordered", feature = "clock-serialized")))]
+/// Cargo features `clock-fenced`, `clock-ordered` and `clock-serialized`
+/// change it for the whole program.
+#[cfg(not(any(feature = "clock-ordered", feature = "clock-serialized", feature = "clock-fenced")))]
 pub type DefaultClock = Fast;
+/// The clock `span!()` and every other form use unless told otherwise.
+#[cfg(all(feature = "clock-fenced", not(any(feature = "clock-ordered", feature = "clock-serialized"))))]
+pub type DefaultClock = Fenced;
 /// The clock `span!()` and every other form use unless told otherwise.
 #[cfg(all(feature = "clock-ordered", not(feature = "clock-serialized")))]
 pub type DefaultClock = Ordered;
@@ -85,10 +102,11 @@ pub fn info() -> ClockInfo {
 }
 
 /// Implements [`Clock`] for each zero-sized clock `$t`: counter `$kind`,
-/// `$bits` wide, read by `$read`, nominal rate `$hz`. Every target's
-/// `Fast`, `Ordered` and `Serialized` are made by it.
+/// `$bits` wide, read by `$read` (and by `$enter` at a span's start, if
+/// given), nominal rate `$hz`. Every target's `Fast`, `Ordered`,
+/// `Serialized` and `Fenced` are made by it.
 macro_rules! clocks {
-    ($kind:expr, $bits:expr, $hz:expr; $($t:ty => $read:expr),+ $(,)?) => {$(
+    ($kind:expr, $bits:expr, $hz:expr; $($t:ty => $read:expr $(; enter $enter:expr)?),+ $(,)?) => {$(
         impl Clock for $t {
             const KIND: CounterKind = $kind;
             const BITS: u32 = $bits;
@@ -96,6 +114,12 @@ macro_rules! clocks {
             fn now() -> u64 {
                 $read
             }
+            $(
+                #[inline(always)]
+                fn enter_now() -> u64 {
+                    $enter
+                }
+            )?
             fn nominal_hz() -> (u64, RateSource) {
                 $hz
             }
@@ -140,6 +164,11 @@ mod arch {
             let t = _rdtsc();
             _mm_lfence();
             t
+        },
+        // SAFETY: as for Fast and Serialized.
+        Fenced => unsafe { _rdtsc() }; enter unsafe {
+            _mm_lfence();
+            _rdtsc()
         },
     );
 
@@ -189,7 +218,8 @@ mod arch {
     }
 
     clocks!(CounterKind::Aarch64Cntvct, 64, cntfrq();
-        Fast => cntvct(), Ordered => isb_cntvct(), Serialized => isb_cntvct());
+        Fast => cntvct(), Ordered => isb_cntvct(), Serialized => isb_cntvct(),
+        Fenced => cntvct(); enter isb_cntvct());
 }
 
 #[cfg(all(not(any(target_arch = "x86_64", target_arch = "aarch64")), feature = "std"))]
@@ -199,7 +229,7 @@ mod arch {
 
     use crate::os::monotonic_ns;
     clocks!(CounterKind::MonotonicNs, 64, (1_000_000_000, RateSource::Exact);
-        Fast => monotonic_ns(), Ordered => monotonic_ns(), Serialized => monotonic_ns());
+        Fast => monotonic_ns(), Ordered => monotonic_ns(), Serialized => monotonic_ns(), Fenced => monotonic_ns());
 }
 
 #[cfg(all(target_arch = "arm", target_os = "none", target_has_atomic = "32", not(feature = "std")))]
@@ -241,7 +271,8 @@ mod arch {
     }
 
     clocks!(CounterKind::ArmDwtCyccnt, 32, (0, RateSource::Unknown);
-        Fast => cyccnt(), Ordered => isb_cyccnt(), Serialized => isb_cyccnt());
+        Fast => cyccnt(), Ordered => isb_cyccnt(), Serialized => isb_cyccnt(),
+        Fenced => cyccnt(); enter isb_cyccnt());
 }
 
 #[cfg(all(target_arch = "arm", target_os = "none", target_has_atomic = "32", not(feature = "std")))]
@@ -253,7 +284,7 @@ mod arch {
     use super::*;
 
     clocks!(CounterKind::ArmSysTick, 32, SysTick::nominal_hz();
-        Fast => SysTick::now(), Ordered => SysTick::now(), Serialized => SysTick::now());
+        Fast => SysTick::now(), Ordered => SysTick::now(), Serialized => SysTick::now(), Fenced => SysTick::now());
 }
 
 #[cfg(all(target_arch = "arm", target_os = "none"))]

@@ -110,7 +110,7 @@ fn enter_slow(key: u64, site: u64, frame: u64) {
             crate::capi::arrange_exit_dump();
             stack.ensure_known();
         }
-        shadow.enter(track, key, site, frame, DefaultClock::now(), stack);
+        shadow.enter(track, key, site, frame, DefaultClock::enter_now(), stack);
     });
 }
 

@@ -28,7 +28,7 @@ impl<C: Clock> Span<C> {
         let Some(track) = sink::current() else {
             return Span { track: None, key, enter: 0, token: 0, clock: PhantomData };
         };
-        let enter = C::now();
+        let enter = C::enter_now();
         let token = track.begin(key, enter);
         Span { track: Some(track), key, enter, token, clock: PhantomData }
     }
@@ -93,7 +93,7 @@ pub struct Entered<C: Clock = DefaultClock> {
 #[inline(always)]
 pub fn enter<C: Clock>(key: u64) -> Entered<C> {
     let began = sink::current().is_some();
-    let enter = if began { C::now() } else { 0 };
+    let enter = if began { C::enter_now() } else { 0 };
     Entered { began, key, enter, clock: PhantomData }
 }
 

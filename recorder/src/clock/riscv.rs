@@ -45,7 +45,8 @@ pub fn set_core_hz(hz: u32) {
 }
 
 clocks!(CounterKind::RiscvMcycle, 64, super::stated_hz(&CORE_HZ);
-    Fast => mcycle(), Ordered => fenced_mcycle(), Serialized => fenced_mcycle());
+    Fast => mcycle(), Ordered => fenced_mcycle(), Serialized => fenced_mcycle(),
+    Fenced => mcycle(); enter fenced_mcycle());
 
 /// The platform timer `mtime` (the CLINT's or ACLINT's, 64 bits at a fixed
 /// rate, e.g. 10 MHz on QEMU's virt): slower than `mcycle` to read (a bus

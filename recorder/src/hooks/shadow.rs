@@ -108,7 +108,7 @@ impl Shadow {
                 return false;
             }
         }
-        let now = DefaultClock::now();
+        let now = DefaultClock::enter_now();
         self.frames[depth].set(Frame { key, enter: now, token: track.begin(key, now), frame, site });
         self.depth.set(depth + 1);
         true
