@@ -408,6 +408,17 @@ fn stats_and_info_report_unwound_calls_and_what_the_ring_lost() {
             assert!(scope["losses"]["overwritten"].as_u64().unwrap() > 0, "{scope}");
             assert_eq!(row("main").unwrap()["losses"]["calls_missing_children"], 1, "{scope}");
             assert_eq!(info[0]["losses"]["overwritten"], scope["losses"]["overwritten"]);
+            // The same span marked in the table's column and in its Chrome event.
+            let table = Command::new(&rtconv).arg("stats").arg(&dump).output().unwrap();
+            let table = String::from_utf8(table.stdout).unwrap();
+            let header = table.lines().find(|l| l.starts_with("function")).unwrap();
+            let main = table.lines().find(|l| l.starts_with("main ")).unwrap();
+            assert!(header.trim_end().ends_with("lost children") && main.trim_end().ends_with(" 1"), "{table}");
+            let (code, json, _) = ringtrace_tests::convert(&dump, &["-f", "chrome"]);
+            assert_eq!(code, 0);
+            let trace: serde_json::Value = serde_json::from_str(&json).unwrap();
+            let main = trace["traceEvents"].as_array().unwrap().iter().find(|e| e["name"] == "main").unwrap();
+            assert_eq!(main["args"]["missing_children"], true, "{main}");
         }
     }
 }

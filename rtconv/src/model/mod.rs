@@ -25,7 +25,7 @@ mod trace;
 mod walk;
 
 #[cfg(test)]
-mod test_dumps;
+pub(crate) mod test_dumps;
 
 pub(crate) use address::module_of;
 pub use address::{Location, ModuleRanges, locate};
@@ -38,4 +38,4 @@ pub use start_order::{ThreadSpans, Threads};
 pub use timebase::{RateOrigin, Timebase, TimebaseError};
 pub use timeline::{Anomalies, Ending, MAX_DEPTH, RecorderCost, SpanNs, Timeline};
 pub use trace::{Clock, DladdrName, ModuleEntry, PackedFrame, PackedKey, Process, SiteTable, ThreadTrace, Trace};
-pub use walk::{Arrival, DEEPER, Visit};
+pub use walk::{Arrival, DEEPER, LostChildren, Visit};

@@ -49,6 +49,28 @@ pub(super) fn nested_tree(seed: u64, n: usize, ties: bool) -> (Vec<SpanNs>, Vec<
 /// `rings` (records with ticks = ns) written as a real dump, one thread
 /// each, read back, and handed to `f` as a timeline.
 pub(super) fn with_dump<T>(rings: &[Vec<ringtrace_format::Record>], f: impl FnOnce(&Timeline<'_>) -> T) -> T {
+    let rings: Vec<TestRing> = rings
+        .iter()
+        .map(|r| TestRing { records: r.clone(), written: r.len() as u64, dropped: 0, open: Vec::new() })
+        .collect();
+    with_rings(&rings, 0, f)
+}
+
+/// A ring as [`with_rings`] writes it.
+pub(crate) struct TestRing {
+    /// What it kept (ticks = ns).
+    pub records: Vec<ringtrace_format::Record>,
+    /// Records ever written (more than kept: the rest were overwritten).
+    pub written: u64,
+    /// Spans dropped because it was full.
+    pub dropped: u64,
+    /// (key, enter) of the spans open at the dump, outermost first.
+    pub open: Vec<(u64, u64)>,
+}
+
+/// `rings` written as a real dump taken at `dump_ticks` (ns), one thread
+/// each, read back, and handed to `f` as a timeline.
+pub(crate) fn with_rings<T>(rings: &[TestRing], dump_ticks: u64, f: impl FnOnce(&Timeline<'_>) -> T) -> T {
     use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, RingInfo, Writer};
     let mut w = Writer::new(IoSink(Vec::new()), 8).unwrap();
     let clock = ClockInfo {
@@ -57,11 +79,19 @@ pub(super) fn with_dump<T>(rings: &[Vec<ringtrace_format::Record>], f: impl FnOn
         nominal_hz: 1_000_000_000,
         rate_source: RateSource::Exact,
     };
-    w.clock(&clock, &[Anchor::default()]).unwrap();
-    for (i, records) in rings.iter().enumerate() {
-        let n = records.len() as u64;
-        let info = RingInfo { tid: i as u64 + 1, capacity: n, written: n, dropped: 0, aux: 0, flags: 0, name: b"t" };
-        w.ring(&info, records, &[]).unwrap();
+    let dump = Anchor { ticks: dump_ticks, mono_ns: dump_ticks, real_ns: dump_ticks };
+    w.clock(&clock, &[Anchor::default(), dump]).unwrap();
+    for (i, r) in rings.iter().enumerate() {
+        let info = RingInfo {
+            tid: i as u64 + 1,
+            capacity: r.records.len().next_power_of_two() as u64,
+            written: r.written,
+            dropped: r.dropped,
+            aux: 0,
+            flags: 0,
+            name: b"t",
+        };
+        w.ring(&info, &r.records, &r.open).unwrap();
     }
     let bytes = w.finish().unwrap().0;
     let trace = super::decode("t.rtd".as_ref(), &bytes).unwrap();

@@ -21,9 +21,40 @@ pub struct Visit<'p> {
     pub outermost: bool,
     /// Left without its exit hook (a `longjmp`): it ends where the recorder noticed.
     pub unwound: bool,
-    /// It began before the oldest span its ring kept, in a ring that
-    /// overwrote spans: children it had before then are lost.
+    /// Children of it are missing (see [`LostChildren`]).
     pub missing_children: bool,
+}
+
+/// Which of a thread's spans lost children its ring did not keep, so their
+/// self time includes the children's:
+/// - in a ring that overwrote spans, those that began before the end of the
+///   oldest span it kept (children that ended before then were overwritten);
+/// - in a ring that dropped spans once full, those still open at the dump
+///   (what they called after the ring filled was dropped; a span that ended
+///   after that was dropped itself).
+#[derive(Clone, Copy, Debug)]
+pub struct LostChildren {
+    /// Spans that began before this (monotonic ns) lost children.
+    began_before_ns: Option<i64>,
+    /// Open spans lost children.
+    open: bool,
+}
+
+impl LostChildren {
+    /// Whether a span that began at `enter_ns` (and was still open at the dump, if `open`) lost children.
+    #[inline]
+    pub fn of(&self, enter_ns: i64, open: bool) -> bool {
+        self.began_before_ns.is_some_and(|before| enter_ns < before) || (open && self.open)
+    }
+}
+
+impl Timeline<'_> {
+    /// The rule for thread `t`'s spans: see [`LostChildren`].
+    pub fn lost_children(&self, t: &super::ThreadTrace<'_>) -> LostChildren {
+        let began_before_ns =
+            t.oldest_exit.filter(|_| t.overwritten() > 0).map(|w| self.span_ns(w, w, &mut Anomalies::default()).0);
+        LostChildren { began_before_ns, open: t.dropped > 0 }
+    }
 }
 
 /// The key index that stands, in a [capped path](Visit::capped_path), for
@@ -72,8 +103,7 @@ pub struct Arrival {
     pub outermost: bool,
     /// Left without its exit hook (a `longjmp`): it ends where the recorder noticed.
     pub unwound: bool,
-    /// It began before the oldest span its ring kept, in a ring that
-    /// overwrote spans: children it had before then are lost.
+    /// Children of it are missing (see [`LostChildren`]).
     pub missing_children: bool,
 }
 
@@ -298,22 +328,20 @@ impl<'a> Timeline<'a> {
         let mut found = Anomalies::default();
         for (index, t) in self.trace.threads.iter().enumerate() {
             p.thread(index);
-            // Spans that began before the oldest one the ring kept ended lost the children they had before it.
-            let window = t.oldest_exit.filter(|_| t.overwritten() > 0);
+            let lost = self.lost_children(t);
             if t.nested {
                 let mut last: Option<(u64, u32)> = None;
                 t.spans_rev(|r| {
                     let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, &mut found);
                     let key_index = self.key_index(r.key, &mut last);
-                    let missing_children = window.is_some_and(|w| r.enter < w);
+                    let missing_children = lost.of(enter_ns, r.open);
                     p.span::<true>(enter_ns, exit_ns, key_index, Marks { unwound: r.unwound, missing_children });
                 });
                 found.too_deep += p.end();
             } else if let Some(mut decoded) = decoder.decode(index) {
-                let window = window.map(|w| self.span_ns(w, w, &mut Anomalies::default()).0);
                 while let Some(batch) = decoded.next_batch() {
                     for s in batch {
-                        let missing_children = window.is_some_and(|w| s.enter_ns < w);
+                        let missing_children = lost.of(s.enter_ns, s.open());
                         p.span::<false>(
                             s.enter_ns,
                             s.exit_ns,

@@ -6,7 +6,9 @@
 //!   recorded an integer argument, `args.open` when it was still running
 //!   at dump time (it then ends at the dump), and `args.unwound` when it was
 //!   left by a `longjmp` or an exception without its exit (it ends where the
-//!   recorder noticed); `ts` is microseconds since the
+//!   recorder noticed), and `args.missing_children` when children of it were
+//!   overwritten or dropped (its duration is whole; its children in the trace
+//!   are not all it had); `ts` is microseconds since the
 //!   earliest span with exactly three decimals, computed from integer
 //!   nanoseconds, and `dur` is `exit_ns - enter_ns` in the same unit.
 //! - Events of a thread are sorted by start, longer first, so parents come
@@ -20,7 +22,7 @@
 use std::io::{self, Write};
 
 use super::text::{Piece, Pieces, Text};
-use crate::model::{Anomalies, SpanNs, Timeline};
+use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
 
 /// How to write Chrome JSON.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -168,6 +170,7 @@ fn write_process(
         };
         let (mut first_enter, mut last_exit): (Option<i64>, Option<i64>) = (None, None);
         let mut open: Vec<SpanNs> = Vec::new();
+        let args = Args { places: &places, lost: tl.lost_children(thread) };
         while let Some(batch) = t.next_batch() {
             if first_enter.is_none() {
                 first_enter = batch.first().map(|s| s.enter_ns);
@@ -177,7 +180,7 @@ fn write_process(
                 last_exit = last_exit.max(batch.iter().map(|s| s.exit_ns).max());
             }
             if opts.begin_end {
-                write_begin_end(shift, batch, &mut open, (&b_heads, &e_heads), &places, &tail, out)?;
+                write_begin_end(shift, batch, &mut open, (&b_heads, &e_heads), &args, &tail, out)?;
                 continue;
             }
             for s in batch {
@@ -186,15 +189,12 @@ fn write_process(
                 out.us(s.enter_ns.saturating_add(shift))?;
                 out.piece(&dur)?;
                 out.us(s.exit_ns.saturating_sub(s.enter_ns))?;
-                let place = places.get(key).map_or("", String::as_str);
-                if s.arg().is_some() || s.open() || s.unwound() || !place.is_empty() {
-                    write_args(s, place, out)?;
-                }
+                args.write(s, out)?;
                 out.piece(&tail)?;
             }
         }
         // The `E` events of the spans still open: the thread's last span is in.
-        write_begin_end(shift, &[], &mut open, (&b_heads, &e_heads), &places, &tail, out)?;
+        write_begin_end(shift, &[], &mut open, (&b_heads, &e_heads), &args, &tail, out)?;
         if first_enter.is_none() {
             loss(thread.overwritten(), "earlier span(s) overwritten", None, out)?;
         }
@@ -225,12 +225,30 @@ fn key_args(tl: &Timeline<'_>, key: u64) -> String {
     fields.join(",")
 }
 
-/// The span's `args`: its key's place (with `--args`), its recorded argument,
-/// whether it was still open at the dump, and whether it was unwound.
-fn write_args(s: &SpanNs, place: &str, out: &mut Text<'_>) -> io::Result<()> {
-    if s.arg().is_none() && !s.open() && !s.unwound() && place.is_empty() {
-        return Ok(());
+/// What a span's `args` say: its key's place (with `--args`), its recorded
+/// argument, whether it was still open at the dump, whether it was unwound,
+/// and whether children of it are missing from the ring
+/// (`missing_children`, see [`LostChildren`]).
+struct Args<'x> {
+    places: &'x [String],
+    lost: LostChildren,
+}
+
+impl Args<'_> {
+    #[inline]
+    fn write(&self, s: &SpanNs, out: &mut Text<'_>) -> io::Result<()> {
+        let place = self.places.get(s.key_index as usize).map_or("", String::as_str);
+        let missing_children = self.lost.of(s.enter_ns, s.open());
+        if s.arg().is_none() && !s.open() && !s.unwound() && !missing_children && place.is_empty() {
+            return Ok(());
+        }
+        write_args(s, place, missing_children, out)
     }
+}
+
+#[cold]
+#[inline(never)]
+fn write_args(s: &SpanNs, place: &str, missing_children: bool, out: &mut Text<'_>) -> io::Result<()> {
     out.write_all(b",\"args\":{")?;
     let mut first = true;
     let mut sep = |out: &mut Text<'_>| -> io::Result<()> {
@@ -256,19 +274,19 @@ fn write_args(s: &SpanNs, place: &str, out: &mut Text<'_>) -> io::Result<()> {
         sep(out)?;
         out.write_all(b"\"unwound\":true")?;
     }
+    if missing_children {
+        sep(out)?;
+        out.write_all(b"\"missing_children\":true")?;
+    }
     out.write_all(b"}")
 }
 
-/// A batch of a thread's spans as `B`/`E` pairs: each span's `B` at its
-/// start, its `E` (with the name too) at its end, in nesting order. `open`
-/// holds the spans begun and not yet ended, from batch to batch; an empty
-/// batch ends them all.
 fn write_begin_end(
     shift: i64,
     batch: &[SpanNs],
     open: &mut Vec<SpanNs>,
     (b_heads, e_heads): (&Pieces, &Pieces),
-    places: &[String],
+    args: &Args<'_>,
     tail: &Piece,
     out: &mut Text<'_>,
 ) -> io::Result<()> {
@@ -287,7 +305,7 @@ fn write_begin_end(
         }
         out.piece_at(b_heads, s.key_index as usize)?;
         out.us(s.enter_ns.saturating_add(shift))?;
-        write_args(s, places.get(s.key_index as usize).map_or("", String::as_str), out)?;
+        args.write(s, out)?;
         out.piece(tail)?;
         open.push(*s);
     }
@@ -302,4 +320,66 @@ fn write_begin_end(
 fn json_string(s: &str) -> String {
     // Serialising a &str cannot fail.
     serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use ringtrace_format::Record;
+
+    use super::*;
+    use crate::model::test_dumps::{TestRing, with_rings};
+
+    /// (name, ts, args) of every span event.
+    fn spans(rings: &[TestRing], dump_ticks: u64) -> Vec<(String, i64, serde_json::Value)> {
+        let json = with_rings(rings, dump_ticks, |tl| {
+            let mut out = Vec::new();
+            write(tl, &Options::default(), &mut out).unwrap();
+            out
+        });
+        let json: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        json["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| {
+                (e["name"].as_str().unwrap().to_string(), (e["ts"].as_f64().unwrap() * 1e3) as i64, e["args"].clone())
+            })
+            .collect()
+    }
+
+    fn missing(events: &[(String, i64, serde_json::Value)]) -> Vec<i64> {
+        events.iter().filter(|e| e.2["missing_children"] == true).map(|e| e.1).collect()
+    }
+
+    /// A ring of 4 that overwrote 3 spans: it kept a parent (0..100) and
+    /// three of its children (40..50, 60..70, 80..90); the children before
+    /// 40 are gone. The parent is marked, and so is the oldest kept span
+    /// (children of its own would have ended just before it, in the part
+    /// overwritten); nothing that began after that span's end (50) is.
+    #[test]
+    fn a_parent_of_overwritten_children_is_marked() {
+        let r = |key, enter, exit| Record { key, enter, exit };
+        let ring = TestRing {
+            records: vec![r(2, 40, 50), r(2, 60, 70), r(2, 80, 90), r(1, 0, 100)],
+            written: 7,
+            dropped: 0,
+            open: Vec::new(),
+        };
+        assert_eq!(missing(&spans(&[ring], 200)), vec![0, 40]);
+    }
+
+    /// A stop-when-full ring that kept two spans and dropped 5: the span
+    /// still open at the dump lost what it called after the ring filled.
+    #[test]
+    fn an_open_span_of_a_ring_that_dropped_spans_is_marked() {
+        let r = |key, enter, exit| Record { key, enter, exit };
+        let full = TestRing { records: vec![r(2, 10, 20), r(2, 30, 40)], written: 2, dropped: 5, open: vec![(1, 0)] };
+        let events = spans(&[full], 500);
+        assert_eq!(events.len(), 3);
+        assert_eq!(missing(&events), vec![0]);
+        // The same ring without drops: nothing is marked.
+        let whole = TestRing { records: vec![r(2, 10, 20), r(2, 30, 40)], written: 2, dropped: 0, open: vec![(1, 0)] };
+        assert!(missing(&spans(&[whole], 500)).is_empty());
+    }
 }

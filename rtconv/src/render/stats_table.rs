@@ -49,16 +49,20 @@ fn write_table(scopes: &[Scope], color: bool, out: &mut dyn Write) -> io::Result
             let calls: u64 = scope.rows.iter().map(|r| r.missing_children).sum();
             writeln!(
                 out,
-                "{calls} call(s) of {} began before the oldest span the ring kept: their self time includes \
-                 children that were overwritten",
+                "{calls} call(s) of {} lost children the ring did not keep (overwritten before, or dropped \
+                 after, what it kept; column \"lost children\"): their self time includes them",
                 missing.join(", ")
             )?;
         }
         let with_dumps = scope.rows.iter().any(|r| r.dumps.is_some());
         let with_unwound = scope.rows.iter().any(|r| r.unwound > 0);
+        let with_missing = !missing.is_empty();
         let mut headers: Vec<&str> = HEADERS.to_vec();
         if with_unwound {
             headers.push("unwound");
+        }
+        if with_missing {
+            headers.push("lost children");
         }
         if with_dumps {
             headers.push("dumps");
@@ -83,6 +87,9 @@ fn write_table(scopes: &[Scope], color: bool, out: &mut dyn Write) -> io::Result
                 ];
                 if with_unwound {
                     row.push(r.unwound.to_string());
+                }
+                if with_missing {
+                    row.push(r.missing_children.to_string());
                 }
                 if with_dumps {
                     row.push(r.dumps.unwrap_or(0).to_string());
@@ -122,17 +129,19 @@ pub(super) fn csv_field(text: &str) -> String {
 fn write_csv(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
     let with_dumps = scopes.iter().flat_map(|s| &s.rows).any(|r| r.dumps.is_some());
     let with_unwound = scopes.iter().flat_map(|s| &s.rows).any(|r| r.unwound > 0);
+    let with_missing = scopes.iter().flat_map(|s| &s.rows).any(|r| r.missing_children > 0);
     writeln!(
         out,
-        "scope,function,calls,total_ns,self_ns,self_share,min_ns,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,stddev_ns{}{}",
+        "scope,function,calls,total_ns,self_ns,self_share,min_ns,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,stddev_ns{}{}{}",
         if with_unwound { ",unwound" } else { "" },
+        if with_missing { ",calls_missing_children" } else { "" },
         if with_dumps { ",dumps" } else { "" }
     )?;
     for scope in scopes {
         for r in &scope.rows {
             writeln!(
                 out,
-                "{},{},{},{},{},{:.6},{},{:.0},{},{},{},{},{:.0}{}{}",
+                "{},{},{},{},{},{:.6},{},{:.0},{},{},{},{},{:.0}{}{}{}",
                 csv_field(&scope.name),
                 csv_field(&r.name),
                 r.calls,
@@ -147,6 +156,7 @@ fn write_csv(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                 r.max_ns,
                 r.stddev_ns,
                 if with_unwound { format!(",{}", r.unwound) } else { String::new() },
+                if with_missing { format!(",{}", r.missing_children) } else { String::new() },
                 r.dumps.map_or(String::new(), |d| format!(",{d}"))
             )?;
         }
