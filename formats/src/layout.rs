@@ -10,7 +10,7 @@ pub const ENDIAN_PROBE: u32 = 0x0102_0304;
 /// The major version this crate writes. A reader accepts every major up to this one.
 pub const VERSION_MAJOR: u16 = 1;
 /// The minor version this crate writes. Minor versions only append fields and section kinds.
-pub const VERSION_MINOR: u16 = 3;
+pub const VERSION_MINOR: u16 = 4;
 /// The format versions this crate reads, oldest and newest major.
 pub const SUPPORTED_MAJORS: (u16, u16) = (1, 1);
 
@@ -282,6 +282,32 @@ pub const RING_FLAG_STOP_WHEN_FULL: u32 = 2;
 /// payload ends with `u64 stream id` and `u64 first` (the ring's ordinal of
 /// its first record); see [`crate::read::StreamChunk`].
 pub const RING_FLAG_STREAM_CHUNK: u32 = 4;
+/// Flag bit in a ring section (since 1.4): the keys of its span records
+/// carry the span's nesting depth in their top byte; see [`split_key`].
+pub const RING_FLAG_KEY_DEPTH: u32 = 8;
+/// Where a key's depth tag sits: its top byte.
+pub const KEY_DEPTH_SHIFT: u32 = 56;
+
+/// A span key's depth tag for a span that began with `depth` spans open on
+/// its thread: `depth + 1` in the top byte, exact for depths 0..=254; at 255
+/// it wraps to 0, "depth unknown". `key | key_depth_tag(depth)` is the
+/// tagged key (keys are addresses, below 2^56).
+#[inline(always)]
+pub const fn key_depth_tag(depth: u64) -> u64 {
+    depth.wrapping_add(1) << KEY_DEPTH_SHIFT
+}
+
+/// A span record's key in a ring with [`RING_FLAG_KEY_DEPTH`], as (the key,
+/// the span's depth if the tag states it).
+#[inline(always)]
+pub const fn split_key(raw: u64) -> (u64, Option<u8>) {
+    let key = raw & ((1 << KEY_DEPTH_SHIFT) - 1);
+    match (raw >> KEY_DEPTH_SHIFT) as u8 {
+        0 => (key, None),
+        tag => (key, Some(tag - 1)),
+    }
+}
+
 /// Bytes a stream chunk appends to a ring section's payload.
 pub const STREAM_CHUNK_TAIL_SIZE: usize = 16;
 

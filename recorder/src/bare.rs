@@ -30,7 +30,7 @@
 //! assert!(ringtrace_format::Dump::parse(sink.written()).is_ok());
 //! ```
 
-use ringtrace_format::layout::{COMPACT_RECORD_SIZE, RING_FLAG_STOP_WHEN_FULL};
+use ringtrace_format::layout::COMPACT_RECORD_SIZE;
 /// What a firmware needs of the format crate, so the recorder is its one dependency.
 pub use ringtrace_format::{Anchor, ClockInfo, CounterKind, Module, RateSource, Record, Sink, SliceSink, WriteError};
 use ringtrace_format::{CompactRecord, DumpReason, MetaInfo, RingInfo, Writer};
@@ -40,7 +40,7 @@ pub mod semihosting;
 
 use crate::clock::Clock;
 use crate::open::OPEN_DEPTH;
-use crate::ring::{Mode, Word};
+use crate::ring::Word;
 use crate::track::Track;
 
 /// What a program without an OS tells its dump about itself.
@@ -215,7 +215,7 @@ fn ring_info<'n>(track: &Track, snap: &crate::ring::Snapshot, tid: u64, name: &'
         written: snap.written,
         dropped: snap.dropped,
         aux: snap.aux,
-        flags: if ring.mode() == Mode::StopWhenFull { RING_FLAG_STOP_WHEN_FULL } else { 0 },
+        flags: ring.flags(),
         name,
     }
 }

@@ -7,14 +7,14 @@ use std::path::Path;
 use std::vec::Vec;
 
 use ringtrace_format::layout::{
-    ARG_KEY, END_SECTION_SIZE, FLAGS_KEY, MODULE_FLAG_MAIN, RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED,
+    ARG_KEY, END_SECTION_SIZE, FLAGS_KEY, MODULE_FLAG_MAIN, RING_FLAG_THREAD_EXITED, split_key,
 };
 use ringtrace_format::{
     DladdrEntry, DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, Unbalanced, WriteError, Writer,
 };
 
 use crate::open::OPEN_DEPTH;
-use crate::ring::{Mode, Snapshot};
+use crate::ring::Snapshot;
 use crate::thread;
 use crate::thread::ThreadRing;
 use crate::{calibrate, clock, os, sites};
@@ -116,9 +116,14 @@ pub(crate) struct SiteRange {
 }
 
 impl SiteRange {
-    /// Whether `key` is a code address (not a site, not an argument or flags record).
-    pub(crate) fn is_code(&self, key: u64) -> bool {
-        key != ARG_KEY && key != FLAGS_KEY && key.wrapping_sub(self.base) >= self.len
+    /// The code address a record's key names (its depth tag taken off), if
+    /// it names one: not a site, not an argument or flags record.
+    pub(crate) fn code(&self, raw: u64) -> Option<u64> {
+        if raw == ARG_KEY || raw == FLAGS_KEY {
+            return None;
+        }
+        let key = split_key(raw).0;
+        (key.wrapping_sub(self.base) >= self.len).then_some(key)
     }
 }
 
@@ -206,10 +211,7 @@ pub(crate) fn write_ring<W: Write>(
     let exited = t.exited.load(core::sync::atomic::Ordering::Acquire);
     let writer_may_run = !exited && !thread::is_current(t);
     let snap = ring.snapshot(buf, writer_may_run);
-    let mut flags = if exited { RING_FLAG_THREAD_EXITED } else { 0 };
-    if ring.mode() == Mode::StopWhenFull {
-        flags |= RING_FLAG_STOP_WHEN_FULL;
-    }
+    let flags = ring.flags() | if exited { RING_FLAG_THREAD_EXITED } else { 0 };
     let info = RingInfo {
         tid: t.tid,
         capacity: ring.capacity() as u64,
@@ -221,7 +223,7 @@ pub(crate) fn write_ring<W: Write>(
     };
     w.ring(&info, &buf[..snap.copied], &open[..open_count]).map_err(io_error)?;
     let keys = buf[..snap.copied].iter().map(|r| r.key).chain(open[..open_count].iter().map(|o| o.0));
-    code_keys.extend(keys.filter(|&k| sites.is_code(k)));
+    code_keys.extend(keys.filter_map(|k| sites.code(k)));
     Ok((snap, exited))
 }
 

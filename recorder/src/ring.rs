@@ -236,6 +236,16 @@ impl Ring {
         ring
     }
 
+    /// The dump format's flags for this ring's section: stop-when-full, and
+    /// (where records hold 64-bit keys) keys that carry their span's depth —
+    /// [`Track`](crate::Track) tags each key it ends a span with; 32-bit
+    /// records have no room for the tag.
+    pub fn flags(&self) -> u32 {
+        use ringtrace_format::layout::{RING_FLAG_KEY_DEPTH, RING_FLAG_STOP_WHEN_FULL};
+        let depth = if core::mem::size_of::<Word>() == 8 { RING_FLAG_KEY_DEPTH } else { 0 };
+        depth | if self.stop_when_full { RING_FLAG_STOP_WHEN_FULL } else { 0 }
+    }
+
     /// What the ring does when full.
     pub fn mode(&self) -> Mode {
         if self.stop_when_full { Mode::StopWhenFull } else { Mode::Overwrite }

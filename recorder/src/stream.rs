@@ -302,10 +302,7 @@ impl Drain {
         if d.copied == 0 && !last && !exited {
             return Ok(None);
         }
-        let mut flags = RING_FLAG_STOP_WHEN_FULL;
-        if exited {
-            flags |= RING_FLAG_THREAD_EXITED;
-        }
+        let flags = ring.flags() | RING_FLAG_STOP_WHEN_FULL | if exited { RING_FLAG_THREAD_EXITED } else { 0 };
         let records = &self.buf[..d.copied];
         let written = d.first + d.copied as u64;
         let info = RingInfo {
@@ -320,7 +317,7 @@ impl Drain {
         self.w.ring_chunk(&info, t.id, d.first, records, &open[..open_count]).map_err(io_error)?;
         let sites = self.sites;
         let keys = records.iter().map(|r| r.key).chain(open[..open_count].iter().map(|o| o.0));
-        self.code_keys.extend(keys.filter(|&k| sites.is_code(k)));
+        self.code_keys.extend(keys.filter_map(|k| sites.code(k)));
         Ok(Some((d.copied, exited)))
     }
 

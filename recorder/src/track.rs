@@ -3,6 +3,8 @@
 
 use core::sync::atomic::Ordering;
 
+use ringtrace_format::layout::key_depth_tag;
+
 use crate::open::OpenStack;
 use crate::ring::{AtomicWord, Mode, Ring, Slot, own_load, wide, word};
 
@@ -75,16 +77,18 @@ impl Track {
 
     /// A span ended: write its record, then stop showing it as open (in that
     /// order, so a dump in between sees it twice rather than not at all).
+    /// The record's key carries the span's depth, which `token` is (see
+    /// [`Ring::flags`]).
     #[inline(always)]
     pub fn end(&self, token: u64, key: u64, enter: u64, exit: u64) {
-        self.ring.push(key, enter, exit);
+        self.ring.push(key | key_depth_tag(token), enter, exit);
         self.open.pop(token);
     }
 
     /// As [`end`](Self::end), for a span with an integer argument.
     #[inline(always)]
     pub fn end_with_arg(&self, token: u64, arg: u64, key: u64, enter: u64, exit: u64) {
-        self.ring.push_with_arg(arg, key, enter, exit);
+        self.ring.push_with_arg(arg, key | key_depth_tag(token), enter, exit);
         self.open.pop(token);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ringtrace_format::layout::{MODULE_FLAG_MAIN, RING_FLAG_THREAD_EXITED};
+use ringtrace_format::layout::{MODULE_FLAG_MAIN, RING_FLAG_KEY_DEPTH, RING_FLAG_THREAD_EXITED, split_key};
 use ringtrace_format::{ClockMode, Dump, SectionData, decode_site};
 
 /// Counts heap allocations, to show spans after a thread's first allocate nothing.
@@ -82,6 +82,12 @@ fn dump_holds_every_thread_modules_clock_and_sites() {
     assert_ne!(info.flags & RING_FLAG_THREAD_EXITED, 0);
     assert_eq!((info.written, records.len()), (2001, 2001));
     assert!(records.iter().all(|r| r.exit >= r.enter));
+    // Each key carries its span's depth: `first` and every `outer` at 0, every `leaf` at 1.
+    assert_ne!(info.flags & RING_FLAG_KEY_DEPTH, 0);
+    let depths: Vec<Option<u8>> = records.iter().map(|r| split_key(r.key).1).collect();
+    assert_eq!(depths[0], Some(0));
+    assert!(depths[1..].chunks(2).all(|pair| pair == [Some(1), Some(0)]), "{:?}", &depths[..8]);
+    let records: Vec<_> = records.iter().map(|r| ringtrace_format::Record { key: split_key(r.key).0, ..*r }).collect();
 
     // The dumping thread's two open spans are in its ring section, outermost first.
     let this_thread = std::thread::current().name().unwrap_or_default().as_bytes().to_vec();

@@ -30,7 +30,7 @@
 
 use core::cell::Cell;
 
-use ringtrace_format::layout::SPAN_FLAG_UNWOUND;
+use ringtrace_format::layout::{SPAN_FLAG_UNWOUND, key_depth_tag};
 
 use crate::clock::{Clock, DefaultClock};
 use crate::track::Track;
@@ -297,7 +297,7 @@ impl Shadow {
     fn unwind(&self, track: &Track, from: usize, to: usize, now: u64) {
         for slot in self.frames[from..to].iter().rev() {
             let f = slot.get();
-            track.ring().push_with_flags(SPAN_FLAG_UNWOUND, f.key, f.enter, now);
+            track.ring().push_with_flags(SPAN_FLAG_UNWOUND, f.key | key_depth_tag(f.token), f.enter, now);
         }
         if let Some(outermost) = self.frames.get(from) {
             track.open().pop(outermost.get().token);
@@ -353,7 +353,7 @@ mod tests {
                 flagged = r.enter & SPAN_FLAG_UNWOUND != 0;
                 continue;
             }
-            out.push((r.key, r.enter, r.exit, core::mem::take(&mut flagged)));
+            out.push((ringtrace_format::layout::split_key(r.key).0, r.enter, r.exit, core::mem::take(&mut flagged)));
         }
         out
     }

@@ -3,16 +3,22 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use ringtrace_format::layout::{ARG_KEY, FLAGS_KEY, SPAN_FLAG_UNWOUND, WRAP_KEY};
+use ringtrace_format::layout::{ARG_KEY, FLAGS_KEY, RING_FLAG_KEY_DEPTH, SPAN_FLAG_UNWOUND, WRAP_KEY};
 use ringtrace_format::read::{OpenSpans, Records};
 use ringtrace_format::{Anchor, Dump, ReadError, RingInfo, SectionData};
 
 use super::counter_unwrap::CounterUnwrap;
 use super::file_bytes::{FileBytes, Pages, map_file};
 use super::trace::{
-    Clock, DladdrName, ModuleEntry, OpenSpan, PackedFrame, PackedKey, Process, RecordSource, SiteTable, ThreadTrace,
-    Trace,
+    Clock, DladdrName, KeyDepth, ModuleEntry, OpenSpan, PackedFrame, PackedKey, Process, RecordSource, SiteTable,
+    ThreadTrace, Trace, depth_tag,
 };
+
+/// The depth tag of the open span at `index` of the open stack (outermost first): the same
+/// tag the recorder would give it when it ends (depths past 254 are not stated).
+fn depth_of_open(index: usize) -> u8 {
+    u8::try_from(index + 1).unwrap_or(0)
+}
 
 /// Checks, span by span in the order they ended, that spans nest: each span
 /// contains every earlier span that started within it, and the one before
@@ -49,6 +55,37 @@ impl NestingCheck {
     }
 }
 
+/// Checks, span by span in the order they ended, that the depths their keys
+/// carry fit that order: the spans still waiting for a parent that are deeper
+/// than a new span are its children, one level deeper. Spans without a
+/// stated depth are not checked.
+#[derive(Default)]
+struct DepthCheck {
+    waiting: Vec<u8>,
+    broken: bool,
+}
+
+impl DepthCheck {
+    #[inline]
+    fn add(&mut self, tag: u8) {
+        if tag == 0 || self.broken {
+            return;
+        }
+        while let Some(&w) = self.waiting.last() {
+            if w <= tag {
+                break;
+            }
+            if w != tag + 1 {
+                self.broken = true;
+                self.waiting = Vec::new();
+                return;
+            }
+            self.waiting.pop();
+        }
+        self.waiting.push(tag);
+    }
+}
+
 /// The counter at dump time: the last anchor, if the clock section came first.
 fn dump_ticks(clock: Option<&Clock>) -> u64 {
     clock.and_then(|c| c.anchors.last()).map_or(0, |a| a.ticks)
@@ -67,12 +104,14 @@ fn scan_ring<'a>(
     let (records, open, dump_ticks): (RecordSource<'a>, Vec<OpenSpan>, u64) = match unwrap {
         Some(u) => (
             RecordSource::Unwrapped(u.records(&records)),
-            open.iter().map(|(key, enter)| OpenSpan { key, enter: u.before_dump(enter) }).collect(),
+            open.iter().map(|(key, enter)| OpenSpan { key, enter: u.before_dump(enter), depth: 0 }).collect(),
             u.dump_ticks(),
         ),
-        None => {
-            (RecordSource::File(records), open.iter().map(|(key, enter)| OpenSpan { key, enter }).collect(), dump_ticks)
-        }
+        None => (
+            RecordSource::File(records),
+            open.iter().map(|(key, enter)| OpenSpan { key, enter, depth: 0 }).collect(),
+            dump_ticks,
+        ),
     };
     scan(info, records, open, dump_ticks, compact, keys)
 }
@@ -96,11 +135,13 @@ fn scan<'a>(
     compact: bool,
     keys: &mut rustc_hash::FxHashSet<u64>,
 ) -> ThreadTrace<'a> {
+    // Keys that carry depth (24-byte records only): the tag comes off before anything uses the key.
+    let tagged = if info.flags & RING_FLAG_KEY_DEPTH != 0 && !compact { KeyDepth::Used } else { KeyDepth::Untagged };
     let open_enters: rustc_hash::FxHashSet<u64> = open.iter().map(|o| o.enter).collect();
     let mut ended_while_dumping = rustc_hash::FxHashSet::default();
     let (mut finished, mut first_enter, mut last_key) = (0, u64::MAX, None);
     let (mut unwound, mut flags, mut oldest_exit) = (0, 0, None);
-    let mut nesting = NestingCheck::default();
+    let (mut nesting, mut depths) = (NestingCheck::default(), DepthCheck::default());
     records.for_each(false, |r| {
         if r.key == FLAGS_KEY {
             flags = r.enter;
@@ -109,26 +150,40 @@ fn scan<'a>(
         if r.key == ARG_KEY || r.key == WRAP_KEY {
             return;
         }
+        let (key, depth) = depth_tag(r.key, tagged);
         finished += 1;
         oldest_exit = oldest_exit.or(Some(r.exit));
         unwound += u64::from(core::mem::take(&mut flags) & SPAN_FLAG_UNWOUND != 0);
         first_enter = first_enter.min(r.enter);
         nesting.add(r.enter, r.exit);
-        if last_key != Some(r.key) {
-            keys.insert(r.key);
-            last_key = Some(r.key);
+        depths.add(depth);
+        if last_key != Some(key) {
+            keys.insert(key);
+            last_key = Some(key);
         }
         if !open_enters.is_empty() && open_enters.contains(&r.enter) {
-            ended_while_dumping.insert(OpenSpan { key: r.key, enter: r.enter });
+            ended_while_dumping.insert((key, r.enter));
         }
     });
+    // An open span's depth is its place in the open stack (outermost first), where keys carry depth.
+    let open: Vec<OpenSpan> = open
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| OpenSpan { depth: if tagged == KeyDepth::Used { depth_of_open(i) } else { 0 }, ..o })
+        .collect();
     // Innermost first: each open span then takes the spans inside it as children.
-    let open: Vec<OpenSpan> = open.into_iter().rev().filter(|o| !ended_while_dumping.contains(o)).collect();
+    let open: Vec<OpenSpan> =
+        open.into_iter().rev().filter(|o| !ended_while_dumping.contains(&(o.key, o.enter))).collect();
     for o in &open {
         keys.insert(o.key);
         first_enter = first_enter.min(o.enter);
         nesting.add(o.enter, dump_ticks.max(o.enter));
+        depths.add(o.depth);
     }
+    let key_depth = match tagged {
+        KeyDepth::Used if depths.broken => KeyDepth::Ignored,
+        kd => kd,
+    };
     ThreadTrace {
         tid: info.tid,
         name: lossy(info.name),
@@ -142,6 +197,7 @@ fn scan<'a>(
         records,
         open,
         nested: !nesting.broken,
+        key_depth,
         dump_ticks,
         compact,
     }
@@ -313,7 +369,7 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
     }
     let ticks = dump_ticks(trace.clock.as_ref());
     for s in streams {
-        let open = s.open.iter().map(|(key, enter)| OpenSpan { key, enter }).collect();
+        let open = s.open.iter().map(|(key, enter)| OpenSpan { key, enter, depth: 0 }).collect();
         trace.threads.push(scan(s.info, RecordSource::Chunks(s.records), open, ticks, false, &mut keys));
     }
     trace.keys = keys.into_iter().collect();

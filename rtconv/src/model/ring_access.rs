@@ -6,7 +6,7 @@ use ringtrace_format::Record;
 use ringtrace_format::layout::{ARG_KEY, FLAGS_KEY, SPAN_FLAG_UNWOUND, WRAP_KEY};
 use ringtrace_format::read::Records;
 
-use super::trace::{OpenSpan, RecordSource, SpanRecord, ThreadTrace};
+use super::trace::{OpenSpan, RecordSource, SpanRecord, ThreadTrace, depth_tag};
 
 /// Random access to a ring's spans by position — its records (argument
 /// records and wrap markers give `None`), then its open spans — for one
@@ -91,6 +91,7 @@ struct Positioned<'t, R: ?Sized> {
     records: &'t R,
     open: &'t [OpenSpan],
     dump_ticks: u64,
+    key_depth: super::trace::KeyDepth,
 }
 
 impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
@@ -114,7 +115,8 @@ impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
                     before = position.checked_sub(2).and_then(|p| self.records.at(p));
                 }
                 let arg = before.filter(|b| b.key == ARG_KEY).map(|b| b.enter);
-                Some(SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg, open: false, unwound })
+                let (key, depth) = depth_tag(r.key, self.key_depth);
+                Some(SpanRecord { key, enter: r.enter, exit: r.exit, arg, open: false, unwound, depth })
             }
             Some(j) => Some(self.open.get(j)?.at_dump(self.dump_ticks)),
         }
@@ -135,11 +137,13 @@ impl ThreadTrace<'_> {
 
     /// Runs `v` with random access to the ring's spans ([`RingSpans`]).
     pub(super) fn with_spans<V: RingVisitor>(&self, v: V) -> V::Out {
-        let (open, dump_ticks) = (self.open.as_slice(), self.dump_ticks);
+        let (open, dump_ticks, key_depth) = (self.open.as_slice(), self.dump_ticks, self.key_depth);
         match &self.records {
-            RecordSource::File(records) => v.run(&Positioned { records, open, dump_ticks }),
-            RecordSource::Unwrapped(records) => v.run(&Positioned { records: records.as_slice(), open, dump_ticks }),
-            RecordSource::Chunks(records) => v.run(&Positioned { records, open, dump_ticks }),
+            RecordSource::File(records) => v.run(&Positioned { records, open, dump_ticks, key_depth }),
+            RecordSource::Unwrapped(records) => {
+                v.run(&Positioned { records: records.as_slice(), open, dump_ticks, key_depth })
+            }
+            RecordSource::Chunks(records) => v.run(&Positioned { records, open, dump_ticks, key_depth }),
         }
     }
 }

@@ -10,19 +10,19 @@ use super::timeline::{Anomalies, MAX_DEPTH, SpanNs, Timeline};
 /// and how many lie deeper than [`MAX_DEPTH`].
 fn clamp_into_parents(spans: &mut [SpanNs]) -> (u64, u64) {
     let (mut cut, mut deep) = (0, 0);
-    let mut ends: Vec<i64> = Vec::new();
+    let mut open: Vec<SpanNs> = Vec::new();
     for s in spans.iter_mut() {
-        while ends.last().is_some_and(|&end| end <= s.enter_ns) {
-            ends.pop();
+        while open.last().is_some_and(|o| !o.encloses(s)) {
+            open.pop();
         }
-        if let Some(&parent_end) = ends.last()
-            && s.exit_ns > parent_end
+        if let Some(parent) = open.last()
+            && s.exit_ns > parent.exit_ns
         {
-            s.exit_ns = parent_end;
+            s.exit_ns = parent.exit_ns;
             cut += 1;
         }
-        ends.push(s.exit_ns);
-        if ends.len() > MAX_DEPTH {
+        open.push(*s);
+        if open.len() > MAX_DEPTH {
             deep += 1;
         }
     }
@@ -85,8 +85,8 @@ impl ThreadSpans<'_, '_, '_> {
 /// Buffers reused from one thread to the next by [`place_nested`].
 #[derive(Default)]
 struct StartOrderBuffers {
-    /// Finished subtrees not yet inside a parent: (position, first span index, enter ticks).
-    roots: Vec<(u32, u32, u64)>,
+    /// Finished subtrees not yet inside a parent: (position, first span index, enter ticks, depth tag).
+    roots: Vec<(u32, u32, u64, u8)>,
     /// Per position: the position of the span around it (`NONE` for a root).
     parent: Vec<u32>,
     /// Per position: the end-order index of its subtree's first span, then,
@@ -96,9 +96,11 @@ struct StartOrderBuffers {
     order: Vec<u32>,
 }
 
-/// Start order, longer first on ties: how a ring that does not nest is sorted.
-fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>) {
-    (s.enter_ns, std::cmp::Reverse(s.exit_ns))
+/// Start order, longer first on ties, then shallower first (a parent and a
+/// child that a coarse counter made equal): how a ring that does not nest is
+/// sorted.
+fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>, u8) {
+    (s.enter_ns, std::cmp::Reverse(s.exit_ns), s.depth_tag())
 }
 
 /// Finds the start order of a ring known to nest, as positions in
@@ -136,8 +138,11 @@ fn place_nested<S: RingSpans>(t: &S, buffers: &mut StartOrderBuffers) -> Anomali
             continue;
         };
         let mut subtree_first = spans;
-        while let Some(&(top, top_first, enter)) = roots.last() {
-            if enter < r.enter {
+        while let Some(&(top, top_first, enter, depth)) = roots.last() {
+            // The span waiting on top is inside this one (which ended after it)
+            // unless it started first — by depth where both state it.
+            let child = if depth != 0 && r.depth != 0 { depth > r.depth } else { enter >= r.enter };
+            if !child {
                 break;
             }
             roots.pop();
@@ -146,7 +151,7 @@ fn place_nested<S: RingSpans>(t: &S, buffers: &mut StartOrderBuffers) -> Anomali
         }
         parent[i] = NONE;
         first[i] = subtree_first;
-        roots.push((i as u32, subtree_first, r.enter));
+        roots.push((i as u32, subtree_first, r.enter, r.depth));
         spans += 1;
     }
     let mut found = Anomalies::default();
@@ -212,7 +217,7 @@ impl RingVisitor for DecodeBatch<'_, '_> {
             let Some(r) = t.span_at(i as usize) else { continue };
             let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
             let key_index = tl.key_index(r.key, last_key);
-            out.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.ending()));
+            out.push(SpanNs::at_depth(enter_ns, exit_ns, key_index, r.arg, r.ending(), r.depth));
         }
         found
     }
@@ -260,7 +265,7 @@ impl<'t, 'a> Threads<'t, 'a> {
             t.spans(|r| {
                 let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
                 let key_index = tl.key_index(r.key, &mut last);
-                spans.push(SpanNs::new(enter_ns, exit_ns, key_index, r.arg, r.ending()));
+                spans.push(SpanNs::at_depth(enter_ns, exit_ns, key_index, r.arg, r.ending(), r.depth));
             });
             // Damaged or out of order: spans that overlap without nesting are sorted, then cut.
             spans.sort_unstable_by_key(start_order);

@@ -19,6 +19,8 @@ pub struct SpanNs {
     /// The span's key as an index into [`Timeline::keys`].
     pub key_index: u32,
     flags: u8,
+    /// Its depth tag: depth + 1 when the ring states it, 0 when not (see [`SpanNs::encloses`]).
+    depth: u8,
 }
 
 const HAS_ARG: u8 = 1;
@@ -40,13 +42,34 @@ pub enum Ending {
 impl SpanNs {
     /// A span of key `key_index` from `enter_ns` to `exit_ns`.
     pub fn new(enter_ns: i64, exit_ns: i64, key_index: u32, arg: Option<u64>, ending: Ending) -> Self {
+        Self::at_depth(enter_ns, exit_ns, key_index, arg, ending, 0)
+    }
+
+    /// As [`new`](Self::new), with its depth tag: depth + 1, or 0 if not known.
+    pub fn at_depth(enter_ns: i64, exit_ns: i64, key_index: u32, arg: Option<u64>, ending: Ending, depth: u8) -> Self {
         let ending = match ending {
             Ending::Returned => 0,
             Ending::Open => OPEN,
             Ending::Unwound => UNWOUND,
         };
         let flags = if arg.is_some() { HAS_ARG } else { 0 } | ending;
-        SpanNs { enter_ns, exit_ns, arg: arg.unwrap_or(0), key_index, flags }
+        SpanNs { enter_ns, exit_ns, arg: arg.unwrap_or(0), key_index, flags, depth }
+    }
+
+    /// Whether `next`, which comes after this span in start order while this
+    /// one is the innermost still open, lies inside it. By depth where both
+    /// spans' rings state it (ties of timestamps from a coarse counter then
+    /// cannot reorder the tree), else by time: it starts before this one ends.
+    /// Every renderer nests spans by this rule.
+    #[inline(always)]
+    pub fn encloses(&self, next: &SpanNs) -> bool {
+        inside(self.depth, self.exit_ns, next.depth, next.enter_ns)
+    }
+
+    /// The depth tag (depth + 1, or 0 if not known).
+    #[inline(always)]
+    pub fn depth_tag(&self) -> u8 {
+        self.depth
     }
 
     /// Left without its exit hook; `exit_ns` is where the recorder noticed.
@@ -63,6 +86,14 @@ impl SpanNs {
     pub fn open(&self) -> bool {
         self.flags & OPEN != 0
     }
+}
+
+/// Whether a span with depth tag `next_depth` starting at `next_enter`,
+/// coming after an open span (tag `open_depth`, ending at `open_end`) in start
+/// order, lies inside it: see [`SpanNs::encloses`].
+#[inline(always)]
+pub(crate) fn inside(open_depth: u8, open_end: i64, next_depth: u8, next_enter: i64) -> bool {
+    if open_depth != 0 && next_depth != 0 { next_depth > open_depth } else { next_enter < open_end }
 }
 
 /// What decoding the threads found wrong with their spans.

@@ -157,6 +157,9 @@ pub struct ThreadTrace<'a> {
     /// the ring read backwards is its call tree in pre-order; false for a
     /// damaged or out-of-order ring (its spans are then sorted and clamped).
     pub nested: bool,
+    /// Whether its span records' keys carry their depth (format 1.4), and
+    /// whether nesting follows it.
+    pub key_depth: KeyDepth,
     /// The counter at dump time: where open spans end.
     pub(super) dump_ticks: u64,
     /// The ring's records are compact: 12 bytes, 32-bit keys and counter readings
@@ -169,6 +172,8 @@ pub struct ThreadTrace<'a> {
 pub(super) struct OpenSpan {
     pub key: u64,
     pub enter: u64,
+    /// Its depth tag (see [`SpanRecord::depth`]): its place in the open stack, when the ring's keys carry depth.
+    pub depth: u8,
 }
 
 impl OpenSpan {
@@ -182,6 +187,7 @@ impl OpenSpan {
             arg: None,
             open: true,
             unwound: false,
+            depth: self.depth,
         }
     }
 }
@@ -201,6 +207,36 @@ pub(crate) struct SpanRecord {
     pub open: bool,
     /// Left without its exit hook (a `longjmp`): `exit` is where the recorder noticed.
     pub unwound: bool,
+    /// Its nesting depth plus one, when the ring states it (format 1.4 keys
+    /// that carry depth; see [`depth_tag`]); 0 when not. Nesting follows it
+    /// where two spans both have one, and their times otherwise.
+    pub depth: u8,
+}
+
+/// Whether a ring's keys carry their span's depth (format 1.4), and whether nesting follows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeyDepth {
+    /// Keys as they are, no depth: nesting follows times.
+    #[default]
+    Untagged,
+    /// Keys carry a depth tag, taken off; nesting follows it.
+    Used,
+    /// Keys carry a depth tag, taken off but not followed: the depths
+    /// contradict the ring's order (a damaged ring).
+    Ignored,
+}
+
+/// A record's key and depth tag (see [`SpanRecord::depth`]) as the ring's [`KeyDepth`] says.
+#[inline(always)]
+pub(crate) fn depth_tag(raw_key: u64, kd: KeyDepth) -> (u64, u8) {
+    if kd == KeyDepth::Untagged {
+        return (raw_key, 0);
+    }
+    let (key, depth) = ringtrace_format::layout::split_key(raw_key);
+    match (kd, depth) {
+        (KeyDepth::Used, Some(d)) => (key, d.saturating_add(1)),
+        _ => (key, 0),
+    }
 }
 
 /// A ring's records: in the mapped file, or — for a counter narrower than
@@ -274,18 +310,23 @@ impl ThreadTrace<'_> {
     /// began after the dump's anchor).
     pub(crate) fn spans(&self, mut f: impl FnMut(SpanRecord)) {
         let (mut arg, mut flags) = (None, 0);
+        let kd = self.key_depth;
         self.records.for_each(false, |r| match r.key {
             ARG_KEY => arg = Some(r.enter),
             FLAGS_KEY => flags = r.enter,
             WRAP_KEY => {}
-            _ => f(SpanRecord {
-                key: r.key,
-                enter: r.enter,
-                exit: r.exit,
-                arg: arg.take(),
-                open: false,
-                unwound: core::mem::take(&mut flags) & SPAN_FLAG_UNWOUND != 0,
-            }),
+            raw => {
+                let (key, depth) = depth_tag(raw, kd);
+                f(SpanRecord {
+                    key,
+                    enter: r.enter,
+                    exit: r.exit,
+                    arg: arg.take(),
+                    open: false,
+                    unwound: core::mem::take(&mut flags) & SPAN_FLAG_UNWOUND != 0,
+                    depth,
+                })
+            }
         });
         for open in &self.open {
             f(open.at_dump(self.dump_ticks));
@@ -306,6 +347,7 @@ impl ThreadTrace<'_> {
         // Argument and flags records belong to the span record after them
         // (an argument record comes first), so the span waits for them here.
         let mut pending: Option<SpanRecord> = None;
+        let kd = self.key_depth;
         self.records.for_each(true, |r| match r.key {
             ARG_KEY => {
                 if let Some(mut span) = pending.take() {
@@ -319,9 +361,10 @@ impl ThreadTrace<'_> {
                 }
             }
             WRAP_KEY => {}
-            _ => {
+            raw => {
+                let (key, depth) = depth_tag(raw, kd);
                 let span =
-                    SpanRecord { key: r.key, enter: r.enter, exit: r.exit, arg: None, open: false, unwound: false };
+                    SpanRecord { key, enter: r.enter, exit: r.exit, arg: None, open: false, unwound: false, depth };
                 if let Some(span) = pending.replace(span) {
                     f(span);
                 }

@@ -107,22 +107,31 @@ pub struct Arrival {
     pub missing_children: bool,
 }
 
-/// Whether a span that starts at `enter` lies outside the open span
-/// `open_enter..open_end`, which came before it in a walk. Newest first (a
-/// nested ring read backwards) a span ended no later than every open span,
-/// so it is inside each one it does not start before — one starting at an
-/// open span's end is its zero-length last child. In start order, a span
-/// starting at or after an open span's end follows it.
+/// Whether a span that starts at `enter` (depth tag `depth`) lies outside
+/// the open span `open_enter..open_end` (tag `open_depth`), which came before
+/// it in a walk. Where both tags state a depth, it is outside unless it is
+/// deeper, whatever the times ([`SpanNs::encloses`](super::SpanNs::encloses)).
+/// Otherwise by time: newest first (a nested ring read backwards) a span
+/// ended no later than every open span, so it is inside each one it does not
+/// start before — one starting at an open span's end is its zero-length last
+/// child. In start order, a span starting at or after an open span's end
+/// follows it.
 #[inline(always)]
-fn outside(open_enter: i64, open_end: i64, enter: i64, newest_first: bool) -> bool {
+fn outside(open: (i64, i64, u8), enter: i64, depth: u8, newest_first: bool) -> bool {
+    let (open_enter, open_end, open_depth) = open;
+    if open_depth != 0 && depth != 0 {
+        return depth <= open_depth;
+    }
     enter < open_enter || (!newest_first && open_end <= enter)
 }
 
-/// How a span is incomplete, as [`Visit`] and [`Arrival`] say.
+/// How a span is incomplete, as [`Visit`] and [`Arrival`] say, and its depth tag.
 #[derive(Clone, Copy, Debug, Default)]
 struct Marks {
     unwound: bool,
     missing_children: bool,
+    /// Depth + 1 where its ring states it, else 0.
+    depth: u8,
 }
 
 /// What [`Timeline::pre_order`] feeds: every thread's spans in pre-order
@@ -216,7 +225,11 @@ impl<F: FnMut(&Visit<'_>)> PreOrderSink for ClosingWalk<F> {
     /// inside the innermost one left, cut at that one's end.
     #[inline]
     fn span<const NEWEST_FIRST: bool>(&mut self, enter: i64, exit: i64, key_index: u32, marks: Marks) {
-        while self.stack.last().is_some_and(|o| outside(o.enter, o.end, enter, NEWEST_FIRST)) {
+        while self
+            .stack
+            .last()
+            .is_some_and(|o| outside((o.enter, o.end, o.marks.depth), enter, marks.depth, NEWEST_FIRST))
+        {
             self.close();
         }
         let end = self.stack.last().map_or(exit, |o| exit.min(o.end));
@@ -245,8 +258,8 @@ impl<F: FnMut(&Visit<'_>)> PreOrderSink for ClosingWalk<F> {
 /// `visit` when it opens, and nothing is done when it closes.
 struct OpenPath<F> {
     thread: usize,
-    /// The open spans, outermost first: (enter, end, key index).
-    frames: Vec<(i64, i64, u32)>,
+    /// The open spans, outermost first: (enter, end, key index, depth tag).
+    frames: Vec<(i64, i64, u32, u8)>,
     /// Per key index: the depth of the outermost open span of that key, when
     /// one is open (otherwise any value; see [`OpenPath::span`]).
     outer: Vec<u32>,
@@ -268,15 +281,15 @@ impl<F: FnMut(&Arrival)> PreOrderSink for OpenPath<F> {
     #[inline(always)] // once per span
     fn span<const NEWEST_FIRST: bool>(&mut self, enter: i64, exit: i64, key_index: u32, marks: Marks) {
         let mut depth = self.frames.len();
-        while let Some(&(open_enter, open_end, _)) = self.frames.get(depth.wrapping_sub(1)) {
-            if !outside(open_enter, open_end, enter, NEWEST_FIRST) {
+        while let Some(&(open_enter, open_end, _, open_depth)) = self.frames.get(depth.wrapping_sub(1)) {
+            if !outside((open_enter, open_end, open_depth), enter, marks.depth, NEWEST_FIRST) {
                 break;
             }
             depth -= 1;
         }
         self.frames.truncate(depth);
         let (end, parent) = match self.frames.last() {
-            Some(&(_, open_end, key)) => (exit.min(open_end), Some(key)),
+            Some(&(_, open_end, key, _)) => (exit.min(open_end), Some(key)),
             None => (exit, None),
         };
         let Some(outer) = self.outer.get_mut(key_index as usize) else { return };
@@ -284,7 +297,7 @@ impl<F: FnMut(&Arrival)> PreOrderSink for OpenPath<F> {
         if !open_further_out {
             *outer = depth as u32;
         }
-        self.frames.push((enter, end, key_index));
+        self.frames.push((enter, end, key_index, marks.depth));
         if depth >= MAX_DEPTH {
             self.too_deep += 1;
         }
@@ -335,7 +348,8 @@ impl<'a> Timeline<'a> {
                     let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, &mut found);
                     let key_index = self.key_index(r.key, &mut last);
                     let missing_children = lost.of(enter_ns, r.open);
-                    p.span::<true>(enter_ns, exit_ns, key_index, Marks { unwound: r.unwound, missing_children });
+                    let marks = Marks { unwound: r.unwound, missing_children, depth: r.depth };
+                    p.span::<true>(enter_ns, exit_ns, key_index, marks);
                 });
                 found.too_deep += p.end();
             } else if let Some(mut decoded) = decoder.decode(index) {
@@ -346,7 +360,7 @@ impl<'a> Timeline<'a> {
                             s.enter_ns,
                             s.exit_ns,
                             s.key_index,
-                            Marks { unwound: s.unwound(), missing_children },
+                            Marks { unwound: s.unwound(), missing_children, depth: s.depth_tag() },
                         );
                     }
                 }

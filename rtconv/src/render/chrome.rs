@@ -297,7 +297,7 @@ fn write_begin_end(
     };
     for s in batch {
         while let Some(top) = open.last() {
-            if top.exit_ns > s.enter_ns {
+            if top.encloses(s) {
                 break;
             }
             end(top, out)?;

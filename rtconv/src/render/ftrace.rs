@@ -102,7 +102,7 @@ impl Graph<'_> {
     #[inline(always)] // once per span
     fn step(&mut self, next: Option<&SpanNs>, out: &mut Text<'_>) -> io::Result<()> {
         if let Some(s) = self.pending.take() {
-            if next.is_some_and(|next| next.enter_ns < s.exit_ns) {
+            if next.is_some_and(|next| s.encloses(next)) {
                 out.piece(&self.entry_head)?;
                 indent(out, self.stack.len())?;
                 out.piece_at(self.entries, s.key_index as usize)?;
@@ -113,7 +113,7 @@ impl Graph<'_> {
             }
         }
         while let Some(top) = self.stack.last() {
-            if next.is_some_and(|next| top.exit_ns > next.enter_ns) {
+            if next.is_some_and(|next| top.encloses(next)) {
                 break;
             }
             let top = *top;

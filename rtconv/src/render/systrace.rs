@@ -20,7 +20,7 @@
 
 use std::io::{self, Write};
 
-use crate::model::{Anomalies, Timeline};
+use crate::model::{Anomalies, SpanNs, Timeline};
 
 /// Writes `tl` as systrace text; returns what its spans had wrong.
 pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
@@ -36,22 +36,24 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
             edges.push((ns, ti, seq, key));
             seq += 1;
         };
-        let mut open: Vec<i64> = Vec::new();
+        // The open spans, their ends clamped into their parents' so ends stay nested.
+        let mut open: Vec<SpanNs> = Vec::new();
         while let Some(batch) = t.next_batch() {
             for s in batch {
-                while let Some(&end) = open.last() {
-                    if end > s.enter_ns {
+                while let Some(top) = open.last() {
+                    if top.encloses(s) {
                         break;
                     }
+                    push(top.exit_ns, None, &mut edges);
                     open.pop();
-                    push(end, None, &mut edges);
                 }
                 push(s.enter_ns, Some(s.key_index), &mut edges);
-                // Clamped into the parent, so ends stay nested.
-                open.push(open.last().map_or(s.exit_ns, |&parent| s.exit_ns.min(parent)));
+                let mut s = *s;
+                s.exit_ns = open.last().map_or(s.exit_ns, |parent| s.exit_ns.min(parent.exit_ns));
+                open.push(s);
             }
         }
-        while let Some(end) = open.pop() {
+        while let Some(end) = open.pop().map(|s| s.exit_ns) {
             push(end, None, &mut edges);
         }
     }

@@ -1,0 +1,188 @@
+//! Nesting never depends on a tie of timestamps: the `tree` sample records a
+//! known call tree with its counter cut to steps of 2^20 ticks (most spans
+//! start and end on the same tick), with the fine counter, and under
+//! `qemu-aarch64` (a 62.5 MHz counter moving in 1 µs steps); every output —
+//! the call tree of `stats`, the ftrace function graph, Chrome B/E events and
+//! systrace — shows the tree the program made, thread by thread, because
+//! rtconv nests by the depth each record's key carries and the ring's order.
+//! (Chrome `X` events state nesting only by time: a viewer nests two spans
+//! of equal start and length as it likes.)
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use ringtrace_tests::{binary, scratch, tool, workspace_root};
+
+/// Calls per call path ("thread: a > b > c").
+type Tree = BTreeMap<String, u64>;
+
+/// What `samples/src/bin/tree.rs` records.
+fn expected() -> Tree {
+    let mut t = Tree::new();
+    for (path, calls) in [
+        ("main: root", 50),
+        ("main: root > a", 150),
+        ("main: root > a > b", 300),
+        ("main: root > a > b > c", 600),
+        ("main: root > d", 50),
+        ("main: root > d > d", 50),
+        ("main: root > d > d > d", 50),
+        ("main: root > d > d > d > d", 50),
+        ("loop-16: tick", 16),
+    ] {
+        t.insert(path.to_string(), calls);
+    }
+    t
+}
+
+fn rtconv(args: &[&str], dump: &Path) -> String {
+    let out = Command::new(binary("rtconv")).args(args).arg(dump).output().unwrap();
+    assert!(out.status.success(), "rtconv {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Adds one call of `stack` (thread first) to `tree`.
+fn count(tree: &mut Tree, thread: &str, stack: &[String]) {
+    *tree.entry(format!("{thread}: {}", stack.join(" > "))).or_default() += 1;
+}
+
+/// The tree `stats --tree --per-thread -f json` shows.
+fn from_stats(dump: &Path) -> Tree {
+    fn walk(tree: &mut Tree, thread: &str, path: &mut Vec<String>, node: &serde_json::Value) {
+        path.push(node["function"].as_str().unwrap().to_string());
+        *tree.entry(format!("{thread}: {}", path.join(" > "))).or_default() += node["calls"].as_u64().unwrap();
+        for child in node["children"].as_array().unwrap() {
+            walk(tree, thread, path, child);
+        }
+        path.pop();
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&rtconv(&["stats", "--tree", "--per-thread", "-f", "json"], dump)).unwrap();
+    let mut tree = Tree::new();
+    for scope in json.as_array().unwrap() {
+        let thread = scope["scope"].as_str().unwrap().to_string();
+        for node in scope["calls"].as_array().unwrap() {
+            walk(&mut tree, &thread, &mut Vec::new(), node);
+        }
+    }
+    tree
+}
+
+/// The tree of the ftrace function graph: `f() {` opens, `}` closes, `f();` is a leaf.
+fn from_ftrace(dump: &Path) -> Tree {
+    let text = rtconv(&["convert", "-f", "ftrace", "-o", "-"], dump);
+    let mut tree = Tree::new();
+    let mut stack: Vec<String> = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#') && l.matches('|').count() >= 2) {
+        let mut fields = line.splitn(3, '|');
+        let task = fields.next().unwrap().trim_start().trim_start_matches(|c: char| c.is_ascii_digit() || c == ')');
+        let thread = task.trim().rsplit_once('-').map_or(task.trim(), |(name, _)| name);
+        let call = fields.nth(1).unwrap().trim().split(" /*").next().unwrap();
+        if let Some(name) = call.strip_suffix("() {") {
+            stack.push(name.to_string());
+            count(&mut tree, thread, &stack);
+        } else if let Some(name) = call.strip_suffix("();") {
+            stack.push(name.to_string());
+            count(&mut tree, thread, &stack);
+            stack.pop();
+        } else if call == "}" {
+            stack.pop();
+        }
+    }
+    tree
+}
+
+/// The tree of Chrome JSON written as B/E events.
+fn from_chrome_be(dump: &Path) -> Tree {
+    let json: serde_json::Value =
+        serde_json::from_str(&rtconv(&["convert", "--chrome-events", "be", "-o", "-"], dump)).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let names: BTreeMap<u64, String> = events
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap().to_string()))
+        .collect();
+    let (mut tree, mut stacks) = (Tree::new(), BTreeMap::<u64, Vec<String>>::new());
+    for e in events {
+        let tid = e["tid"].as_u64().unwrap_or(0);
+        let stack = stacks.entry(tid).or_default();
+        match e["ph"].as_str() {
+            Some("B") => {
+                stack.push(e["name"].as_str().unwrap().to_string());
+                count(&mut tree, &names[&tid], stack);
+            }
+            Some("E") => assert_eq!(stack.pop().as_deref(), e["name"].as_str(), "E ends the innermost B"),
+            _ => {}
+        }
+    }
+    tree
+}
+
+/// The tree of systrace's `B|pid|name` and `E|pid` marks.
+fn from_systrace(dump: &Path) -> Tree {
+    let text = rtconv(&["convert", "-f", "systrace", "-o", "-"], dump);
+    let (mut tree, mut stacks) = (Tree::new(), BTreeMap::<String, Vec<String>>::new());
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((task, mark)) = line.split_once("tracing_mark_write: ") else { continue };
+        let task = task.split_whitespace().next().unwrap();
+        let thread = task.rsplit_once('-').map_or(task, |(name, _)| name).to_string();
+        let stack = stacks.entry(thread.clone()).or_default();
+        if let Some(rest) = mark.strip_prefix("B|") {
+            stack.push(rest.split_once('|').unwrap().1.to_string());
+            count(&mut tree, &thread, stack);
+        } else if mark.starts_with("E|") {
+            stack.pop();
+        }
+    }
+    tree
+}
+
+fn check_every_output(dump: &Path, what: &str) {
+    let want = expected();
+    assert_eq!(from_stats(dump), want, "{what}: stats --tree");
+    assert_eq!(from_ftrace(dump), want, "{what}: ftrace");
+    assert_eq!(from_chrome_be(dump), want, "{what}: Chrome B/E");
+    assert_eq!(from_systrace(dump), want, "{what}: systrace");
+}
+
+#[test]
+fn a_coarse_counter_leaves_the_tree_as_the_program_made_it() {
+    let dir = scratch("nesting");
+    for clock in ["fine", "coarse"] {
+        let dump = dir.join(format!("{clock}.rtd"));
+        let out = Command::new(binary("tree")).arg(clock).arg(&dump).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        check_every_output(&dump, clock);
+    }
+}
+
+#[test]
+fn under_qemu_aarch64_the_tree_is_the_same() {
+    const TARGET: &str = "aarch64-unknown-linux-musl";
+    let root = workspace_root();
+    let target_dir = root.join("target").join("aarch64");
+    let built = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--locked", "-p", "samples", "--bin", "tree", "--target", TARGET])
+        .args(["--config", &format!("target.{TARGET}.linker=\"rust-lld\"")])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let exe = target_dir.join(TARGET).join("release").join("tree");
+    let dir = scratch("nesting-aarch64");
+    for clock in ["fine", "coarse"] {
+        let dump = dir.join(format!("{clock}.rtd"));
+        let run = tool("timeout")
+            .args(["-s", "KILL", "300", "qemu-aarch64"])
+            .arg(&exe)
+            .arg(clock)
+            .arg(&dump)
+            .output()
+            .unwrap();
+        assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+        check_every_output(&dump, &format!("aarch64 {clock}"));
+    }
+}
