@@ -6,7 +6,8 @@
 //! | [`Fast`] (default) | x86_64 | `rdtsc` | none: the CPU may execute it before earlier or after later instructions | cheapest; a span around a few instructions may be skewed by out-of-order execution |
 //! | [`Ordered`] | x86_64 | `rdtscp` | waits for all earlier instructions to execute; later ones may start | a few ns more per read |
 //! | [`Serialized`] | x86_64 | `lfence; rdtsc` | nothing earlier is still executing, nothing later has started | the most exact and the most costly (see docs/PERFORMANCE.md) |
-//! | [`Fast`], [`Ordered`], [`Serialized`] | aarch64 | `mrs CNTVCT_EL0` (`isb` first for Ordered and Serialized) | as for x86_64 | rate from `CNTFRQ_EL0`; tested under `qemu-aarch64` (`tests/tests/aarch64.rs`), not on aarch64 hardware |
+//! | [`Fenced`] | x86_64 | `lfence; rdtsc` at a span's start, `rdtsc` at its end | the start waits for earlier instructions; the end is [`Fast`]'s | a span never starts early; its end may still be read before its last instructions finish |
+//! | [`Fast`], [`Ordered`], [`Serialized`], [`Fenced`] | aarch64 | `mrs CNTVCT_EL0` (`isb` first for Ordered, Serialized and Fenced's start) | as for x86_64 | rate from `CNTFRQ_EL0`; tested under `qemu-aarch64` (`tests/tests/aarch64.rs`), not on aarch64 hardware |
 //! | [`Fast`] and the others | any other target, with `std` | OS monotonic clock | a syscall or vDSO call | nanoseconds, exact rate; ~20 ns per read |
 //! | [`Fast`] (`Ordered`, `Serialized`: `dsb; isb` first) | Cortex-M3/M4/M7/M33 (Armv7-M, Armv8-M), `no_std` | DWT `CYCCNT` (32 bits; call `enable_cycle_counter` once) | as for x86_64 | the core clock rate is the program's to state; **compiled, not run: QEMU models no DWT** |
 //! | `SysTick` (and every clock on Armv6-M, which has no DWT) | any Cortex-M, `no_std` | SysTick's down-counter plus its reloads, counted by the handler | none | run on QEMU's mps2-an385 (M3) and micro:bit (M0) by `tests/tests/firmware.rs` |
@@ -25,8 +26,11 @@
 //! bench shows at once. The rate is never taken on trust: the dump carries
 //! time anchors {ticks, monotonic ns, realtime ns} from the start of recording
 //! and from dump time, and `rtconv` derives the rate over the whole run from
-//! them. Taking an anchor costs two counter reads and two `clock_gettime`
-//! calls; nothing calibrates at start-up.
+//! them. An anchor is the tightest of 16 (ordered counter read,
+//! `CLOCK_MONOTONIC`, ordered counter read) triples after both clocks are
+//! warmed, realtime placed by its own triples (`os::anchor`): a few µs each,
+//! at the first span, at each dump and every 20 ms of a stream; good to
+//! ~0.1 µs (`tests/tests/clock.rs`). Nothing calibrates at start-up.
 
 use ringtrace_format::{ClockInfo, CounterKind, RateSource};
 

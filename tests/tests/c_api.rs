@@ -224,5 +224,6 @@ fn the_c_api_by_hand_scopes_configures_and_dumps_to_a_path_and_a_descriptor() {
             _ => None,
         })
         .collect();
-    assert_eq!(rings, [(16, ringtrace_format::layout::RING_FLAG_STOP_WHEN_FULL)]);
+    use ringtrace_format::layout::{RING_FLAG_KEY_DEPTH, RING_FLAG_STOP_WHEN_FULL};
+    assert_eq!(rings, [(16, RING_FLAG_STOP_WHEN_FULL | RING_FLAG_KEY_DEPTH)]);
 }

@@ -2,7 +2,7 @@
 //! the core clock. On rv32 its halves are read high, low, high again, so a
 //! carry between them is never read torn.
 
-use super::{Clock, Fast, Ordered, Serialized};
+use super::{Clock, Fast, Fenced, Ordered, Serialized};
 use ringtrace_format::{CounterKind, RateSource};
 
 #[inline(always)]
