@@ -17,7 +17,7 @@ use crate::open::OPEN_DEPTH;
 use crate::ring::Snapshot;
 use crate::thread;
 use crate::thread::ThreadRing;
-use crate::{calibrate, clock, os, sites};
+use crate::{clock, os, sites};
 
 /// What a dump contained.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -152,7 +152,7 @@ pub(crate) fn write_tail<W: Write>(
 
 fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
     // Measured before taking the registry lock, on this thread's clock reads.
-    let calibration = calibrate::measure_all();
+    let calibration = thread::calibration();
     let anchors: Vec<_> = match thread::start_anchor() {
         Some(start) => std::vec![start, dump_anchor(start)],
         None => std::vec![os::anchor()],

@@ -36,7 +36,7 @@ use ringtrace_format::{Anchor, DumpReason, Record, RingInfo, Unbalanced};
 
 use crate::dump::{DumpWriter, SiteRange, io_error, write_head, write_ring, write_tail};
 use crate::open::OPEN_DEPTH;
-use crate::{calibrate, os, thread};
+use crate::{os, thread};
 
 /// Environment variable: stream every thread's spans to this file from the first span on.
 pub const STREAM_ENV: &str = "RINGTRACE_STREAM";
@@ -333,7 +333,7 @@ impl Drain {
     /// The last round, the rings that were never streamed, and the tail.
     fn finish(mut self) -> io::Result<()> {
         let earlier = self.error.take();
-        let calibration = calibrate::measure_all();
+        let calibration = thread::calibration();
         self.round(true, true)?;
         let mut unbalanced = Vec::new();
         let rings = thread::lock_registry();

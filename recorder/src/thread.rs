@@ -164,6 +164,46 @@ pub(crate) fn registered() -> Option<&'static Track> {
     unsafe { CURRENT.with(Cell::get).as_ref() }
 }
 
+/// The recorder's cost, measured on a scratch ring as large as the largest
+/// ring registered (at least 64 records, at most 2^22: 96 MiB), made for the
+/// measurement and freed after it: see [`crate::calibrate`]. The default
+/// clock's spans write the whole ring once, as a program's spans do; the
+/// other clocks' only 4096.
+pub(crate) fn calibration() -> [ringtrace_format::Calibration; 3] {
+    use crate::calibrate::measure;
+    use crate::clock::{Fast, Ordered, Serialized};
+    use ringtrace_format::ClockMode;
+    let largest = lock_registry().iter().map(|t| t.track.ring().capacity()).max().unwrap_or(64);
+    let records = largest.next_power_of_two().clamp(64, 1 << 22);
+    let slots = allocate_ring(records);
+    let all = records.max(4096);
+    // The Fast entry is the one `rtconv --calibrated` uses: measured with the default clock
+    // (`Fast`, or `Fenced`, whose end read is Fast's) through the whole ring.
+    let ordered_default = cfg!(any(feature = "clock-ordered", feature = "clock-serialized"));
+    // The scratch track lives only in this block: the ring is freed after it.
+    let calibration = {
+        let scratch = Track::new(slots);
+        [
+            if ordered_default {
+                measure::<Fast>(ClockMode::Fast, &scratch, 4096)
+            } else {
+                measure::<crate::clock::DefaultClock>(ClockMode::Fast, &scratch, all)
+            },
+            measure::<Ordered>(ClockMode::Ordered, &scratch, if ordered_default { all } else { 4096 }),
+            measure::<Serialized>(ClockMode::Serialized, &scratch, 4096),
+        ]
+    };
+    free_ring(slots);
+    calibration
+}
+
+/// Frees a ring [`allocate_ring`] made, once nothing refers to it.
+fn free_ring(slots: &'static [Slot]) {
+    // SAFETY: `slots` came from `Box::leak` in `allocate_ring`, and the only track made over it
+    // was dropped by the caller: nothing else refers to it.
+    drop(unsafe { Box::from_raw(slots as *const [Slot] as *mut [Slot]) });
+}
+
 /// A ring's slots, every page already written, so the first lap pays no
 /// page fault (one every 170 records otherwise). Rings of 2 MiB and more are
 /// offered to transparent huge pages before they are written (where the

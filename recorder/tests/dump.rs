@@ -116,7 +116,7 @@ fn dump_holds_every_thread_modules_clock_and_sites() {
     assert_eq!(modes, [ClockMode::Fast, ClockMode::Ordered, ClockMode::Serialized]);
     for c in &calibration {
         assert!(c.read_cost > 0 && c.span_cost < 10_000, "{c:?}");
-        assert_eq!(c.samples, 1001);
+        assert!((64..=1024).contains(&c.samples), "{c:?}");
     }
 
     // dladdr knew the code-address key: it lies in this test binary.
