@@ -167,13 +167,56 @@ fn bare_around<C: Clock>(j: u64) {
     black_box((enter, exit));
 }
 
+/// The least any recorder does per span, for reference: a thread-local ring
+/// of {key, enter, exit} records with a head, no open-span stack, no off
+/// switch, no protocol for a reader on another thread.
+mod minimal {
+    use std::cell::Cell;
+
+    const RING: usize = 1 << 16;
+
+    pub struct Ring {
+        head: Cell<usize>,
+        slots: Cell<*mut [u64; 3]>,
+    }
+
+    std::thread_local! {
+        pub static RING_OF_THREAD: Ring = const { Ring { head: Cell::new(0), slots: Cell::new(std::ptr::null_mut()) } };
+    }
+
+    /// Gives the calling thread its ring.
+    pub fn setup() {
+        let slots = Box::leak(vec![[0u64; 3]; RING].into_boxed_slice());
+        RING_OF_THREAD.with(|r| r.slots.set(slots.as_mut_ptr()));
+    }
+
+    #[inline(always)]
+    pub fn record(key: u64, enter: u64, exit: u64) {
+        RING_OF_THREAD.with(|r| {
+            let h = r.head.get();
+            r.head.set(h + 1);
+            // SAFETY: `setup` gave this thread a ring of `RING` records; the index is masked.
+            unsafe { *r.slots.get().add(h & (RING - 1)) = [key, enter, exit] };
+        });
+    }
+}
+
+fn minimal_span(j: u64) {
+    let enter = Fast::now();
+    black_box(j);
+    let exit = Fast::now();
+    minimal::record(0x5ca1_ab1e, enter, exit);
+}
+
 /// (name, chunk, index of the bare pair it is compared with).
 type Variant<'a> = (&'static str, &'a dyn Fn(), usize);
 
 fn interleaved(rounds: usize, chunks: usize) {
     drop(ringtrace::span!());
-    let variants: [Variant; 8] = [
+    minimal::setup();
+    let variants: [Variant; 9] = [
         ("bare counter pair (Fast)", chunk_of!(bare_around::<Fast>), 0),
+        ("reference: minimal recording (Fast)", chunk_of!(minimal_span), 0),
         (
             "span!()",
             chunk_of!(|j| {
@@ -191,25 +234,25 @@ fn interleaved(rounds: usize, chunks: usize) {
             }),
             0,
         ),
-        ("bare pair, Fenced (lfence; rdtsc / rdtsc)", chunk_of!(bare_around::<Fenced>), 3),
+        ("bare pair, Fenced (lfence; rdtsc / rdtsc)", chunk_of!(bare_around::<Fenced>), 4),
         (
             "span!(clock = Fenced)",
             chunk_of!(|j| {
                 let _s = ringtrace::span!(clock = Fenced);
                 black_box(j);
             }),
-            3,
+            4,
         ),
-        ("bare pair, Ordered (rdtscp)", chunk_of!(bare_around::<Ordered>), 5),
+        ("bare pair, Ordered (rdtscp)", chunk_of!(bare_around::<Ordered>), 6),
         (
             "span!(clock = Ordered)",
             chunk_of!(|j| {
                 let _s = ringtrace::span!(clock = Ordered);
                 black_box(j);
             }),
-            5,
+            6,
         ),
-        ("bare pair, Serialized", chunk_of!(bare_around::<Serialized>), 7),
+        ("bare pair, Serialized", chunk_of!(bare_around::<Serialized>), 8),
     ];
     for round in 1..=rounds {
         let mut ticks = vec![Vec::with_capacity(chunks); variants.len()];
