@@ -22,6 +22,9 @@
 
 use std::hint::black_box;
 
+#[path = "common/cpu_model.rs"]
+mod cpu_model;
+
 use criterion::{Criterion, criterion_group};
 use ringtrace::clock::{Clock, Fast};
 
@@ -261,7 +264,7 @@ fn interleaved(chunks: usize) -> Vec<f64> {
 criterion_group!(benches, hooks);
 
 fn main() {
-    println!("{}", cpu_model());
+    println!("{}", cpu_model::cpu_model());
     #[cfg(target_arch = "x86_64")]
     reference::minimal_setup();
     // The thread's ring and the exit dump are set up by the first call, outside the timing.
@@ -281,16 +284,4 @@ fn main() {
     // The exit dump the hooks arranged goes nowhere useful from a bench.
     // SAFETY: `setenv` before exit, on the only thread that touches the environment here.
     unsafe { std::env::set_var(ringtrace::capi::DUMP_ENV, "/dev/null") };
-}
-
-/// The CPU the figures were measured on, as `/proc/cpuinfo` names it (with its family and model).
-fn cpu_model() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let field = |name: &str| {
-        info.lines()
-            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
-            .and_then(|l| l.split_once(':'))
-            .map_or("?", |(_, v)| v.trim())
-    };
-    format!("CPU: {} (family {}, model {})", field("model name"), field("cpu family"), field("model"))
 }

@@ -18,6 +18,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+#[path = "common/cpu_model.rs"]
+mod cpu_model;
+
 use criterion::{Criterion, criterion_group};
 use ringtrace::clock::{Clock, Fast, Fenced, Ordered, Serialized};
 
@@ -350,21 +353,9 @@ fn stamps_run_early(samples: usize) {
     println!("  (an lfence'd read's own cost is in every figure: compare with Serialized's)");
 }
 
-/// The CPU the figures were measured on, as `/proc/cpuinfo` names it (with its family and model).
-fn cpu_model() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let field = |name: &str| {
-        info.lines()
-            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
-            .and_then(|l| l.split_once(':'))
-            .map_or("?", |(_, v)| v.trim())
-    };
-    format!("CPU: {} (family {}, model {})", field("model name"), field("cpu family"), field("model"))
-}
-
 fn main() {
     let smoke = std::env::args().any(|a| a == "--smoke");
-    println!("{}", cpu_model());
+    println!("{}", cpu_model::cpu_model());
     if smoke {
         interleaved(1, 10);
         stamps_run_early(100);

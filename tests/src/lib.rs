@@ -224,6 +224,24 @@ pub fn build_side_workspace(manifest: &str, target_dir: &str, features: Option<&
     target.join("release").join(bin)
 }
 
+/// Builds the samples binary `bin` for aarch64 Linux (`aarch64-unknown-linux-musl`,
+/// static, linked by rust-lld) in `target/aarch64`, for `qemu-aarch64`; returns its path.
+pub fn build_aarch64_sample(bin: &str) -> PathBuf {
+    const TARGET: &str = "aarch64-unknown-linux-musl";
+    let root = workspace_root();
+    let target_dir = root.join("target").join("aarch64");
+    let built = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--locked", "-p", "samples", "--bin", bin, "--target", TARGET])
+        .args(["--config", &format!("target.{TARGET}.linker=\"rust-lld\"")])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .current_dir(&root)
+        .output()
+        .expect("cargo runs");
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    target_dir.join(TARGET).join("release").join(bin)
+}
+
 /// Builds the firmware `package` of `samples/firmware` (a workspace of its
 /// own) for `target` in release mode, with `features` if any, into
 /// `target/firmware` (`target/firmware-FEATURES` with features), and

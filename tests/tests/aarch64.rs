@@ -6,24 +6,11 @@
 
 use std::process::Command;
 
-use ringtrace_tests::{at_least, at_most, binary, parse_chrome, scratch, tool, workspace_root};
-
-const TARGET: &str = "aarch64-unknown-linux-musl";
+use ringtrace_tests::{at_least, at_most, binary, build_aarch64_sample, parse_chrome, scratch, tool};
 
 #[test]
 fn an_aarch64_program_under_qemu_user_keys_spans_by_code_address_and_times_them_by_cntvct() {
-    let root = workspace_root();
-    let target_dir = root.join("target").join("aarch64");
-    let built = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--locked", "-p", "samples", "--bin", "workload", "--target", TARGET])
-        .args(["--config", &format!("target.{TARGET}.linker=\"rust-lld\"")])
-        .arg("--target-dir")
-        .arg(&target_dir)
-        .current_dir(&root)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
-    let exe = target_dir.join(TARGET).join("release").join("workload");
+    let exe = build_aarch64_sample("workload");
 
     let dir = scratch("aarch64");
     let dump = dir.join("w.rtd");

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use ringtrace_tests::{binary, scratch, tool, workspace_root};
+use ringtrace_tests::{binary, build_aarch64_sample, scratch, tool};
 
 /// Calls per call path ("thread: a > b > c").
 type Tree = BTreeMap<String, u64>;
@@ -159,19 +159,7 @@ fn a_coarse_counter_leaves_the_tree_as_the_program_made_it() {
 
 #[test]
 fn under_qemu_aarch64_the_tree_is_the_same() {
-    const TARGET: &str = "aarch64-unknown-linux-musl";
-    let root = workspace_root();
-    let target_dir = root.join("target").join("aarch64");
-    let built = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--locked", "-p", "samples", "--bin", "tree", "--target", TARGET])
-        .args(["--config", &format!("target.{TARGET}.linker=\"rust-lld\"")])
-        .arg("--target-dir")
-        .arg(&target_dir)
-        .current_dir(&root)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
-    let exe = target_dir.join(TARGET).join("release").join("tree");
+    let exe = build_aarch64_sample("tree");
     let dir = scratch("nesting-aarch64");
     for clock in ["fine", "coarse"] {
         let dump = dir.join(format!("{clock}.rtd"));
