@@ -92,7 +92,9 @@ pub extern "C" fn ringtrace_func_enter(this_fn: *mut c_void, call_site: *mut c_v
     // tail call.
     let done = crate::thread::registered().is_some_and(|track| {
         STATE
-            .try_with(|HookState { shadow, stack }| shadow.enter_nested(track, key, site, frame, stack))
+            .try_with(|HookState { shadow, stack }| {
+                shadow.enter_nested(track, (key, site, frame), stack, DefaultClock::enter_now)
+            })
             .unwrap_or(true)
     });
     if !done {

@@ -32,7 +32,6 @@ use core::cell::Cell;
 
 use ringtrace_format::layout::{SPAN_FLAG_UNWOUND, key_depth_tag};
 
-use crate::clock::{Clock, DefaultClock};
 use crate::track::Track;
 
 /// Frames the hooks' shadow stack holds per thread; deeper calls are counted, not recorded.
@@ -90,9 +89,16 @@ impl Shadow {
     /// The common entry, done if it is one: a call made from the top frame
     /// (its stack pointer below the top's, and — where `call` pushes it — its
     /// return address the word the top's last call left), with room for its
-    /// frame. Returns `false`, having changed nothing, for anything else.
+    /// frame. Reads the clock (`now`) only then. Returns `false`, having
+    /// changed nothing, for anything else.
     #[inline(always)]
-    pub(crate) fn enter_nested(&self, track: &Track, key: u64, site: u64, frame: u64, stack: &impl StackView) -> bool {
+    pub(crate) fn enter_nested(
+        &self,
+        track: &Track,
+        (key, site, frame): (u64, u64, u64),
+        stack: &impl StackView,
+        now: impl FnOnce() -> u64,
+    ) -> bool {
         let depth = self.depth.get();
         if depth == 0 || depth >= SHADOW_DEPTH {
             return false;
@@ -108,7 +114,7 @@ impl Shadow {
                 return false;
             }
         }
-        let now = DefaultClock::enter_now();
+        let now = now();
         self.frames[depth].set(Frame { key, enter: now, token: track.begin(key, now), frame, site });
         self.depth.set(depth + 1);
         true
@@ -336,6 +342,28 @@ mod tests {
         }
     }
 
+    /// A shadow stack driven as the hooks drive it: the common case first, then the full path.
+    struct Hooks(Shadow);
+
+    impl Hooks {
+        fn new() -> Self {
+            Hooks(Shadow::new())
+        }
+        fn enter(&self, t: &Track, key: u64, site: u64, frame: u64, now: u64, m: &Model) {
+            if !self.0.enter_nested(t, (key, site, frame), m, || now) {
+                self.0.enter(t, key, site, frame, now, m);
+            }
+        }
+        fn exit(&self, t: &Track, key: u64, site: u64, frame: u64, now: u64) {
+            if !self.0.exit_top(t, key, site, frame, now) {
+                self.0.exit(t, key, site, frame, now);
+            }
+        }
+        fn depth(&self) -> usize {
+            self.0.depth()
+        }
+    }
+
     fn track() -> &'static Track {
         std::boxed::Box::leak(std::boxed::Box::new(Track::new(std::boxed::Box::leak(
             (0..64).map(|_| Slot::new()).collect::<Vec<_>>().into_boxed_slice(),
@@ -363,7 +391,7 @@ mod tests {
     #[test]
     fn an_entry_from_a_frame_above_closes_the_skipped_frames_as_unwound() {
         let t = track();
-        let s = Shadow::new();
+        let s = Hooks::new();
         let m = Model { slots: std::vec![], push_return_address: false };
         s.enter(t, 1, 0, 1000, 10, &m);
         s.enter(t, 2, 0, 900, 20, &m);
@@ -385,7 +413,7 @@ mod tests {
     #[test]
     fn the_return_address_names_the_caller_when_the_stack_pointer_cannot() {
         let t = track();
-        let s = Shadow::new();
+        let s = Hooks::new();
         // a's (900) last call returns to 0xd5 (d's call site); b's and c's slots hold older calls.
         let m =
             Model { slots: std::vec![(1000, 0xa1), (900, 0xd5), (800, 0xc1), (700, 0x99)], push_return_address: true };
@@ -404,7 +432,7 @@ mod tests {
     #[test]
     fn a_call_from_unhooked_code_nests_under_the_top() {
         let t = track();
-        let s = Shadow::new();
+        let s = Hooks::new();
         let m = Model { slots: std::vec![(1000, 0xa1), (900, 0x51)], push_return_address: true };
         s.enter(t, 1, 0, 1000, 10, &m);
         s.enter(t, 2, 0xa1, 900, 20, &m);
@@ -423,7 +451,7 @@ mod tests {
     #[test]
     fn an_exit_matches_its_own_frame_among_recursive_calls() {
         let t = track();
-        let s = Shadow::new();
+        let s = Hooks::new();
         let m = Model { slots: std::vec![], push_return_address: false };
         s.enter(t, 1, 0, 1000, 10, &m);
         s.enter(t, 1, 0x11, 900, 20, &m); // called from 1's body
@@ -441,7 +469,7 @@ mod tests {
     #[test]
     fn inlined_calls_share_their_callers_frame_and_nest() {
         let t = track();
-        let s = Shadow::new();
+        let s = Hooks::new();
         let m = Model { slots: std::vec![(1000, 0xa1)], push_return_address: true };
         s.enter(t, 1, 0, 1000, 10, &m);
         s.enter(t, 2, 0xa1, 900, 20, &m); // a real call
@@ -475,7 +503,7 @@ mod tests {
     #[test]
     fn an_exit_hook_called_after_the_epilogue_ends_its_own_call() {
         let t = track();
-        let s = Shadow::new();
+        let s = Hooks::new();
         let m = Model { slots: std::vec![], push_return_address: false };
         s.enter(t, 1, 0, 1000, 10, &m);
         s.enter(t, 1, 0x11, 900, 20, &m);
@@ -489,7 +517,7 @@ mod tests {
     #[test]
     fn without_stack_pointers_an_exit_below_the_top_unwinds() {
         let t = track();
-        let s = Shadow::new();
+        let s = Hooks::new();
         let m = Model { slots: std::vec![], push_return_address: false };
         s.enter(t, 1, 0, 0, 10, &m);
         s.enter(t, 2, 0, 0, 20, &m);
