@@ -290,8 +290,9 @@ pub const KEY_DEPTH_SHIFT: u32 = 56;
 
 /// A span key's depth tag for a span that began with `depth` spans open on
 /// its thread: `depth + 1` in the top byte, exact for depths 0..=254; at 255
-/// it wraps to 0, "depth unknown". `key | key_depth_tag(depth)` is the
-/// tagged key (keys are addresses, below 2^56).
+/// it wraps to 0, "depth unknown". `depth` is at most 255 (a recorder's depth
+/// counter saturates there); `key | key_depth_tag(depth)` is the tagged key
+/// (keys are addresses, below 2^56).
 #[inline(always)]
 pub const fn key_depth_tag(depth: u64) -> u64 {
     depth.wrapping_add(1) << KEY_DEPTH_SHIFT

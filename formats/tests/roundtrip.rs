@@ -439,3 +439,16 @@ fn a_stream_is_read_to_the_end_marker_and_no_further() {
     use ringtrace_format::extent::{DumpExtent, Step};
     assert!(matches!(DumpExtent::default().step(&lying), Step::Need(n) if n > u64::MAX - 8));
 }
+
+/// A key's depth tag: exact for depths 0..=254, "not stated" at 255 (where a recorder's depth saturates); the
+/// key comes back whole, and untagged keys (older rings) state no depth.
+#[test]
+fn keys_carry_their_depth_in_the_top_byte() {
+    let key = 0x0000_7f12_3456_789a_u64;
+    for depth in [0u64, 1, 63, 254] {
+        assert_eq!(split_key(key | key_depth_tag(depth)), (key, Some(depth as u8)));
+    }
+    assert_eq!(split_key(key | key_depth_tag(255)), (key, None));
+    assert_eq!(split_key(key), (key, None));
+    assert_eq!(RING_FLAG_KEY_DEPTH & (RING_FLAG_THREAD_EXITED | RING_FLAG_STOP_WHEN_FULL | RING_FLAG_STREAM_CHUNK), 0);
+}
