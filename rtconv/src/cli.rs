@@ -58,8 +58,10 @@ pub(crate) enum Command {
     /// Name a dump's keys here, where its binaries are, and append the names to the dump, so it
     /// converts anywhere without them. Packing a packed dump changes nothing.
     Pack(PackArgs),
-    /// Name addresses in a binary, as `addr2line -f -i -C` does (addresses from the
-    /// command line, or one per line on stdin).
+    /// Name addresses in a binary, a drop-in for GNU addr2line (`-a -f -i -C -e -p -s -j`) and
+    /// llvm-symbolizer (`--obj`, `--no-inlines`, `--relative-address`, `--adjust-vma`,
+    /// `--output-style=JSON`, `"MODULE" 0xADDR` lines). Addresses from the command line, or queries
+    /// read from stdin and answered as they come.
     Symbolize(SymbolizeArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions {
@@ -229,16 +231,69 @@ pub(crate) struct PackArgs {
 
 #[derive(clap::Args)]
 pub(crate) struct SymbolizeArgs {
-    /// The binary (or debug file) the addresses are in.
-    #[arg(short = 'e', long, value_name = "BIN")]
-    pub(crate) exe: PathBuf,
-    /// Addresses as the file sees them (ELF virtual addresses), hex with or without 0x.
+    /// The binary (or debug file) the addresses are in; without it, each query line names its module
+    /// (`"MODULE" 0xADDR`, llvm-symbolizer's input).
+    #[arg(short = 'e', long = "exe", visible_alias = "obj", value_name = "BIN")]
+    pub(crate) exe: Option<PathBuf>,
+    /// Addresses as the file sees them (ELF virtual addresses), hex with or without 0x; none: read
+    /// queries from stdin, answering each as it comes.
     pub(crate) addresses: Vec<String>,
-    /// Print each address before its names, as `addr2line -a` does.
-    #[arg(short = 'a', long)]
+    /// Print each address before its names (`addr2line -a`).
+    #[arg(short = 'a', long = "addresses")]
     pub(crate) addresses_too: bool,
+    /// Print function names (`addr2line -f`).
+    #[arg(short = 'f', long)]
+    pub(crate) functions: bool,
+    /// Print the functions an inlined one was inlined into (`addr2line -i`).
+    #[arg(short = 'i', long)]
+    pub(crate) inlines: bool,
+    /// Only the innermost frame (llvm-symbolizer's `--no-inlines`; the default without -i).
+    #[arg(long, conflicts_with = "inlines")]
+    pub(crate) no_inlines: bool,
+    /// Demangle C++ and Rust names (`addr2line -C`).
+    #[arg(short = 'C', long)]
+    pub(crate) demangle: bool,
+    /// One line per frame: `function at file:line` (`addr2line -p`).
+    #[arg(short = 'p', long)]
+    pub(crate) pretty_print: bool,
+    /// File names without their directories (`addr2line -s`).
+    #[arg(short = 's', long)]
+    pub(crate) basenames: bool,
+    /// Addresses are offsets into this section (`addr2line -j`).
+    #[arg(short = 'j', long, value_name = "NAME")]
+    pub(crate) section: Option<String>,
+    /// Addresses are relative to the image base, the lowest loadable segment's address.
+    #[arg(long)]
+    pub(crate) relative_address: bool,
+    /// Look addresses up as if the file were loaded OFFSET higher (OFFSET is subtracted; 0x for hex).
+    #[arg(long, value_name = "OFFSET", value_parser = parse_offset, default_value = "0")]
+    pub(crate) adjust_vma: u64,
+    /// `GNU` (addr2line's layout) or `JSON` (llvm-symbolizer's).
+    #[arg(long, value_enum, ignore_case = true, default_value = "gnu", value_name = "STYLE")]
+    pub(crate) output_style: OutputStyle,
+    /// A directory of binaries and debug files, found by build-id (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) sym_dir: Vec<PathBuf>,
     #[command(flatten)]
     pub(crate) naming: NamingArgs,
+}
+
+/// How `rtconv symbolize` prints its answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OutputStyle {
+    /// GNU addr2line's lines.
+    Gnu,
+    /// llvm-symbolizer's JSON: an array for addresses given as arguments, an object per line read.
+    Json,
+}
+
+/// An offset in decimal, or hex with `0x`.
+fn parse_offset(text: &str) -> Result<u64, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|_| format!("{text:?} is not an offset; give one like 0x1000 or 4096"))
 }
 
 /// Where the recorded binaries are, and how to name.

@@ -270,75 +270,173 @@ fn run_man(out_dir: Option<&Path>) -> ExitCode {
 }
 
 fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
-    let opts = args.naming.options(symbolize::Search::default());
-    let mut texts = args.addresses;
-    if texts.is_empty() {
-        texts = match symbolize::address_lines(io::stdin().lock()) {
-            Ok(lines) => lines,
-            Err(e) => {
-                emit(&format!("rtconv: error: stdin {e}; give one hex address per line"));
-                return ExitCode::from(2);
-            }
-        };
-    }
-    let mut addresses = Vec::with_capacity(texts.len());
-    for text in &texts {
-        let digits = text.trim().trim_start_matches("0x").trim_start_matches("0X");
-        match u64::from_str_radix(digits, 16) {
-            Ok(a) => addresses.push(a),
-            Err(_) => {
-                emit(&format!("rtconv: error: {text:?} is not a hex address; give addresses like 0x1d59f"));
-                return ExitCode::from(2);
-            }
-        }
-    }
-    if !args.exe.is_file() {
-        emit(&format!("rtconv: error: {}: no such file; pass the binary with -e", args.exe.display()));
+    use symbolize::answer::{Lookup, Query, Session, Style, name_batch, parse_query, write_answer};
+    let search = symbolize::Search {
+        sym_dirs: args.sym_dir.clone(),
+        debug_roots: vec!["/usr/lib/debug".into()],
+        ..symbolize::Search::default()
+    };
+    let mut opts = args.naming.options(search);
+    // GNU addr2line's default: names as the file has them; -C demangles.
+    opts.demangle = args.demangle && opts.demangle;
+    let style = Style {
+        addresses: args.addresses_too,
+        functions: args.functions,
+        inlines: args.inlines && !args.no_inlines,
+        pretty: args.pretty_print,
+        basenames: args.basenames,
+        json: args.output_style == cli::OutputStyle::Json,
+    };
+    let lookup = Lookup { section: args.section.clone(), relative: args.relative_address, adjust_vma: args.adjust_vma };
+    if let Some(exe) = &args.exe
+        && !exe.is_file()
+    {
+        emit(&format!("rtconv: error: {}: no such file; pass the binary with -e", exe.display()));
         return ExitCode::FAILURE;
     }
-    let (names, failures) = match symbolize::resolve_addresses(&args.exe, &addresses, &opts) {
-        Ok(resolved) => resolved,
-        Err(e) => {
-            emit(&format!("rtconv: error: {e}"));
-            return ExitCode::FAILURE;
-        }
+    let mut degraded = false;
+    let mut warn = |text: &str| {
+        degraded = true;
+        emit(&format!("rtconv: warning: {text}"));
     };
-    for e in &failures {
-        emit(&format!("rtconv: error: {e}"));
-    }
+    let exe = args.exe.as_deref();
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let written = (|| -> io::Result<()> {
-        // As GNU addr2line prints a place: `??:0` for none, `file:?` for no line.
-        fn place(out: &mut impl Write, file: &Option<String>, line: Option<u32>) -> io::Result<()> {
-            match (file, line) {
-                (None, _) => out.write_all(b"??:0\n"),
-                (Some(f), None) => writeln!(out, "{f}:?"),
-                (Some(f), Some(l)) => writeln!(out, "{f}:{l}"),
-            }
-        }
-        for (address, name) in addresses.iter().zip(&names) {
-            if args.addresses_too {
-                writeln!(out, "{address:#018x}")?;
-            }
-            match name {
-                Some(n) => {
-                    out.write_all(n.name.as_bytes())?;
-                    out.write_all(b"\n")?;
-                    place(&mut out, &n.file, n.line)?;
-                    for f in &n.inlined_into {
-                        out.write_all(f.function.as_bytes())?;
-                        out.write_all(b"\n")?;
-                        place(&mut out, &f.file, f.line)?;
-                    }
+    let stdin = io::stdin();
+    // Answered as they come when read from a terminal or a pipe; a file, or arguments, all at once.
+    let interactive = args.addresses.is_empty() && !stdin_is_regular_file();
+    let written = if interactive {
+        (|| -> io::Result<()> {
+            let mut session = Session::new(opts, lookup);
+            let mut input = io::BufReader::new(stdin.lock());
+            let mut line = Vec::new();
+            for number in 1.. {
+                let Some(text) = read_line(&mut input, &mut line, number)? else { break };
+                if text.trim().is_empty() {
+                    continue;
                 }
-                None => out.write_all(b"??\n??:0\n")?,
+                let (query, name) = match parse_query(&text, exe) {
+                    Ok(q) => {
+                        let name = session.name(&q).unwrap_or_else(|e| {
+                            warn(&format!("{}: {e}", q.module.display()));
+                            None
+                        });
+                        (q, name)
+                    }
+                    Err(e) => {
+                        warn(&e);
+                        (Query { module: exe.map(Path::to_path_buf).unwrap_or_default(), address: 0 }, None)
+                    }
+                };
+                for w in session.warnings.drain(..) {
+                    warn(&w);
+                }
+                write_answer(&mut out, style, &query, name.as_ref())?;
+                if style.json {
+                    out.write_all(b"\n")?;
+                }
+                // Nothing more waiting: the asker may be waiting for this answer.
+                if input.buffer().is_empty() {
+                    out.flush()?;
+                }
             }
+            out.flush()
+        })()
+    } else {
+        let texts = if args.addresses.is_empty() {
+            match read_lines(stdin.lock()) {
+                Ok(lines) => lines,
+                Err(e) => return symbolize_input_failed(&e),
+            }
+        } else {
+            args.addresses.clone()
+        };
+        let parsed: Vec<Result<Query, String>> = texts.iter().map(|t| parse_query(t, exe)).collect();
+        let queries: Vec<Query> = parsed.iter().filter_map(|q| q.as_ref().ok().cloned()).collect();
+        let (names, warnings) = name_batch(&queries, &opts, &lookup);
+        for w in &warnings {
+            warn(w);
         }
-        out.flush()
-    })();
+        (|| -> io::Result<()> {
+            let mut names = names.into_iter();
+            let json_array = style.json && !args.addresses.is_empty();
+            if json_array {
+                out.write_all(b"[")?;
+            }
+            for (i, q) in parsed.iter().enumerate() {
+                let (query, name) = match q {
+                    Ok(q) => (
+                        q.clone(),
+                        names
+                            .next()
+                            .and_then(|n| n.map_err(|e| warn(&format!("{}: {e}", q.module.display()))).ok())
+                            .flatten(),
+                    ),
+                    Err(e) => {
+                        warn(e);
+                        (Query { module: exe.map(Path::to_path_buf).unwrap_or_default(), address: 0 }, None)
+                    }
+                };
+                if json_array && i > 0 {
+                    out.write_all(b",")?;
+                }
+                write_answer(&mut out, style, &query, name.as_ref())?;
+                if style.json && !json_array {
+                    out.write_all(b"\n")?;
+                }
+            }
+            if json_array {
+                out.write_all(b"]\n")?;
+            }
+            out.flush()
+        })()
+    };
     match written {
-        Ok(()) if !failures.is_empty() => ExitCode::from(EXIT_DEGRADED),
+        Ok(()) if degraded => ExitCode::from(EXIT_DEGRADED),
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => write_failed(&e, "stdout"),
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => symbolize_input_failed(&e),
+        Err(e) => write_failed(&e, "the names"),
     }
+}
+
+/// An input `rtconv symbolize` cannot read on from: exit 2.
+fn symbolize_input_failed(e: &io::Error) -> ExitCode {
+    emit(&format!("rtconv: error: stdin {e}"));
+    ExitCode::from(2)
+}
+
+/// Whether stdin is a regular file (`< file`), which is read whole rather than answered line by line.
+fn stdin_is_regular_file() -> bool {
+    use std::os::fd::AsFd;
+    let Ok(fd) = io::stdin().as_fd().try_clone_to_owned() else { return false };
+    std::fs::File::from(fd).metadata().is_ok_and(|m| m.is_file())
+}
+
+/// The non-blank lines of `input`, trimmed (see [`read_line`]).
+fn read_lines(mut input: impl io::BufRead) -> io::Result<Vec<String>> {
+    let (mut lines, mut line) = (Vec::new(), Vec::new());
+    for number in 1.. {
+        match read_line(&mut input, &mut line, number)? {
+            Some(text) if !text.trim().is_empty() => lines.push(text.trim().to_string()),
+            Some(_) => {}
+            None => break,
+        }
+    }
+    Ok(lines)
+}
+
+/// Line `number` of `input` as text, whatever its bytes (a line that is not
+/// a query is answered `??`); `None` at the end. A line longer than
+/// [`symbolize::MAX_ADDRESS_LINE`] bytes is an error (`InvalidData`), so
+/// endless input without newlines is refused rather than read forever.
+fn read_line(input: &mut impl io::BufRead, line: &mut Vec<u8>, number: usize) -> io::Result<Option<String>> {
+    line.clear();
+    let limit = symbolize::MAX_ADDRESS_LINE as u64 + 1;
+    if io::BufRead::read_until(&mut io::Read::take(&mut *input, limit), b'\n', line)? == 0 {
+        return Ok(None);
+    }
+    if line.len() > symbolize::MAX_ADDRESS_LINE && line.last() != Some(&b'\n') {
+        let message = format!("line {number}: longer than {} bytes", symbolize::MAX_ADDRESS_LINE);
+        return Err(io::Error::new(io::ErrorKind::InvalidData, message));
+    }
+    Ok(Some(String::from_utf8_lossy(line).into_owned()))
 }

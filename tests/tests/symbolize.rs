@@ -105,7 +105,8 @@ fn rtconv_symbolize_agrees_with_llvm_symbolizer() {
     let addresses = function_addresses(&bin, 1000);
     assert!(addresses.len() >= 500, "{} addresses", addresses.len());
     let hex: Vec<String> = addresses.iter().map(|a| format!("{a:#x}")).collect();
-    let ours = must_run(Command::new(binary("rtconv")).args(["symbolize", "-a", "-e"]).arg(&bin).args(&hex));
+    let ours =
+        must_run(Command::new(binary("rtconv")).args(["symbolize", "-a", "-f", "-i", "-C", "-e"]).arg(&bin).args(&hex));
     let theirs = must_run(
         ringtrace_tests::tool("llvm-symbolizer")
             .arg("--no-demangle")
@@ -280,7 +281,10 @@ fn split_dwarf_is_found_through_the_skeleton() {
     let rtconv = |extra: &[&str]| {
         let mut cmd = Command::new(binary("rtconv"));
         must_run(
-            cmd.args(["symbolize", "--symbolizer", "dwarf", "-e"]).arg(&lib).args(extra).arg(format!("{inlined:#x}")),
+            cmd.args(["symbolize", "-f", "-i", "--symbolizer", "dwarf", "-e"])
+                .arg(&lib)
+                .args(extra)
+                .arg(format!("{inlined:#x}")),
         )
     };
     let with_dwo: Vec<String> = rtconv(&[]).lines().step_by(2).map(str::to_owned).collect();
@@ -330,7 +334,7 @@ fn text_symbols(bin: &Path, prefix: &str, part: &str, count: usize) -> Vec<(u64,
 fn demangled_both_ways(bin: &Path, symbols: &[(u64, String)]) -> (Vec<String>, Vec<String>) {
     let addresses: Vec<String> = symbols.iter().map(|(a, _)| format!("{a:#x}")).collect();
     let mut cmd = Command::new(binary("rtconv"));
-    let ours = must_run(cmd.args(["symbolize", "--symbolizer", "symtab", "-e"]).arg(bin).args(&addresses));
+    let ours = must_run(cmd.args(["symbolize", "-f", "-C", "--symbolizer", "symtab", "-e"]).arg(bin).args(&addresses));
     let ours: Vec<String> = ours.lines().step_by(2).map(str::to_owned).collect();
     let mangled: Vec<&str> = symbols.iter().map(|(_, n)| n.as_str()).collect();
     let theirs = must_run(ringtrace_tests::tool("c++filt").args(&mangled));

@@ -73,7 +73,7 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
 /// headers cannot be read). DWARF also describes code the linker discarded,
 /// at address 0 or wherever the tombstone puts it: an address outside the
 /// file's code is none of its functions (GNU addr2line says `??` there too).
-fn code_ranges(debug: &Path) -> Option<Vec<std::ops::Range<u64>>> {
+pub(crate) fn code_ranges(debug: &Path) -> Option<Vec<std::ops::Range<u64>>> {
     use object::{Object, ObjectSection, SectionFlags};
     let bytes = crate::model::map_file(debug, crate::model::Pages::OnDemand).ok()?;
     let file = object::File::parse(&*bytes).ok()?;
@@ -144,7 +144,7 @@ fn steal(segments: &[Segment]) -> Option<std::ops::Range<usize>> {
 /// One thread's context, and the names it has already demangled: inlined
 /// library functions recur in thousands of chains, and demangling them
 /// again each time was a third of the work.
-struct Worker {
+pub(crate) struct Worker {
     loader: addr2line::Loader,
     names: NameCache,
 }
@@ -173,6 +173,22 @@ impl NameCache {
 impl Worker {
     fn new(loader: addr2line::Loader, demangle: bool) -> Self {
         Worker { loader, names: NameCache { demangle, by_language: HashMap::new() } }
+    }
+
+    /// A context over the DWARF in `debug`, for addresses asked one at a time
+    /// (`rtconv symbolize` reading queries as they come).
+    pub(crate) fn open(debug: &Path, demangle: bool) -> Result<Self, BackendError> {
+        addr2line::Loader::new(debug).map(|loader| Worker::new(loader, demangle)).map_err(|e| BackendError {
+            backend: Source::Dwarf,
+            path: debug.into(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// One address's name, if it lies in `debug`'s code (see [`code_ranges`]).
+    pub(crate) fn name(&mut self, code: Option<&[std::ops::Range<u64>]>, address: u64) -> Option<SpanName> {
+        let in_code = code.is_none_or(|code| code.iter().any(|r| r.contains(&address)));
+        if in_code { self.lookup(address) } else { None }
     }
 
     /// One address. Outside inlined code the innermost frame is the function
@@ -210,13 +226,22 @@ impl Worker {
             let name = names.name(loader.find_symbol(address).filter(|n| !super::is_local_label(n))?, None);
             return Some(SpanName { name, file, line, source: Source::Dwarf, inlined_into: Vec::new() });
         }
+        // The outermost frame is the function the code is in: named, as GNU addr2line and
+        // llvm-symbolizer name it, by the symbol at the address (its full signature, a clone
+        // suffix such as `.isra.0`), if that symbol is the function's own (not a label inside it,
+        // such as the `.Ltmp1` an Arm `movw`/`movt` of a label leaves in the symbol table).
+        if let Some(symbol) = loader.find_symbol(address).filter(|s| !super::is_local_label(s))
+            && let Some(outermost) = chain.last_mut()
+        {
+            outermost.function = names.name(symbol, None);
+        }
         let innermost = chain.remove(0);
-        // The symbol at the address, if it is the function's own (not a label inside it, such as
-        // the `.Ltmp1` an Arm `movw`/`movt` of a label leaves in the symbol table).
-        let name = match (chain.is_empty(), loader.find_symbol(address)) {
-            (true, Some(symbol)) if !super::is_local_label(symbol) => names.name(symbol, None),
-            _ => innermost.function,
-        };
-        Some(SpanName { name, file: innermost.file, line: innermost.line, source: Source::Dwarf, inlined_into: chain })
+        Some(SpanName {
+            name: innermost.function,
+            file: innermost.file,
+            line: innermost.line,
+            source: Source::Dwarf,
+            inlined_into: chain,
+        })
     }
 }

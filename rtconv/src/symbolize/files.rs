@@ -164,6 +164,20 @@ impl Search {
         Err(first_error.unwrap_or(ModuleError::Missing { path: wanted }))
     }
 
+    /// The files for a binary named by path (`rtconv symbolize -e`): the
+    /// binary, and its DWARF — its own, else a debug file found as for a
+    /// recorded module (by build-id under the sym-dirs and debug roots, then
+    /// by its `.gnu_debuglink`).
+    pub fn files_for(&self, binary: &Path) -> Result<ModuleFiles, ModuleError> {
+        let inspected = inspect(binary)?;
+        let debug = if inspected.has_dwarf {
+            Some(binary.to_path_buf())
+        } else {
+            self.separate_debug_file(binary, &inspected.build_id, inspected.debuglink.as_deref())
+        };
+        Ok(ModuleFiles { binary: binary.to_path_buf(), debug })
+    }
+
     /// Files whose build-id is `id`: in the sym-dirs (indexed) and the `.build-id` trees.
     fn by_build_id(&self, id: &[u8]) -> Vec<PathBuf> {
         let mut found = Vec::new();

@@ -15,6 +15,7 @@
 //! dump opens none. A key nothing names is shown as
 //! `?? (module+0xoffset)`.
 
+pub mod answer;
 mod dladdr;
 mod dwarf;
 mod external;
@@ -482,6 +483,17 @@ pub fn resolve_addresses(
 ) -> Result<(Vec<Option<SpanName>>, Vec<BackendError>), ModuleError> {
     files::check_object(binary)?;
     let files = ModuleFiles { binary: binary.into(), debug: Some(binary.into()) };
+    Ok(resolve_module_files(&files, addresses, opts))
+}
+
+/// Names `addresses` (file addresses) in one module's files with `opts`'
+/// backends in order, each taking the addresses the ones before it left
+/// unnamed: one name per address, and the backends that failed.
+pub fn resolve_module_files(
+    files: &ModuleFiles,
+    addresses: &[u64],
+    opts: &Options,
+) -> (Vec<Option<SpanName>>, Vec<BackendError>) {
     let mut names: Vec<Option<SpanName>> = vec![None; addresses.len()];
     let mut failures = Vec::new();
     for backend in opts.backends() {
@@ -490,7 +502,7 @@ pub fn resolve_addresses(
             break;
         }
         let wanted: Vec<u64> = pending.iter().map(|&i| addresses[i]).collect();
-        match resolve_file(&files, &wanted, backend, opts) {
+        match resolve_file(files, &wanted, backend, opts) {
             Some(Ok(found)) => {
                 for (i, name) in pending.into_iter().zip(found) {
                     names[i] = name;
@@ -500,7 +512,7 @@ pub fn resolve_addresses(
             None => {}
         }
     }
-    Ok((names, failures))
+    (names, failures)
 }
 
 /// Names file addresses in one module's files with one backend: one entry

@@ -10,33 +10,46 @@ use crate::model::{Pages, map_file};
 
 /// Names `file_addresses` from the symbols of `binary`, one entry per address.
 pub fn resolve(binary: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, BackendError> {
-    let failed = |reason: String| BackendError { backend: Source::Symtab, path: binary.into(), reason };
-    let bytes = map_file(binary, Pages::OnDemand).map_err(|e| failed(e.to_string()))?;
-    let file = object::File::parse(&*bytes).map_err(|e| failed(e.to_string()))?;
-    // 32-bit Arm sets bit 0 of a Thumb function's symbol value: its code starts one byte before.
-    let thumb_bit = u64::from(file.architecture() == object::Architecture::Arm);
-    // Function symbols with a size; an address past a symbol's end is not in it.
-    let mut symbols: Vec<(u64, u64, &str)> = file
-        .symbols()
-        .chain(file.dynamic_symbols())
-        .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition() && s.size() > 0)
-        .filter_map(|s| Some((s.address() & !thumb_bit, s.size(), s.name().ok()?)))
-        .filter(|&(_, _, name)| !super::is_local_label(name))
-        .collect();
-    symbols.sort_unstable();
-    symbols.dedup_by_key(|s| s.0);
-    Ok(file_addresses
-        .iter()
-        .map(|&a| {
-            let i = symbols.partition_point(|s| s.0 <= a).checked_sub(1)?;
-            let (start, size, name) = symbols[i];
-            (a < start + size).then(|| SpanName {
-                name: demangled(name, demangle),
-                file: None,
-                line: None,
-                source: Source::Symtab,
-                inlined_into: Vec::new(),
-            })
+    let table = Table::open(binary)?;
+    Ok(file_addresses.iter().map(|&a| table.name(a, demangle)).collect())
+}
+
+/// A binary's function symbols with a size, by address.
+pub(crate) struct Table {
+    symbols: Vec<(u64, u64, String)>,
+}
+
+impl Table {
+    pub(crate) fn open(binary: &Path) -> Result<Self, BackendError> {
+        let failed = |reason: String| BackendError { backend: Source::Symtab, path: binary.into(), reason };
+        let bytes = map_file(binary, Pages::OnDemand).map_err(|e| failed(e.to_string()))?;
+        let file = object::File::parse(&*bytes).map_err(|e| failed(e.to_string()))?;
+        // 32-bit Arm sets bit 0 of a Thumb function's symbol value: its code starts one byte before.
+        let thumb_bit = u64::from(file.architecture() == object::Architecture::Arm);
+        // Function symbols with a size; an address past a symbol's end is not in it.
+        let mut symbols: Vec<(u64, u64, String)> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition() && s.size() > 0)
+            .filter_map(|s| Some((s.address() & !thumb_bit, s.size(), s.name().ok()?)))
+            .filter(|&(_, _, name)| !super::is_local_label(name))
+            .map(|(address, size, name)| (address, size, name.to_string()))
+            .collect();
+        symbols.sort_unstable();
+        symbols.dedup_by_key(|s| s.0);
+        Ok(Table { symbols })
+    }
+
+    /// The function whose symbol covers `address`.
+    pub(crate) fn name(&self, address: u64, demangle: bool) -> Option<SpanName> {
+        let i = self.symbols.partition_point(|s| s.0 <= address).checked_sub(1)?;
+        let (start, size, name) = &self.symbols[i];
+        (address < start + size).then(|| SpanName {
+            name: demangled(name, demangle),
+            file: None,
+            line: None,
+            source: Source::Symtab,
+            inlined_into: Vec::new(),
         })
-        .collect())
+    }
 }
