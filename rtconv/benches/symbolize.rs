@@ -162,7 +162,7 @@ fn bench(c: &mut Criterion) {
     let mut tools = vec![Tool {
         name: "rtconv symbolize",
         program: rtconv,
-        args: vec!["symbolize".into(), "-a".into(), "-e".into(), subject_arg.clone()],
+        args: ["symbolize", "-a", "-f", "-i", "-C", "-e", &subject_arg].map(String::from).to_vec(),
         in_args: false,
     }];
     let a2l_args = || ["-a", "-f", "-i", "-C", "-e", &subject_arg].map(String::from).to_vec();
