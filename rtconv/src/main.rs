@@ -288,16 +288,23 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
         json: args.output_style == cli::OutputStyle::Json,
     };
     let lookup = Lookup { section: args.section.clone(), relative: args.relative_address, adjust_vma: args.adjust_vma };
-    if let Some(exe) = &args.exe
-        && !exe.is_file()
-    {
-        emit(&format!("rtconv: error: {}: no such file; pass the binary with -e", exe.display()));
-        return ExitCode::FAILURE;
+    if let Some(exe) = &args.exe {
+        if !exe.is_file() {
+            emit(&format!("rtconv: error: {}: no such file; pass the binary with -e", exe.display()));
+            return ExitCode::FAILURE;
+        }
+        if let Err(e) = opts.search.files_for(exe) {
+            emit(&format!("rtconv: error: {e}"));
+            return ExitCode::FAILURE;
+        }
     }
-    let mut degraded = false;
+    // Each warning once (a module that cannot be read is said of its first query only).
+    let (mut degraded, mut said) = (false, std::collections::HashSet::new());
     let mut warn = |text: &str| {
         degraded = true;
-        emit(&format!("rtconv: warning: {text}"));
+        if said.insert(text.to_string()) {
+            emit(&format!("rtconv: warning: {text}"));
+        }
     };
     let exe = args.exe.as_deref();
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
