@@ -81,7 +81,11 @@ fn blocks(text: &str, pairs_after_address: bool) -> Vec<Frames> {
         let location = lines.get(i + 1).copied().unwrap_or("??:0");
         // llvm-symbolizer adds ":column"; GNU-style output may add " (discriminator N)".
         let location = location.split(" (").next().unwrap();
-        let location = if pairs_after_address { location.to_string() } else { drop_column(location) };
+        let mut location = if pairs_after_address { location.to_string() } else { drop_column(location) };
+        // GNU addr2line (and rtconv) print `??:?` for a known function without a file, `??:0` for nothing.
+        if !pairs_after_address && location == "??:0" && function != "??" {
+            location = "??:?".to_string();
+        }
         out.last_mut().unwrap().push((function, location));
         i += 2;
     }
@@ -89,7 +93,8 @@ fn blocks(text: &str, pairs_after_address: bool) -> Vec<Frames> {
 }
 
 /// llvm-symbolizer's `file:line:column` as GNU addr2line prints it:
-/// `file:line`, with line 0 (no line) as `?` and no file as `??:0`.
+/// `file:line`, with line 0 (no line) as `?` and no file as `??:0` (`??:?` in a known
+/// function: see `blocks`).
 fn drop_column(location: &str) -> String {
     match location.rsplitn(3, ':').collect::<Vec<_>>()[..] {
         [_col, "0", "??"] => "??:0".to_string(),
@@ -134,7 +139,7 @@ fn rtconv_symbolize_agrees_with_llvm_symbolizer() {
     );
     // Known difference: for a function with DWARF but no line for the address,
     // GNU addr2line and llvm-symbolizer print the compilation unit's name as
-    // the file (`crate.hash-cgu.0:?`), rtconv prints `??:0` (~1.3% here).
+    // the file (`crate.hash-cgu.0:?`), rtconv prints `??:?` (~1.3% here).
     assert!(
         chain_differences.len() * 100 <= addresses.len() * 2,
         "{} of {} inline chains differ in file:line:\n{}",
