@@ -271,11 +271,7 @@ fn run_man(out_dir: Option<&Path>) -> ExitCode {
 
 fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
     use symbolize::answer::{Lookup, Query, Session, Style, name_batch, parse_query, write_answer};
-    let search = symbolize::Search {
-        sym_dirs: args.sym_dir.clone(),
-        debug_roots: vec!["/usr/lib/debug".into()],
-        ..symbolize::Search::default()
-    };
+    let search = symbolize::Search { sym_dirs: args.sym_dir.clone(), ..symbolize::Options::default().search };
     let mut opts = args.naming.options(search);
     // GNU addr2line's default: names as the file has them; -C demangles.
     opts.demangle = args.demangle && opts.demangle;

@@ -283,21 +283,29 @@ fn split_dwarf_is_found_through_the_skeleton() {
             must_run(ringtrace_tests::tool("llvm-symbolizer").arg(&obj).arg(format!("{a:#x}"))).starts_with("square\n")
         })
         .expect("an address inside the inlined square");
-    let rtconv = |extra: &[&str]| {
-        let mut cmd = Command::new(binary("rtconv"));
-        must_run(
-            cmd.args(["symbolize", "-f", "-i", "--symbolizer", "dwarf", "-e"])
-                .arg(&lib)
-                .args(extra)
-                .arg(format!("{inlined:#x}")),
-        )
+    let rtconv = || {
+        Command::new(binary("rtconv"))
+            .args(["symbolize", "-f", "-i", "--symbolizer", "dwarf", "-e"])
+            .arg(&lib)
+            .arg(format!("{inlined:#x}"))
+            .output()
+            .unwrap()
     };
-    let with_dwo: Vec<String> = rtconv(&[]).lines().step_by(2).map(str::to_owned).collect();
-    assert_eq!(with_dwo, ["square", "demo_work"], "the inline chain comes from the .dwo");
-    // Without the .dwo only the skeleton's line table is left: no inline chain.
+    let names = |out: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&out.stdout).lines().step_by(2).map(str::to_owned).collect()
+    };
+    let with_dwo = rtconv();
+    assert_eq!((with_dwo.status.code(), names(&with_dwo)), (Some(0), vec!["square".into(), "demo_work".into()]));
+    // Without the .dwo only the skeleton's line table is left: no inline chain, and it is said.
     std::fs::remove_file(&dwo[0]).unwrap();
-    let without: Vec<String> = rtconv(&[]).lines().step_by(2).map(str::to_owned).collect();
-    assert_eq!(without, ["demo_work"]);
+    let without = rtconv();
+    assert_eq!(names(&without), ["demo_work"]);
+    let stderr = String::from_utf8_lossy(&without.stderr);
+    assert_eq!(without.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!("its split DWARF unit {} is missing", dwo[0].display())),
+        "the missing .dwo is named: {stderr}"
+    );
 }
 
 #[test]

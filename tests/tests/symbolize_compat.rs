@@ -282,3 +282,37 @@ fn queries_from_a_pipe_are_answered_as_they_come_and_a_bad_line_gets_a_question_
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("\"not-an-address\" is not a query"), "{stderr}");
 }
+
+/// The GNU build-id of `bin`, in hex, as `readelf -n` prints it.
+fn build_id(bin: &Path) -> String {
+    let notes = must_run(tool("readelf").arg("-n").arg(bin));
+    notes.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).expect("a build-id note").trim().to_string()
+}
+
+#[test]
+fn a_debuginfod_cache_names_a_stripped_binary_by_its_build_id() {
+    let dir = scratch("symbolize-debuginfod");
+    let exe = subject(&dir);
+    let hex = addresses(&exe, 30);
+    let plain = must_run(Command::new(binary("rtconv")).args(["symbolize", "-f", "-e"]).arg(&exe).args(&hex));
+    // Stripped, with no debuglink: only the build-id leads to the debug file, where a debuginfod
+    // client caches it (`BUILD-ID/debuginfo`).
+    let stripped = dir.join("stripped");
+    must_run(tool("objcopy").arg("--strip-all").arg(&exe).arg(&stripped));
+    let cache = dir.join("cache");
+    let entry = cache.join(build_id(&exe));
+    std::fs::create_dir_all(&entry).unwrap();
+    must_run(tool("objcopy").arg("--only-keep-debug").arg(&exe).arg(entry.join("debuginfo")));
+    let symbolize = |cache: &Path| {
+        must_run(
+            Command::new(binary("rtconv"))
+                .env("DEBUGINFOD_CACHE_PATH", cache)
+                .args(["symbolize", "-f", "-e"])
+                .arg(&stripped)
+                .args(&hex),
+        )
+    };
+    assert_eq!(symbolize(&cache), plain, "named from the cached debug file");
+    let nothing = symbolize(&dir.join("no-cache"));
+    assert!(nothing.lines().step_by(2).all(|name| name == "??"), "without the cache, nothing names it:\n{nothing}");
+}

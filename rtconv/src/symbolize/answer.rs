@@ -181,7 +181,10 @@ impl Session {
         let backends = self.opts.backends();
         let dwarf = match (&files.debug, backends.contains(&Source::Dwarf)) {
             (Some(debug), true) => match dwarf::Worker::open(debug, self.opts.demangle) {
-                Ok(w) => Some((w, dwarf::code_ranges(debug))),
+                Ok(w) => {
+                    self.warnings.extend(super::split_units_missing(debug).iter().map(ToString::to_string));
+                    Some((w, dwarf::code_ranges(debug)))
+                }
                 Err(e) => {
                     self.warnings.push(e.to_string());
                     None

@@ -245,3 +245,46 @@ impl Worker {
         })
     }
 }
+
+/// The split DWARF files (`.dwo`) that `debug`'s skeleton units name and
+/// that are not where the skeleton says (its compilation directory), when
+/// no `.dwp` package lies beside `debug`: the functions they describe are
+/// named from the skeleton's line table alone, without inline chains.
+pub(crate) fn missing_split_units(debug: &Path) -> Vec<std::path::PathBuf> {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    use addr2line::gimli;
+    use object::{Object, ObjectSection};
+
+    let mut package = debug.as_os_str().to_owned();
+    package.push(".dwp");
+    if Path::new(&package).is_file() {
+        return Vec::new();
+    }
+    let Ok(bytes) = crate::model::map_file(debug, crate::model::Pages::OnDemand) else { return Vec::new() };
+    let Ok(file) = object::File::parse(&*bytes) else { return Vec::new() };
+    let endian = if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
+    let load = |id: gimli::SectionId| -> Result<std::borrow::Cow<'_, [u8]>, gimli::Error> {
+        let data = file.section_by_name(id.name()).and_then(|s| s.uncompressed_data().ok());
+        Ok(data.unwrap_or(std::borrow::Cow::Borrowed(&[])))
+    };
+    let Ok(sections) = gimli::DwarfSections::load(load) else { return Vec::new() };
+    let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
+    let mut missing = Vec::new();
+    let mut units = dwarf.units();
+    while let Ok(Some(header)) = units.next() {
+        let Ok(unit) = dwarf.unit(header) else { continue };
+        let Ok(Some(name)) = unit.dwo_name() else { continue };
+        let Ok(name) = dwarf.attr_string(&unit, name) else { continue };
+        let name = Path::new(OsStr::from_bytes(name.slice()));
+        let path = match unit.comp_dir {
+            Some(dir) if name.is_relative() => Path::new(OsStr::from_bytes(dir.slice())).join(name),
+            _ => name.to_path_buf(),
+        };
+        if !path.is_file() && !missing.contains(&path) {
+            missing.push(path);
+        }
+    }
+    missing
+}

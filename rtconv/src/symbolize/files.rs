@@ -74,6 +74,9 @@ pub struct Search {
     pub sym_dirs: Vec<PathBuf>,
     /// Roots holding `.build-id/xx/rest.debug` trees (normally `/usr/lib/debug`).
     pub debug_roots: Vec<PathBuf>,
+    /// debuginfod clients' caches, holding `BUILD-ID/debuginfo` and `BUILD-ID/executable`
+    /// (see [`debuginfod_caches`]).
+    pub debuginfod_caches: Vec<PathBuf>,
     /// Use a file whose build-id differs from the recorded one.
     pub allow_mismatch: bool,
 }
@@ -193,7 +196,12 @@ impl Search {
     fn build_id_tree_paths(&self, id: &[u8]) -> Vec<PathBuf> {
         let Some((first, rest)) = id.split_first() else { return Vec::new() };
         let relative = Path::new(".build-id").join(format!("{first:02x}")).join(format!("{}.debug", hex(rest)));
-        self.sym_dirs.iter().chain(&self.debug_roots).map(|root| root.join(&relative)).filter(|p| p.is_file()).collect()
+        let trees = self.sym_dirs.iter().chain(&self.debug_roots).map(|root| root.join(&relative));
+        let cached = self
+            .debuginfod_caches
+            .iter()
+            .flat_map(|cache| ["debuginfo", "executable"].map(|kind| cache.join(hex(id)).join(kind)));
+        trees.chain(cached).filter(|p| p.is_file()).collect()
     }
 
     /// A debug file for a binary without DWARF: by build-id, then by its
@@ -224,6 +232,19 @@ impl Search {
         }
         candidates.into_iter().find(|p| p.as_path() != binary && p.is_file() && has_dwarf(p))
     }
+}
+
+/// Where debuginfod clients (elfutils' `debuginfod-find`, gdb, perf) cache
+/// what they fetched: `$DEBUGINFOD_CACHE_PATH`, else
+/// `$XDG_CACHE_HOME/debuginfod_client`, else `~/.cache/debuginfod_client`.
+/// rtconv fetches nothing; it reads what is there.
+pub fn debuginfod_caches() -> Vec<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(path) = var("DEBUGINFOD_CACHE_PATH") {
+        return vec![path];
+    }
+    let cache_home = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|home| home.join(".cache")));
+    cache_home.map(|c| c.join("debuginfod_client")).into_iter().collect()
 }
 
 /// ELF files by build-id.

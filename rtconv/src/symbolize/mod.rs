@@ -31,7 +31,7 @@ use std::io::{BufRead, Read};
 use std::path::PathBuf;
 
 pub(crate) use files::hex;
-pub use files::{ModuleError, ModuleFiles, Search};
+pub use files::{ModuleError, ModuleFiles, Search, debuginfod_caches};
 
 use crate::model::Trace;
 use crate::model::{Location, locate};
@@ -118,7 +118,11 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            search: Search { debug_roots: vec!["/usr/lib/debug".into()], ..Search::default() },
+            search: Search {
+                debug_roots: vec!["/usr/lib/debug".into()],
+                debuginfod_caches: files::debuginfod_caches(),
+                ..Search::default()
+            },
             order: None,
             addr2line: None,
             demangle: true,
@@ -439,6 +443,10 @@ fn per_module(
                         names.insert(key, name);
                     }
                 }
+                if backend == Source::Dwarf {
+                    let missing = found.debug.as_deref().map(split_units_missing).unwrap_or_default();
+                    failures.extend(missing.into_iter().map(|e| (index, e)));
+                }
             }
             Some(Err(e)) => failures.push((index, e)),
             None => {}
@@ -507,12 +515,31 @@ pub fn resolve_module_files(
                 for (i, name) in pending.into_iter().zip(found) {
                     names[i] = name;
                 }
+                if backend == Source::Dwarf {
+                    failures.extend(files.debug.as_deref().map(split_units_missing).into_iter().flatten());
+                }
             }
             Some(Err(e)) => failures.push(e),
             None => {}
         }
     }
     (names, failures)
+}
+
+/// Why names from `debug` lack what its split DWARF units hold: one error per missing `.dwo`.
+pub(crate) fn split_units_missing(debug: &std::path::Path) -> Vec<BackendError> {
+    dwarf::missing_split_units(debug)
+        .into_iter()
+        .map(|dwo| BackendError {
+            backend: Source::Dwarf,
+            path: debug.into(),
+            reason: format!(
+                "its split DWARF unit {} is missing (no .dwp beside it either): functions there are named \
+                 without their inline chains; put the .dwo back where it was built, or a .dwp beside the binary",
+                dwo.display()
+            ),
+        })
+        .collect()
 }
 
 /// Names file addresses in one module's files with one backend: one entry
