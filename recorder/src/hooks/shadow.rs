@@ -30,8 +30,6 @@
 
 use core::cell::Cell;
 
-use ringtrace_format::layout::{SPAN_FLAG_UNWOUND, key_depth_tag};
-
 use crate::track::Track;
 
 /// Frames the hooks' shadow stack holds per thread; deeper calls are counted, not recorded.
@@ -103,16 +101,8 @@ impl Shadow {
         if depth == 0 || depth >= SHADOW_DEPTH {
             return false;
         }
-        if frame != 0 {
-            let top = self.frames[depth - 1].get();
-            let called_from_top = top.frame > frame
-                && match stack.return_address(top.frame, frame) {
-                    Some(returns_to) => returns_to == site,
-                    None => true,
-                };
-            if !called_from_top {
-                return false;
-            }
+        if frame != 0 && !self.called_from_top(depth, site, frame, stack) {
+            return false;
         }
         let now = now();
         self.frames[depth].set(Frame { key, enter: now, token: track.begin(key, now), frame, site });
@@ -172,14 +162,26 @@ impl Shadow {
             }
             return self.settle_slow(track, key, site, frame, now, SHADOW_DEPTH, stack);
         }
+        if self.called_from_top(depth, site, frame, stack) {
+            depth
+        } else {
+            self.settle_slow(track, key, site, frame, now, depth, stack)
+        }
+    }
+
+    /// Whether a call from `site` at stack pointer `frame` was made by the
+    /// function on top of `depth` frames (at most [`SHADOW_DEPTH`]): its stack
+    /// pointer lies below the top's, and — where `call` pushes it — its return
+    /// address is the word the top's last call left.
+    #[inline(always)]
+    fn called_from_top(&self, depth: usize, site: u64, frame: u64, stack: &impl StackView) -> bool {
         let top = self.frames[depth - 1].get();
-        let called_from_top = top.frame > frame
+        top.frame > frame
             && match stack.return_address(top.frame, frame) {
                 Some(returns_to) => returns_to == site,
                 // Targets that keep the return address in a register: the stack pointer alone.
                 None => true,
-            };
-        if called_from_top { depth } else { self.settle_slow(track, key, site, frame, now, depth, stack) }
+            }
     }
 
     #[cold]
@@ -251,14 +253,10 @@ impl Shadow {
         if depth == 0 {
             return; // an exit whose entry was not seen (recording was off then)
         }
-        if depth <= SHADOW_DEPTH {
-            if self.exits(depth - 1, key, site, frame) {
-                let top = self.frames[depth - 1].get();
-                track.end(top.token, top.key, top.enter, now);
-                self.depth.set(depth - 1);
-                return;
-            }
-        } else if frame == 0 || self.frames[SHADOW_DEPTH - 1].get().frame >= frame {
+        if self.exit_top(track, key, site, frame, now) {
+            return;
+        }
+        if depth > SHADOW_DEPTH && (frame == 0 || self.frames[SHADOW_DEPTH - 1].get().frame >= frame) {
             self.depth.set(depth - 1); // a call too deep to have a frame: counted at entry
             return;
         }
@@ -303,7 +301,7 @@ impl Shadow {
     fn unwind(&self, track: &Track, from: usize, to: usize, now: u64) {
         for slot in self.frames[from..to].iter().rev() {
             let f = slot.get();
-            track.ring().push_with_flags(SPAN_FLAG_UNWOUND, f.key | key_depth_tag(f.token), f.enter, now);
+            track.end_unwound(f.token, f.key, f.enter, now);
         }
         if let Some(outermost) = self.frames.get(from) {
             track.open().pop(outermost.get().token);
@@ -318,7 +316,7 @@ mod tests {
     use std::vec::Vec;
 
     use ringtrace_format::Record;
-    use ringtrace_format::layout::FLAGS_KEY;
+    use ringtrace_format::layout::{FLAGS_KEY, SPAN_FLAG_UNWOUND};
 
     use super::*;
     use crate::ring::Slot;
