@@ -22,7 +22,7 @@ use core::hint::black_box;
 
 use ringtrace_format::{Calibration, ClockMode};
 
-use crate::clock::{Clock, Fast, Ordered, Serialized};
+use crate::clock::Clock;
 use crate::track::Track;
 
 /// Spans per timed chunk.
@@ -31,16 +31,6 @@ pub const CHUNK: usize = 64;
 const READ_SAMPLES: usize = 1001;
 /// The most chunks kept for the median.
 const MAX_CHUNKS: usize = 1024;
-
-/// The cost of a span for every clock mode of this target, recording
-/// `spans` spans per mode (rounded up to whole chunks) into `scratch`.
-pub fn measure_all(scratch: &Track, spans: usize) -> [Calibration; 3] {
-    [
-        measure::<Fast>(ClockMode::Fast, scratch, spans),
-        measure::<Ordered>(ClockMode::Ordered, scratch, spans),
-        measure::<Serialized>(ClockMode::Serialized, scratch, spans),
-    ]
-}
 
 /// The cost of a span read with clock `C`; see the module docs.
 pub fn measure<C: Clock>(mode: ClockMode, scratch: &Track, spans: usize) -> Calibration {

@@ -94,6 +94,18 @@ pub type DefaultClock = Ordered;
 #[cfg(feature = "clock-serialized")]
 pub type DefaultClock = Serialized;
 
+/// The calibration entry ([`ClockMode`](ringtrace_format::ClockMode)) that
+/// describes [`DefaultClock`]: `Fast` for `Fast` and `Fenced` (whose end read
+/// is `Fast`'s), as `rtconv --calibrated` reads it.
+#[cfg(feature = "std")]
+pub(crate) const DEFAULT_MODE: ringtrace_format::ClockMode = if cfg!(feature = "clock-serialized") {
+    ringtrace_format::ClockMode::Serialized
+} else if cfg!(feature = "clock-ordered") {
+    ringtrace_format::ClockMode::Ordered
+} else {
+    ringtrace_format::ClockMode::Fast
+};
+
 /// Reads the default clock.
 #[inline(always)]
 pub fn now() -> u64 {

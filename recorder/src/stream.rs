@@ -31,7 +31,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use std::vec::Vec;
 
-use ringtrace_format::layout::{RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED};
+use ringtrace_format::layout::RING_FLAG_THREAD_EXITED;
 use ringtrace_format::{Anchor, DumpReason, Record, RingInfo, Unbalanced};
 
 use crate::dump::{DumpWriter, SiteRange, io_error, write_head, write_ring, write_tail};
@@ -302,7 +302,8 @@ impl Drain {
         if d.copied == 0 && !last && !exited {
             return Ok(None);
         }
-        let flags = ring.flags() | RING_FLAG_STOP_WHEN_FULL | if exited { RING_FLAG_THREAD_EXITED } else { 0 };
+        // A streamed ring stops when full: its flags say so.
+        let flags = ring.flags() | if exited { RING_FLAG_THREAD_EXITED } else { 0 };
         let records = &self.buf[..d.copied];
         let written = d.first + d.copied as u64;
         let info = RingInfo {

@@ -171,26 +171,26 @@ pub(crate) fn registered() -> Option<&'static Track> {
 /// other clocks' only 4096.
 pub(crate) fn calibration() -> [ringtrace_format::Calibration; 3] {
     use crate::calibrate::measure;
-    use crate::clock::{Fast, Ordered, Serialized};
-    use ringtrace_format::ClockMode;
+    use crate::clock::{Clock, DEFAULT_MODE, DefaultClock, Fast, Ordered, Serialized};
+    use ringtrace_format::{Calibration, ClockMode};
+    /// Mode `mode`'s entry: the default clock's through the whole ring, the others' 4096 spans.
+    fn entry<C: Clock>(mode: ClockMode, scratch: &Track, records: usize) -> Calibration {
+        if mode == DEFAULT_MODE {
+            measure::<DefaultClock>(mode, scratch, records.max(4096))
+        } else {
+            measure::<C>(mode, scratch, 4096)
+        }
+    }
     let largest = lock_registry().iter().map(|t| t.track.ring().capacity()).max().unwrap_or(64);
     let records = largest.next_power_of_two().clamp(64, 1 << 22);
     let slots = allocate_ring(records);
-    let all = records.max(4096);
-    // The Fast entry is the one `rtconv --calibrated` uses: measured with the default clock
-    // (`Fast`, or `Fenced`, whose end read is Fast's) through the whole ring.
-    let ordered_default = cfg!(any(feature = "clock-ordered", feature = "clock-serialized"));
     // The scratch track lives only in this block: the ring is freed after it.
     let calibration = {
         let scratch = Track::new(slots);
         [
-            if ordered_default {
-                measure::<Fast>(ClockMode::Fast, &scratch, 4096)
-            } else {
-                measure::<crate::clock::DefaultClock>(ClockMode::Fast, &scratch, all)
-            },
-            measure::<Ordered>(ClockMode::Ordered, &scratch, if ordered_default { all } else { 4096 }),
-            measure::<Serialized>(ClockMode::Serialized, &scratch, 4096),
+            entry::<Fast>(ClockMode::Fast, &scratch, records),
+            entry::<Ordered>(ClockMode::Ordered, &scratch, records),
+            entry::<Serialized>(ClockMode::Serialized, &scratch, records),
         ]
     };
     free_ring(slots);

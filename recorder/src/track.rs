@@ -96,6 +96,7 @@ impl Track {
     /// `longjmp` skipped it), flagged unwound; its key tagged as
     /// [`end`](Self::end) tags one. It stays open on the stack: the caller
     /// pops the outermost of the spans it unwinds.
+    #[cfg(feature = "c-api")]
     pub(crate) fn end_unwound(&self, token: u64, key: u64, enter: u64, exit: u64) {
         use ringtrace_format::layout::SPAN_FLAG_UNWOUND;
         self.ring.push_with_flags(SPAN_FLAG_UNWOUND, key | key_depth_tag(token), enter, exit);
