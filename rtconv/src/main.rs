@@ -270,7 +270,9 @@ fn run_man(out_dir: Option<&Path>) -> ExitCode {
 }
 
 fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
-    use symbolize::answer::{Lookup, Query, Session, Style, name_batch, parse_query, write_answer};
+    use symbolize::answer::{
+        Lookup, Query, Session, Style, name_batch, parse_query, query_lines, read_query_line, write_answer,
+    };
     let search = symbolize::Search { sym_dirs: args.sym_dir.clone(), ..symbolize::Options::default().search };
     let mut opts = args.naming.options(search);
     // GNU addr2line's default: names as the file has them; -C demangles.
@@ -303,6 +305,8 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
         }
     };
     let exe = args.exe.as_deref();
+    // What a line that is not a query is answered for: an unknown address.
+    let unparsed = || Query { module: exe.map(Path::to_path_buf).unwrap_or_default(), address: 0 };
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let stdin = io::stdin();
     // Answered as they come when read from a terminal or a pipe; a file, or arguments, all at once.
@@ -313,7 +317,7 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
             let mut input = io::BufReader::new(stdin.lock());
             let mut line = Vec::new();
             for number in 1.. {
-                let Some(text) = read_line(&mut input, &mut line, number)? else { break };
+                let Some(text) = read_query_line(&mut input, &mut line, number)? else { break };
                 if text.trim().is_empty() {
                     continue;
                 }
@@ -327,7 +331,7 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
                     }
                     Err(e) => {
                         warn(&e);
-                        (Query { module: exe.map(Path::to_path_buf).unwrap_or_default(), address: 0 }, None)
+                        (unparsed(), None)
                     }
                 };
                 for w in session.warnings.drain(..) {
@@ -346,7 +350,7 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
         })()
     } else {
         let texts = if args.addresses.is_empty() {
-            match read_lines(stdin.lock()) {
+            match query_lines(stdin.lock()) {
                 Ok(lines) => lines,
                 Err(e) => return symbolize_input_failed(&e),
             }
@@ -376,7 +380,7 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
                     ),
                     Err(e) => {
                         warn(e);
-                        (Query { module: exe.map(Path::to_path_buf).unwrap_or_default(), address: 0 }, None)
+                        (unparsed(), None)
                     }
                 };
                 if json_array && i > 0 {
@@ -412,34 +416,4 @@ fn stdin_is_regular_file() -> bool {
     use std::os::fd::AsFd;
     let Ok(fd) = io::stdin().as_fd().try_clone_to_owned() else { return false };
     std::fs::File::from(fd).metadata().is_ok_and(|m| m.is_file())
-}
-
-/// The non-blank lines of `input`, trimmed (see [`read_line`]).
-fn read_lines(mut input: impl io::BufRead) -> io::Result<Vec<String>> {
-    let (mut lines, mut line) = (Vec::new(), Vec::new());
-    for number in 1.. {
-        match read_line(&mut input, &mut line, number)? {
-            Some(text) if !text.trim().is_empty() => lines.push(text.trim().to_string()),
-            Some(_) => {}
-            None => break,
-        }
-    }
-    Ok(lines)
-}
-
-/// Line `number` of `input` as text, whatever its bytes (a line that is not
-/// a query is answered `??`); `None` at the end. A line longer than
-/// [`symbolize::MAX_ADDRESS_LINE`] bytes is an error (`InvalidData`), so
-/// endless input without newlines is refused rather than read forever.
-fn read_line(input: &mut impl io::BufRead, line: &mut Vec<u8>, number: usize) -> io::Result<Option<String>> {
-    line.clear();
-    let limit = symbolize::MAX_ADDRESS_LINE as u64 + 1;
-    if io::BufRead::read_until(&mut io::Read::take(&mut *input, limit), b'\n', line)? == 0 {
-        return Ok(None);
-    }
-    if line.len() > symbolize::MAX_ADDRESS_LINE && line.last() != Some(&b'\n') {
-        let message = format!("line {number}: longer than {} bytes", symbolize::MAX_ADDRESS_LINE);
-        return Err(io::Error::new(io::ErrorKind::InvalidData, message));
-    }
-    Ok(Some(String::from_utf8_lossy(line).into_owned()))
 }

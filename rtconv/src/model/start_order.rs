@@ -3,7 +3,7 @@
 //! that does not.
 
 use super::ring_access::{RingSpans, RingVisitor};
-use super::timeline::{Anomalies, MAX_DEPTH, SpanNs, Timeline};
+use super::timeline::{Anomalies, MAX_DEPTH, SpanNs, Timeline, deeper};
 
 /// Cuts every span that outlives its parent at the parent's end, in a
 /// thread's spans sorted by (start, longer first). Returns how many were cut
@@ -141,7 +141,7 @@ fn place_nested<S: RingSpans>(t: &S, buffers: &mut StartOrderBuffers) -> Anomali
         while let Some(&(top, top_first, enter, depth)) = roots.last() {
             // The span waiting on top is inside this one (which ended after it)
             // unless it started first — by depth where both state it.
-            let child = if depth != 0 && r.depth != 0 { depth > r.depth } else { enter >= r.enter };
+            let child = deeper(r.depth, depth).unwrap_or(enter >= r.enter);
             if !child {
                 break;
             }

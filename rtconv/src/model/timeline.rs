@@ -88,12 +88,20 @@ impl SpanNs {
     }
 }
 
+/// Whether a span with depth tag `inner` lies deeper than one with tag
+/// `outer`, where both tags state a depth; `None` where either does not (the
+/// caller then compares times). The one rule every nesting decision starts from.
+#[inline(always)]
+pub(crate) fn deeper(outer: u8, inner: u8) -> Option<bool> {
+    (outer != 0 && inner != 0).then_some(inner > outer)
+}
+
 /// Whether a span with depth tag `next_depth` starting at `next_enter`,
 /// coming after an open span (tag `open_depth`, ending at `open_end`) in start
 /// order, lies inside it: see [`SpanNs::encloses`].
 #[inline(always)]
-pub(crate) fn inside(open_depth: u8, open_end: i64, next_depth: u8, next_enter: i64) -> bool {
-    if open_depth != 0 && next_depth != 0 { next_depth > open_depth } else { next_enter < open_end }
+fn inside(open_depth: u8, open_end: i64, next_depth: u8, next_enter: i64) -> bool {
+    deeper(open_depth, next_depth).unwrap_or(next_enter < open_end)
 }
 
 /// What decoding the threads found wrong with their spans.

@@ -3,7 +3,7 @@
 //! span when it closes ([`Timeline::walk`]), and the cheaper one that
 //! reports it when it opens ([`Timeline::arrivals`]).
 
-use super::timeline::{Anomalies, MAX_DEPTH, RecorderCost, Timeline};
+use super::timeline::{Anomalies, MAX_DEPTH, RecorderCost, Timeline, deeper};
 
 /// One span as [`Timeline::walk`] reports it, when it closes.
 pub struct Visit<'p> {
@@ -119,10 +119,7 @@ pub struct Arrival {
 #[inline(always)]
 fn outside(open: (i64, i64, u8), enter: i64, depth: u8, newest_first: bool) -> bool {
     let (open_enter, open_end, open_depth) = open;
-    if open_depth != 0 && depth != 0 {
-        return depth <= open_depth;
-    }
-    enter < open_enter || (!newest_first && open_end <= enter)
+    deeper(open_depth, depth).map_or(enter < open_enter || (!newest_first && open_end <= enter), |d| !d)
 }
 
 /// How a span is incomplete, as [`Visit`] and [`Arrival`] say, and its depth tag.

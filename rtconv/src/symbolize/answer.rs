@@ -13,7 +13,7 @@
 //! through the backends' parallel resolvers ([`super::resolve_module_files`]).
 
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -47,6 +47,37 @@ pub struct Style {
     pub basenames: bool,
     /// llvm-symbolizer's JSON (`--output-style=JSON`).
     pub json: bool,
+}
+
+/// Line `number` of `input` as text, whatever its bytes (a line that is not
+/// a query is answered `??`); `None` at the end. A line longer than
+/// [`MAX_ADDRESS_LINE`](super::MAX_ADDRESS_LINE) bytes is an error
+/// (`InvalidData`, naming the line), so endless input without newlines is
+/// refused rather than read forever.
+pub fn read_query_line(input: &mut impl BufRead, line: &mut Vec<u8>, number: usize) -> io::Result<Option<String>> {
+    line.clear();
+    let limit = super::MAX_ADDRESS_LINE as u64 + 1;
+    if input.take(limit).read_until(b'\n', line)? == 0 {
+        return Ok(None);
+    }
+    if line.len() > super::MAX_ADDRESS_LINE && line.last() != Some(&b'\n') {
+        let message = format!("line {number}: longer than {} bytes", super::MAX_ADDRESS_LINE);
+        return Err(io::Error::new(io::ErrorKind::InvalidData, message));
+    }
+    Ok(Some(String::from_utf8_lossy(line).into_owned()))
+}
+
+/// The non-blank lines of `input`, trimmed (see [`read_query_line`]).
+pub fn query_lines(mut input: impl BufRead) -> io::Result<Vec<String>> {
+    let (mut lines, mut line) = (Vec::new(), Vec::new());
+    for number in 1.. {
+        match read_query_line(&mut input, &mut line, number)? {
+            Some(text) if !text.trim().is_empty() => lines.push(text.trim().to_string()),
+            Some(_) => {}
+            None => break,
+        }
+    }
+    Ok(lines)
 }
 
 /// One query: the module and the address as asked.

@@ -156,12 +156,7 @@ impl Search {
                 });
                 continue;
             }
-            let debug = if inspected.has_dwarf {
-                Some(candidate.clone())
-            } else {
-                self.separate_debug_file(candidate, recorded, inspected.debuglink.as_deref())
-            };
-            return Ok(ModuleFiles { binary: candidate.clone(), debug });
+            return Ok(self.files_of(candidate, recorded, &inspected));
         }
         let wanted = candidates.first().cloned().unwrap_or_else(|| module.path.clone());
         Err(first_error.unwrap_or(ModuleError::Missing { path: wanted }))
@@ -173,12 +168,18 @@ impl Search {
     /// by its `.gnu_debuglink`).
     pub fn files_for(&self, binary: &Path) -> Result<ModuleFiles, ModuleError> {
         let inspected = inspect(binary)?;
+        Ok(self.files_of(binary, &inspected.build_id, &inspected))
+    }
+
+    /// The files for `binary` (inspected), its DWARF its own or, failing
+    /// that, a debug file of build-id `id`.
+    fn files_of(&self, binary: &Path, id: &[u8], inspected: &Inspected) -> ModuleFiles {
         let debug = if inspected.has_dwarf {
             Some(binary.to_path_buf())
         } else {
-            self.separate_debug_file(binary, &inspected.build_id, inspected.debuglink.as_deref())
+            self.separate_debug_file(binary, id, inspected.debuglink.as_deref())
         };
-        Ok(ModuleFiles { binary: binary.to_path_buf(), debug })
+        ModuleFiles { binary: binary.to_path_buf(), debug }
     }
 
     /// Files whose build-id is `id`: in the sym-dirs (indexed) and the `.build-id` trees.

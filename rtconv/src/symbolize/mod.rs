@@ -27,7 +27,6 @@ mod symtab;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::io::{BufRead, Read};
 use std::path::PathBuf;
 
 pub(crate) use files::hex;
@@ -456,28 +455,6 @@ fn per_module(
 
 /// The longest address line read (`rtconv symbolize`'s stdin) (an address needs 18 bytes).
 pub const MAX_ADDRESS_LINE: usize = 4096;
-
-/// The non-blank lines of `input`, each at most [`MAX_ADDRESS_LINE`] bytes of
-/// UTF-8; otherwise which line is not.
-pub fn address_lines(mut input: impl BufRead) -> Result<Vec<String>, String> {
-    let (mut lines, mut line) = (Vec::new(), Vec::new());
-    for number in 1.. {
-        line.clear();
-        let limit = MAX_ADDRESS_LINE as u64 + 1;
-        let read = (&mut input).take(limit).read_until(b'\n', &mut line).map_err(|e| format!("line {number}: {e}"))?;
-        if read == 0 {
-            break;
-        }
-        if line.len() > MAX_ADDRESS_LINE && line.last() != Some(&b'\n') {
-            return Err(format!("line {number}: longer than {MAX_ADDRESS_LINE} bytes"));
-        }
-        let text = std::str::from_utf8(&line).map_err(|_| format!("line {number}: not UTF-8 text"))?;
-        if !text.trim().is_empty() {
-            lines.push(text.trim().to_string());
-        }
-    }
-    Ok(lines)
-}
 
 /// Names `addresses` (as the ELF file at `binary` sees them, like
 /// addr2line's) with `opts`' backends in order, each taking the addresses
