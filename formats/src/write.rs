@@ -288,9 +288,7 @@ impl<S: Sink> Writer<S> {
         let mut block = [0u8; PER_BLOCK * RECORD_SIZE];
         for group in records.chunks(PER_BLOCK) {
             for (r, b) in group.iter().zip(block.chunks_exact_mut(RECORD_SIZE)) {
-                b[0..8].copy_from_slice(&r.key.to_ne_bytes());
-                b[8..16].copy_from_slice(&r.enter.to_ne_bytes());
-                b[16..24].copy_from_slice(&r.exit.to_ne_bytes());
+                encode_record(r, b);
             }
             self.payload(&block[..group.len() * RECORD_SIZE])?;
         }
@@ -300,9 +298,7 @@ impl<S: Sink> Writer<S> {
     /// Writes one record into the open ring section.
     pub fn record(&mut self, r: &Record) -> WResult<(), S::Error> {
         let mut b = [0u8; RECORD_SIZE];
-        b[0..8].copy_from_slice(&r.key.to_ne_bytes());
-        b[8..16].copy_from_slice(&r.enter.to_ne_bytes());
-        b[16..24].copy_from_slice(&r.exit.to_ne_bytes());
+        encode_record(r, &mut b);
         self.payload(&b)
     }
 
@@ -467,4 +463,11 @@ impl<S: Sink> Writer<S> {
 
 fn str_len(s: &[u8]) -> u64 {
     4 + s.len() as u64
+}
+
+/// A record's 24 bytes, in the writer's byte order, into `b`.
+fn encode_record(r: &Record, b: &mut [u8]) {
+    b[0..8].copy_from_slice(&r.key.to_ne_bytes());
+    b[8..16].copy_from_slice(&r.enter.to_ne_bytes());
+    b[16..24].copy_from_slice(&r.exit.to_ne_bytes());
 }
