@@ -305,7 +305,7 @@ fn a_hundred_thousand_modules_are_looked_up_by_address_and_reported_in_a_few_lin
 }
 
 #[test]
-fn a_stream_of_many_rings_in_many_chunks_is_gathered_in_linear_time() {
+fn a_stream_of_many_rings_in_many_chunks_is_gathered_whole() {
     let dir = scratch("hostile-chunks");
     let path = dir.join("chunks.rtd");
     // 50,000 rings of 2 one-span chunks each, interleaved: 100,000 sections.
