@@ -15,6 +15,11 @@ fn must_run(cmd: &mut Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `rtconv symbolize ARGS -e BIN ADDRESSES...`'s output (it must succeed).
+fn ours(args: &[&str], bin: &Path, addresses: &[String]) -> String {
+    must_run(Command::new(binary("rtconv")).arg("symbolize").args(args).arg("-e").arg(bin).args(addresses))
+}
+
 /// The subject, built in `dir`.
 fn subject(dir: &Path) -> PathBuf {
     let exe = dir.join("subject");
@@ -80,7 +85,7 @@ fn the_same_flags_give_the_same_lines_as_gnu_addr2line() {
         &["-f", "-C", "-p"],
     ] {
         let theirs = must_run(tool("addr2line").arg("-e").arg(&exe).args(flags).args(&hex));
-        let ours = must_run(Command::new(binary("rtconv")).arg("symbolize").arg("-e").arg(&exe).args(flags).args(&hex));
+        let ours = ours(flags, &exe, &hex);
         let differ = differences(&ours, &without_discriminators(&theirs));
         let lines = ours.lines().count();
         for d in differ.iter().take(4) {
@@ -172,16 +177,11 @@ fn offsets_sections_and_a_stripped_binary_are_looked_up_as_the_references_do() {
     let dir = scratch("symbolize-offsets");
     let exe = subject(&dir);
     let hex = addresses(&exe, 50);
-    let plain = must_run(Command::new(binary("rtconv")).args(["symbolize", "-f", "-e"]).arg(&exe).args(&hex));
+    let plain = ours(&["-f"], &exe, &hex);
     // --adjust-vma: the file looked up as if loaded 0x10000 higher (llvm-symbolizer's meaning).
     let moved: Vec<String> =
         hex.iter().map(|h| format!("{:#x}", u64::from_str_radix(&h[2..], 16).unwrap() + 0x10000)).collect();
-    let adjusted = must_run(
-        Command::new(binary("rtconv"))
-            .args(["symbolize", "-f", "--adjust-vma", "0x10000", "-e"])
-            .arg(&exe)
-            .args(&moved),
-    );
+    let adjusted = ours(&["-f", "--adjust-vma", "0x10000"], &exe, &moved);
     assert_eq!(adjusted, plain);
     let llvm = must_run(
         tool("llvm-symbolizer")
@@ -202,9 +202,6 @@ fn offsets_sections_and_a_stripped_binary_are_looked_up_as_the_references_do() {
         .collect();
     let absolute: Vec<String> =
         offsets.iter().map(|o| format!("{:#x}", u64::from_str_radix(&o[2..], 16).unwrap() + text_start)).collect();
-    let ours = |args: &[&str], bin: &Path, addresses: &[String]| {
-        must_run(Command::new(binary("rtconv")).arg("symbolize").args(args).arg("-e").arg(bin).args(addresses))
-    };
     let gnu = |args: &[&str], bin: &Path, addresses: &[String]| {
         must_run(tool("addr2line").args(args).arg("-e").arg(bin).args(addresses))
     };
@@ -294,7 +291,7 @@ fn a_debuginfod_cache_names_a_stripped_binary_by_its_build_id() {
     let dir = scratch("symbolize-debuginfod");
     let exe = subject(&dir);
     let hex = addresses(&exe, 30);
-    let plain = must_run(Command::new(binary("rtconv")).args(["symbolize", "-f", "-e"]).arg(&exe).args(&hex));
+    let plain = ours(&["-f"], &exe, &hex);
     // Stripped, with no debuglink: only the build-id leads to the debug file, where a debuginfod
     // client caches it (`BUILD-ID/debuginfo`).
     let stripped = dir.join("stripped");
