@@ -323,6 +323,10 @@ pub(crate) struct NamingArgs {
     /// Keep Rust and C++ names mangled.
     #[arg(long)]
     pub(crate) no_demangle: bool,
+    /// Neither read nor write the persistent symbol index (kept per build-id in
+    /// $XDG_CACHE_HOME/ringtrace; RTCONV_SYMBOL_INDEX=off does the same, =DIR moves it).
+    #[arg(long)]
+    pub(crate) no_symbol_index: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -370,7 +374,8 @@ impl NamingArgs {
                 })
                 .collect()
         });
-        symbolize::Options { search, order, addr2line: self.addr2line, demangle: !self.no_demangle }
+        let index = if self.no_symbol_index { None } else { symbolize::index::default_root() };
+        symbolize::Options { search, order, addr2line: self.addr2line, demangle: !self.no_demangle, index }
     }
 }
 

@@ -280,9 +280,62 @@ pub fn copy_executable(from: &Path, to: &Path) {
     assert!(status.success(), "cp {} {} failed", from.display(), to.display());
 }
 
-/// Runs a program and returns its output, panicking if it cannot start.
+/// Runs `cmd`, which must succeed, and returns its stdout.
+pub fn must_run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The C++ program the symbolizer is compared on (`tests/c/symbolize_subject.cpp`,
+/// `g++ -O2 -g`: mangled names, inline chains, discriminators), built in `dir`.
+pub fn symbolize_subject(dir: &Path) -> PathBuf {
+    let exe = dir.join("subject");
+    let source = workspace_root().join("tests/c/symbolize_subject.cpp");
+    must_run(tool("c++").args(["-O2", "-g", "-o"]).arg(&exe).arg(source));
+    exe
+}
+
+/// About `count` addresses (`0x…`) spread evenly over the bytes of every function of `bin`.
+pub fn spread_addresses(bin: &Path, count: usize) -> Vec<String> {
+    let nm = must_run(tool("nm").args(["--defined-only", "-S"]).arg(bin));
+    let functions: Vec<(u64, u64)> = nm
+        .lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [a, s, "t" | "T", _] => Some((u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(s, 16).ok()?)),
+            _ => None,
+        })
+        .collect();
+    let bytes: u64 = functions.iter().map(|f| f.1).sum();
+    let step = (bytes / count as u64).max(1);
+    functions.iter().flat_map(|&(a, s)| (a..a + s).step_by(step as usize)).map(|a| format!("{a:#x}")).collect()
+}
+
+/// The GNU build-id of `bin`, in hex, as `readelf -n` prints it.
+pub fn build_id(bin: &Path) -> String {
+    let notes = must_run(tool("readelf").arg("-n").arg(bin));
+    notes.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).expect("a build-id note").trim().to_string()
+}
+
+/// The environment that keeps rtconv off the persistent symbol index: every
+/// test names from the files it built, never from what an earlier run (or
+/// another test) left in the user's cache. The index's own tests point
+/// `RTCONV_SYMBOL_INDEX` at a folder of their own.
+pub const NO_INDEX: (&str, &str) = ("RTCONV_SYMBOL_INDEX", "off");
+
+/// A command running the release `rtconv`, without the symbol index ([`NO_INDEX`]).
+pub fn rtconv() -> Command {
+    let mut command = Command::new(binary("rtconv"));
+    command.env(NO_INDEX.0, NO_INDEX.1);
+    command
+}
+
+/// Runs a program (rtconv without the symbol index, see [`NO_INDEX`]) and
+/// returns its output, panicking if it cannot start.
 pub fn run(program: &Path, args: &[&str]) -> Output {
-    Command::new(program).args(args).output().unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()))
+    let mut command = Command::new(program);
+    command.args(args).env(NO_INDEX.0, NO_INDEX.1);
+    command.output().unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()))
 }
 
 /// One `X` event read back from Chrome JSON, in integer nanoseconds.

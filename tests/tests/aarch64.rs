@@ -4,9 +4,7 @@
 //! at the rate `CNTFRQ_EL0` states) are checked on the real ISA, against the
 //! sample's known call counts and the sleeps it measured itself.
 
-use std::process::Command;
-
-use ringtrace_tests::{at_least, at_most, binary, build_aarch64_sample, parse_chrome, scratch, tool};
+use ringtrace_tests::{at_least, at_most, build_aarch64_sample, parse_chrome, scratch, tool};
 
 #[test]
 fn an_aarch64_program_under_qemu_user_keys_spans_by_code_address_and_times_them_by_cntvct() {
@@ -32,11 +30,11 @@ fn an_aarch64_program_under_qemu_user_keys_spans_by_code_address_and_times_them_
         .map(|n| n.parse().unwrap())
         .collect();
 
-    let info = Command::new(binary("rtconv")).arg("info").arg(&dump).output().unwrap();
+    let info = ringtrace_tests::rtconv().arg("info").arg(&dump).output().unwrap();
     let info = String::from_utf8_lossy(&info.stdout).into_owned();
     assert!(info.contains("CNTVCT_EL0"), "{info}");
     assert!(info.contains("unknown 0"), "every key named: {info}");
-    let out = Command::new(binary("rtconv")).arg("convert").arg(&dump).args(["-o", "-"]).output().unwrap();
+    let out = ringtrace_tests::rtconv().arg("convert").arg(&dump).args(["-o", "-"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let trace = parse_chrome(&String::from_utf8(out.stdout).unwrap());
     let count = |name: &str| trace.events.iter().filter(|e| e.name == name).count();

@@ -5,7 +5,6 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use ringtrace_tests::{binary, parse_chrome, record_workload_with, scratch};
 
@@ -32,7 +31,7 @@ fn tar_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
 }
 
 fn rtconv(args: &[&str]) -> (i32, String, Vec<String>) {
-    let out = Command::new(binary("rtconv")).args(args).output().unwrap();
+    let out = ringtrace_tests::rtconv().args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).lines().map(str::to_owned).collect();
     (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), stderr)
 }
@@ -191,6 +190,7 @@ fn progress_shows_on_a_terminal_and_not_with_quiet() {
             out_dir.display()
         );
         let out = ringtrace_tests::tool("script")
+            .env(ringtrace_tests::NO_INDEX.0, ringtrace_tests::NO_INDEX.1)
             .args(["-qec", &command, "/dev/null"])
             // Nothing to type: `script` relays its stdin to the terminal it makes.
             .stdin(std::process::Stdio::null())

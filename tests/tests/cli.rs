@@ -6,12 +6,12 @@
 //! obeyed, and shell completions and man pages are what bash and groff accept.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use ringtrace_tests::{binary, record_workload_with, scratch, tool};
 
 fn rtconv_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(binary("rtconv")).args(args).current_dir(dir).output().unwrap()
+    ringtrace_tests::rtconv().args(args).current_dir(dir).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -159,6 +159,7 @@ fn color_follows_the_flag_no_color_and_the_terminal() {
             binary("rtconv").display()
         );
         let mut script = tool("script");
+        script.env(ringtrace_tests::NO_INDEX.0, ringtrace_tests::NO_INDEX.1);
         // Nothing to type: `script` relays its stdin to the terminal it makes.
         script.args(["-qec", &command, "/dev/null"]).stdin(std::process::Stdio::null());
         script.current_dir(&dir).env_remove("NO_COLOR").env("TERM", "xterm");

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use ringtrace_tests::{binary, build_firmware, parse_chrome, scratch, tool};
+use ringtrace_tests::{build_firmware, parse_chrome, scratch, tool};
 
 /// Runs `elf` on QEMU (`qemu` with `machine` arguments) in `dir`, where its
 /// semihosting file lands; returns what it printed. It must exit 0 within
@@ -28,7 +28,7 @@ fn run_on_qemu(qemu: &str, machine: &[&str], elf: &Path, dir: &Path) -> String {
 
 /// rtconv with `args`; its stdout, which must come with exit 0.
 fn rtconv(args: &[&std::ffi::OsStr]) -> String {
-    let out = std::process::Command::new(binary("rtconv")).args(args).output().unwrap();
+    let out = ringtrace_tests::rtconv().args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }

@@ -7,15 +7,14 @@
 //! after an intended change with `BLESS=1 cargo test --test fixtures`.
 
 use std::path::Path;
-use std::process::Command;
 
-use ringtrace_tests::{binary, workspace_root};
+use ringtrace_tests::workspace_root;
 
 /// What rtconv printed for one fixture: exit status, stdout and stderr of stats and of folded stacks.
 fn outputs(fixture: &str) -> String {
     let mut text = String::new();
     for args in [&["stats", "--format", "csv"][..], &["convert", "-f", "folded"][..]] {
-        let out = Command::new(binary("rtconv"))
+        let out = ringtrace_tests::rtconv()
             .args(args)
             .args(["--symbolizer", "packed,sites,dladdr", fixture])
             .current_dir(workspace_root())

@@ -30,7 +30,12 @@ fn rtconv_reading(args: &[&str], stdin: Stdio) -> Output {
 /// rtconv with `args` under `timeout`, which kills it after ten minutes (a hang).
 fn timed(args: &[&str]) -> std::process::Command {
     let mut command = tool("timeout");
-    command.args(["-s", "KILL", "600"]).arg(binary("rtconv")).args(args).stdin(Stdio::null());
+    command
+        .args(["-s", "KILL", "600"])
+        .arg(binary("rtconv"))
+        .env(ringtrace_tests::NO_INDEX.0, ringtrace_tests::NO_INDEX.1)
+        .args(args)
+        .stdin(Stdio::null());
     command
 }
 

@@ -37,7 +37,7 @@ fn expected() -> Tree {
 }
 
 fn rtconv(args: &[&str], dump: &Path) -> String {
-    let out = Command::new(binary("rtconv")).args(args).arg(dump).output().unwrap();
+    let out = ringtrace_tests::rtconv().args(args).arg(dump).output().unwrap();
     assert!(out.status.success(), "rtconv {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }

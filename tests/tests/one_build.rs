@@ -7,16 +7,7 @@
 //! start) built, and the dump recorded by the first would no longer match the
 //! second's build-id: rtconv would refuse it, and the names would be lost.
 
-use ringtrace_tests::{binary, cargo_build, executables};
-
-/// The GNU build-id note of an ELF file, as hex.
-fn build_id(path: &std::path::Path) -> String {
-    let data = std::fs::read(path).unwrap();
-    let file = object::File::parse(&*data).unwrap();
-    use object::Object;
-    let id = file.build_id().unwrap().expect("the sample has a GNU build-id");
-    id.iter().map(|b| format!("{b:02x}")).collect()
-}
+use ringtrace_tests::{binary, build_id, cargo_build, executables};
 
 #[test]
 fn the_workspace_build_does_not_relink_what_the_readme_built() {

@@ -13,12 +13,8 @@ use ringtrace_tests::{binary, convert, parse_chrome, scratch};
 /// `rtconv stats --format json --per-thread` of `dump`: per thread name, per function, calls;
 /// and the per-thread losses.
 fn stats(dump: &Path) -> (BTreeMap<String, BTreeMap<String, u64>>, BTreeMap<String, serde_json::Value>) {
-    let out = Command::new(binary("rtconv"))
-        .arg("stats")
-        .arg(dump)
-        .args(["--format", "json", "--per-thread"])
-        .output()
-        .unwrap();
+    let out =
+        ringtrace_tests::rtconv().arg("stats").arg(dump).args(["--format", "json", "--per-thread"]).output().unwrap();
     // 3: converted, with data missing (a stream cut short); anything else is a failure.
     assert!(out.status.success() || out.status.code() == Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -55,7 +51,7 @@ fn a_stream_keeps_every_span_of_a_run_many_times_its_ring() {
         let l = &losses[t];
         assert_eq!((l["dropped"].as_u64(), l["overwritten"].as_u64(), l["open"].as_u64()), (Some(0), Some(0), Some(0)));
     }
-    let info = Command::new(binary("rtconv")).arg("info").arg(&dump).output().unwrap();
+    let info = ringtrace_tests::rtconv().arg("info").arg(&dump).output().unwrap();
     let info = String::from_utf8(info.stdout).unwrap();
     assert!(info.contains("reason: stream"), "{info}");
 

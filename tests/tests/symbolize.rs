@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use ringtrace_tests::{binary, convert, copy_executable, parse_chrome, record_workload_with, run, scratch};
+use ringtrace_tests::{binary, convert, copy_executable, must_run, parse_chrome, record_workload_with, run, scratch};
 
 fn names(json: &str) -> BTreeMap<String, usize> {
     let mut c = BTreeMap::new();
@@ -30,12 +30,6 @@ fn without_rust_hash(name: &str) -> &str {
 /// `--no-demangle` and its names are demangled here).
 fn demangled(raw: &str) -> String {
     format!("{:#}", rustc_demangle::demangle(raw))
-}
-
-fn must_run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// Addresses inside the binary's functions: each function's start and a few bytes in.
@@ -111,7 +105,7 @@ fn rtconv_symbolize_agrees_with_llvm_symbolizer() {
     assert!(addresses.len() >= 500, "{} addresses", addresses.len());
     let hex: Vec<String> = addresses.iter().map(|a| format!("{a:#x}")).collect();
     let ours =
-        must_run(Command::new(binary("rtconv")).args(["symbolize", "-a", "-f", "-i", "-C", "-e"]).arg(&bin).args(&hex));
+        must_run(ringtrace_tests::rtconv().args(["symbolize", "-a", "-f", "-i", "-C", "-e"]).arg(&bin).args(&hex));
     let theirs = must_run(
         ringtrace_tests::tool("llvm-symbolizer")
             .arg("--no-demangle")
@@ -284,7 +278,7 @@ fn split_dwarf_is_found_through_the_skeleton() {
         })
         .expect("an address inside the inlined square");
     let rtconv = || {
-        Command::new(binary("rtconv"))
+        ringtrace_tests::rtconv()
             .args(["symbolize", "-f", "-i", "--symbolizer", "dwarf", "-e"])
             .arg(&lib)
             .arg(format!("{inlined:#x}"))
@@ -346,7 +340,7 @@ fn text_symbols(bin: &Path, prefix: &str, part: &str, count: usize) -> Vec<(u64,
 /// Names of the symbols at `symbols` per `rtconv symbolize --symbolizer symtab`, and per c++filt.
 fn demangled_both_ways(bin: &Path, symbols: &[(u64, String)]) -> (Vec<String>, Vec<String>) {
     let addresses: Vec<String> = symbols.iter().map(|(a, _)| format!("{a:#x}")).collect();
-    let mut cmd = Command::new(binary("rtconv"));
+    let mut cmd = ringtrace_tests::rtconv();
     let ours = must_run(cmd.args(["symbolize", "-f", "-C", "--symbolizer", "symtab", "-e"]).arg(bin).args(&addresses));
     let ours: Vec<String> = ours.lines().step_by(2).map(str::to_owned).collect();
     let mangled: Vec<&str> = symbols.iter().map(|(_, n)| n.as_str()).collect();
@@ -461,7 +455,7 @@ fn a_binary_replaced_while_running_is_found_at_its_path() {
     copy_executable(&binary("workload"), &bin);
     child.stdin.take().unwrap().write_all(b"dump\n").unwrap();
     assert!(child.wait().unwrap().success());
-    let info = must_run(Command::new(binary("rtconv")).arg("info").arg(&dump));
+    let info = must_run(ringtrace_tests::rtconv().arg("info").arg(&dump));
     assert!(info.contains("workload (deleted)"), "{info}");
     let (code, json, stderr) = convert(&dump, &[]);
     assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");

@@ -4,43 +4,16 @@
 //! chains, discriminators), addresses spread over every function.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
-use ringtrace_tests::{binary, scratch, tool, workspace_root};
-
-fn must_run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
+use ringtrace_tests::{
+    binary, build_id, must_run, scratch, spread_addresses as addresses, symbolize_subject as subject, tool,
+};
 
 /// `rtconv symbolize ARGS -e BIN ADDRESSES...`'s output (it must succeed).
 fn ours(args: &[&str], bin: &Path, addresses: &[String]) -> String {
-    must_run(Command::new(binary("rtconv")).arg("symbolize").args(args).arg("-e").arg(bin).args(addresses))
-}
-
-/// The subject, built in `dir`.
-fn subject(dir: &Path) -> PathBuf {
-    let exe = dir.join("subject");
-    let source = workspace_root().join("tests/c/symbolize_subject.cpp");
-    must_run(tool("c++").args(["-O2", "-g", "-o"]).arg(&exe).arg(source));
-    exe
-}
-
-/// About `count` addresses spread evenly over the bytes of every function of `bin`.
-fn addresses(bin: &Path, count: usize) -> Vec<String> {
-    let nm = must_run(tool("nm").args(["--defined-only", "-S"]).arg(bin));
-    let functions: Vec<(u64, u64)> = nm
-        .lines()
-        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
-            [a, s, "t" | "T", _] => Some((u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(s, 16).ok()?)),
-            _ => None,
-        })
-        .collect();
-    let bytes: u64 = functions.iter().map(|f| f.1).sum();
-    let step = (bytes / count as u64).max(1);
-    functions.iter().flat_map(|&(a, s)| (a..a + s).step_by(step as usize)).map(|a| format!("{a:#x}")).collect()
+    must_run(ringtrace_tests::rtconv().arg("symbolize").args(args).arg("-e").arg(bin).args(addresses))
 }
 
 /// GNU addr2line's output without its `(discriminator N)` notes, which rtconv does not print.
@@ -140,7 +113,7 @@ fn json_and_module_lines_answer_as_llvm_symbolizer_does() {
             .args(&hex),
     );
     let ours = must_run(
-        Command::new(binary("rtconv")).args(["symbolize", "-i", "--output-style=JSON", "--obj"]).arg(&exe).args(&hex),
+        ringtrace_tests::rtconv().args(["symbolize", "-i", "--output-style=JSON", "--obj"]).arg(&exe).args(&hex),
     );
     let (o, t) = (json_frames(&ours), json_frames(&theirs));
     assert_eq!(o.len(), t.len());
@@ -166,7 +139,7 @@ fn json_and_module_lines_answer_as_llvm_symbolizer_does() {
         String::from_utf8(out.stdout).unwrap()
     };
     let theirs = feed(tool("llvm-symbolizer").args(["--no-demangle", "--output-style=JSON"]));
-    let ours = feed(Command::new(binary("rtconv")).args(["symbolize", "-i", "--output-style=json"]));
+    let ours = feed(ringtrace_tests::rtconv().args(["symbolize", "-i", "--output-style=json"]));
     assert_eq!(json_frames(&ours).len(), hex.len());
     assert_eq!(json_frames(&ours), o, "the same answers from module lines as from --obj");
     assert_eq!(json_frames(&theirs), t);
@@ -247,6 +220,7 @@ fn queries_from_a_pipe_are_answered_as_they_come_and_a_bad_line_gets_a_question_
     let mut child = tool("timeout")
         .args(["-s", "KILL", "600"])
         .arg(binary("rtconv"))
+        .env(ringtrace_tests::NO_INDEX.0, ringtrace_tests::NO_INDEX.1)
         .args(["symbolize", "-f", "-e"])
         .arg(&exe)
         .stdin(Stdio::piped())
@@ -280,12 +254,6 @@ fn queries_from_a_pipe_are_answered_as_they_come_and_a_bad_line_gets_a_question_
     assert!(stderr.contains("\"not-an-address\" is not a query"), "{stderr}");
 }
 
-/// The GNU build-id of `bin`, in hex, as `readelf -n` prints it.
-fn build_id(bin: &Path) -> String {
-    let notes = must_run(tool("readelf").arg("-n").arg(bin));
-    notes.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).expect("a build-id note").trim().to_string()
-}
-
 #[test]
 fn a_debuginfod_cache_names_a_stripped_binary_by_its_build_id() {
     let dir = scratch("symbolize-debuginfod");
@@ -302,7 +270,7 @@ fn a_debuginfod_cache_names_a_stripped_binary_by_its_build_id() {
     must_run(tool("objcopy").arg("--only-keep-debug").arg(&exe).arg(entry.join("debuginfo")));
     let symbolize = |cache: &Path| {
         must_run(
-            Command::new(binary("rtconv"))
+            ringtrace_tests::rtconv()
                 .env("DEBUGINFOD_CACHE_PATH", cache)
                 .args(["symbolize", "-f", "-e"])
                 .arg(&stripped)

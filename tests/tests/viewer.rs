@@ -6,7 +6,6 @@
 //! installs them.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use ringtrace_tests::{at_least, at_most, binary, convert, record_workload_timed, scratch, workspace_root};
 use serde_json::Value;
@@ -55,7 +54,7 @@ fn speedscope_shows_the_same_per_thread_and_per_function_totals_as_rtconv_stats(
         }
     }
     let stats =
-        Command::new(binary("rtconv")).args(["stats", "--per-thread", "--format", "json"]).arg(&dump).output().unwrap();
+        ringtrace_tests::rtconv().args(["stats", "--per-thread", "--format", "json"]).arg(&dump).output().unwrap();
     assert!(stats.status.success());
     let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
     for scope in stats.as_array().unwrap() {

@@ -17,6 +17,7 @@ use std::io::{self, BufRead, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use super::index::Index;
 use super::{ModuleFiles, Options, Source, SpanName, dwarf, symtab};
 
 /// How the addresses asked are read before they are looked up.
@@ -154,15 +155,23 @@ impl Layout {
     }
 }
 
-/// One module, opened on its first query.
+/// A module's DWARF context, and its code's address ranges.
+type OpenDwarf = (dwarf::Worker, Option<Vec<Range<u64>>>);
+
+/// One module, opened on its first query; its DWARF and symbols are read
+/// on the first address its index cannot answer.
 struct Module {
     files: ModuleFiles,
     layout: Layout,
-    dwarf: Option<(dwarf::Worker, Option<Vec<Range<u64>>>)>,
-    symtab: Option<symtab::Table>,
+    index: Option<Index>,
+    /// Not yet opened; opened (`None`: it could not be).
+    dwarf: Option<Option<OpenDwarf>>,
+    symtab: Option<Option<symtab::Table>>,
 }
 
-/// Queries answered one at a time, each module's lookup state kept between them.
+/// Queries answered one at a time, each module's lookup state kept between
+/// them. What DWARF answers is added to each build's index when the session
+/// ends (dropped).
 pub struct Session {
     opts: Options,
     lookup: Lookup,
@@ -183,20 +192,26 @@ impl Session {
             let opened = self.open(&query.module);
             self.modules.insert(query.module.clone(), opened);
         }
-        let demangle = self.opts.demangle;
+        let (opts, warnings) = (&self.opts, &mut self.warnings);
         let module = match self.modules.get_mut(&query.module) {
             Some(Ok(m)) => m,
             Some(Err(e)) => return Err(e.clone()),
             None => return Ok(None),
         };
         let address = module.layout.file_address(&self.lookup, query.address)?;
-        for backend in self.opts.backends() {
+        for backend in opts.backends() {
             let name = match backend {
-                Source::Dwarf => module.dwarf.as_mut().and_then(|(w, code)| w.name(code.as_deref(), address)),
-                Source::Symtab => module.symtab.as_ref().and_then(|t| t.name(address, demangle)),
-                Source::Addr2line => self.opts.addr2line.as_ref().and_then(|program| {
+                Source::Dwarf => module.dwarf_name(address, opts, warnings),
+                Source::Symtab => {
+                    let debug = module.files.debug.as_deref().unwrap_or(&module.files.binary);
+                    let table = module.symtab.get_or_insert_with(|| {
+                        symtab::Table::open(debug).map_err(|e| warnings.push(e.to_string())).ok()
+                    });
+                    table.as_ref().and_then(|t| t.name(address, opts.demangle))
+                }
+                Source::Addr2line => opts.addr2line.as_ref().and_then(|program| {
                     let debug = module.files.debug.as_ref().unwrap_or(&module.files.binary);
-                    super::external::resolve(program, debug, &[address], demangle).ok()?.pop().flatten()
+                    super::external::resolve(program, debug, &[address], opts.demangle).ok()?.pop().flatten()
                 }),
                 _ => None,
             };
@@ -209,27 +224,54 @@ impl Session {
 
     fn open(&mut self, path: &Path) -> Result<Module, String> {
         let files = self.opts.search.files_for(path).map_err(|e| e.to_string())?;
-        let backends = self.opts.backends();
-        let dwarf = match (&files.debug, backends.contains(&Source::Dwarf)) {
-            (Some(debug), true) => match dwarf::Worker::open(debug, self.opts.demangle) {
-                Ok(w) => {
-                    self.warnings.extend(super::split_units_missing(debug).iter().map(ToString::to_string));
-                    Some((w, dwarf::code_ranges(debug)))
-                }
-                Err(e) => {
-                    self.warnings.push(e.to_string());
-                    None
-                }
-            },
+        let wants_dwarf = self.opts.backends().contains(&Source::Dwarf);
+        let index = match (&files.debug, &self.opts.index) {
+            (Some(debug), Some(root)) if wants_dwarf => Index::open(root, debug, self.opts.demangle),
             _ => None,
         };
-        let symtab = if backends.contains(&Source::Symtab) {
-            let table = files.debug.as_deref().map_or_else(|| symtab::Table::open(&files.binary), symtab::Table::open);
-            table.map_err(|e| self.warnings.push(e.to_string())).ok()
-        } else {
-            None
-        };
-        Ok(Module { layout: Layout::read(&files.binary), files, dwarf, symtab })
+        Ok(Module { layout: Layout::read(&files.binary), files, index, dwarf: None, symtab: None })
+    }
+}
+
+impl Module {
+    /// DWARF's name at `address`: from the index, else from the DWARF
+    /// (opened on first use), then kept in the index.
+    fn dwarf_name(&mut self, address: u64, opts: &Options, warnings: &mut Vec<String>) -> Option<SpanName> {
+        if let Some(known) = self.index.as_ref().and_then(|ix| ix.get(address)) {
+            return known;
+        }
+        let debug = self.files.debug.as_deref()?;
+        let opened = self.dwarf.get_or_insert_with(|| match dwarf::Worker::open(debug, opts.demangle) {
+            Ok(w) => {
+                let missing = super::split_units_missing(debug);
+                if !missing.is_empty() {
+                    // Answers without the split units are poorer than the build's: not kept.
+                    self.index = None;
+                }
+                warnings.extend(missing.iter().map(ToString::to_string));
+                Some((w, dwarf::code_ranges(debug)))
+            }
+            Err(e) => {
+                warnings.push(e.to_string());
+                None
+            }
+        });
+        let (worker, code) = opened.as_mut()?;
+        let name = worker.name(code.as_deref(), address);
+        if let Some(ix) = &mut self.index {
+            ix.add(address, name.as_ref());
+        }
+        name
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        for module in self.modules.values_mut().filter_map(|m| m.as_mut().ok()) {
+            if let Some(ix) = &mut module.index {
+                ix.save();
+            }
+        }
     }
 }
 
@@ -278,14 +320,20 @@ fn shown_file(file: &str, style: Style) -> &str {
     if style.basenames { file.rsplit('/').next().unwrap_or(file) } else { file }
 }
 
-/// `file:line` as GNU addr2line prints a place: `??:0` for an address it knows nothing of, `??:?`
-/// for one in a known function without a line, `file:?` for a file without a line.
-fn place(file: &Option<String>, line: Option<u32>, known: bool, style: Style) -> String {
+/// Writes `file:line` as GNU addr2line prints a place: `??:0` for an address it knows nothing of,
+/// `??:?` for one in a known function without a line, `file:?` for a file without a line.
+fn write_place(
+    out: &mut dyn Write,
+    file: &Option<String>,
+    line: Option<u32>,
+    known: bool,
+    style: Style,
+) -> io::Result<()> {
     match (file, line) {
-        (None, _) if known => "??:?".to_string(),
-        (None, _) => "??:0".to_string(),
-        (Some(f), None) => format!("{}:?", shown_file(f, style)),
-        (Some(f), Some(l)) => format!("{}:{l}", shown_file(f, style)),
+        (None, _) if known => out.write_all(b"??:?"),
+        (None, _) => out.write_all(b"??:0"),
+        (Some(f), None) => write!(out, "{}:?", shown_file(f, style)),
+        (Some(f), Some(l)) => write!(out, "{}:{l}", shown_file(f, style)),
     }
 }
 
@@ -318,7 +366,8 @@ pub fn write_answer(out: &mut dyn Write, style: Style, query: &Query, name: Opti
             if style.functions {
                 write!(out, "{function} at ")?;
             }
-            writeln!(out, "{}", place(file, *line, name.is_some(), style))?;
+            write_place(out, file, *line, name.is_some(), style)?;
+            out.write_all(b"\n")?;
         }
         return Ok(());
     }
@@ -327,9 +376,11 @@ pub fn write_answer(out: &mut dyn Write, style: Style, query: &Query, name: Opti
     }
     for (function, file, line) in frames {
         if style.functions {
-            writeln!(out, "{function}")?;
+            out.write_all(function.as_bytes())?;
+            out.write_all(b"\n")?;
         }
-        writeln!(out, "{}", place(file, line, name.is_some(), style))?;
+        write_place(out, file, line, name.is_some(), style)?;
+        out.write_all(b"\n")?;
     }
     Ok(())
 }

@@ -11,7 +11,41 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::{BackendError, Frame, Source, SpanName};
+use super::index::Index;
+use super::{BackendError, Frame, Options, Source, SpanName};
+
+/// As [`resolve`], answering from the build's persistent index
+/// ([`super::index`]) where it can: DWARF is parsed only for the addresses
+/// the index lacks, and their answers are added to it — unless a split unit
+/// is missing (then the answers are poorer than the build's, and are said
+/// in `degraded`, not kept).
+pub fn resolve_indexed(
+    debug: &Path,
+    file_addresses: &[u64],
+    opts: &Options,
+    degraded: &mut Vec<BackendError>,
+) -> Result<Vec<Option<SpanName>>, BackendError> {
+    let mut index = opts.index.as_deref().and_then(|root| Index::open(root, debug, opts.demangle));
+    let mut out: Vec<Option<Option<SpanName>>> =
+        file_addresses.iter().map(|&a| index.as_ref().and_then(|ix| ix.get(a))).collect();
+    let misses: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_none()).collect();
+    if !misses.is_empty() {
+        let wanted: Vec<u64> = misses.iter().map(|&i| file_addresses[i]).collect();
+        let named = resolve(debug, &wanted, opts.demangle)?;
+        let missing = super::split_units_missing(debug);
+        if let Some(ix) = index.as_mut().filter(|_| missing.is_empty()) {
+            for (&address, name) in wanted.iter().zip(&named) {
+                ix.add(address, name.as_ref());
+            }
+            ix.save();
+        }
+        degraded.extend(missing);
+        for (i, name) in misses.into_iter().zip(named) {
+            out[i] = Some(name);
+        }
+    }
+    Ok(out.into_iter().map(Option::flatten).collect())
+}
 
 /// Addresses per unit of parallel work; fewer than two runs' worth are done on one thread.
 const MIN_PER_WORKER: usize = 256;

@@ -20,6 +20,8 @@ mod dladdr;
 mod dwarf;
 mod external;
 mod files;
+pub mod index;
+mod index_format;
 mod name_table;
 mod packed;
 mod sites;
@@ -112,6 +114,8 @@ pub struct Options {
     pub addr2line: Option<PathBuf>,
     /// Demangle Rust and C++ names.
     pub demangle: bool,
+    /// Where the persistent symbol index is kept ([`index`]); `None`: not used.
+    pub index: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -125,6 +129,7 @@ impl Default for Options {
             order: None,
             addr2line: None,
             demangle: true,
+            index: index::default_root(),
         }
     }
 }
@@ -435,16 +440,15 @@ fn per_module(
 ) {
     for (index, (keys, addresses)) in keys_by_module(pending) {
         let Some(Ok(found)) = files.get(&index) else { continue };
-        match resolve_file(found, &addresses, backend, opts) {
+        let mut degraded = Vec::new();
+        let resolved = resolve_file(found, &addresses, backend, opts, &mut degraded);
+        failures.extend(degraded.into_iter().map(|e| (index, e)));
+        match resolved {
             Some(Ok(resolved)) => {
                 for (key, name) in keys.into_iter().zip(resolved) {
                     if let Some(name) = name {
                         names.insert(key, name);
                     }
-                }
-                if backend == Source::Dwarf {
-                    let missing = found.debug.as_deref().map(split_units_missing).unwrap_or_default();
-                    failures.extend(missing.into_iter().map(|e| (index, e)));
                 }
             }
             Some(Err(e)) => failures.push((index, e)),
@@ -487,13 +491,10 @@ pub fn resolve_module_files(
             break;
         }
         let wanted: Vec<u64> = pending.iter().map(|&i| addresses[i]).collect();
-        match resolve_file(files, &wanted, backend, opts) {
+        match resolve_file(files, &wanted, backend, opts, &mut failures) {
             Some(Ok(found)) => {
                 for (i, name) in pending.into_iter().zip(found) {
                     names[i] = name;
-                }
-                if backend == Source::Dwarf {
-                    failures.extend(files.debug.as_deref().map(split_units_missing).into_iter().flatten());
                 }
             }
             Some(Err(e)) => failures.push(e),
@@ -521,15 +522,18 @@ pub(crate) fn split_units_missing(debug: &std::path::Path) -> Vec<BackendError> 
 
 /// Names file addresses in one module's files with one backend: one entry
 /// per address, or why the backend failed; `None` if the backend does not
-/// apply to them (no DWARF, no program given, not a file backend).
+/// apply to them (no DWARF, no program given, not a file backend). What
+/// made names poorer without failing the backend (a missing `.dwo`) is
+/// added to `degraded`.
 pub(crate) fn resolve_file(
     files: &ModuleFiles,
     addresses: &[u64],
     backend: Source,
     opts: &Options,
+    degraded: &mut Vec<BackendError>,
 ) -> Option<Result<Vec<Option<SpanName>>, BackendError>> {
     Some(match backend {
-        Source::Dwarf => dwarf::resolve(files.debug.as_ref()?, addresses, opts.demangle),
+        Source::Dwarf => dwarf::resolve_indexed(files.debug.as_ref()?, addresses, opts, degraded),
         Source::Symtab => symtab::resolve(files.debug.as_ref().unwrap_or(&files.binary), addresses, opts.demangle),
         Source::Addr2line => external::resolve(
             opts.addr2line.as_ref()?,
