@@ -54,6 +54,11 @@ const MIN_PER_WORKER: usize = 256;
 /// DWARF in `debug`. Returns one entry per address, in order.
 pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, BackendError> {
     let code = code_ranges(debug);
+    if std::env::var_os("RTCONV_DWARF_READER").is_none_or(|v| v != "addr2line")
+        && let Some(named) = super::sweep::resolve(debug, file_addresses, code.as_deref(), demangle)
+    {
+        return named;
+    }
     let in_code = |address: u64| code.as_ref().is_none_or(|code| code.iter().any(|r| r.contains(&address)));
     let mut order: Vec<usize> = (0..file_addresses.len()).collect();
     order.sort_unstable_by_key(|&i| file_addresses[i]);
@@ -184,13 +189,18 @@ pub(crate) struct Worker {
 }
 
 /// Raw name to shown name, per DWARF language.
-struct NameCache {
+pub(crate) struct NameCache {
     demangle: bool,
-    by_language: HashMap<Option<u16>, HashMap<Box<str>, Box<str>>>,
+    by_language: HashMap<Option<u16>, rustc_hash::FxHashMap<Box<str>, Box<str>>>,
 }
 
 impl NameCache {
-    fn name(&mut self, raw: &str, language: Option<u16>) -> String {
+    pub(crate) fn new(demangle: bool) -> Self {
+        NameCache { demangle, by_language: HashMap::new() }
+    }
+
+    /// `raw` as shown: demangled by `language` (or by its look) when asked.
+    pub(crate) fn name(&mut self, raw: &str, language: Option<u16>) -> String {
         if !self.demangle {
             return raw.to_string();
         }
@@ -206,7 +216,7 @@ impl NameCache {
 
 impl Worker {
     fn new(loader: addr2line::Loader, demangle: bool) -> Self {
-        Worker { loader, names: NameCache { demangle, by_language: HashMap::new() } }
+        Worker { loader, names: NameCache::new(demangle) }
     }
 
     /// A context over the DWARF in `debug`, for addresses asked one at a time
@@ -298,6 +308,11 @@ pub(crate) fn missing_split_units(debug: &Path) -> Vec<std::path::PathBuf> {
     }
     let Ok(bytes) = crate::model::map_file(debug, crate::model::Pages::OnDemand) else { return Vec::new() };
     let Ok(file) = object::File::parse(&*bytes) else { return Vec::new() };
+    // A skeleton unit's addresses are in the file's `.debug_addr` (a `.dwo` holds
+    // none): without that section there is no split unit, and no unit need be read.
+    if file.section_by_name(".debug_addr").is_none() {
+        return Vec::new();
+    }
     let endian = if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
     let load = |id: gimli::SectionId| -> Result<std::borrow::Cow<'_, [u8]>, gimli::Error> {
         let data = file.section_by_name(id.name()).and_then(|s| s.uncompressed_data().ok());

@@ -25,6 +25,7 @@ mod index_format;
 mod name_table;
 mod packed;
 mod sites;
+mod sweep;
 mod symtab;
 
 use std::collections::{BTreeMap, HashMap};
