@@ -51,7 +51,8 @@ fn batch(c: &mut Criterion) {
                 let opts = Options {
                     jobs,
                     quiet: true,
-                    symbols: Default::default(),
+                    // Cold: names from the files each time, not from the persistent index.
+                    symbols: rtconv::symbolize::Options { index: None, ..Default::default() },
                     max_dump_size: rtconv::batch::MAX_DUMP_SIZE,
                 };
                 // Into a new, empty directory each time (as a batch usually runs); clearing it is not timed.

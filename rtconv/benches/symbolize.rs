@@ -60,8 +60,11 @@ fn inline_addresses(subject: &Path, count: usize) -> Vec<u64> {
         state ^= state << 17;
         pick.push(candidates.swap_remove((state % candidates.len() as u64) as usize));
     }
-    let dwarf_only =
-        rtconv::symbolize::Options { order: Some(vec![rtconv::symbolize::Source::Dwarf]), ..Default::default() };
+    let dwarf_only = rtconv::symbolize::Options {
+        order: Some(vec![rtconv::symbolize::Source::Dwarf]),
+        index: None,
+        ..Default::default()
+    };
     let (names, failures) = rtconv::symbolize::resolve_addresses(subject, &pick, &dwarf_only).unwrap();
     assert!(failures.is_empty(), "{failures:?}");
     let mut chosen: Vec<u64> = pick
@@ -87,7 +90,8 @@ struct Tool {
 impl Tool {
     fn run(&self, addresses: &[String]) -> String {
         let mut cmd = Command::new(&self.program);
-        cmd.args(&self.args).stdout(Stdio::piped()).stderr(Stdio::null());
+        // Cold: rtconv's persistent symbol index off (its warm figures: benches/symbolize_peers.py).
+        cmd.args(&self.args).env("RTCONV_SYMBOL_INDEX", "off").stdout(Stdio::piped()).stderr(Stdio::null());
         if self.in_args {
             cmd.args(addresses);
         }

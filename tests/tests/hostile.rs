@@ -518,6 +518,7 @@ fn the_last_address_and_discarded_code_at_zero_are_unnamed() {
     assert_eq!(String::from_utf8_lossy(&reference.stdout).lines().filter(|l| l.starts_with("??")).count(), 4);
     let opts = rtconv::symbolize::Options {
         order: Some(vec![rtconv::symbolize::Source::Dwarf, rtconv::symbolize::Source::Symtab]),
+        index: None,
         ..Default::default()
     };
     let (names, failures) = rtconv::symbolize::resolve_addresses(&workload, &[0, u64::MAX], &opts).unwrap();

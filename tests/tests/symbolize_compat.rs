@@ -281,3 +281,41 @@ fn a_debuginfod_cache_names_a_stripped_binary_by_its_build_id() {
     let nothing = symbolize(&dir.join("no-cache"));
     assert!(nothing.lines().step_by(2).all(|name| name == "??"), "without the cache, nothing names it:\n{nothing}");
 }
+
+/// What `rtconv symbolize ARGS -e BIN ADDRESSES` prints with DWARF read by `reader` (`sweep`, the
+/// default, or `addr2line`, the addr2line crate's per-address lookups), cold.
+fn with_reader(reader: &str, args: &[&str], bin: &Path, addresses: &[String]) -> String {
+    let mut cmd = ringtrace_tests::rtconv();
+    if reader == "addr2line" {
+        cmd.env("RTCONV_DWARF_READER", "addr2line");
+    }
+    must_run(cmd.arg("symbolize").args(args).arg("-e").arg(bin).args(addresses))
+}
+
+#[test]
+fn the_sweep_names_every_address_as_the_addr2line_crate_does() {
+    // The batch reader (one sweep per compilation unit) against the addr2line crate's
+    // lookups, whose answers it must give: GCC's DWARF 5 and 4 (C++, inline chains,
+    // declarations in classes, lambdas), and rtconv's own release build (Rust, LLVM,
+    // line tables only: inlined functions without a DWARF function around them).
+    let dir = scratch("symbolize-sweep");
+    let dwarf5 = subject(&dir);
+    let dwarf4 = dir.join("subject-dwarf4");
+    let source = ringtrace_tests::workspace_root().join("tests/c/symbolize_subject.cpp");
+    must_run(tool("c++").args(["-O2", "-gdwarf-4", "-o"]).arg(&dwarf4).arg(source));
+    for (bin, count) in [(&dwarf5, 600), (&dwarf4, 600), (&binary("rtconv"), 3000)] {
+        let hex = addresses(bin, count);
+        for flags in [&["-a", "-f", "-i", "-C"][..], &["-f", "-i"]] {
+            let (sweep, lookups) = (with_reader("sweep", flags, bin, &hex), with_reader("addr2line", flags, bin, &hex));
+            assert!(sweep.lines().count() > hex.len(), "{}: {sweep}", bin.display());
+            let differ = differences(&sweep, &lookups);
+            assert!(
+                differ.is_empty(),
+                "{} {flags:?}: {} of {} lines differ: {differ:#?}",
+                bin.display(),
+                differ.len(),
+                sweep.lines().count()
+            );
+        }
+    }
+}

@@ -332,9 +332,38 @@ fn write_place(
     match (file, line) {
         (None, _) if known => out.write_all(b"??:?"),
         (None, _) => out.write_all(b"??:0"),
-        (Some(f), None) => write!(out, "{}:?", shown_file(f, style)),
-        (Some(f), Some(l)) => write!(out, "{}:{l}", shown_file(f, style)),
+        (Some(f), None) => {
+            out.write_all(shown_file(f, style).as_bytes())?;
+            out.write_all(b":?")
+        }
+        (Some(f), Some(l)) => {
+            out.write_all(shown_file(f, style).as_bytes())?;
+            out.write_all(b":")?;
+            out.write_all(decimal(l, &mut [0; 10]))
+        }
     }
+}
+
+/// `value` in decimal, in `buffer` (answers are written by the hundred thousand: no formatting machinery).
+fn decimal(mut value: u32, buffer: &mut [u8; 10]) -> &[u8] {
+    let mut at = buffer.len();
+    loop {
+        at -= 1;
+        buffer[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            return &buffer[at..];
+        }
+    }
+}
+
+/// `0x` and `value` in 16 hex digits, as addr2line prints an address.
+fn write_address(out: &mut dyn Write, value: u64) -> io::Result<()> {
+    let mut text = *b"0x0000000000000000";
+    for (i, digit) in text[2..].iter_mut().enumerate() {
+        *digit = b"0123456789abcdef"[(value >> (60 - 4 * i)) as usize & 0xf];
+    }
+    out.write_all(&text)
 }
 
 /// The frames to print, innermost first: (function, file, line).
@@ -357,7 +386,8 @@ pub fn write_answer(out: &mut dyn Write, style: Style, query: &Query, name: Opti
     let frames = frames(name, style);
     if style.pretty {
         if style.addresses {
-            write!(out, "0x{:016x}: ", query.address)?;
+            write_address(out, query.address)?;
+            out.write_all(b": ")?;
         }
         for (i, (function, file, line)) in frames.iter().enumerate() {
             if i > 0 {
@@ -372,7 +402,8 @@ pub fn write_answer(out: &mut dyn Write, style: Style, query: &Query, name: Opti
         return Ok(());
     }
     if style.addresses {
-        writeln!(out, "0x{:016x}", query.address)?;
+        write_address(out, query.address)?;
+        out.write_all(b"\n")?;
     }
     for (function, file, line) in frames {
         if style.functions {

@@ -48,7 +48,7 @@ pub fn resolve_indexed(
 }
 
 /// Addresses per unit of parallel work; fewer than two runs' worth are done on one thread.
-const MIN_PER_WORKER: usize = 256;
+pub(crate) const MIN_PER_WORKER: usize = 256;
 
 /// Names `file_addresses` (ELF virtual addresses, sorted or not) from the
 /// DWARF in `debug`. Returns one entry per address, in order.
@@ -203,6 +203,13 @@ impl NameCache {
     pub(crate) fn name(&mut self, raw: &str, language: Option<u16>) -> String {
         if !self.demangle {
             return raw.to_string();
+        }
+        // A name Rust demangles is what a language-less lookup shows too (it tries Rust first).
+        if language.is_none()
+            && let Some(rust) = self.by_language.get(&Some(addr2line::gimli::DW_LANG_Rust.0)).and_then(|m| m.get(raw))
+            && **rust != *raw
+        {
+            return rust.to_string();
         }
         let names = self.by_language.entry(language).or_default();
         if let Some(name) = names.get(raw) {

@@ -12,6 +12,6 @@ fuzz_target!(|data: &[u8]| {
     let Ok(lines) = query_lines(data) else { return };
     let Ok(exe) = std::env::current_exe() else { return };
     let queries: Vec<_> = lines.iter().filter_map(|l| parse_query(l, Some(&exe)).ok()).collect();
-    let opts = Options { order: Some(vec![Source::Dwarf, Source::Symtab]), ..Options::default() };
+    let opts = Options { order: Some(vec![Source::Dwarf, Source::Symtab]), index: None, ..Options::default() };
     let _ = name_batch(&queries, &opts, &Lookup::default());
 });

@@ -1,0 +1,124 @@
+//! A unit's line table, kept as `addr2line` keeps it (the same row for an
+//! address), and its files rendered as `addr2line` renders them.
+
+use addr2line::gimli;
+
+use super::R;
+
+/// A unit's line table: its sequences' rows, and its files as named.
+#[derive(Default)]
+pub(super) struct Lines {
+    pub(super) sequences: Vec<Sequence>,
+    rows: Vec<Row>,
+}
+
+pub(super) struct Sequence {
+    pub(super) start: u64,
+    pub(super) end: u64,
+    rows: std::ops::Range<usize>,
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct Row {
+    address: u64,
+    pub(super) file: u64,
+    pub(super) line: u32,
+}
+
+impl Lines {
+    pub(super) fn parse(unit: gimli::UnitRef<'_, R<'_>>) -> gimli::Result<Option<Lines>> {
+        let mut lines = Lines::default();
+        Ok(lines.parse_into(unit)?.then_some(lines))
+    }
+
+    /// Reads `unit`'s line table into `self` (its buffers reused); whether it has one.
+    pub(super) fn parse_into(&mut self, unit: gimli::UnitRef<'_, R<'_>>) -> gimli::Result<bool> {
+        let Some(program) = unit.line_program.clone() else { return Ok(false) };
+        let (sequences, all) = (&mut self.sequences, &mut self.rows);
+        sequences.clear();
+        all.clear();
+        let mut first = 0;
+        let mut rows = program.rows();
+        while let Some((_, row)) = rows.next_row()? {
+            if row.end_sequence() {
+                if let Some(start) = all.get(first).map(|r: &Row| r.address) {
+                    let end = row.address();
+                    if start < end {
+                        sequences.push(Sequence { start, end, rows: first..all.len() });
+                    } else {
+                        all.truncate(first);
+                    }
+                }
+                first = all.len();
+                continue;
+            }
+            let (address, file) = (row.address(), row.file_index());
+            let line = row.line().map_or(0, std::num::NonZeroU64::get) as u32;
+            if all.len() > first
+                && let Some(last) = all.last_mut()
+                && last.address == address
+            {
+                (last.file, last.line) = (file, line);
+                continue;
+            }
+            all.push(Row { address, file, line });
+        }
+        sequences.sort_unstable_by_key(|s| s.start);
+        Ok(true)
+    }
+
+    /// The row whose range holds `probe` (as `addr2line` finds it).
+    pub(super) fn find(&self, probe: u64) -> Option<Row> {
+        let s = self
+            .sequences
+            .binary_search_by(|s| {
+                if probe < s.start {
+                    std::cmp::Ordering::Greater
+                } else if probe >= s.end {
+                    std::cmp::Ordering::Less
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .ok()?;
+        let rows = &self.rows[self.sequences[s].rows.clone()];
+        let i = match rows.binary_search_by(|r| r.address.cmp(&probe)) {
+            Ok(i) => i,
+            Err(0) => return None,
+            Err(i) => i - 1,
+        };
+        Some(rows[i])
+    }
+}
+
+pub(super) fn render_file<'a>(
+    unit: gimli::UnitRef<'_, R<'a>>,
+    file: &gimli::FileEntry<R<'a>>,
+    header: &gimli::LineProgramHeader<R<'a>>,
+) -> gimli::Result<String> {
+    let mut path = match unit.comp_dir {
+        Some(dir) => gimli::Reader::to_string_lossy(&dir)?.into_owned(),
+        None => String::new(),
+    };
+    if file.directory_index() != 0
+        && let Some(directory) = file.directory(header)
+    {
+        path_push(&mut path, &gimli::Reader::to_string_lossy(&unit.attr_string(directory)?)?);
+    }
+    path_push(&mut path, &gimli::Reader::to_string_lossy(&unit.attr_string(file.path_name())?)?);
+    Ok(path)
+}
+
+fn path_push(path: &mut String, p: &str) {
+    let forward_root = |p: &str| p.starts_with('/') || p.get(1..3) == Some(":/");
+    let backward_root = |p: &str| p.starts_with('\\') || p.get(1..3) == Some(":\\");
+    if forward_root(p) || backward_root(p) {
+        *path = p.to_string();
+    } else {
+        let separator = if backward_root(path) { '\\' } else { '/' };
+        if !path.is_empty() && !path.ends_with(separator) {
+            path.push(separator);
+        }
+        *path += p;
+    }
+}
