@@ -363,30 +363,32 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
         for w in &warnings {
             warn(w);
         }
-        (|| -> io::Result<()> {
-            let mut names = names.into_iter();
+        let nothing = unparsed();
+        let written = (|| -> io::Result<()> {
+            let mut names = names.iter();
             let json_array = style.json && !args.addresses.is_empty();
             if json_array {
                 out.write_all(b"[")?;
             }
             for (i, q) in parsed.iter().enumerate() {
                 let (query, name) = match q {
-                    Ok(q) => (
-                        q.clone(),
-                        names
-                            .next()
-                            .and_then(|n| n.map_err(|e| warn(&format!("{}: {e}", q.module.display()))).ok())
-                            .flatten(),
-                    ),
+                    Ok(q) => match names.next() {
+                        Some(Ok(name)) => (q, name.as_ref()),
+                        Some(Err(e)) => {
+                            warn(&format!("{}: {e}", q.module.display()));
+                            (q, None)
+                        }
+                        None => (q, None),
+                    },
                     Err(e) => {
                         warn(e);
-                        (unparsed(), None)
+                        (&nothing, None)
                     }
                 };
                 if json_array && i > 0 {
                     out.write_all(b",")?;
                 }
-                write_answer(&mut out, style, &query, name.as_ref())?;
+                write_answer(&mut out, style, query, name)?;
                 if style.json && !json_array {
                     out.write_all(b"\n")?;
                 }
@@ -395,7 +397,11 @@ fn run_symbolize(args: SymbolizeArgs) -> ExitCode {
                 out.write_all(b"]\n")?;
             }
             out.flush()
-        })()
+        })();
+        // The process ends next: its memory goes back to the system whole, sooner than
+        // freed answer by answer (a tenth of the time of a run named from the index).
+        std::mem::forget((names, parsed, queries, texts));
+        written
     };
     match written {
         Ok(()) if degraded => ExitCode::from(EXIT_DEGRADED),

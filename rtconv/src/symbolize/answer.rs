@@ -367,14 +367,11 @@ fn write_address(out: &mut dyn Write, value: u64) -> io::Result<()> {
 }
 
 /// The frames to print, innermost first: (function, file, line).
-fn frames(name: Option<&SpanName>, style: Style) -> Vec<(&str, &Option<String>, Option<u32>)> {
+fn frames(name: Option<&SpanName>, style: Style) -> impl Iterator<Item = (&str, &Option<String>, Option<u32>)> {
     const NONE: Option<String> = None;
-    let Some(n) = name else { return vec![("??", &NONE, None)] };
-    let mut out = vec![(n.name.as_str(), &n.file, n.line)];
-    if style.inlines {
-        out.extend(n.inlined_into.iter().map(|f| (f.function.as_str(), &f.file, f.line)));
-    }
-    out
+    let first = name.map_or(("??", &NONE, None), |n| (n.name.as_str(), &n.file, n.line));
+    let inlined = name.filter(|_| style.inlines).map_or(&[][..], |n| &n.inlined_into[..]);
+    std::iter::once(first).chain(inlined.iter().map(|f| (f.function.as_str(), &f.file, f.line)))
 }
 
 /// Writes one answer as GNU addr2line does (or, with `style.json`, as one
@@ -389,14 +386,15 @@ pub fn write_answer(out: &mut dyn Write, style: Style, query: &Query, name: Opti
             write_address(out, query.address)?;
             out.write_all(b": ")?;
         }
-        for (i, (function, file, line)) in frames.iter().enumerate() {
+        for (i, (function, file, line)) in frames.enumerate() {
             if i > 0 {
                 out.write_all(b" (inlined by) ")?;
             }
             if style.functions {
-                write!(out, "{function} at ")?;
+                out.write_all(function.as_bytes())?;
+                out.write_all(b" at ")?;
             }
-            write_place(out, file, *line, name.is_some(), style)?;
+            write_place(out, file, line, name.is_some(), style)?;
             out.write_all(b"\n")?;
         }
         return Ok(());
@@ -429,7 +427,7 @@ fn write_json(out: &mut dyn Write, query: &Query, name: Option<&SpanName>, style
     };
     let symbols: Vec<serde_json::Value> = match name {
         None => vec![symbol("", &None, None)],
-        Some(_) => frames(name, style).into_iter().map(|(f, file, line)| symbol(f, file, line)).collect(),
+        Some(_) => frames(name, style).map(|(f, file, line)| symbol(f, file, line)).collect(),
     };
     let value = serde_json::json!({
         "Address": format!("{:#x}", query.address),

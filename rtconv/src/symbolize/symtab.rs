@@ -10,8 +10,47 @@ use crate::model::{Pages, map_file};
 
 /// Names `file_addresses` from the symbols of `binary`, one entry per address.
 pub fn resolve(binary: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, BackendError> {
-    let table = Table::open(binary)?;
-    Ok(file_addresses.iter().map(|&a| table.name(a, demangle)).collect())
+    let failed = |reason: String| BackendError { backend: Source::Symtab, path: binary.into(), reason };
+    let bytes = map_file(binary, Pages::OnDemand).map_err(|e| failed(e.to_string()))?;
+    let file = object::File::parse(&*bytes).map_err(|e| failed(e.to_string()))?;
+    // The names borrowed from the mapped file: only the ones asked for are copied.
+    let symbols = function_symbols(&file);
+    Ok(file_addresses.iter().map(|&a| covering(&symbols, a).map(|name| symbol_name(name, demangle))).collect())
+}
+
+/// `file`'s function symbols with a size, by address (the first by size, then name, where
+/// several start at one address), names as the file has them.
+fn function_symbols<'data>(file: &object::File<'data>) -> Vec<(u64, u64, &'data str)> {
+    // 32-bit Arm sets bit 0 of a Thumb function's symbol value: its code starts one byte before.
+    let thumb_bit = u64::from(file.architecture() == object::Architecture::Arm);
+    // Function symbols with a size; an address past a symbol's end is not in it.
+    let mut symbols: Vec<(u64, u64, &str)> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition() && s.size() > 0)
+        .filter_map(|s| Some((s.address() & !thumb_bit, s.size(), s.name().ok()?)))
+        .filter(|&(_, _, name)| !super::is_local_label(name))
+        .collect();
+    symbols.sort_unstable();
+    symbols.dedup_by_key(|s| s.0);
+    symbols
+}
+
+/// The name of the symbol covering `address` in `symbols` (sorted, one per address).
+fn covering<N>(symbols: &[(u64, u64, N)], address: u64) -> Option<&N> {
+    let i = symbols.partition_point(|s| s.0 <= address).checked_sub(1)?;
+    let (start, size, name) = &symbols[i];
+    (address < start + size).then_some(name)
+}
+
+fn symbol_name(name: &str, demangle: bool) -> SpanName {
+    SpanName {
+        name: demangled(name, demangle),
+        file: None,
+        line: None,
+        source: Source::Symtab,
+        inlined_into: Vec::new(),
+    }
 }
 
 /// A binary's function symbols with a size, by address.
@@ -24,32 +63,12 @@ impl Table {
         let failed = |reason: String| BackendError { backend: Source::Symtab, path: binary.into(), reason };
         let bytes = map_file(binary, Pages::OnDemand).map_err(|e| failed(e.to_string()))?;
         let file = object::File::parse(&*bytes).map_err(|e| failed(e.to_string()))?;
-        // 32-bit Arm sets bit 0 of a Thumb function's symbol value: its code starts one byte before.
-        let thumb_bit = u64::from(file.architecture() == object::Architecture::Arm);
-        // Function symbols with a size; an address past a symbol's end is not in it.
-        let mut symbols: Vec<(u64, u64, String)> = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition() && s.size() > 0)
-            .filter_map(|s| Some((s.address() & !thumb_bit, s.size(), s.name().ok()?)))
-            .filter(|&(_, _, name)| !super::is_local_label(name))
-            .map(|(address, size, name)| (address, size, name.to_string()))
-            .collect();
-        symbols.sort_unstable();
-        symbols.dedup_by_key(|s| s.0);
+        let symbols = function_symbols(&file).into_iter().map(|(a, s, n)| (a, s, n.to_string())).collect();
         Ok(Table { symbols })
     }
 
     /// The function whose symbol covers `address`.
     pub(crate) fn name(&self, address: u64, demangle: bool) -> Option<SpanName> {
-        let i = self.symbols.partition_point(|s| s.0 <= address).checked_sub(1)?;
-        let (start, size, name) = &self.symbols[i];
-        (address < start + size).then(|| SpanName {
-            name: demangled(name, demangle),
-            file: None,
-            line: None,
-            source: Source::Symtab,
-            inlined_into: Vec::new(),
-        })
+        covering(&self.symbols, address).map(|name| symbol_name(name, demangle))
     }
 }
