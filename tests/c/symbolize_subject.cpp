@@ -32,6 +32,14 @@ __attribute__((noinline)) void sort_words(std::vector<std::string> &words) {
     });
 }
 
+// std::string's == is libstdc++'s enable_if overload, whose mangled name (an unresolved-name
+// expression in a template argument) cpp_demangle cannot read and GNU's demangler can.
+__attribute__((noinline)) int count_equal(const std::vector<std::string> &words, const std::string &word) {
+    int n = 0;
+    for (const auto &w : words) n += (w == word);
+    return n;
+}
+
 }  // namespace subject
 
 int main(int argc, char **argv) {
@@ -42,6 +50,7 @@ int main(int argc, char **argv) {
     for (const auto &w : words) stats.add(w, static_cast<double>(w.size()));
     std::vector<int> ints(static_cast<size_t>(argc) * 10, argc);
     std::vector<double> doubles(static_cast<size_t>(argc) * 10, 1.5);
-    std::printf("%d %f %zu\n", subject::checksum(ints), subject::checksum(doubles), stats.totals.size());
+    std::printf("%d %f %zu %d\n", subject::checksum(ints), subject::checksum(doubles), stats.totals.size(),
+                subject::count_equal(words, "x"));
     return 0;
 }

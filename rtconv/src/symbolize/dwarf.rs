@@ -188,6 +188,22 @@ pub(crate) struct Worker {
     names: NameCache,
 }
 
+/// Whether names of `language` may be Itanium C++ names (a C++ language, or not said).
+fn cxx_or_unknown(language: Option<u16>) -> bool {
+    use addr2line::gimli;
+    language.is_none_or(|l| {
+        [
+            gimli::DW_LANG_C_plus_plus,
+            gimli::DW_LANG_C_plus_plus_03,
+            gimli::DW_LANG_C_plus_plus_11,
+            gimli::DW_LANG_C_plus_plus_14,
+            gimli::DW_LANG_C_plus_plus_17,
+            gimli::DW_LANG_C_plus_plus_20,
+        ]
+        .contains(&gimli::DwLang(l))
+    })
+}
+
 /// Raw name to shown name, per DWARF language.
 pub(crate) struct NameCache {
     demangle: bool,
@@ -215,7 +231,13 @@ impl NameCache {
         if let Some(name) = names.get(raw) {
             return name.to_string();
         }
-        let name: Box<str> = addr2line::demangle_auto(raw.into(), language.map(addr2line::gimli::DwLang)).into();
+        let name: Box<str> = match addr2line::demangle_auto(raw.into(), language.map(addr2line::gimli::DwLang)) {
+            // An Itanium name the demangler cannot read: the C++ runtime's (GNU's) reads more.
+            name if *name == *raw && cxx_or_unknown(language) => {
+                super::cxa::demangle(raw).map_or(name.into(), Into::into)
+            }
+            name => name.into(),
+        };
         names.insert(raw.into(), name.clone());
         name.into()
     }

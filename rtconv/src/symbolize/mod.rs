@@ -16,6 +16,7 @@
 //! `?? (module+0xoffset)`.
 
 pub mod answer;
+mod cxa;
 mod dladdr;
 mod dwarf;
 mod external;
@@ -221,7 +222,14 @@ impl Symbols {
 /// (a bare `f` is also the Itanium encoding of `float`).
 pub(crate) fn demangled(name: &str, demangle: bool) -> String {
     let mangled = ["_Z", "__Z", "_R"].iter().any(|prefix| name.starts_with(prefix));
-    if demangle && mangled { addr2line::demangle_auto(name.into(), None).into_owned() } else { name.to_string() }
+    if !(demangle && mangled) {
+        return name.to_string();
+    }
+    match addr2line::demangle_auto(name.into(), None) {
+        // An Itanium name the demangler cannot read: the C++ runtime's (GNU's) reads more.
+        shown if shown == name => cxa::demangle(name).unwrap_or_else(|| name.to_string()),
+        shown => shown.into_owned(),
+    }
 }
 
 /// Whether `name` is an assembler-local label (`.Ltmp1`, `.LBB0_2`) or an
