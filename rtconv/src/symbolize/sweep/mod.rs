@@ -35,6 +35,10 @@ use skip::SkipPlans;
 use units::{RangeAttributes, Units};
 
 type R<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
+
+/// From this many addresses on, the file is mapped with all its pages (measured on ripgrep's
+/// 60 MB: 7 % less time at 10,000 addresses, the same at 1,000).
+const POPULATE_FROM: usize = 1000;
 type UnitOffset = gimli::UnitOffset<usize>;
 
 /// Names `addresses` (file addresses, any order) from the DWARF in `debug`:
@@ -47,7 +51,10 @@ pub fn resolve(
 ) -> Option<Result<Vec<Option<SpanName>>, BackendError>> {
     use object::{Object, ObjectSection};
     let failed = |reason: String| BackendError { backend: Source::Dwarf, path: debug.into(), reason };
-    let bytes = match crate::model::map_file(debug, crate::model::Pages::OnDemand) {
+    // Many addresses touch most of the DWARF: its pages mapped in one call, not a fault each.
+    let pages =
+        if addresses.len() >= POPULATE_FROM { crate::model::Pages::Populate } else { crate::model::Pages::OnDemand };
+    let bytes = match crate::model::map_file(debug, pages) {
         Ok(b) => b,
         Err(e) => return Some(Err(failed(e.to_string()))),
     };
@@ -156,6 +163,8 @@ struct Inlined {
 /// The inline tree of a function an address falls in.
 #[derive(Default)]
 struct InlineTree {
+    /// The addresses (indices into the sweep's) within the function's span.
+    probes: std::ops::Range<usize>,
     calls: Vec<Inlined>,
     /// (call depth, range, index into `calls`), by depth then range start.
     ranges: Vec<(usize, gimli::Range, usize)>,
@@ -281,16 +290,17 @@ impl<'d, 'a> Sweep<'d, 'a> {
 
     /// One walk over `unit`'s entries for `probes` (sorted): per probe, its
     /// function and inline chain, and its line row; `None` where the unit has neither.
-    /// One walk over `unit`'s entries for `probes` (sorted): per probe, its
-    /// function and inline chain, and its line row; `None` where the unit has neither.
     fn sweep_unit(&mut self, unit: usize, probes: &[u64]) -> gimli::Result<Vec<Option<Found<'a>>>> {
         let unit_ref = self.unit_ref(unit);
-        let touches = |ranges: &[gimli::Range]| {
+        // Whether an address of `probes` (sorted) falls in one of `ranges`.
+        let touches = |probes: &[u64], ranges: &[gimli::Range]| {
             ranges.iter().any(|r| {
                 let i = probes.partition_point(|&p| p < r.begin);
                 probes.get(i).is_some_and(|&p| p < r.end)
             })
         };
+        // Abbreviations by code, as met (a unit's table may be a search tree).
+        let mut abbreviations: Vec<Option<&gimli::Abbreviation>> = Vec::new();
         let naming = &mut self.naming;
         let Scratch { functions, addresses, trees, spare, tree_of, open, own_ranges, name_attrs, lines, plans } =
             &mut self.scratch;
@@ -322,7 +332,20 @@ impl<'d, 'a> Sweep<'d, 'a> {
                 next_depth -= 1;
                 continue;
             }
-            let abbrev = unit_ref.abbreviations.get(code).ok_or(gimli::Error::InvalidAbbreviationCode(code))?;
+            let known = usize::try_from(code).ok().filter(|&c| c < skip::MAX_PLANNED_CODE as usize);
+            let abbrev = match known.and_then(|c| abbreviations.get(c).copied().flatten()) {
+                Some(abbrev) => abbrev,
+                None => {
+                    let abbrev = unit_ref.abbreviations.get(code).ok_or(gimli::Error::InvalidAbbreviationCode(code))?;
+                    if let Some(c) = known {
+                        if abbreviations.len() <= c {
+                            abbreviations.resize(c + 1, None);
+                        }
+                        abbreviations[c] = Some(abbrev);
+                    }
+                    abbrev
+                }
+            };
             if abbrev.has_children() {
                 next_depth += 1;
             }
@@ -383,12 +406,17 @@ impl<'d, 'a> Sweep<'d, 'a> {
                 })?;
                 let mut tree = None;
                 if has {
-                    let touched = touches(own_ranges);
+                    let touched = touches(probes, own_ranges);
                     functions.push(if touched { naming.entry_raw(unit, name_attrs) } else { None });
                     if touched {
                         tree = Some(trees.len());
                         tree_of.insert(index, trees.len());
-                        trees.push(spare.pop().unwrap_or_default());
+                        let mut new = spare.pop().unwrap_or_default();
+                        // Its inlined calls can hold only the addresses within its span.
+                        let (low, high) =
+                            own_ranges.iter().fold((u64::MAX, 0), |(l, h), r| (l.min(r.begin), h.max(r.end)));
+                        new.probes = probes.partition_point(|&p| p < low)..probes.partition_point(|&p| p < high);
+                        trees.push(new);
                     }
                 }
                 // A nested function's subtree is its own, never its parent's inline tree.
@@ -399,7 +427,11 @@ impl<'d, 'a> Sweep<'d, 'a> {
                     trees[tree].ranges.push((call_depth, range, call));
                     own_ranges.push(range);
                 })?;
-                let name = if touches(own_ranges) { naming.entry(unit, name_attrs) } else { None };
+                let name = if touches(&probes[trees[tree].probes.clone()], own_ranges) {
+                    naming.entry(unit, name_attrs)
+                } else {
+                    None
+                };
                 trees[tree].calls.push(Inlined { name, call_file, call_line });
                 open.push((depth, Some(tree), call_depth + 1));
             }

@@ -23,7 +23,7 @@ enum Step {
 
 /// Abbreviation codes above this are planned each time, not kept (codes are
 /// numbered from 1; producers number them densely).
-const MAX_PLANNED_CODE: u64 = 1 << 16;
+pub(super) const MAX_PLANNED_CODE: u64 = 1 << 16;
 
 impl SkipPlans {
     pub(super) fn clear(&mut self) {
