@@ -377,29 +377,16 @@ fn a_cpp_exception_through_c_frames_unwinds_them_and_keeps_the_call_tree() {
 fn stats_and_info_report_unwound_calls_and_what_the_ring_lost() {
     let dir = scratch("longjmp-stats");
     let exe = link(&dir, "jumps", &[workspace_root().join("samples/c/jumps.c")], &["-finstrument-functions"], false);
-    let rtconv = ringtrace_tests::binary("rtconv");
     for (records, dump) in [("1048576", "all.rtd"), ("16", "small.rtd")] {
         let dump = dir.join(dump);
         let out =
             Command::new(&exe).env("RINGTRACE_DUMP", &dump).env("RINGTRACE_RING_RECORDS", records).output().unwrap();
         assert!(out.status.success());
-        let stats = Command::new(&rtconv)
-            .env(ringtrace_tests::NO_INDEX.0, ringtrace_tests::NO_INDEX.1)
-            .arg("stats")
-            .arg(&dump)
-            .args(["--format", "json"])
-            .output()
-            .unwrap();
+        let stats = ringtrace_tests::rtconv().arg("stats").arg(&dump).args(["--format", "json"]).output().unwrap();
         let json: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
         let scope = &json[0];
         let row = |f: &str| scope["functions"].as_array().unwrap().iter().find(|r| r["function"] == f).cloned();
-        let info = Command::new(&rtconv)
-            .env(ringtrace_tests::NO_INDEX.0, ringtrace_tests::NO_INDEX.1)
-            .arg("info")
-            .arg(&dump)
-            .args(["--format", "json"])
-            .output()
-            .unwrap();
+        let info = ringtrace_tests::rtconv().arg("info").arg(&dump).args(["--format", "json"]).output().unwrap();
         let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
         if records == "1048576" {
             // 3 rounds: on_signal, interrupted_inner, interrupted_outer 3 each, recurse 15, loop_body and leave_loop 9 each.
@@ -409,12 +396,7 @@ fn stats_and_info_report_unwound_calls_and_what_the_ring_lost() {
             assert!(row("main").unwrap().get("losses").is_none());
             assert_eq!(info[0]["losses"]["unwound"], 42);
             assert_eq!(info[0]["threads"][0]["losses"]["unwound"], 42);
-            let table = Command::new(&rtconv)
-                .env(ringtrace_tests::NO_INDEX.0, ringtrace_tests::NO_INDEX.1)
-                .arg("stats")
-                .arg(&dump)
-                .output()
-                .unwrap();
+            let table = ringtrace_tests::rtconv().arg("stats").arg(&dump).output().unwrap();
             let table = String::from_utf8(table.stdout).unwrap();
             assert!(
                 table.contains("losses: 42 unwound") && table.lines().nth(2).unwrap().contains("unwound"),
@@ -426,12 +408,7 @@ fn stats_and_info_report_unwound_calls_and_what_the_ring_lost() {
             assert_eq!(row("main").unwrap()["losses"]["calls_missing_children"], 1, "{scope}");
             assert_eq!(info[0]["losses"]["overwritten"], scope["losses"]["overwritten"]);
             // The same span marked in the table's column and in its Chrome event.
-            let table = Command::new(&rtconv)
-                .env(ringtrace_tests::NO_INDEX.0, ringtrace_tests::NO_INDEX.1)
-                .arg("stats")
-                .arg(&dump)
-                .output()
-                .unwrap();
+            let table = ringtrace_tests::rtconv().arg("stats").arg(&dump).output().unwrap();
             let table = String::from_utf8(table.stdout).unwrap();
             let header = table.lines().find(|l| l.starts_with("function")).unwrap();
             let main = table.lines().find(|l| l.starts_with("main ")).unwrap();

@@ -308,14 +308,7 @@ impl Worker {
         {
             outermost.function = names.name(symbol, None);
         }
-        let innermost = chain.remove(0);
-        Some(SpanName {
-            name: innermost.function,
-            file: innermost.file,
-            line: innermost.line,
-            source: Source::Dwarf,
-            inlined_into: chain,
-        })
+        SpanName::from_chain(chain, Source::Dwarf)
     }
 }
 

@@ -66,6 +66,23 @@ pub struct SpanName {
     pub inlined_into: Vec<Frame>,
 }
 
+impl SpanName {
+    /// The name whose frames are `chain`, innermost first (`None` if it is empty).
+    pub(crate) fn from_chain(mut chain: Vec<Frame>, source: Source) -> Option<SpanName> {
+        if chain.is_empty() {
+            return None;
+        }
+        let innermost = chain.remove(0);
+        Some(SpanName {
+            name: innermost.function,
+            file: innermost.file,
+            line: innermost.line,
+            source,
+            inlined_into: chain,
+        })
+    }
+}
+
 /// A way of naming keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Source {

@@ -69,18 +69,7 @@ impl Lines {
 
     /// The row whose range holds `probe` (as `addr2line` finds it).
     pub(super) fn find(&self, probe: u64) -> Option<Row> {
-        let s = self
-            .sequences
-            .binary_search_by(|s| {
-                if probe < s.start {
-                    std::cmp::Ordering::Greater
-                } else if probe >= s.end {
-                    std::cmp::Ordering::Less
-                } else {
-                    std::cmp::Ordering::Equal
-                }
-            })
-            .ok()?;
+        let s = self.sequences.binary_search_by(|s| super::place(s.start, s.end, probe)).ok()?;
         let rows = &self.rows[self.sequences[s].rows.clone()];
         let i = match rows.binary_search_by(|r| r.address.cmp(&probe)) {
             Ok(i) => i,
