@@ -12,7 +12,7 @@
 //! The file is untrusted input all the same. The directories must be the
 //! user's own and writable by no one else; the file is opened without
 //! following a symbolic link, must be a regular file with one link, owned by
-//! the user, and is checked field by field ([`super::index_format`]). A file
+//! the user, and is checked field by field (`index_format.rs`). A file
 //! that fails is said once and replaced. Writers never write in place: each
 //! writes a new file and renames it over the old one, so concurrent runs
 //! leave one complete file (the last), never a mix; what a concurrent run
