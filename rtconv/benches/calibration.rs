@@ -12,34 +12,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("rtconv sits in the workspace").to_path_buf()
-}
+mod support;
 
 /// Builds the release `children` sample and `rtconv`; returns their paths.
 fn build() -> (PathBuf, PathBuf) {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let ok = Command::new(&cargo)
-        .args([
-            "build",
-            "-q",
-            "--release",
-            "--locked",
-            "-p",
-            "samples",
-            "--bin",
-            "children",
-            "-p",
-            "rtconv",
-            "--bin",
-            "rtconv",
-        ])
-        .current_dir(workspace())
-        .status()
-        .expect("cargo runs")
-        .success();
-    assert!(ok, "building the children sample and rtconv failed");
-    let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| workspace().join("target"));
+    let args = ["--release", "-p", "samples", "--bin", "children", "-p", "rtconv", "--bin", "rtconv"];
+    let target = support::cargo_build(&args, "the children sample and rtconv");
     (target.join("release/children"), target.join("release/rtconv"))
 }
 

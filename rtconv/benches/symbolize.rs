@@ -20,23 +20,14 @@ use std::process::{Command, Stdio};
 use criterion::{Criterion, criterion_group};
 use object::{Object, ObjectSymbol};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
+mod support;
 
 /// Builds rtconv with full DWARF and the release rtconv that does the work.
 fn build() -> (PathBuf, PathBuf) {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut target = PathBuf::new();
     for profile in ["symbench", "release"] {
-        let ok = Command::new(&cargo)
-            .args(["build", "-q", "--locked", "-p", "rtconv", "--bin", "rtconv", "--profile", profile])
-            .current_dir(workspace())
-            .status()
-            .expect("cargo runs")
-            .success();
-        assert!(ok, "building rtconv ({profile}) failed");
+        target = support::cargo_build(&["-p", "rtconv", "--bin", "rtconv", "--profile", profile], "rtconv");
     }
-    let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| workspace().join("target"));
     (target.join("symbench/rtconv"), target.join("release/rtconv"))
 }
 
