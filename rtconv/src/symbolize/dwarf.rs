@@ -1,8 +1,12 @@
 //! Names from DWARF: the innermost function at an address (inlined or
 //! not), its file and line, and the chain of functions it was inlined into.
 //!
-//! A module's addresses are sorted and cut into one share of neighbours
-//! per core (rayon's thread count); each share gets a thread with its own
+//! A batch is named by [`super::sweep`] (one pass per compilation unit), an
+//! address asked alone by a [`Worker`] (an `addr2line` context kept open).
+//! Where the sweep does not apply (split DWARF, files that are not linked
+//! ELF) or `RTCONV_DWARF_READER=addr2line` says so, a module's addresses
+//! are sorted and cut into one share of neighbours per core (rayon's thread
+//! count); each share gets a thread with its own
 //! `addr2line` context over the same file, which parses only the
 //! compilation units its share touches, so the work divides across cores
 //! instead of being repeated. A thread that finishes early takes work from
@@ -53,12 +57,12 @@ pub(crate) const MIN_PER_WORKER: usize = 256;
 /// Names `file_addresses` (ELF virtual addresses, sorted or not) from the
 /// DWARF in `debug`. Returns one entry per address, in order.
 pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, BackendError> {
-    let code = code_ranges(debug);
     if std::env::var_os("RTCONV_DWARF_READER").is_none_or(|v| v != "addr2line")
-        && let Some(named) = super::sweep::resolve(debug, file_addresses, code.as_deref(), demangle)
+        && let Some(named) = super::sweep::resolve(debug, file_addresses, demangle)
     {
         return named;
     }
+    let code = code_ranges(debug);
     let in_code = |address: u64| code.as_ref().is_none_or(|code| code.iter().any(|r| r.contains(&address)));
     let mut order: Vec<usize> = (0..file_addresses.len()).collect();
     order.sort_unstable_by_key(|&i| file_addresses[i]);
@@ -113,9 +117,13 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
 /// at address 0 or wherever the tombstone puts it: an address outside the
 /// file's code is none of its functions (GNU addr2line says `??` there too).
 pub(crate) fn code_ranges(debug: &Path) -> Option<Vec<std::ops::Range<u64>>> {
-    use object::{Object, ObjectSection, SectionFlags};
     let bytes = crate::model::map_file(debug, crate::model::Pages::OnDemand).ok()?;
-    let file = object::File::parse(&*bytes).ok()?;
+    code_ranges_of(&object::File::parse(&*bytes).ok()?)
+}
+
+/// As [`code_ranges`], of a file already parsed.
+pub(crate) fn code_ranges_of(file: &object::File<'_>) -> Option<Vec<std::ops::Range<u64>>> {
+    use object::{Object, ObjectSection, SectionFlags};
     // By the flag, not the kind: in a separate debug file the code sections hold no bytes (NOBITS).
     let executable =
         |flags| matches!(flags, SectionFlags::Elf { sh_flags, .. } if sh_flags.contains(object::elf::SHF_EXECINSTR));

@@ -41,12 +41,7 @@ type UnitOffset = gimli::UnitOffset<usize>;
 
 /// Names `addresses` (file addresses, any order) from the DWARF in `debug`:
 /// one entry per address; `None` when the file is out of scope (see the module docs).
-pub fn resolve(
-    debug: &Path,
-    addresses: &[u64],
-    code: Option<&[std::ops::Range<u64>]>,
-    demangle: bool,
-) -> Option<Result<Vec<Option<SpanName>>, BackendError>> {
+pub fn resolve(debug: &Path, addresses: &[u64], demangle: bool) -> Option<Result<Vec<Option<SpanName>>, BackendError>> {
     use object::{Object, ObjectSection};
     let failed = |reason: String| BackendError { backend: Source::Dwarf, path: debug.into(), reason };
     let bytes = match crate::model::map_file(debug, crate::model::Pages::OnDemand) {
@@ -74,11 +69,13 @@ pub fn resolve(
         Err(e) => return Some(Err(failed(e.to_string()))),
     };
     let symbols = file.symbol_map();
+    // Addresses outside the file's code are none of its functions (see `dwarf::code_ranges`).
+    let code = super::dwarf::code_ranges_of(&file);
     // Each distinct address in code once, in order.
     let mut wanted: Vec<u64> = addresses
         .iter()
         .copied()
-        .filter(|&a| a != u64::MAX && code.is_none_or(|code| code.iter().any(|r| r.contains(&a))))
+        .filter(|&a| a != u64::MAX && code.as_deref().is_none_or(|code| code.iter().any(|r| r.contains(&a))))
         .collect();
     wanted.sort_unstable();
     wanted.dedup();
