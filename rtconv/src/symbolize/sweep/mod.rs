@@ -19,7 +19,7 @@
 
 mod lines;
 mod naming;
-mod skip;
+mod plans;
 mod units;
 
 use std::path::Path;
@@ -32,7 +32,7 @@ use super::dwarf::NameCache;
 use super::{BackendError, Frame, Source, SpanName};
 use lines::{Lines, Row};
 use naming::Naming;
-use skip::SkipPlans;
+use plans::{Kind, Plans};
 use units::{RangeAttributes, Units};
 
 type R<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
@@ -217,7 +217,7 @@ struct Scratch<'a> {
     /// The entry's name attributes, in order.
     name_attrs: Vec<(gimli::DwAt, AttributeValue<R<'a>>)>,
     lines: Option<Lines>,
-    plans: SkipPlans,
+    plans: Plans,
 }
 
 struct Sweep<'d, 'a> {
@@ -291,8 +291,6 @@ impl<'d, 'a> Sweep<'d, 'a> {
                 probes.get(i).is_some_and(|&p| p < r.end)
             })
         };
-        // Abbreviations by code, as met (a unit's table may be a search tree).
-        let mut abbreviations: Vec<Option<&gimli::Abbreviation>> = Vec::new();
         let naming = &mut self.naming;
         let Scratch { functions, addresses, trees, spare, tree_of, open, own_ranges, name_attrs, lines, plans } =
             &mut self.scratch;
@@ -314,7 +312,7 @@ impl<'d, 'a> Sweep<'d, 'a> {
         let total = input.len();
         let mut next_depth: isize = 0;
         while !input.is_empty() {
-            let offset = gimli::UnitOffset(first.0 + total - input.len());
+            let at = input;
             let depth = next_depth;
             while open.last().is_some_and(|o| depth <= o.0) {
                 open.pop();
@@ -324,43 +322,31 @@ impl<'d, 'a> Sweep<'d, 'a> {
                 next_depth -= 1;
                 continue;
             }
-            let known = usize::try_from(code).ok().filter(|&c| c < skip::MAX_PLANNED_CODE as usize);
-            let abbrev = match known.and_then(|c| abbreviations.get(c).copied().flatten()) {
-                Some(abbrev) => abbrev,
-                None => {
-                    let abbrev = unit_ref.abbreviations.get(code).ok_or(gimli::Error::InvalidAbbreviationCode(code))?;
-                    if let Some(c) = known {
-                        if abbreviations.len() <= c {
-                            abbreviations.resize(c + 1, None);
-                        }
-                        abbreviations[c] = Some(abbrev);
-                    }
-                    abbrev
-                }
-            };
-            if abbrev.has_children() {
+            let plan = plans.plan(code, header, &unit_ref.abbreviations)?;
+            if plan.has_children {
                 next_depth += 1;
             }
-            let tag = abbrev.tag();
-            let in_tree = open.last().and_then(|o| o.1.map(|tree| (tree, o.2)));
-            // Read: functions with an address (a declaration, without low_pc or ranges, has none),
-            // and inlined calls in the tree of a function an address falls in.
-            let wanted = match tag {
-                gimli::DW_TAG_subprogram => abbrev
-                    .attributes()
-                    .iter()
-                    .any(|spec| matches!(spec.name(), gimli::DW_AT_low_pc | gimli::DW_AT_ranges)),
-                gimli::DW_TAG_inlined_subroutine => in_tree.is_some(),
-                _ => false,
-            };
-            if !wanted {
-                if tag == gimli::DW_TAG_subprogram {
-                    // Its subtree is its own, never the inline tree of a function around it.
-                    open.push((depth, None, 0));
+            // Read: functions with code, and inlined calls in the tree of a function an address falls in.
+            let in_tree = match plan.kind {
+                Kind::Function => None,
+                Kind::Inlined => match open.last().and_then(|o| o.1.map(|tree| (tree, o.2))) {
+                    Some(in_tree) => Some(in_tree),
+                    None => {
+                        plans.skip(&mut input, header, plan)?;
+                        continue;
+                    }
+                },
+                Kind::Declaration | Kind::Other => {
+                    if plan.kind == Kind::Declaration {
+                        // Its subtree is its own, never the inline tree of a function around it.
+                        open.push((depth, None, 0));
+                    }
+                    plans.skip(&mut input, header, plan)?;
+                    continue;
                 }
-                plans.skip(&mut input, header, code, abbrev)?;
-                continue;
-            }
+            };
+            let offset = gimli::UnitOffset(first.0 + total - at.len());
+            let abbrev = unit_ref.abbreviations.get(code).ok_or(gimli::Error::InvalidAbbreviationCode(code))?;
             let mut attrs = RangeAttributes::default();
             let (mut call_file, mut call_line) = (None, 0);
             name_attrs.clear();
@@ -390,7 +376,7 @@ impl<'d, 'a> Sweep<'d, 'a> {
             }
             input = header.range_from(entries.next_offset()..)?;
             own_ranges.clear();
-            if tag == gimli::DW_TAG_subprogram {
+            if plan.kind == Kind::Function {
                 let index = functions.len();
                 let has = attrs.for_each(unit_ref, |range| {
                     addresses.push((range, index));
