@@ -32,7 +32,7 @@ use super::dwarf::NameCache;
 use super::{BackendError, Frame, Source, SpanName};
 use lines::{Lines, Row};
 use naming::Naming;
-use plans::{Kind, Plans};
+use plans::{Field, FieldStep, Kind, Plans};
 use units::{RangeAttributes, Units};
 
 type R<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
@@ -345,36 +345,53 @@ impl<'d, 'a> Sweep<'d, 'a> {
                     continue;
                 }
             };
-            let offset = gimli::UnitOffset(first.0 + total - at.len());
-            let abbrev = unit_ref.abbreviations.get(code).ok_or(gimli::Error::InvalidAbbreviationCode(code))?;
             let mut attrs = RangeAttributes::default();
             let (mut call_file, mut call_line) = (None, 0);
             name_attrs.clear();
-            let mut entries = unit_ref.entries_raw(Some(offset))?;
-            entries.read_abbreviation()?;
-            for spec in abbrev.attributes() {
-                let attr = entries.read_attribute_inline(*spec)?;
-                if attrs.read(unit_ref, &attr)? {
-                    continue;
-                }
-                match attr.name() {
-                    at @ (gimli::DW_AT_linkage_name
-                    | gimli::DW_AT_MIPS_linkage_name
-                    | gimli::DW_AT_name
-                    | gimli::DW_AT_abstract_origin
-                    | gimli::DW_AT_specification) => name_attrs.push((at, attr.value())),
-                    gimli::DW_AT_call_file => {
-                        if let AttributeValue::FileIndex(fi) = attr.value()
-                            && (fi > 0 || unit_ref.header.version() >= 5)
+            let mut take = |field: Field, value: AttributeValue<R<'a>>| -> gimli::Result<()> {
+                match field {
+                    Field::Range(at) => attrs.set(unit_ref, at, value)?,
+                    Field::Name(at) => name_attrs.push((at, value)),
+                    Field::CallFile => {
+                        if let AttributeValue::FileIndex(fi) = value
+                            && (fi > 0 || header.version() >= 5)
                         {
                             call_file = Some(fi);
                         }
                     }
-                    gimli::DW_AT_call_line => call_line = attr.udata_value().unwrap_or(0) as u32,
-                    _ => {}
+                    Field::CallLine => call_line = value.udata_value().unwrap_or(0) as u32,
                 }
+                Ok(())
+            };
+            if let Some(steps) = plans.fields(plan) {
+                for &step in steps {
+                    match step {
+                        FieldStep::Skip(n) => gimli::Reader::skip(&mut input, n)?,
+                        FieldStep::Read(field, form) => take(field, plans::value(&mut input, field, form, header)?)?,
+                    }
+                }
+            } else {
+                let offset = gimli::UnitOffset(first.0 + total - at.len());
+                let abbrev = unit_ref.abbreviations.get(code).ok_or(gimli::Error::InvalidAbbreviationCode(code))?;
+                let mut entries = unit_ref.entries_raw(Some(offset))?;
+                entries.read_abbreviation()?;
+                for spec in abbrev.attributes() {
+                    let attr = entries.read_attribute_inline(*spec)?;
+                    let field = match attr.name() {
+                        at @ (gimli::DW_AT_low_pc | gimli::DW_AT_high_pc | gimli::DW_AT_ranges) => Field::Range(at),
+                        at @ (gimli::DW_AT_linkage_name
+                        | gimli::DW_AT_MIPS_linkage_name
+                        | gimli::DW_AT_name
+                        | gimli::DW_AT_abstract_origin
+                        | gimli::DW_AT_specification) => Field::Name(at),
+                        gimli::DW_AT_call_file => Field::CallFile,
+                        gimli::DW_AT_call_line => Field::CallLine,
+                        _ => continue,
+                    };
+                    take(field, attr.value())?;
+                }
+                input = header.range_from(entries.next_offset()..)?;
             }
-            input = header.range_from(entries.next_offset()..)?;
             own_ranges.clear();
             if plan.kind == Kind::Function {
                 let index = functions.len();

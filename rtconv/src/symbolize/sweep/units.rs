@@ -45,21 +45,31 @@ impl RangeAttributes {
     ) -> gimli::Result<bool> {
         // By name first: an attribute's value is worked out only for the three read here.
         match attr.name() {
-            gimli::DW_AT_low_pc => match attr.value() {
-                AttributeValue::Addr(v) => self.low_pc = Some(v),
-                AttributeValue::DebugAddrIndex(i) => self.low_pc = Some(unit.address(i)?),
-                _ => {}
-            },
-            gimli::DW_AT_high_pc => match attr.value() {
-                AttributeValue::Addr(v) => self.high_pc = Some(v),
-                AttributeValue::DebugAddrIndex(i) => self.high_pc = Some(unit.address(i)?),
-                AttributeValue::Udata(v) => self.size = Some(v),
-                _ => {}
-            },
-            gimli::DW_AT_ranges => self.ranges_offset = unit.attr_ranges_offset(attr.value())?,
-            _ => return Ok(false),
+            at @ (gimli::DW_AT_low_pc | gimli::DW_AT_high_pc | gimli::DW_AT_ranges) => {
+                self.set(unit, at, attr.value())?;
+                Ok(true)
+            }
+            _ => Ok(false),
         }
-        Ok(true)
+    }
+
+    /// Takes `value`, of the range attribute `at`.
+    pub(super) fn set<'a>(
+        &mut self,
+        unit: gimli::UnitRef<'_, R<'a>>,
+        at: gimli::DwAt,
+        value: AttributeValue<R<'a>>,
+    ) -> gimli::Result<()> {
+        match (at, value) {
+            (gimli::DW_AT_low_pc, AttributeValue::Addr(v)) => self.low_pc = Some(v),
+            (gimli::DW_AT_low_pc, AttributeValue::DebugAddrIndex(i)) => self.low_pc = Some(unit.address(i)?),
+            (gimli::DW_AT_high_pc, AttributeValue::Addr(v)) => self.high_pc = Some(v),
+            (gimli::DW_AT_high_pc, AttributeValue::DebugAddrIndex(i)) => self.high_pc = Some(unit.address(i)?),
+            (gimli::DW_AT_high_pc, AttributeValue::Udata(v)) => self.size = Some(v),
+            (gimli::DW_AT_ranges, value) => self.ranges_offset = unit.attr_ranges_offset(value)?,
+            _ => {}
+        }
+        Ok(())
     }
 
     /// Calls `f` with each non-empty range; whether there was one.
