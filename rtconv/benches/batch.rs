@@ -53,6 +53,7 @@ fn batch(c: &mut Criterion) {
                     quiet: true,
                     // Cold: names from the files each time, not from the persistent index.
                     symbols: rtconv::symbolize::Options { index: None, ..Default::default() },
+                    filter: Default::default(),
                     max_dump_size: rtconv::batch::MAX_DUMP_SIZE,
                 };
                 // Into a new, empty directory each time (as a batch usually runs); clearing it is not timed.

@@ -60,7 +60,8 @@ fn conversion(c: &mut Criterion) {
         g.bench_function(name, |b| {
             b.iter(|| {
                 let mut out = std::io::sink();
-                let report = convert(&path, format, &Default::default(), &mut out).expect("converts");
+                let report =
+                    convert(&path, format, &Default::default(), &Default::default(), &mut out).expect("converts");
                 assert_eq!(report.spans, spans);
             })
         });

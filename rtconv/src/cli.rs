@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::{Parser, Subcommand, ValueEnum};
 use rtconv::convert::Format;
 use rtconv::diag::When;
+use rtconv::model::{Filter, NamePattern, TimeRange, parse_duration_ns};
 use rtconv::stats::{Column, Output};
 use rtconv::symbolize::{self, Source};
 
@@ -93,6 +94,8 @@ pub(crate) struct ConvertArgs {
     #[command(flatten)]
     pub(crate) chrome: ChromeArgs,
     #[command(flatten)]
+    pub(crate) filter: FilterArgs,
+    #[command(flatten)]
     pub(crate) symbols: SymbolArgs,
 }
 
@@ -119,6 +122,8 @@ pub(crate) struct BatchArgs {
     #[command(flatten)]
     pub(crate) chrome: ChromeArgs,
     #[command(flatten)]
+    pub(crate) filter: FilterArgs,
+    #[command(flatten)]
     pub(crate) run: RunArgs,
     #[command(flatten)]
     pub(crate) symbols: SymbolArgs,
@@ -140,10 +145,10 @@ pub(crate) struct RunArgs {
 }
 
 impl RunArgs {
-    pub(crate) fn options(&self, symbols: symbolize::Options) -> rtconv::batch::Options {
+    pub(crate) fn options(&self, symbols: symbolize::Options, filter: Filter) -> rtconv::batch::Options {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let jobs = self.jobs.map_or(cores, |j| usize::try_from(j).unwrap_or(1));
-        rtconv::batch::Options { jobs, quiet: self.quiet, symbols, max_dump_size: self.max_dump_size }
+        rtconv::batch::Options { jobs, quiet: self.quiet, symbols, filter, max_dump_size: self.max_dump_size }
     }
 }
 
@@ -192,6 +197,8 @@ pub(crate) struct StatsArgs {
     /// Write the output here instead of to stdout (`-` is stdout; a further .gz compresses it).
     #[arg(short = 'o', long, value_name = "PATH")]
     pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) filter: FilterArgs,
     #[command(flatten)]
     pub(crate) run: RunArgs,
     #[command(flatten)]
@@ -442,6 +449,51 @@ pub(crate) fn stats_format_of(file_name: &str) -> Option<StatsFormatArg> {
 }
 
 /// How Chrome JSON is written, in `convert` and `batch`.
+/// Which spans to keep, as uftrace's filters (see `rtconv::model::Filter`).
+#[derive(clap::Args)]
+#[command(next_help_heading = "Filters")]
+pub(crate) struct FilterArgs {
+    /// Keep only spans of functions matching REGEX and what they call (repeatable). The whole
+    /// name must match, its leading `path::` and trailing `(params)` may be left out: `-F fib`
+    /// matches `workload::fib`, not `fibonacci`.
+    #[arg(short = 'F', long = "function", value_name = "REGEX", value_parser = NamePattern::new)]
+    pub(crate) functions: Vec<NamePattern>,
+    /// Leave out spans of functions matching REGEX and what they call (repeatable).
+    #[arg(short = 'N', long = "exclude", value_name = "REGEX", value_parser = NamePattern::new)]
+    pub(crate) excluded: Vec<NamePattern>,
+    /// Keep only these threads, by thread id (repeatable, or comma-separated).
+    #[arg(long, value_name = "TID", value_delimiter = ',')]
+    pub(crate) tid: Vec<u64>,
+    /// Keep only threads of this name (repeatable).
+    #[arg(long = "thread", value_name = "NAME")]
+    pub(crate) threads: Vec<String>,
+    /// Keep spans overlapping START..END: times with a unit (10ms..25ms) count from the dump's
+    /// first span, bare numbers are timestamps in seconds as ftrace output shows them; either
+    /// end may be left out.
+    #[arg(short = 'r', long, value_name = "START..END", value_parser = TimeRange::parse, allow_hyphen_values = true)]
+    pub(crate) time_range: Option<TimeRange>,
+    /// Keep spans at most N deep: 1 is the outermost span (with -F, the function it matched).
+    #[arg(short = 'D', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) depth: Option<u32>,
+    /// Keep spans lasting at least DUR (500ns, 10us, 1.5ms, 2s; a bare number is ns).
+    #[arg(short = 't', long, value_name = "DUR", value_parser = parse_duration_ns)]
+    pub(crate) min_duration: Option<u64>,
+}
+
+impl FilterArgs {
+    pub(crate) fn filter(&self) -> Filter {
+        Filter {
+            functions: self.functions.clone(),
+            excluded: self.excluded.clone(),
+            tids: self.tid.clone(),
+            thread_names: self.threads.clone(),
+            time_range: self.time_range.clone(),
+            depth: self.depth,
+            min_duration_ns: self.min_duration,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 pub(crate) struct ChromeArgs {
     /// Chrome events: one complete event per span (x, smaller), or a begin and an end event (be;

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::model::{self, Anomalies, LoadError, MAX_DEPTH, Timebase, TimebaseError, Timeline, Trace};
+use crate::model::{self, Anomalies, Filter, Filtered, LoadError, MAX_DEPTH, Timebase, TimebaseError, Timeline, Trace};
 use crate::render;
 use crate::stats::{self, View};
 use crate::symbolize::{self, Symbols};
@@ -35,6 +35,8 @@ pub enum Format {
 /// How serious a diagnostic is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
+    /// What the user asked for, said back (what a filter left out).
+    Note,
     /// Worth knowing; the output is complete for what the dump holds.
     Warning,
     /// Data or names the dump should have given are missing from the output.
@@ -54,6 +56,7 @@ impl std::fmt::Display for Diagnostic {
     /// As rtconv prints it: `rtconv: error: …` or `rtconv: warning: …`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let level = match self.level {
+            Level::Note => "note",
             Level::Warning => "warning",
             Level::Error => "error",
         };
@@ -70,6 +73,8 @@ pub struct Report {
     pub threads: usize,
     /// Spans the recorder wrote but the dump does not hold (ring overwrote or dropped them).
     pub lost_spans: u64,
+    /// What the filter kept and left out (zero without one).
+    pub filtered: Filtered,
     /// One line each: data damaged, names missing, anomalies.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -246,7 +251,26 @@ fn check_timeline(timeline: &Timeline<'_>, anomalies: Anomalies, calibrated: boo
             ),
         );
     }
-    report.spans += timeline.span_count();
+    if let Some(selection) = &timeline.selection {
+        let f = anomalies.filtered;
+        report.filtered += f;
+        report.push(
+            Level::Note,
+            format!(
+                "{shown}: the filters ({}) kept {} of {} spans; left out: {} on other threads, {} by function, \
+                 {} by depth, {} outside the time range, {} shorter than -t",
+                selection.filter.describe(),
+                f.kept,
+                f.kept + f.left_out(),
+                f.thread,
+                f.function,
+                f.depth,
+                f.time,
+                f.duration
+            ),
+        );
+    }
+    report.spans += if timeline.selection.is_some() { anomalies.filtered.kept } else { timeline.span_count() };
     report.threads += trace.threads.len();
     let lost: u64 = trace.threads.iter().map(|t| t.lost()).sum();
     report.lost_spans += lost;
@@ -268,26 +292,29 @@ pub fn convert(
     path: &Path,
     format: Format,
     opts: &symbolize::Options,
+    filter: &Filter,
     out: &mut dyn Write,
 ) -> Result<Report, ConvertError> {
     let bytes = model::open(path)?;
-    let mut report = convert_bytes(path, &bytes, format, opts, &symbolize::Cache::default(), out)?;
+    let mut report = convert_bytes(path, &bytes, format, opts, filter, &symbolize::Cache::default(), out)?;
     report.note_shrinking(path, &bytes);
     Ok(report)
 }
 
 /// Converts a dump already in memory (`bytes`, named `path` in messages),
-/// naming keys through `cache` (shared by the dumps of a batch).
+/// naming keys through `cache` (shared by the dumps of a batch), keeping the
+/// spans `filter` keeps.
 pub fn convert_bytes(
     path: &Path,
     bytes: &[u8],
     format: Format,
     opts: &symbolize::Options,
+    filter: &Filter,
     cache: &symbolize::Cache,
     out: &mut dyn Write,
 ) -> Result<Report, ConvertError> {
     let calibrated = matches!(format, Format::Stats(o) if o.calibrated);
-    let (written, report) = with_timeline(path, bytes, opts, cache, calibrated, |timeline| {
+    let (written, report) = with_timeline(path, bytes, opts, filter, cache, calibrated, |timeline| {
         let rendered = render(timeline, format, out).and_then(|found| out.flush().map(|()| found));
         match rendered {
             Ok(found) => (Ok(()), found),
@@ -322,20 +349,22 @@ fn render(timeline: &Timeline<'_>, format: Format, out: &mut dyn Write) -> io::R
     }
 }
 
-/// Reads, times and names a dump in memory, hands its timeline to `f` (a
-/// renderer, or a computation, which gives back a value and what the spans
-/// it read had wrong), and returns that value with what was wrong with the
-/// dump; `calibrated` says `f` wanted calibrated figures.
+/// Reads, times and names a dump in memory, hands its timeline (with only
+/// the spans `filter` keeps) to `f` (a renderer, or a computation, which
+/// gives back a value and what the spans it read had wrong), and returns
+/// that value with what was wrong with the dump; `calibrated` says `f`
+/// wanted calibrated figures.
 pub fn with_timeline<T>(
     path: &Path,
     bytes: &[u8],
     opts: &symbolize::Options,
+    filter: &Filter,
     cache: &symbolize::Cache,
     calibrated: bool,
     f: impl FnOnce(&Timeline<'_>) -> (T, Anomalies),
 ) -> Result<(T, Report), ConvertError> {
     let Prepared { trace, symbols, timebase, mut report } = prepare(path, bytes, opts, cache)?;
-    let timeline = Timeline::new(&trace, &symbols, timebase);
+    let timeline = Timeline::new(&trace, &symbols, timebase).filtered(filter);
     let (value, found) = f(&timeline);
     check_timeline(&timeline, found, calibrated, &mut report);
     Ok((value, report))
@@ -347,10 +376,11 @@ pub fn convert_many(
     paths: &[PathBuf],
     format: Format,
     opts: &symbolize::Options,
+    filter: &Filter,
     out: &mut dyn Write,
 ) -> Result<Report, ConvertError> {
     if let [path] = paths {
-        return convert(path, format, opts, out);
+        return convert(path, format, opts, filter, out);
     }
     let Format::Chrome(chrome) = format else { return Err(ConvertError::MergeFormat) };
     let cache = symbolize::Cache::default();
@@ -358,7 +388,7 @@ pub fn convert_many(
     let prepared: Vec<Prepared<'_>> =
         paths.iter().zip(&files).map(|(p, bytes)| prepare(p, bytes, opts, &cache)).collect::<Result<_, _>>()?;
     let timelines: Vec<Timeline<'_>> =
-        prepared.iter().map(|p| Timeline::new(&p.trace, &p.symbols, p.timebase)).collect();
+        prepared.iter().map(|p| Timeline::new(&p.trace, &p.symbols, p.timebase).filtered(filter)).collect();
     let refs: Vec<&Timeline<'_>> = timelines.iter().collect();
     let found = render::chrome::write_many(&refs, &chrome, out).map_err(ConvertError::Output)?;
     out.flush().map_err(ConvertError::Output)?;

@@ -94,12 +94,13 @@ fn run_stats(args: StatsArgs, color: When) -> ExitCode {
             Format::Stats(opts),
             args.output.as_deref(),
             args.symbols.options(),
+            &args.filter.filter(),
         );
     }
     if args.tree || args.per_thread {
         return usage("--tree and --per-thread show one dump; over many dumps, figures are merged per build-id");
     }
-    let batch = args.run.options(args.symbols.options());
+    let batch = args.run.options(args.symbols.options(), args.filter.filter());
     let mut out = match Sink::open(args.output.as_deref()) {
         Ok(out) => out,
         Err(e) => return cannot_create(args.output.as_deref(), &e),
@@ -136,7 +137,7 @@ fn cannot_create(path: Option<&Path>, e: &io::Error) -> ExitCode {
 
 fn run_batch(args: BatchArgs) -> ExitCode {
     let format = format_of(args.format, &args.chrome);
-    let opts = args.run.options(args.symbols.options());
+    let opts = args.run.options(args.symbols.options(), args.filter.filter());
     match args.out_dir {
         Some(out_dir) => ExitCode::from(rtconv::batch::convert_all(&args.inputs, format, &out_dir, &opts).exit_code()),
         None => ExitCode::from(rtconv::batch::pack_all(&args.inputs, &opts).exit_code()),
@@ -148,6 +149,7 @@ fn run_pack(args: PackArgs) -> ExitCode {
         jobs: 1,
         quiet: true,
         symbols: args.symbols.options(),
+        filter: rtconv::model::Filter::default(),
         max_dump_size: rtconv::batch::MAX_DUMP_SIZE,
     };
     ExitCode::from(rtconv::batch::pack_all(&args.dumps, &opts).exit_code())
@@ -162,16 +164,22 @@ fn run_convert(args: ConvertArgs) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let format = format_of(format, &args.chrome);
-    convert_to(&args.dumps, format, args.output.as_deref(), args.symbols.options())
+    convert_to(&args.dumps, format, args.output.as_deref(), args.symbols.options(), &args.filter.filter())
 }
 
 /// Converts `dumps` into `format`, to `output` or stdout, and reports as `rtconv convert` does.
-fn convert_to(dumps: &[PathBuf], format: Format, output: Option<&Path>, opts: symbolize::Options) -> ExitCode {
+fn convert_to(
+    dumps: &[PathBuf],
+    format: Format,
+    output: Option<&Path>,
+    opts: symbolize::Options,
+    filter: &rtconv::model::Filter,
+) -> ExitCode {
     let mut out = match Sink::open(output) {
         Ok(out) => out,
         Err(e) => return cannot_create(output, &e),
     };
-    let result = convert::convert_many(dumps, format, &opts, &mut out);
+    let result = convert::convert_many(dumps, format, &opts, filter, &mut out);
     let result = match result {
         Ok(report) => out.finish().map(|()| report).map_err(ConvertError::Output),
         Err(e) => {

@@ -196,6 +196,7 @@ fn payloads_damaged_behind_a_valid_checksum_never_panic() {
                 &path,
                 rtconv::convert::Format::Chrome(Default::default()),
                 &Default::default(),
+                &Default::default(),
                 &mut std::io::sink(),
             );
             let outcome = match result {

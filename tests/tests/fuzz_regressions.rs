@@ -24,7 +24,7 @@ fn every_fuzzing_finding_converts_or_is_refused_without_a_panic() {
         let raw = std::fs::read(input).unwrap();
         for bytes in [raw.clone(), with_checksums_fixed(&raw)] {
             for format in formats() {
-                match convert_bytes(input, &bytes, format, &opts, &cache, &mut std::io::sink()) {
+                match convert_bytes(input, &bytes, format, &opts, &Default::default(), &cache, &mut std::io::sink()) {
                     Ok(_) => converted += 1,
                     Err(_) => refused += 1,
                 }

@@ -34,6 +34,8 @@ pub struct Options {
     pub quiet: bool,
     /// How keys are named.
     pub symbols: symbolize::Options,
+    /// The spans kept.
+    pub filter: crate::model::Filter,
     /// The largest dump read from an archive, in bytes; a larger one is
     /// reported and skipped.
     pub max_dump_size: u64,
@@ -266,7 +268,8 @@ pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Opti
             }
         };
         let mut out = BufWriter::with_capacity(1 << 16, file);
-        let converted = convert::convert_bytes(Path::new(name), bytes, format, &opts.symbols, &cache, &mut out);
+        let converted =
+            convert::convert_bytes(Path::new(name), bytes, format, &opts.symbols, &opts.filter, &cache, &mut out);
         let written = match converted {
             Ok(report) => out
                 .into_inner()
@@ -389,15 +392,22 @@ pub fn stats_all(
         opts,
         |_| (),
         |name, (), bytes, progress| {
-            let result =
-                convert::with_timeline(Path::new(name), bytes, &opts.symbols, &cache, stats.calibrated, |tl| {
+            let result = convert::with_timeline(
+                Path::new(name),
+                bytes,
+                &opts.symbols,
+                &opts.filter,
+                &cache,
+                stats.calibrated,
+                |tl| {
                     let main = tl.trace.modules.iter().find(|m| m.is_main);
                     let build_id: String =
                         main.map_or(String::new(), |m| m.build_id.iter().map(|b| format!("{b:02x}")).collect());
                     let program = tl.trace.process.name.clone();
                     let (totals, found) = crate::stats::totals(tl, stats.calibrated, stats.clean);
                     (((program, build_id), totals), found)
-                });
+                },
+            );
             match result {
                 Ok(((group, totals), report)) => {
                     groups.lock().unwrap_or_else(|e| e.into_inner()).entry(group).or_default().add(totals);

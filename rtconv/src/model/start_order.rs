@@ -2,6 +2,7 @@
 //! found in closed form for a ring that nests, sorted and clamped for one
 //! that does not.
 
+use super::filter::Gate;
 use super::ring_access::{RingSpans, RingVisitor};
 use super::timeline::{Anomalies, MAX_DEPTH, SpanNs, Timeline, deeper};
 
@@ -69,6 +70,9 @@ impl ThreadSpans<'_, '_, '_> {
         let out = &mut threads.batch;
         out.clear();
         threads.found += t.with_spans(DecodeBatch { tl, order, from, to, out, last_key: &mut self.last_key });
+        if let Some(gate) = threads.gate.as_mut() {
+            out.retain(|s| gate.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag()));
+        }
         Some(&threads.batch)
     }
 
@@ -236,6 +240,8 @@ pub struct Threads<'t, 'a> {
     sorted: Vec<SpanNs>,
     /// What the spans decoded so far had wrong with them.
     found: Anomalies,
+    /// The timeline's filter, if it has one.
+    gate: Option<Gate<'t>>,
 }
 
 impl<'t, 'a> Threads<'t, 'a> {
@@ -243,6 +249,15 @@ impl<'t, 'a> Threads<'t, 'a> {
     /// [`anomalies`](Self::anomalies) as they are decoded.
     #[allow(clippy::should_implement_trait)] // lends its buffers: not an `Iterator`
     pub fn next(&mut self) -> Option<ThreadSpans<'_, 't, 'a>> {
+        let tl = self.timeline;
+        // Threads the filter leaves out are skipped whole.
+        while let Some(selection) = &tl.selection
+            && let Some(t) = tl.trace.threads.get(self.next)
+            && !selection.thread(self.next)
+        {
+            self.found.filtered.thread += t.span_count();
+            self.next += 1;
+        }
         let index = self.next;
         self.next += 1;
         self.decode(index)
@@ -253,6 +268,9 @@ impl<'t, 'a> Threads<'t, 'a> {
         let tl = self.timeline;
         let t = tl.trace.threads.get(index)?;
         let placed = t.nested && u32::try_from(t.positions()).is_ok();
+        if let Some(gate) = self.gate.as_mut() {
+            gate.reset();
+        }
         if placed {
             self.found += t.with_spans(PlaceNested(&mut self.buffers));
         } else {
@@ -271,6 +289,9 @@ impl<'t, 'a> Threads<'t, 'a> {
             spans.sort_unstable_by_key(start_order);
             let (clamped, too_deep) = clamp_into_parents(spans);
             self.found += Anomalies { clamped, too_deep, ..found };
+            if let Some(gate) = self.gate.as_mut() {
+                spans.retain(|s| gate.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag()));
+            }
         }
         Some(ThreadSpans { thread: index, threads: self, placed, next: 0, last_key: None })
     }
@@ -278,7 +299,11 @@ impl<'t, 'a> Threads<'t, 'a> {
     /// What the spans decoded so far had wrong with them: after the last
     /// thread's last batch, everything the dump's spans had wrong.
     pub fn anomalies(&self) -> Anomalies {
-        self.found
+        let mut found = self.found;
+        if let Some(gate) = &self.gate {
+            found.filtered += gate.counts;
+        }
+        found
     }
 }
 
@@ -294,6 +319,7 @@ impl<'a> Timeline<'a> {
             batch: Vec::with_capacity(BATCH),
             sorted: Vec::new(),
             found: Anomalies::default(),
+            gate: self.selection.as_ref().map(Gate::new),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! A trace ready to render: the decoded dump with its names and timebase,
 //! spans in nanoseconds, and the span type every walk hands out.
 
+use super::filter::{Filter, Filtered, Selection};
 use super::timebase::Timebase;
 use super::trace::Trace;
 use crate::symbolize::Symbols;
@@ -114,6 +115,8 @@ pub struct Anomalies {
     pub clamped: u64,
     /// Spans nested deeper than [`MAX_DEPTH`].
     pub too_deep: u64,
+    /// What the timeline's filter kept and left out (all kept, uncounted, without one).
+    pub filtered: Filtered,
 }
 
 impl std::ops::AddAssign for Anomalies {
@@ -121,6 +124,7 @@ impl std::ops::AddAssign for Anomalies {
         self.backwards += other.backwards;
         self.clamped += other.clamped;
         self.too_deep += other.too_deep;
+        self.filtered += other.filtered;
     }
 }
 
@@ -148,6 +152,8 @@ pub struct Timeline<'a> {
     pub keys: &'a [u64],
     /// Earliest span start, monotonic ns (0 if there are no spans).
     pub origin_ns: i64,
+    /// The spans every traversal keeps, if filtered ([`Timeline::filtered`]).
+    pub selection: Option<Selection>,
 }
 
 impl<'a> Timeline<'a> {
@@ -156,7 +162,14 @@ impl<'a> Timeline<'a> {
         let first = trace.threads.iter().filter_map(|t| t.first_enter).min();
         // Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
         let origin_ns = first.map_or(0, |ticks| timebase.ns_i64(ticks));
-        Timeline { trace, symbols, timebase, keys: &trace.keys, origin_ns }
+        Timeline { trace, symbols, timebase, keys: &trace.keys, origin_ns, selection: None }
+    }
+
+    /// This timeline with only the spans `filter` keeps, in every traversal
+    /// (see [`Filter`]); what it left out is counted in their [`Anomalies`].
+    pub fn filtered(mut self, filter: &Filter) -> Self {
+        self.selection = (!filter.is_none()).then(|| Selection::new(filter, &self));
+        self
     }
 
     /// A span's ticks in ns; an exit before the enter (counted in `found`) becomes a zero-length span.

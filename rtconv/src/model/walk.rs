@@ -3,6 +3,7 @@
 //! span when it closes ([`Timeline::walk`]), and the cheaper one that
 //! reports it when it opens ([`Timeline::arrivals`]).
 
+use super::filter::Gate;
 use super::timeline::{Anomalies, MAX_DEPTH, RecorderCost, Timeline, deeper};
 
 /// One span as [`Timeline::walk`] reports it, when it closes.
@@ -117,7 +118,7 @@ pub struct Arrival {
 /// child. In start order, a span starting at or after an open span's end
 /// follows it.
 #[inline(always)]
-fn outside(open: (i64, i64, u8), enter: i64, depth: u8, newest_first: bool) -> bool {
+pub(super) fn outside(open: (i64, i64, u8), enter: i64, depth: u8, newest_first: bool) -> bool {
     let (open_enter, open_end, open_depth) = open;
     deeper(open_depth, depth).map_or(enter < open_enter || (!newest_first && open_end <= enter), |d| !d)
 }
@@ -336,18 +337,23 @@ impl<'a> Timeline<'a> {
     fn pre_order(&self, p: &mut impl PreOrderSink) -> Anomalies {
         let mut decoder = self.threads();
         let mut found = Anomalies::default();
+        let mut gate = self.selection.as_ref().map(Gate::new);
         for (index, t) in self.trace.threads.iter().enumerate() {
+            if self.selection.as_ref().is_some_and(|s| !s.thread(index)) {
+                found.filtered.thread += t.span_count();
+                continue;
+            }
             p.thread(index);
             let lost = self.lost_children(t);
             if t.nested {
-                let mut last: Option<(u64, u32)> = None;
-                t.spans_rev(|r| {
-                    let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, &mut found);
-                    let key_index = self.key_index(r.key, &mut last);
-                    let missing_children = lost.of(enter_ns, r.open);
-                    let marks = Marks { unwound: r.unwound, missing_children, depth: r.depth };
-                    p.span::<true>(enter_ns, exit_ns, key_index, marks);
-                });
+                // Without a filter, no decision per span (`keep` inlines to nothing).
+                match gate.as_mut() {
+                    Some(gate) => {
+                        gate.reset();
+                        self.feed_nested(t, p, lost, &mut found, |e, x, k, d| gate.keep::<true>(e, x, k, d));
+                    }
+                    None => self.feed_nested(t, p, lost, &mut found, |_, _, _, _| true),
+                }
                 found.too_deep += p.end();
             } else if let Some(mut decoded) = decoder.decode(index) {
                 while let Some(batch) = decoded.next_batch() {
@@ -365,7 +371,33 @@ impl<'a> Timeline<'a> {
             }
         }
         found += decoder.anomalies();
+        if let Some(gate) = gate {
+            found.filtered += gate.counts;
+        }
         found
+    }
+
+    /// Feeds the spans of `t`, a ring that nests, to `p` newest first — those
+    /// `keep` (enter, exit, key index, depth tag) keeps.
+    #[inline(always)]
+    fn feed_nested(
+        &self,
+        t: &super::ThreadTrace<'_>,
+        p: &mut impl PreOrderSink,
+        lost: LostChildren,
+        found: &mut Anomalies,
+        mut keep: impl FnMut(i64, i64, u32, u8) -> bool,
+    ) {
+        let mut last: Option<(u64, u32)> = None;
+        t.spans_rev(|r| {
+            let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, found);
+            let key_index = self.key_index(r.key, &mut last);
+            if keep(enter_ns, exit_ns, key_index, r.depth) {
+                let missing_children = lost.of(enter_ns, r.open);
+                let marks = Marks { unwound: r.unwound, missing_children, depth: r.depth };
+                p.span::<true>(enter_ns, exit_ns, key_index, marks);
+            }
+        });
     }
 
     /// Walks every thread's spans as a call tree, thread after thread, and

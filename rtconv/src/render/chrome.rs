@@ -17,7 +17,8 @@
 //!   thread that lost spans gets instant events saying how many: spans
 //!   overwritten at its first span, spans dropped at the end of its last;
 //!   and the top-level `metadata` object carries the absolute start time,
-//!   where the trace came from, and the losses of all its threads.
+//!   where the trace came from, the losses of all its threads and, with
+//!   filters, what they kept and left out (`filter`).
 
 use std::io::{self, Write};
 
@@ -86,6 +87,15 @@ fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'
             losses += tl.trace.losses();
         }
         write!(out, ",\"losses\":{}", losses.to_json())?;
+        if let Some(selection) = &tl.selection {
+            let mut filtered = crate::model::Filtered::default();
+            for f in &found {
+                filtered += f.filtered;
+            }
+            let counts = filtered.to_json();
+            // `{"options":"-F main","kept":…,"left_out":{…}}`
+            write!(out, ",\"filter\":{{\"options\":{},{}", json_string(&selection.filter.describe()), &counts[1..])?;
+        }
     }
     if timelines.len() > 1 {
         out.write_all(b",\"dumps\":[")?;

@@ -33,6 +33,9 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
 
 fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<Anomalies> {
     out.write_all(b"# tracer: function_graph\n#\n")?;
+    if let Some(selection) = &tl.selection {
+        writeln!(out, "# filter: {}\n#", selection.filter.describe())?;
+    }
     out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
     out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
     // Each key's entry and leaf text, with the line's end: one copy per line.

@@ -191,10 +191,16 @@ fn write_json(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                 .collect();
             let calibration =
                 s.calibration.map(|c| serde_json::json!({"per_span_ns": c.read_ns, "per_nested_span_ns": c.span_ns}));
-            serde_json::json!({
+            let mut scope = serde_json::json!({
                 "scope": s.name, "total_ns": s.total_ns, "calibration": calibration, "cleaned": s.cleaned,
                 "losses": s.losses.to_json(), "functions": rows,
-            })
+            });
+            if let Some((options, filtered)) = &s.filter {
+                let mut filter: serde_json::Value = serde_json::from_str(&filtered.to_json()).unwrap_or_default();
+                filter["options"] = options.as_str().into();
+                scope["filter"] = filter;
+            }
+            scope
         })
         .collect();
     serde_json::to_writer_pretty(&mut *out, &value).map_err(io::Error::from)?; // keeps an I/O error's kind (a closed pipe)

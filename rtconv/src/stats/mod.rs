@@ -148,6 +148,8 @@ pub struct Scope {
     pub cleaned: bool,
     /// What the scope's threads did not record whole.
     pub losses: Losses,
+    /// With filters: the options, and what they kept and left out (of the whole dump).
+    pub filter: Option<(String, crate::model::Filtered)>,
 }
 
 /// Computes the scopes of `tl`: one over all threads, or one per thread;
@@ -167,7 +169,8 @@ pub fn compute(tl: &Timeline<'_>, opts: &Options) -> (Vec<Scope>, Anomalies) {
                 .collect();
             sort(&mut rows, opts.sort);
             let losses = if opts.per_thread { tl.trace.thread_losses(i) } else { tl.trace.losses() };
-            Scope { name: scope.name, total_ns, rows, calibration, cleaned: opts.clean, losses }
+            let filter = tl.selection.as_ref().map(|s| (s.filter.describe(), found.filtered));
+            Scope { name: scope.name, total_ns, rows, calibration, cleaned: opts.clean, losses, filter }
         })
         .collect();
     (scopes, found)
@@ -374,7 +377,7 @@ impl Merged {
             .map(|(function, (stats, dumps))| Row { dumps: Some(dumps), ..stats.row(function, total_ns) })
             .collect();
         sort(&mut rows, sort_by);
-        Scope { name, total_ns, rows, calibration: None, cleaned: clean, losses: self.losses }
+        Scope { name, total_ns, rows, calibration: None, cleaned: clean, losses: self.losses, filter: None }
     }
 }
 

@@ -18,6 +18,6 @@ fuzz_target!(|data: &[u8]| {
     for (data, format) in
         [data, &fixed[..]].into_iter().flat_map(|d| ringtrace_fuzz::formats().into_iter().map(move |f| (d, f)))
     {
-        let _ = convert_bytes(path, data, format, &opts, &cache, &mut std::io::sink());
+        let _ = convert_bytes(path, data, format, &opts, &Default::default(), &cache, &mut std::io::sink());
     }
 });
