@@ -2,7 +2,7 @@
 """`rtconv symbolize` against the symbolizers people use, on binaries nobody
 here wrote, per CPU-second, in one run (issue 18).
 
-    python3 rtconv/benches/symbolize_peers.py [--rounds 7] [--work DIR]
+    python3 rtconv/benches/symbolize_peers.py [--rounds 11] [--work DIR]
 
 Subjects, built by this script on first use (in --work, default
 /tmp/rtconv-symbench):
@@ -16,7 +16,8 @@ bytes of the subject's functions (nm), fixed seeds. Every tool runs as a
 process per round with the same flags (`-a -f -i -C`; llvm-symbolizer
 `--obj BIN -a -f -i -C`; blazecli `symbolize elf`, addresses as
 arguments), stdout to /dev/null; the tools run interleaved, round after
-round, so a machine that slows down slows all alike. Reported: the median
+round, in an order shuffled each round (fixed seed), so a machine that
+slows down slows all alike and no tool always runs after the same one. Reported: the median
 wall and CPU time (user + sys) of each, and the median over rounds of each
 tool's CPU time divided by rtconv's (one thread). Peers not found are left
 out: the addr2line crate's CLI (A2L, default /tmp/tools/a2l/bin/addr2line:
@@ -129,7 +130,7 @@ def timed(env, cmd, in_args, addrs, stdin_path):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--work", default="/tmp/rtconv-symbench")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -153,8 +154,9 @@ def main():
                 table = tools(rtconv, binary, index_dir)
                 walls = {t[0]: [] for t in table}
                 cpus = {t[0]: [] for t in table}
+                order = random.Random(count)
                 for _ in range(args.rounds):
-                    for label, env, cmd, in_args in table:
+                    for label, env, cmd, in_args in order.sample(table, len(table)):
                         wall, used = timed(env, cmd, in_args, addrs, stdin_path)
                         walls[label].append(wall)
                         cpus[label].append(used)

@@ -54,6 +54,10 @@ pub(crate) enum Command {
     /// Convert many dumps (files, directories, glob patterns, .tar/.tar.gz/.tar.zst archives)
     /// in parallel, one output per dump in --out-dir.
     Batch(BatchArgs),
+    /// Compare two sets of dumps per function: calls, self, total, p50, p99 and their changes,
+    /// by impact, with a significance test (Mann-Whitney U) telling change from noise;
+    /// --fail-on gates a CI job; -f flamegraph draws a differential flame graph.
+    Diff(DiffArgs),
     /// Describe a dump: process, clock, modules, threads, losses, and how its keys were named.
     Info(InfoArgs),
     /// Name a dump's keys here, where its binaries are, and append the names to the dump, so it
@@ -203,6 +207,62 @@ pub(crate) struct StatsArgs {
     pub(crate) run: RunArgs,
     #[command(flatten)]
     pub(crate) symbols: SymbolArgs,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct DiffArgs {
+    /// The base: a dump, a directory, a glob pattern or an archive (all its dumps merged).
+    pub(crate) base: PathBuf,
+    /// The new side, as the base.
+    pub(crate) new: PathBuf,
+    /// Output form: a table, CSV or JSON (times in ns), or a differential flame graph SVG of self
+    /// time (red: more in NEW, blue: less) (default: what the -o name's extension says: .json,
+    /// .csv, .svg, .txt; else table).
+    #[arg(short = 'f', long = "format", value_enum)]
+    pub(crate) format: Option<DiffFormatArg>,
+    /// Write the output here instead of to stdout (`-` is stdout; a further .gz compresses it).
+    #[arg(short = 'o', long, value_name = "PATH")]
+    pub(crate) output: Option<PathBuf>,
+    /// Exit with status 4 when a function's METRIC grows by more than LIMIT and its calls got
+    /// significantly slower (p < 0.01): self>5%, p99>10%, total>2ms, calls>1000 (calls need
+    /// no test). METRIC: calls, total, self, mean, p50, p90, p99, max. Repeatable.
+    #[arg(long, value_name = "METRIC>LIMIT", value_parser = rtconv::diff::Threshold::parse)]
+    pub(crate) fail_on: Vec<rtconv::diff::Threshold>,
+    /// Take the recorder's own cost, measured at dump time, out of every span on both sides.
+    #[arg(long)]
+    pub(crate) calibrated: bool,
+    #[command(flatten)]
+    pub(crate) filter: FilterArgs,
+    #[command(flatten)]
+    pub(crate) run: RunArgs,
+    #[command(flatten)]
+    pub(crate) symbols: SymbolArgs,
+}
+
+/// `rtconv diff -f`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DiffFormatArg {
+    /// An aligned table with human units.
+    Table,
+    /// CSV, times in integer nanoseconds.
+    Csv,
+    /// JSON, times in integer nanoseconds.
+    Json,
+    /// A differential flame graph SVG of self time.
+    Flamegraph,
+}
+
+/// The `diff` format an output's file name asks for.
+pub(crate) fn diff_format_of(file_name: &str) -> Option<DiffFormatArg> {
+    [
+        (".json", DiffFormatArg::Json),
+        (".csv", DiffFormatArg::Csv),
+        (".svg", DiffFormatArg::Flamegraph),
+        (".txt", DiffFormatArg::Table),
+    ]
+    .into_iter()
+    .find(|(end, _)| file_name.ends_with(end))
+    .map(|(_, form)| form)
 }
 
 #[derive(clap::Args)]
@@ -448,7 +508,6 @@ pub(crate) fn stats_format_of(file_name: &str) -> Option<StatsFormatArg> {
         .map(|(_, form)| form)
 }
 
-/// How Chrome JSON is written, in `convert` and `batch`.
 /// Which spans to keep, as uftrace's filters (see `rtconv::model::Filter`).
 #[derive(clap::Args)]
 #[command(next_help_heading = "Filters")]
@@ -494,6 +553,7 @@ impl FilterArgs {
     }
 }
 
+/// How Chrome JSON is written, in `convert` and `batch`.
 #[derive(clap::Args)]
 pub(crate) struct ChromeArgs {
     /// Chrome events: one complete event per span (x, smaller), or a begin and an end event (be;

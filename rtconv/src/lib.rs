@@ -61,6 +61,7 @@ pub mod atomic_file;
 pub mod batch;
 pub mod convert;
 pub mod diag;
+pub mod diff;
 pub mod info;
 pub mod model;
 pub mod pack;

@@ -13,8 +13,8 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 use cli::{
-    BatchArgs, Cli, Command, ConvertArgs, FormatArg, InfoArgs, InfoFormat, PackArgs, StatsArgs, StatsFormatArg,
-    SymbolizeArgs, choose_format, format_of, stats_format_of, trace_format_of,
+    BatchArgs, Cli, Command, ConvertArgs, DiffArgs, DiffFormatArg, FormatArg, InfoArgs, InfoFormat, PackArgs,
+    StatsArgs, StatsFormatArg, SymbolizeArgs, choose_format, format_of, stats_format_of, trace_format_of,
 };
 use output::Output as Sink;
 use rtconv::convert::{self, ConvertError, EXIT_DEGRADED, Format};
@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => run_convert(args),
         Command::Stats(args) => run_stats(args, color),
         Command::Batch(args) => run_batch(args),
+        Command::Diff(args) => run_diff(args),
         Command::Info(args) => run_info(args),
         Command::Pack(args) => run_pack(args),
         Command::Symbolize(args) => run_symbolize(args),
@@ -214,6 +215,89 @@ fn convert_to(
             emit(&format!("rtconv: error: {e}"));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// rtconv's exit status when `rtconv diff --fail-on` found a change over its limit.
+const EXIT_THRESHOLD: u8 = 4;
+
+fn run_diff(args: DiffArgs) -> ExitCode {
+    let format = match choose_format(args.format, args.output.as_deref(), cli::diff_format_of, DiffFormatArg::Table) {
+        Ok(format) => format,
+        Err(e) => return usage(&e),
+    };
+    let opts = args.run.options(args.symbols.options(), args.filter.filter());
+    let mut out = match Sink::open(args.output.as_deref()) {
+        Ok(out) => out,
+        Err(e) => return cannot_create(args.output.as_deref(), &e),
+    };
+    let sides = [args.base.clone(), args.new.clone()];
+    let (written, summaries, crossed) = if format == DiffFormatArg::Flamegraph {
+        let (base, base_summary) = rtconv::batch::stacks_all(&sides[..1], &opts);
+        let (new, new_summary) = rtconv::batch::stacks_all(&sides[1..], &opts);
+        let title = format!("{} → {} (self time; red: more, blue: less)", sides[0].display(), sides[1].display());
+        let written = rtconv::render::diff::write_flamegraph(&base, &new, &title, &mut out);
+        (written, [base_summary, new_summary], Vec::new())
+    } else {
+        let merge = |side: &Path| {
+            let (groups, summary) = rtconv::batch::merge_all(&[side.to_path_buf()], args.calibrated, false, &opts);
+            let mut all = rtconv::stats::Merged::default();
+            for (_, merged) in groups {
+                all.merge(merged);
+            }
+            (all, summary)
+        };
+        let ((base, base_summary), (new, new_summary)) = (merge(&sides[0]), merge(&sides[1]));
+        let (base_dumps, new_dumps) = (base.dumps, new.dumps);
+        let changes = rtconv::diff::compare(base, new);
+        let output = match format {
+            DiffFormatArg::Csv => Output::Csv,
+            DiffFormatArg::Json => Output::Json,
+            _ => Output::Table,
+        };
+        let written = rtconv::render::diff::write(&changes, output, &mut out);
+        let count = |v: rtconv::diff::Verdict| changes.iter().filter(|c| c.verdict() == v).count();
+        use rtconv::diff::Verdict;
+        eprintln!(
+            "rtconv: diff: {base_dumps} base and {new_dumps} new dumps, {} functions: {} slower, {} faster, {} new, \
+             {} gone, {} without a significant change (p < {})",
+            changes.len(),
+            count(Verdict::Slower),
+            count(Verdict::Faster),
+            count(Verdict::Added),
+            count(Verdict::Removed),
+            count(Verdict::Same),
+            rtconv::diff::ALPHA
+        );
+        let crossed: Vec<String> = rtconv::diff::crossed(&changes, &args.fail_on)
+            .into_iter()
+            .map(|(c, t)| {
+                let (base, new) = c.values(t.metric);
+                let relative = c.relative(t.metric).map_or("new".to_string(), |r| format!("{:+.1}%", r * 100.0));
+                let p = c.shift.map_or(String::new(), |s| format!(", p = {:.2e}", s.p_value));
+                format!(
+                    "rtconv: error: {}: {} {base} -> {new} ({relative}{p}) crosses --fail-on {}",
+                    c.function,
+                    t.metric.name(),
+                    t.text
+                )
+            })
+            .collect();
+        (written, [base_summary, new_summary], crossed)
+    };
+    if let Err(e) = written.and_then(|()| out.finish()) {
+        return write_failed(&e, &output_name(args.output.as_deref()));
+    }
+    for line in &crossed {
+        emit(line);
+    }
+    let codes = summaries.map(|s| s.exit_code());
+    if codes.contains(&1) {
+        ExitCode::FAILURE
+    } else if !crossed.is_empty() {
+        ExitCode::from(EXIT_THRESHOLD)
+    } else {
+        ExitCode::from(codes.into_iter().max().unwrap_or(0))
     }
 }
 

@@ -384,45 +384,8 @@ pub fn stats_all(
     opts: &Options,
     out: &mut dyn Write,
 ) -> std::io::Result<Summary> {
-    let cache = symbolize::Cache::default();
-    // (program, build-id) -> merged figures.
-    let groups: Mutex<std::collections::BTreeMap<(String, String), crate::stats::Merged>> = Mutex::default();
-    let summary = run(
-        args,
-        opts,
-        |_| (),
-        |name, (), bytes, progress| {
-            let result = convert::with_timeline(
-                Path::new(name),
-                bytes,
-                &opts.symbols,
-                &opts.filter,
-                &cache,
-                stats.calibrated,
-                |tl| {
-                    let main = tl.trace.modules.iter().find(|m| m.is_main);
-                    let build_id: String =
-                        main.map_or(String::new(), |m| m.build_id.iter().map(|b| format!("{b:02x}")).collect());
-                    let program = tl.trace.process.name.clone();
-                    let (totals, found) = crate::stats::totals(tl, stats.calibrated, stats.clean);
-                    (((program, build_id), totals), found)
-                },
-            );
-            match result {
-                Ok(((group, totals), report)) => {
-                    groups.lock().unwrap_or_else(|e| e.into_inner()).entry(group).or_default().add(totals);
-                    outcome(&report, progress)
-                }
-                Err(e) => {
-                    progress.line(&format!("rtconv: error: {e}; skipped"));
-                    Outcome::Failed
-                }
-            }
-        },
-    );
+    let (groups, summary) = merge_all(args, stats.calibrated, stats.clean, opts);
     let scopes: Vec<crate::stats::Scope> = groups
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
         .into_iter()
         .map(|((program, build_id), merged)| {
             let id = if build_id.is_empty() { "no build-id".to_string() } else { format!("build-id {build_id}") };
@@ -439,4 +402,84 @@ pub fn stats_all(
         summary.failed
     );
     Ok(summary)
+}
+
+/// Per-function figures of every dump `args` name, merged per (program,
+/// build-id of its main executable) — what `rtconv stats` prints for many
+/// dumps and `rtconv diff` compares; `calibrated` takes the recorder's cost
+/// out, `clean` keeps every call's duration for outlier cleaning.
+pub fn merge_all(
+    args: &[PathBuf],
+    calibrated: bool,
+    clean: bool,
+    opts: &Options,
+) -> (std::collections::BTreeMap<(String, String), crate::stats::Merged>, Summary) {
+    let cache = symbolize::Cache::default();
+    let groups: Mutex<std::collections::BTreeMap<(String, String), crate::stats::Merged>> = Mutex::default();
+    let summary = run(
+        args,
+        opts,
+        |_| (),
+        |name, (), bytes, progress| {
+            let result =
+                convert::with_timeline(Path::new(name), bytes, &opts.symbols, &opts.filter, &cache, calibrated, |tl| {
+                    let main = tl.trace.modules.iter().find(|m| m.is_main);
+                    let build_id: String =
+                        main.map_or(String::new(), |m| m.build_id.iter().map(|b| format!("{b:02x}")).collect());
+                    let program = tl.trace.process.name.clone();
+                    let (totals, found) = crate::stats::totals(tl, calibrated, clean);
+                    (((program, build_id), totals), found)
+                });
+            match result {
+                Ok(((group, totals), report)) => {
+                    groups.lock().unwrap_or_else(|e| e.into_inner()).entry(group).or_default().add(totals);
+                    outcome(&report, progress)
+                }
+                Err(e) => {
+                    progress.line(&format!("rtconv: error: {e}; skipped"));
+                    Outcome::Failed
+                }
+            }
+        },
+    );
+    (groups.into_inner().unwrap_or_else(|e| e.into_inner()), summary)
+}
+
+/// The collapsed stacks (`-f folded`'s, path and self ns) of every dump
+/// `args` name, added up path by path: a differential flame graph's side.
+pub fn stacks_all(args: &[PathBuf], opts: &Options) -> (Vec<(String, u64)>, Summary) {
+    let cache = symbolize::Cache::default();
+    let merged: Mutex<std::collections::HashMap<String, u64>> = Mutex::default();
+    let summary = run(
+        args,
+        opts,
+        |_| (),
+        |name, (), bytes, progress| {
+            let result = convert::with_timeline(
+                Path::new(name),
+                bytes,
+                &opts.symbols,
+                &opts.filter,
+                &cache,
+                false,
+                crate::render::folded::stacks,
+            );
+            match result {
+                Ok((stacks, report)) => {
+                    let mut merged = merged.lock().unwrap_or_else(|e| e.into_inner());
+                    for (path, weight) in stacks {
+                        *merged.entry(path).or_default() += weight;
+                    }
+                    outcome(&report, progress)
+                }
+                Err(e) => {
+                    progress.line(&format!("rtconv: error: {e}; skipped"));
+                    Outcome::Failed
+                }
+            }
+        },
+    );
+    let mut stacks: Vec<(String, u64)> = merged.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().collect();
+    stacks.sort_unstable();
+    (stacks, summary)
 }

@@ -5,6 +5,7 @@
 
 pub mod call_tree;
 pub mod chrome;
+pub mod diff;
 pub mod folded;
 pub mod ftrace;
 pub mod stats_table;

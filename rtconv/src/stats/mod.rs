@@ -368,6 +368,18 @@ impl Merged {
         }
     }
 
+    /// Per function: its row and its calls' durations ([`CallStats::distribution`]).
+    pub fn functions(self) -> Vec<(Row, Vec<(u64, u64)>)> {
+        let total_ns = self.total_ns;
+        self.functions
+            .into_iter()
+            .map(|(function, (mut stats, dumps))| {
+                let distribution = stats.distribution();
+                (Row { dumps: Some(dumps), ..stats.row(function, total_ns) }, distribution)
+            })
+            .collect()
+    }
+
     /// The table of it, named `name`.
     pub fn scope(self, name: String, sort_by: Column, clean: bool) -> Scope {
         let total_ns = self.total_ns;
