@@ -424,6 +424,8 @@ pub(crate) enum FormatArg {
     Ftrace,
     /// Systrace text (tracing_mark_write B/E lines) for Perfetto and Catapult.
     Systrace,
+    /// Perfetto's native protobuf trace (TrackEvent slices), smaller than Chrome JSON.
+    Perfetto,
 }
 
 impl NamingArgs {
@@ -487,7 +489,8 @@ pub(crate) fn choose_format<T: ValueEnum + Copy + PartialEq>(
 
 /// The format a `convert` output's file name asks for: the endings `rtconv batch` gives its
 /// outputs ([`rtconv::batch::extension`]: `.json`, `.svg`, `.folded`, `.ftrace.txt`,
-/// `.systrace.txt`), the longest that fits; else `.systrace`, `.ftrace` or `.txt` (ftrace).
+/// `.systrace.txt`, `.perfetto-trace`), the longest that fits; else `.systrace`, `.ftrace` or
+/// `.txt` (ftrace), `.pftrace` (Perfetto).
 pub(crate) fn trace_format_of(file_name: &str) -> Option<FormatArg> {
     let plain = ChromeArgs { chrome_events: ChromeEventsArg::X, args: false };
     let ending = |arg: FormatArg| format!(".{}", rtconv::batch::extension(format_of(arg, &plain)));
@@ -496,7 +499,12 @@ pub(crate) fn trace_format_of(file_name: &str) -> Option<FormatArg> {
         .copied()
         .filter(|&arg| file_name.ends_with(&ending(arg)))
         .max_by_key(|&arg| ending(arg).len());
-    let aliases = [(".systrace", FormatArg::Systrace), (".ftrace", FormatArg::Ftrace), (".txt", FormatArg::Ftrace)];
+    let aliases = [
+        (".systrace", FormatArg::Systrace),
+        (".ftrace", FormatArg::Ftrace),
+        (".txt", FormatArg::Ftrace),
+        (".pftrace", FormatArg::Perfetto),
+    ];
     by_batch.or_else(|| aliases.into_iter().find(|(end, _)| file_name.ends_with(end)).map(|(_, arg)| arg))
 }
 
@@ -576,6 +584,7 @@ pub(crate) fn format_of(format: FormatArg, chrome: &ChromeArgs) -> Format {
         FormatArg::Flamegraph => Format::Flamegraph,
         FormatArg::Ftrace => Format::Ftrace,
         FormatArg::Systrace => Format::Systrace,
+        FormatArg::Perfetto => Format::Perfetto,
     }
 }
 

@@ -30,6 +30,8 @@ pub enum Format {
     Systrace,
     /// A flame graph SVG of self time.
     Flamegraph,
+    /// Perfetto's protobuf trace (TrackEvent slices).
+    Perfetto,
 }
 
 /// How serious a diagnostic is.
@@ -334,6 +336,7 @@ fn render(timeline: &Timeline<'_>, format: Format, out: &mut dyn Write) -> io::R
         Format::Ftrace => render::ftrace::write(timeline, out),
         Format::Systrace => render::systrace::write(timeline, out),
         Format::Flamegraph => render::folded::write_svg(timeline, out),
+        Format::Perfetto => render::perfetto::write(timeline, out),
         Format::Stats(opts) => match opts.view {
             View::CallTree => {
                 let (trees, found) = stats::call_tree(timeline, opts.per_thread, opts.calibrated);

@@ -241,6 +241,7 @@ pub fn extension(format: Format) -> &'static str {
         Format::Flamegraph => "svg",
         Format::Ftrace => "ftrace.txt",
         Format::Systrace => "systrace.txt",
+        Format::Perfetto => "perfetto-trace",
         Format::Stats(_) => "stats.txt",
     }
 }

@@ -8,6 +8,7 @@ pub mod chrome;
 pub mod diff;
 pub mod folded;
 pub mod ftrace;
+pub mod perfetto;
 pub mod stats_table;
 pub mod systrace;
 mod text;

@@ -1,0 +1,425 @@
+//! Perfetto's native trace format (`-f perfetto`, `.perfetto-trace`,
+//! `.pftrace`): a `Trace` protobuf, written packet by packet as the spans
+//! stream past, so memory holds one thread's open spans.
+//!
+//! - The process track is described on sequence 1; each ring (a thread, or
+//!   an interrupt context on firmware) has its own track, a child of the
+//!   process's with its thread descriptor (pid, tid, name), and its own
+//!   packet sequence (`trusted_packet_sequence_id` 2, 3, …). A sequence's
+//!   first packet clears its incremental state
+//!   (`SEQ_INCREMENTAL_STATE_CLEARED`) and sets the track as the default of
+//!   its events (`trace_packet_defaults`); every later packet that refers to
+//!   interned data says it needs that state (`SEQ_NEEDS_INCREMENTAL_STATE`).
+//! - Each span is a `TYPE_SLICE_BEGIN` and a `TYPE_SLICE_END` track event,
+//!   nested as every output nests them. Timestamps are nanoseconds since the
+//!   dump's earliest span, as Chrome JSON's `ts` (small numbers, short
+//!   varints). Names are interned per sequence (`event_names`) on their
+//!   first use, and so are source locations (`source_locations`: function,
+//!   file, line) where the names have them.
+//! - A span still open at the dump, one left without its exit (`longjmp`)
+//!   and one whose children the ring lost carry a debug annotation saying
+//!   so (`open`, `unwound`, `missing_children`), as do recorded arguments (`arg`).
+//!
+//! Field numbers are those of perfetto's `protos/perfetto/trace/*.proto`;
+//! the suite decodes every packet with the `perfetto` Python package's
+//! `perfetto_trace_pb2` and compares the slices with the Chrome JSON's.
+
+use std::io::{self, Write};
+
+use crate::model::{Anomalies, SpanNs, Timeline};
+
+// TracePacket fields.
+const PACKET: u32 = 1; // Trace.packet
+const TIMESTAMP: u32 = 8;
+const SEQUENCE_ID: u32 = 10;
+const TRACK_EVENT: u32 = 11;
+const INTERNED_DATA: u32 = 12;
+const SEQUENCE_FLAGS: u32 = 13;
+const PACKET_DEFAULTS: u32 = 59;
+const TRACK_DESCRIPTOR: u32 = 60;
+// TracePacketDefaults, TrackEventDefaults.
+const DEFAULTS_TRACK_EVENT: u32 = 11;
+const DEFAULTS_TRACK_UUID: u32 = 11;
+// TracePacket.sequence_flags.
+const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+// TrackDescriptor, ProcessDescriptor, ThreadDescriptor.
+const TRACK_UUID: u32 = 1;
+const TRACK_NAME: u32 = 2;
+const TRACK_PROCESS: u32 = 3;
+const TRACK_THREAD: u32 = 4;
+const TRACK_PARENT: u32 = 5;
+const PROCESS_PID: u32 = 1;
+const PROCESS_NAME: u32 = 6;
+const THREAD_PID: u32 = 1;
+const THREAD_TID: u32 = 2;
+const THREAD_NAME: u32 = 5;
+// TrackEvent.
+const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
+const EVENT_TYPE: u32 = 9;
+const EVENT_NAME_IID: u32 = 10;
+const EVENT_SOURCE_LOCATION_IID: u32 = 34;
+const TYPE_SLICE_BEGIN: u64 = 1;
+const TYPE_SLICE_END: u64 = 2;
+// InternedData, EventName, SourceLocation, DebugAnnotationName, DebugAnnotation.
+const INTERNED_EVENT_NAMES: u32 = 2;
+const INTERNED_ANNOTATION_NAMES: u32 = 3;
+const INTERNED_SOURCE_LOCATIONS: u32 = 4;
+const IID: u32 = 1;
+const NAME: u32 = 2;
+const LOCATION_FILE: u32 = 2;
+const LOCATION_FUNCTION: u32 = 3;
+const LOCATION_LINE: u32 = 4;
+const ANNOTATION_NAME_IID: u32 = 1;
+const ANNOTATION_BOOL: u32 = 2;
+const ANNOTATION_INT: u32 = 4;
+
+/// What a sequence has interned for a key: nothing yet, its name, its name and source place.
+const NOT_INTERNED: u8 = 0;
+const NAME_ONLY: u8 = 1;
+const NAME_AND_PLACE: u8 = 2;
+
+/// The debug annotations a span may carry, by interned iid.
+const ANNOTATIONS: [&str; 4] = ["arg", "open", "unwound", "missing_children"];
+
+/// Protobuf encoding into a buffer.
+#[derive(Default)]
+struct Message(Vec<u8>);
+
+impl Message {
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+
+    fn uint(&mut self, field: u32, v: u64) {
+        self.varint(u64::from(field) << 3);
+        self.varint(v);
+    }
+
+    fn bytes(&mut self, field: u32, b: &[u8]) {
+        self.varint(u64::from(field) << 3 | 2);
+        self.varint(b.len() as u64);
+        self.0.extend_from_slice(b);
+    }
+
+    fn message(&mut self, field: u32, m: &Message) {
+        self.bytes(field, &m.0);
+    }
+}
+
+/// Writes packets, each as `Trace.packet`, and knows what the current
+/// sequence has interned.
+struct Packets<'o> {
+    out: &'o mut dyn Write,
+    /// Packets not yet written to `out`.
+    chunk: Vec<u8>,
+    /// The current sequence.
+    sequence: u64,
+    /// Per key index, what the sequence has interned for it (iid = index + 1):
+    /// [`NOT_INTERNED`], [`NAME_ONLY`] or [`NAME_AND_PLACE`].
+    interned: Vec<u8>,
+    /// Per key index, whether its name has a source place.
+    placed: Vec<bool>,
+    /// Nanoseconds since the dump's earliest span: what is subtracted.
+    origin_ns: i64,
+}
+
+/// Packets are written to the output in chunks of about this many bytes.
+const CHUNK: usize = 1 << 16;
+
+impl Packets<'_> {
+    fn write(&mut self, packet: &[u8]) -> io::Result<()> {
+        put_key(&mut self.chunk, PACKET, 2);
+        put_varint(&mut self.chunk, packet.len() as u64);
+        self.chunk.extend_from_slice(packet);
+        self.written()
+    }
+
+    /// Passes the chunk on once it is full.
+    #[inline(always)]
+    fn written(&mut self) -> io::Result<()> {
+        if self.chunk.len() >= CHUNK {
+            self.out.write_all(&self.chunk)?;
+            self.chunk.clear();
+        }
+        Ok(())
+    }
+
+    /// Appends a span's packet: `Trace.packet { timestamp, sequence, FIELDS }`,
+    /// FIELDS written by `fields` into `Span` (a span's packet is short: its
+    /// length fits one byte).
+    #[inline(always)]
+    fn span_packet(&mut self, ts: i64, fields: impl FnOnce(&mut Span)) -> io::Result<()> {
+        let mut p = Span { bytes: [0; 64], len: 2 };
+        p.key(TIMESTAMP, 0);
+        p.varint(ts.saturating_sub(self.origin_ns).max(0) as u64);
+        p.key(SEQUENCE_ID, 0);
+        p.varint(self.sequence);
+        fields(&mut p);
+        p.bytes[0] = (PACKET << 3 | 2) as u8;
+        p.bytes[1] = (p.len - 2) as u8;
+        self.chunk.extend_from_slice(&p.bytes[..p.len]);
+        self.written()
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.chunk)?;
+        self.chunk.clear();
+        self.out.flush()
+    }
+}
+
+/// Appends `v` as a varint.
+#[inline(always)]
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// Appends the key of field `field` with wire type `wire` (0 varint, 2 length-delimited).
+#[inline(always)]
+fn put_key(buf: &mut Vec<u8>, field: u32, wire: u64) {
+    put_varint(buf, u64::from(field) << 3 | wire);
+}
+
+/// A span's packet, built on the stack (at most 2 + 11 + 11 + 3 + 2 + 2 + 11 + 11 bytes).
+struct Span {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl Span {
+    #[inline(always)]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.bytes[self.len] = v as u8 | 0x80;
+            self.len += 1;
+            v >>= 7;
+        }
+        self.bytes[self.len] = v as u8;
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn key(&mut self, field: u32, wire: u64) {
+        self.varint(u64::from(field) << 3 | wire);
+    }
+
+    /// A track event of `kind`, naming key index `name` (interned; with its place, if `located`).
+    #[inline(always)]
+    fn event(&mut self, kind: u64, name: Option<(u64, bool)>) {
+        self.key(TRACK_EVENT, 2);
+        let at = self.len;
+        self.len += 1;
+        self.key(EVENT_TYPE, 0);
+        self.varint(kind);
+        if let Some((iid, located)) = name {
+            self.key(EVENT_NAME_IID, 0);
+            self.varint(iid);
+            if located {
+                self.key(EVENT_SOURCE_LOCATION_IID, 0);
+                self.varint(iid);
+            }
+        }
+        self.bytes[at] = (self.len - at - 1) as u8;
+    }
+}
+
+/// Writes `tl` as a Perfetto trace to `out`; returns what its spans had wrong.
+pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
+    write_trace(tl, out)
+}
+
+fn write_trace(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
+    let trace = tl.trace;
+    let pid = u64::from(trace.process.pid);
+    let mut packets = Packets {
+        out,
+        chunk: Vec::with_capacity(CHUNK + 256),
+        sequence: 1,
+        interned: vec![NOT_INTERNED; tl.keys.len()],
+        placed: tl.keys.iter().map(|&k| tl.symbols.get(k).is_some_and(|n| n.file.is_some())).collect(),
+        origin_ns: tl.origin_ns,
+    };
+    // Sequence 1: the process track.
+    let process_uuid = 1u64;
+    let mut process = Message::default();
+    process.uint(PROCESS_PID, pid);
+    let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
+    process.bytes(PROCESS_NAME, process_name.as_bytes());
+    let mut track = Message::default();
+    track.uint(TRACK_UUID, process_uuid);
+    track.message(TRACK_PROCESS, &process);
+    let mut first = Message::default();
+    first.uint(SEQUENCE_ID, 1);
+    first.message(TRACK_DESCRIPTOR, &track);
+    packets.write(&first.0)?;
+
+    let mut threads = tl.threads();
+    let mut open: Vec<SpanNs> = Vec::new();
+    let mut scratch = Message::default();
+    while let Some(mut t) = threads.next() {
+        let thread = &trace.threads[t.thread];
+        let uuid = t.thread as u64 + 2;
+        packets.start_sequence(uuid);
+        // The sequence's first packet: state cleared, the track as default, the annotations' names, the track.
+        let mut descriptor = Message::default();
+        descriptor.uint(THREAD_PID, pid);
+        descriptor.uint(THREAD_TID, thread.tid);
+        let name = if thread.name.is_empty() { format!("thread {}", thread.tid) } else { thread.name.clone() };
+        descriptor.bytes(THREAD_NAME, name.as_bytes());
+        let mut track = Message::default();
+        track.uint(TRACK_UUID, uuid);
+        track.uint(TRACK_PARENT, process_uuid);
+        track.bytes(TRACK_NAME, name.as_bytes());
+        track.message(TRACK_THREAD, &descriptor);
+        let mut event_defaults = Message::default();
+        event_defaults.uint(DEFAULTS_TRACK_UUID, uuid);
+        let mut defaults = Message::default();
+        defaults.message(DEFAULTS_TRACK_EVENT, &event_defaults);
+        let mut interned = Message::default();
+        for (i, name) in ANNOTATIONS.iter().enumerate() {
+            let mut entry = Message::default();
+            entry.uint(IID, i as u64 + 1);
+            entry.bytes(NAME, name.as_bytes());
+            interned.message(INTERNED_ANNOTATION_NAMES, &entry);
+        }
+        let mut packet = Message::default();
+        packet.uint(SEQUENCE_ID, packets.sequence);
+        packet.uint(SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+        packet.message(PACKET_DEFAULTS, &defaults);
+        packet.message(INTERNED_DATA, &interned);
+        packet.message(TRACK_DESCRIPTOR, &track);
+        packets.write(&packet.0)?;
+        let lost = tl.lost_children(thread);
+        open.clear();
+        while let Some(batch) = t.next_batch() {
+            for s in batch {
+                while let Some(top) = open.last() {
+                    if top.encloses(s) {
+                        break;
+                    }
+                    slice_end(&mut packets, top.exit_ns)?;
+                    open.pop();
+                }
+                let marks = [s.arg().is_some(), s.open(), s.unwound(), lost.of(s.enter_ns, s.open())];
+                slice_begin(&mut packets, &mut scratch, tl, s, marks)?;
+                open.push(*s);
+            }
+        }
+        while let Some(top) = open.pop() {
+            slice_end(&mut packets, top.exit_ns)?;
+        }
+    }
+    packets.finish()?;
+    Ok(threads.anomalies())
+}
+
+impl Packets<'_> {
+    /// Starts sequence `id`: nothing is interned on it yet.
+    fn start_sequence(&mut self, id: u64) {
+        self.sequence = id;
+        self.interned.iter_mut().for_each(|n| *n = NOT_INTERNED);
+    }
+}
+
+/// The `TYPE_SLICE_BEGIN` of `s` (`interned`: room for the data it interns).
+#[inline]
+fn slice_begin(
+    packets: &mut Packets<'_>,
+    interned: &mut Message,
+    tl: &Timeline<'_>,
+    s: &SpanNs,
+    marks: [bool; 4],
+) -> io::Result<()> {
+    let key = s.key_index as usize;
+    let state = packets.interned.get(key).copied().unwrap_or(NOT_INTERNED);
+    if state == NOT_INTERNED || marks.contains(&true) {
+        return slice_begin_slow(packets, interned, tl, s, marks);
+    }
+    packets.span_packet(s.enter_ns, |p| {
+        p.key(SEQUENCE_FLAGS, 0);
+        p.varint(SEQ_NEEDS_INCREMENTAL_STATE);
+        p.event(TYPE_SLICE_BEGIN, Some((key as u64 + 1, state == NAME_AND_PLACE)));
+    })
+}
+
+/// A `TYPE_SLICE_BEGIN` that interns its name or place, or has marks.
+#[cold]
+#[inline(never)]
+fn slice_begin_slow(
+    packets: &mut Packets<'_>,
+    packet: &mut Message,
+    tl: &Timeline<'_>,
+    s: &SpanNs,
+    marks: [bool; 4],
+) -> io::Result<()> {
+    let key = s.key_index as usize;
+    packet.0.clear();
+    packet.uint(TIMESTAMP, s.enter_ns.saturating_sub(packets.origin_ns).max(0) as u64);
+    packet.uint(SEQUENCE_ID, packets.sequence);
+    // The name (and its place) interned on first use.
+    let Some(state) = packets.interned.get_mut(key) else { return Ok(()) };
+    if *state == NOT_INTERNED {
+        let mut interned = Message::default();
+        let mut entry = Message::default();
+        entry.uint(IID, key as u64 + 1);
+        entry.bytes(NAME, tl.name(key).as_bytes());
+        interned.message(INTERNED_EVENT_NAMES, &entry);
+        *state = NAME_ONLY;
+        let place = tl.keys.get(key).and_then(|&k| tl.symbols.get(k)).filter(|_| packets.placed[key]);
+        if let Some(name) = place {
+            let mut entry = Message::default();
+            entry.uint(IID, key as u64 + 1);
+            entry.bytes(LOCATION_FILE, name.file.as_deref().unwrap_or_default().as_bytes());
+            entry.bytes(LOCATION_FUNCTION, name.name.as_bytes());
+            if let Some(line) = name.line {
+                entry.uint(LOCATION_LINE, u64::from(line));
+            }
+            interned.message(INTERNED_SOURCE_LOCATIONS, &entry);
+            *state = NAME_AND_PLACE;
+        }
+        packet.message(INTERNED_DATA, &interned);
+    }
+    let located = *state == NAME_AND_PLACE;
+    packet.uint(SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+    let mut event = Message::default();
+    event.uint(EVENT_TYPE, TYPE_SLICE_BEGIN);
+    event.uint(EVENT_NAME_IID, key as u64 + 1);
+    if located {
+        event.uint(EVENT_SOURCE_LOCATION_IID, key as u64 + 1);
+    }
+    if marks.contains(&true) {
+        annotate(&mut event, s, marks);
+    }
+    packet.message(TRACK_EVENT, &event);
+    packets.write(&packet.0)
+}
+
+/// The debug annotations of a span that has a mark.
+#[cold]
+fn annotate(event: &mut Message, s: &SpanNs, marks: [bool; 4]) {
+    for i in (0..marks.len()).filter(|&i| marks[i]) {
+        let mut annotation = Message::default();
+        annotation.uint(ANNOTATION_NAME_IID, i as u64 + 1);
+        match (i, s.arg()) {
+            // Shown signed: arguments are recorded as `value as u64`, so a negative one wraps.
+            (0, Some(arg)) => annotation.uint(ANNOTATION_INT, arg),
+            _ => annotation.uint(ANNOTATION_BOOL, 1),
+        }
+        event.message(EVENT_DEBUG_ANNOTATIONS, &annotation);
+    }
+}
+
+/// A `TYPE_SLICE_END` at `exit_ns` (on the sequence's default track; no interned data).
+#[inline]
+fn slice_end(packets: &mut Packets<'_>, exit_ns: i64) -> io::Result<()> {
+    packets.span_packet(exit_ns, |p| p.event(TYPE_SLICE_END, None))
+}
