@@ -426,6 +426,9 @@ pub(crate) enum FormatArg {
     Systrace,
     /// Perfetto's native protobuf trace (TrackEvent slices), smaller than Chrome JSON.
     Perfetto,
+    /// pprof's profile (gzipped profile.proto): call paths with calls and self time, for go tool
+    /// pprof, Pyroscope, Grafana.
+    Pprof,
 }
 
 impl NamingArgs {
@@ -489,8 +492,8 @@ pub(crate) fn choose_format<T: ValueEnum + Copy + PartialEq>(
 
 /// The format a `convert` output's file name asks for: the endings `rtconv batch` gives its
 /// outputs ([`rtconv::batch::extension`]: `.json`, `.svg`, `.folded`, `.ftrace.txt`,
-/// `.systrace.txt`, `.perfetto-trace`), the longest that fits; else `.systrace`, `.ftrace` or
-/// `.txt` (ftrace), `.pftrace` (Perfetto).
+/// `.systrace.txt`, `.perfetto-trace`, `.pb.gz`), the longest that fits; else `.systrace`,
+/// `.ftrace` or `.txt` (ftrace), `.pftrace` (Perfetto), `.pb` or `.pprof` (pprof).
 pub(crate) fn trace_format_of(file_name: &str) -> Option<FormatArg> {
     let plain = ChromeArgs { chrome_events: ChromeEventsArg::X, args: false };
     let ending = |arg: FormatArg| format!(".{}", rtconv::batch::extension(format_of(arg, &plain)));
@@ -504,6 +507,8 @@ pub(crate) fn trace_format_of(file_name: &str) -> Option<FormatArg> {
         (".ftrace", FormatArg::Ftrace),
         (".txt", FormatArg::Ftrace),
         (".pftrace", FormatArg::Perfetto),
+        (".pb", FormatArg::Pprof),
+        (".pprof", FormatArg::Pprof),
     ];
     by_batch.or_else(|| aliases.into_iter().find(|(end, _)| file_name.ends_with(end)).map(|(_, arg)| arg))
 }
@@ -585,6 +590,7 @@ pub(crate) fn format_of(format: FormatArg, chrome: &ChromeArgs) -> Format {
         FormatArg::Ftrace => Format::Ftrace,
         FormatArg::Systrace => Format::Systrace,
         FormatArg::Perfetto => Format::Perfetto,
+        FormatArg::Pprof => Format::Pprof,
     }
 }
 

@@ -32,6 +32,8 @@ pub enum Format {
     Flamegraph,
     /// Perfetto's protobuf trace (TrackEvent slices).
     Perfetto,
+    /// pprof's gzipped profile.proto.
+    Pprof,
 }
 
 /// How serious a diagnostic is.
@@ -337,6 +339,7 @@ fn render(timeline: &Timeline<'_>, format: Format, out: &mut dyn Write) -> io::R
         Format::Systrace => render::systrace::write(timeline, out),
         Format::Flamegraph => render::folded::write_svg(timeline, out),
         Format::Perfetto => render::perfetto::write(timeline, out),
+        Format::Pprof => render::pprof::write(timeline, out),
         Format::Stats(opts) => match opts.view {
             View::CallTree => {
                 let (trees, found) = stats::call_tree(timeline, opts.per_thread, opts.calibrated);

@@ -176,7 +176,8 @@ fn convert_to(
     opts: symbolize::Options,
     filter: &rtconv::model::Filter,
 ) -> ExitCode {
-    let mut out = match Sink::open(output) {
+    // pprof's profiles are gzipped by their writer: `x.pb.gz` is not compressed again.
+    let mut out = match Sink::open_as(output, format != Format::Pprof) {
         Ok(out) => out,
         Err(e) => return cannot_create(output, &e),
     };

@@ -36,6 +36,12 @@ pub fn file(path: Option<&Path>) -> Option<&Path> {
 impl Output {
     /// Opens stdout (`None` or `-`) or creates the file at `path`, compressed when it ends in `.gz`.
     pub fn open(path: Option<&Path>) -> io::Result<Self> {
+        Self::open_as(path, true)
+    }
+
+    /// As [`open`](Self::open), compressing a `.gz` file only when `gzip_by_name`
+    /// (a format that is compressed already, pprof's, is not compressed twice).
+    pub fn open_as(path: Option<&Path>, gzip_by_name: bool) -> io::Result<Self> {
         let Some(path) = file(path) else {
             return Ok(Output::Stdout(BufWriter::with_capacity(1 << 16, io::stdout())));
         };
@@ -51,7 +57,7 @@ impl Output {
         let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
         let target = if is_link { std::fs::canonicalize(path)? } else { path.to_path_buf() };
         let file = BufWriter::with_capacity(1 << 16, AtomicFile::create(&target)?);
-        Ok(match path.extension().is_some_and(|e| e == "gz") {
+        Ok(match gzip_by_name && path.extension().is_some_and(|e| e == "gz") {
             true => Output::Gzip(GzEncoder::new(file, flate2::Compression::default())),
             false => Output::File(file),
         })

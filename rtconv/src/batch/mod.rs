@@ -242,6 +242,7 @@ pub fn extension(format: Format) -> &'static str {
         Format::Ftrace => "ftrace.txt",
         Format::Systrace => "systrace.txt",
         Format::Perfetto => "perfetto-trace",
+        Format::Pprof => "pb.gz",
         Format::Stats(_) => "stats.txt",
     }
 }

@@ -9,6 +9,7 @@ pub mod diff;
 pub mod folded;
 pub mod ftrace;
 pub mod perfetto;
+pub mod pprof;
 pub mod stats_table;
 pub mod systrace;
 mod text;

@@ -1,0 +1,90 @@
+//! `-f pprof` read by `go tool pprof` (Debian's golang-go): per function,
+//! flat self time, cumulative time and flat calls equal `rtconv stats`';
+//! every trace (`-traces`) is a collapsed stack of `-f folded` with its
+//! weight; the mapping carries the build-id.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use ringtrace_tests::{binary, convert, record_workload_with, run, scratch, tool};
+
+/// `go tool pprof ARGS PROFILE`'s stdout.
+fn pprof(profile: &Path, args: &[&str]) -> String {
+    let out = tool("go").arg("tool").arg("pprof").args(args).arg(profile).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `-top` rows: function -> (flat, cum), in the sample type's unit (`-unit=ns` for times).
+fn top(profile: &Path, sample: &str) -> BTreeMap<String, (u64, u64)> {
+    let text = pprof(
+        profile,
+        &["-top", "-nodefraction=0", "-nodecount=10000", "-unit=ns", &format!("-sample_index={sample}")],
+    );
+    let number = |s: &str| s.trim_end_matches("ns").parse::<u64>().unwrap();
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[5..].join(" "), (number(f[0]), number(f[3])))
+        })
+        .collect()
+}
+
+#[test]
+fn go_tool_pprof_reads_what_stats_says() {
+    let dir = scratch("pprof");
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &["--rounds", "4", "--sleep-ms", "2"]);
+    let profile = dir.join("w.pb.gz");
+    let out = run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "-o", profile.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(&std::fs::read(&profile).unwrap()[..2], [0x1f, 0x8b], "gzipped once");
+    let stats = run(&binary("rtconv"), &["stats", dump.to_str().unwrap(), "-f", "json"]);
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let rows: BTreeMap<String, &serde_json::Value> = stats[0]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["function"].as_str().unwrap().to_string(), r))
+        .collect();
+    let times = top(&profile, "self");
+    let calls = top(&profile, "calls");
+    assert_eq!(times.keys().collect::<Vec<_>>(), rows.keys().collect::<Vec<_>>());
+    for (name, row) in &rows {
+        let (flat, cum) = times[name];
+        assert_eq!(flat, row["self_ns"].as_u64().unwrap(), "{name} self");
+        assert_eq!(cum, row["total_ns"].as_u64().unwrap(), "{name} total");
+        assert_eq!(calls[name].0, row["calls"].as_u64().unwrap(), "{name} calls");
+    }
+    // -traces: each sample a thread's call path with its self time, as the collapsed stacks have them.
+    let traces = pprof(&profile, &["-traces", "-sample_index=self", "-unit=ns"]);
+    let mut from_pprof: Vec<String> = Vec::new();
+    for block in traces.split("-----------+-------------------------------------------------------").skip(1) {
+        let lines: Vec<&str> = block.lines().filter(|l| !l.trim().is_empty()).collect();
+        let Some(thread) = lines.first().and_then(|l| l.trim().strip_prefix("thread:")) else { continue };
+        let (weight, leaf) = lines[1].trim().split_once("ns").unwrap();
+        let mut frames: Vec<&str> = vec![leaf.trim()];
+        frames.extend(lines[2..].iter().map(|l| l.trim()));
+        frames.push(thread.trim());
+        frames.reverse();
+        from_pprof.push(format!("{} {}", frames.join(";"), weight.trim()));
+    }
+    from_pprof.sort();
+    let (_, folded, _) = convert(&dump, &["-f", "folded"]);
+    let mut from_folded: Vec<String> = folded.lines().map(str::to_owned).collect();
+    from_folded.sort();
+    assert_eq!(from_pprof, from_folded);
+    // The mapping: the program's build-id, as `rtconv info` has it.
+    let raw = pprof(&profile, &["-raw"]);
+    let info = run(&binary("rtconv"), &["info", dump.to_str().unwrap(), "-f", "json"]);
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let main = info[0]["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["path"] == binary("workload").to_str().unwrap())
+        .unwrap();
+    let build_id = main["build_id"].as_str().unwrap();
+    assert!(!build_id.is_empty() && raw.contains(build_id), "{build_id} in\n{raw}");
+}
