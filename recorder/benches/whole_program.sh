@@ -24,26 +24,14 @@ command -v uftrace >/dev/null || { echo "uftrace is not installed (apt-get insta
 
 cargo build --release --locked --manifest-path recorder/capi/Cargo.toml --target-dir target/capi >&2
 lib=target/capi/release/libringtrace.a
-registry=$(dirname "$(cargo metadata --format-version 1 --locked 2>/dev/null | python3 -c 'import json,sys; print([p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="lua-src"][0])')")
-lua_src="$registry/lua-5.4.8"
+source recorder/benches/lua_build.sh
 # zstd's sources: a scratch project that depends on zstd-sys, fetched (not built).
 mkdir -p "$work/fetch/src" && echo 'fn main() {}' >"$work/fetch/src/main.rs"
 printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nzstd-sys = "=2.1.3"\n' \
   >"$work/fetch/Cargo.toml"
 cargo fetch --manifest-path "$work/fetch/Cargo.toml" >&2
 zstd_lib=$(ls -d "$(dirname "$registry")"/zstd-sys-2.1.3*/zstd/lib | head -1)
-sys_libs="-lpthread -ldl -lm -lrt -lgcc_s"
 
-build_lua() { # build_lua OUT EXTRA_CFLAGS LINK...
-  local out=$1 flags=$2; shift 2
-  mkdir -p "$work/obj-$out"
-  for c in "$lua_src"/*.c; do
-    case $(basename "$c") in lua.c|luac.c) continue;; esac
-    cc -O2 -g -DLUA_USE_LINUX $flags -c "$c" -o "$work/obj-$out/$(basename "$c" .c).o" &
-  done
-  wait
-  cc -O2 -g -I"$lua_src" tests/c/lua_driver.c "$work/obj-$out"/*.o -o "$work/$out" "$@" $sys_libs
-}
 build_lua lua-plain ""
 build_lua lua-hooked "-finstrument-functions"                 # glibc's empty hooks; uftrace's when it runs
 build_lua lua-ringtrace "-finstrument-functions" "$lib"

@@ -154,6 +154,47 @@ pub struct Timeline<'a> {
     pub origin_ns: i64,
     /// The spans every traversal keeps, if filtered ([`Timeline::filtered`]).
     pub selection: Option<Selection>,
+    /// Key to index, for most keys in one probe ([`KeyTable`]).
+    pub(super) key_table: KeyTable,
+}
+
+/// Key to key index in one probe for most keys: a direct-mapped table of
+/// (key, index), four slots per key, filled once; a key whose slot another
+/// took is found by binary search. A trace of an interpreter calls hundreds
+/// of functions in turn: a binary search per span was a fifth of converting
+/// one (docs/PERFORMANCE.md).
+#[derive(Clone, Debug, Default)]
+pub(super) struct KeyTable {
+    slots: Vec<(u64, u32)>,
+    shift: u32,
+}
+
+impl KeyTable {
+    fn new(keys: &[u64]) -> Self {
+        let len = (keys.len() * 4).clamp(16, 1 << 20).next_power_of_two();
+        let shift = 64 - len.trailing_zeros();
+        // Empty slots hold a key that never maps to them (u64::MAX maps to its own slot,
+        // which it fills first if it is a key).
+        let mut slots = vec![(u64::MAX, u32::MAX); len];
+        for (i, &key) in keys.iter().enumerate().take(u32::MAX as usize) {
+            let slot = &mut slots[Self::slot(key, shift)];
+            if slot.1 == u32::MAX {
+                *slot = (key, i as u32);
+            }
+        }
+        KeyTable { slots, shift }
+    }
+
+    #[inline(always)]
+    fn slot(key: u64, shift: u32) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+    }
+
+    #[inline(always)]
+    fn get(&self, key: u64) -> Option<u32> {
+        let &(k, i) = self.slots.get(Self::slot(key, self.shift))?;
+        (k == key && i != u32::MAX).then_some(i)
+    }
 }
 
 impl<'a> Timeline<'a> {
@@ -162,7 +203,8 @@ impl<'a> Timeline<'a> {
         let first = trace.threads.iter().filter_map(|t| t.first_enter).min();
         // Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
         let origin_ns = first.map_or(0, |ticks| timebase.ns_i64(ticks));
-        Timeline { trace, symbols, timebase, keys: &trace.keys, origin_ns, selection: None }
+        let key_table = KeyTable::new(&trace.keys);
+        Timeline { trace, symbols, timebase, keys: &trace.keys, origin_ns, selection: None, key_table }
     }
 
     /// This timeline with only the spans `filter` keeps, in every traversal
@@ -185,16 +227,27 @@ impl<'a> Timeline<'a> {
     }
 
     /// The index of `key` in [`keys`](Self::keys), remembering the last one asked.
+    #[inline(always)]
     pub(super) fn key_index(&self, key: u64, last: &mut Option<(u64, u32)>) -> u32 {
         match *last {
             Some((k, index)) if k == key => index,
             _ => {
-                // Every key is in `keys`, which has fewer than 2^32 entries (one per record at most).
-                let index = self.keys.binary_search(&key).unwrap_or_default() as u32;
+                let index = match self.key_table.get(key) {
+                    Some(index) => index,
+                    None => self.key_index_searched(key),
+                };
                 *last = Some((key, index));
                 index
             }
         }
+    }
+
+    /// The index of `key`, by binary search.
+    #[cold]
+    #[inline(never)]
+    fn key_index_searched(&self, key: u64) -> u32 {
+        // Every key is in `keys`, which has fewer than 2^32 entries (one per record at most).
+        self.keys.binary_search(&key).unwrap_or_default() as u32
     }
 
     /// The recorder's cost per span, from the dump's calibration for the
