@@ -1,10 +1,18 @@
-//! Conversion speed on a real dump of more than a million spans.
+//! Conversion speed on dumps of more than a million spans.
 //!
-//! `cargo bench -p rtconv --bench convert`. The dump is recorded in-process
-//! by the real recorder (two threads of recursive `fib`, 1,271,242 spans),
-//! so keys resolve through this bench binary's own DWARF. Reported as spans
-//! per second for reading alone (the floor) and for the whole conversion
-//! to Chrome JSON, to ftrace text and to statistics, in the same run.
+//! `cargo bench -p rtconv --bench convert`. Two dumps:
+//! - `fib`: recorded in-process by the real recorder (two threads of
+//!   recursive `fib`, 1,271,242 spans of one function), so keys resolve
+//!   through this bench binary's own DWARF;
+//! - `interpreter`: written with the format crate in an interpreter's shape
+//!   — a stream of 2,000 chunks of uneven size, 1,000,000 spans of 480
+//!   functions called in turn (a few hot, most rare, as the Lua trace of
+//!   `vs_uftrace.sh lua` has them), nesting 2 to 40 deep; its keys are not
+//!   named (a stream's own cost, not DWARF's).
+//!
+//! Reported as spans per second for reading alone (the floor) and for the
+//! whole conversion to Chrome JSON, Perfetto, ftrace text and statistics, in
+//! the same run.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -31,15 +39,75 @@ fn record_dump() -> (PathBuf, u64) {
     (path, stats.records)
 }
 
+/// The `interpreter` dump (see the crate docs): its path and spans.
+fn interpreter_dump() -> (PathBuf, u64) {
+    use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, Record, RingInfo, Writer};
+    const SPANS: u64 = 1_000_000;
+    const FUNCTIONS: u64 = 480;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    // A call tree walked depth first: each step enters a function (a few hot ones most
+    // often: the square of a uniform draw) or returns; spans in the order they end.
+    let (mut now, mut open, mut ended) = (1_000u64, Vec::<(u64, u64)>::new(), Vec::new());
+    while (ended.len() as u64) < SPANS {
+        now += 1 + next(40);
+        if open.len() < 2 || (open.len() < 40 && next(2) == 0) {
+            let r = next(FUNCTIONS);
+            open.push((0x40_0000 + r * r / FUNCTIONS * 64, now));
+        } else if let Some((key, enter)) = open.pop() {
+            ended.push(Record { key, enter, exit: now });
+        }
+    }
+    let mut w = Writer::new(IoSink(Vec::new()), 8).expect("writer");
+    let clock = ClockInfo {
+        counter: CounterKind::MonotonicNs,
+        counter_bits: 64,
+        nominal_hz: 1_000_000_000,
+        rate_source: RateSource::Exact,
+    };
+    let end = Anchor { ticks: now, mono_ns: now, real_ns: now };
+    w.clock(&clock, &[Anchor::default(), end]).expect("clock");
+    let info = RingInfo { tid: 1, capacity: 1 << 16, written: 0, dropped: 0, aux: 0, flags: 0, name: b"interpreter" };
+    let mut first = 0u64;
+    for chunk in ended.chunks(250).collect::<Vec<_>>().chunks(4) {
+        // 2,000 chunks of 250 to 1,000 records: stream chunks are what the drain found.
+        let take = 1 + next(4) as usize;
+        for part in [chunk[..take.min(chunk.len())].concat(), chunk[take.min(chunk.len())..].concat()] {
+            if part.is_empty() {
+                continue;
+            }
+            let written = first + part.len() as u64;
+            w.ring_chunk(&RingInfo { written, ..info }, 1, first, &part, &[]).expect("chunk");
+            first = written;
+        }
+    }
+    let path = std::env::temp_dir().join(format!("rtconv-bench-interpreter-{}.rtd", std::process::id()));
+    std::fs::write(&path, w.finish().expect("dump").0).expect("dump written");
+    (path, SPANS)
+}
+
 fn conversion(c: &mut Criterion) {
     let (path, spans) = record_dump();
-    let mut g = c.benchmark_group("convert");
+    bench_dump(c, "convert", &path, spans);
+    std::fs::remove_file(&path).ok();
+    let (path, spans) = interpreter_dump();
+    bench_dump(c, "convert interpreter", &path, spans);
+    std::fs::remove_file(&path).ok();
+}
+
+fn bench_dump(c: &mut Criterion, group: &str, path: &std::path::Path, spans: u64) {
+    let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(spans));
     g.sample_size(10);
     g.bench_function("map, validate and scan the dump (floor)", |b| {
         b.iter(|| {
-            let bytes = rtconv::model::open(&path).expect("readable");
-            black_box(rtconv::model::decode(&path, &bytes).expect("readable").keys.len())
+            let bytes = rtconv::model::open(path).expect("readable");
+            black_box(rtconv::model::decode(path, &bytes).expect("readable").keys.len())
         })
     });
     let stats = rtconv::stats::Options {
@@ -53,6 +121,7 @@ fn conversion(c: &mut Criterion) {
     };
     let formats = [
         ("dump to chrome json", Format::Chrome(Default::default())),
+        ("dump to perfetto", Format::Perfetto),
         ("dump to ftrace text", Format::Ftrace),
         ("dump to stats", Format::Stats(stats)),
     ];
@@ -61,13 +130,12 @@ fn conversion(c: &mut Criterion) {
             b.iter(|| {
                 let mut out = std::io::sink();
                 let report =
-                    convert(&path, format, &Default::default(), &Default::default(), &mut out).expect("converts");
+                    convert(path, format, &Default::default(), &Default::default(), &mut out).expect("converts");
                 assert_eq!(report.spans, spans);
             })
         });
     }
     g.finish();
-    std::fs::remove_file(&path).ok();
 }
 
 fn setup() {
