@@ -10,6 +10,7 @@ pub mod folded;
 pub mod ftrace;
 pub mod perfetto;
 pub mod pprof;
+mod protobuf;
 pub mod stats_table;
 pub mod systrace;
 mod text;

@@ -26,6 +26,7 @@
 
 use std::io::{self, Write};
 
+use super::protobuf::Message;
 use crate::model::{Anomalies, SpanNs, Timeline};
 
 // TracePacket fields.
@@ -81,35 +82,6 @@ const NAME_AND_PLACE: u8 = 2;
 
 /// The debug annotations a span may carry, by interned iid.
 const ANNOTATIONS: [&str; 4] = ["arg", "open", "unwound", "missing_children"];
-
-/// Protobuf encoding into a buffer.
-#[derive(Default)]
-struct Message(Vec<u8>);
-
-impl Message {
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
-    }
-
-    fn uint(&mut self, field: u32, v: u64) {
-        self.varint(u64::from(field) << 3);
-        self.varint(v);
-    }
-
-    fn bytes(&mut self, field: u32, b: &[u8]) {
-        self.varint(u64::from(field) << 3 | 2);
-        self.varint(b.len() as u64);
-        self.0.extend_from_slice(b);
-    }
-
-    fn message(&mut self, field: u32, m: &Message) {
-        self.bytes(field, &m.0);
-    }
-}
 
 /// Writes packets, each as `Trace.packet`, and knows what the current
 /// sequence has interned.

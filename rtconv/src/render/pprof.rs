@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use super::protobuf::Message;
 use crate::model::{Anomalies, DEEPER, Timeline};
 
 // Profile fields.
@@ -34,46 +35,6 @@ const STRING_TABLE: u32 = 6;
 const TIME_NANOS: u32 = 9;
 const DURATION_NANOS: u32 = 10;
 const DEFAULT_SAMPLE_TYPE: u32 = 14;
-
-/// Protobuf encoding into a buffer.
-#[derive(Default)]
-struct Message(Vec<u8>);
-
-impl Message {
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
-    }
-
-    fn uint(&mut self, field: u32, v: u64) {
-        if v != 0 {
-            self.varint(u64::from(field) << 3);
-            self.varint(v);
-        }
-    }
-
-    fn bytes(&mut self, field: u32, b: &[u8]) {
-        self.varint(u64::from(field) << 3 | 2);
-        self.varint(b.len() as u64);
-        self.0.extend_from_slice(b);
-    }
-
-    fn message(&mut self, field: u32, m: &Message) {
-        self.bytes(field, &m.0);
-    }
-
-    /// A packed repeated varint field.
-    fn packed(&mut self, field: u32, values: impl IntoIterator<Item = u64>) {
-        let mut inner = Message::default();
-        for v in values {
-            inner.varint(v);
-        }
-        self.bytes(field, &inner.0);
-    }
-}
 
 /// The profile's string table: index 0 is "".
 struct Strings {
