@@ -197,6 +197,9 @@ fn batch_and_every_output_apply_the_filters() {
     let names: Vec<&str> =
         json[0]["functions"].as_array().unwrap().iter().map(|r| r["function"].as_str().unwrap()).collect();
     assert!(!names.is_empty() && !names.contains(&"workload::fib"), "{names:?}");
+    // Both dumps' fib calls (fib(12) on two threads: 930 each) are counted as left out.
+    assert_eq!(json[0]["filter"]["options"], "-N fib");
+    assert_eq!(json[0]["filter"]["left_out"]["function"], 2 * 930);
     // ftrace says its filter in its header; folded and systrace keep only the matches.
     let dump = dumps.join("a.rtd");
     let (_, ftrace, _) = convert(&dump, &["-f", "ftrace", "-F", "checksum"]);

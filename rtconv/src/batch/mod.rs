@@ -392,7 +392,12 @@ pub fn stats_all(
         .map(|((program, build_id), merged)| {
             let id = if build_id.is_empty() { "no build-id".to_string() } else { format!("build-id {build_id}") };
             let name = format!("{} ({id}), {} dumps", if program.is_empty() { "?" } else { &program }, merged.dumps);
-            merged.scope(name, stats.sort, stats.clean)
+            let filtered = merged.filtered;
+            let mut scope = merged.scope(name, stats.sort, stats.clean);
+            if !opts.filter.is_none() {
+                scope.filter = Some((opts.filter.describe(), filtered));
+            }
+            scope
         })
         .collect();
     crate::render::stats_table::write(&scopes, stats.output, stats.color, out)?;
@@ -434,7 +439,11 @@ pub fn merge_all(
                 });
             match result {
                 Ok(((group, totals), report)) => {
-                    groups.lock().unwrap_or_else(|e| e.into_inner()).entry(group).or_default().add(totals);
+                    let mut groups = groups.lock().unwrap_or_else(|e| e.into_inner());
+                    let merged = groups.entry(group).or_default();
+                    merged.add(totals);
+                    merged.filtered += report.filtered;
+                    drop(groups);
                     outcome(&report, progress)
                 }
                 Err(e) => {

@@ -340,6 +340,8 @@ pub struct Merged {
     pub total_ns: u64,
     /// What their threads did not record whole, summed.
     pub losses: Losses,
+    /// What the filter kept and left out of them, summed.
+    pub filtered: crate::model::Filtered,
     functions: HashMap<String, (CallStats, u64)>,
 }
 
@@ -361,6 +363,7 @@ impl Merged {
         self.dumps += other.dumps;
         self.total_ns += other.total_ns;
         self.losses += other.losses;
+        self.filtered += other.filtered;
         for (name, (stats, dumps)) in other.functions {
             let (mine, count) = self.functions.entry(name).or_default();
             mine.merge(stats);
