@@ -17,7 +17,15 @@ fuzz_target!(|data: &[u8]| {
         for (name, dump) in dumps_in_archive(data, kind, 1 << 20) {
             if let Ok(bytes) = dump {
                 let format = Format::Chrome(Default::default());
-                let _ = convert_bytes(name.as_ref(), &bytes, format, &opts, &Default::default(), &cache, &mut std::io::sink());
+                let _ = convert_bytes(
+                    name.as_ref(),
+                    &bytes,
+                    format,
+                    &opts,
+                    &Default::default(),
+                    &cache,
+                    &mut std::io::sink(),
+                );
             }
         }
     }
