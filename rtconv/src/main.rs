@@ -219,6 +219,16 @@ fn convert_to(
     }
 }
 
+/// The error for a side of `rtconv diff` of which no dump could be read (nothing to compare), if any.
+fn unread_side(sides: &[PathBuf; 2], summaries: [&rtconv::batch::Summary; 2]) -> Option<String> {
+    let at = summaries.iter().position(|s| s.converted + s.salvaged == 0)?;
+    Some(format!(
+        "rtconv: error: diff: {} ({}) has no dump that could be read; nothing compared",
+        ["BASE", "NEW"][at],
+        sides[at].display()
+    ))
+}
+
 /// rtconv's exit status when `rtconv diff --fail-on` found a change over its limit.
 const EXIT_THRESHOLD: u8 = 4;
 
@@ -236,6 +246,11 @@ fn run_diff(args: DiffArgs) -> ExitCode {
     let (written, summaries, crossed) = if format == DiffFormatArg::Flamegraph {
         let (base, base_summary) = rtconv::batch::stacks_all(&sides[..1], &opts);
         let (new, new_summary) = rtconv::batch::stacks_all(&sides[1..], &opts);
+        if let Some(side) = unread_side(&sides, [&base_summary, &new_summary]) {
+            out.discard();
+            emit(&side);
+            return ExitCode::FAILURE;
+        }
         let title = format!("{} → {} (self time; red: more, blue: less)", sides[0].display(), sides[1].display());
         let written = rtconv::render::diff::write_flamegraph(&base, &new, &title, &mut out);
         (written, [base_summary, new_summary], Vec::new())
@@ -249,6 +264,11 @@ fn run_diff(args: DiffArgs) -> ExitCode {
             (all, summary)
         };
         let ((base, base_summary), (new, new_summary)) = (merge(&sides[0]), merge(&sides[1]));
+        if let Some(side) = unread_side(&sides, [&base_summary, &new_summary]) {
+            out.discard();
+            emit(&side);
+            return ExitCode::FAILURE;
+        }
         let (base_dumps, new_dumps) = (base.dumps, new.dumps);
         let changes = rtconv::diff::compare(base, new);
         let output = match format {

@@ -70,6 +70,11 @@ fn a_real_slowdown_is_called_one_and_fails_the_gate() {
         assert_eq!(row["change"], "~", "{name}");
         assert_eq!(row["p_value"], 1.0, "{name}");
     }
+    // A side with no dump that can be read: one line naming it, no table, exit 1.
+    let missing = dir.join("missing.rtd");
+    let (code, out, stderr) = diff(&missing, &new, &["-q"]);
+    assert_eq!((code, out.as_str()), (1, ""), "{stderr}");
+    assert!(stderr.contains("diff: BASE (") && stderr.contains("has no dump that could be read"), "{stderr}");
     // The table and CSV say the same.
     let (_, table, _) = diff(&base, &new, &[]);
     let sleep_line = table.lines().find(|l| l.starts_with("sleep ")).unwrap();

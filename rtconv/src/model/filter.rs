@@ -86,6 +86,8 @@ pub struct NamePattern {
 impl NamePattern {
     /// The pattern `text`; an error says what is wrong with the expression.
     pub fn new(text: &str) -> Result<Self, String> {
+        // Checked as given first, so an error shows the user's pattern, not the anchored one.
+        Regex::new(text).map_err(|e| format!("{text:?} is not a regular expression: {e}"))?;
         let anchored = format!(r"^(?:.*::)?(?:{text})(?:\(.*\).*)?$");
         let regex = Regex::new(&anchored).map_err(|e| format!("{text:?} is not a regular expression: {e}"))?;
         Ok(NamePattern { text: text.to_string(), regex })
