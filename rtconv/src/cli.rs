@@ -254,15 +254,13 @@ pub(crate) enum DiffFormatArg {
 
 /// The `diff` format an output's file name asks for.
 pub(crate) fn diff_format_of(file_name: &str) -> Option<DiffFormatArg> {
-    [
+    let endings = [
         (".json", DiffFormatArg::Json),
         (".csv", DiffFormatArg::Csv),
         (".svg", DiffFormatArg::Flamegraph),
         (".txt", DiffFormatArg::Table),
-    ]
-    .into_iter()
-    .find(|(end, _)| file_name.ends_with(end))
-    .map(|(_, form)| form)
+    ];
+    by_ending(file_name, &endings)
 }
 
 #[derive(clap::Args)]
@@ -510,15 +508,20 @@ pub(crate) fn trace_format_of(file_name: &str) -> Option<FormatArg> {
         (".pb", FormatArg::Pprof),
         (".pprof", FormatArg::Pprof),
     ];
-    by_batch.or_else(|| aliases.into_iter().find(|(end, _)| file_name.ends_with(end)).map(|(_, arg)| arg))
+    by_batch.or_else(|| by_ending(file_name, &aliases))
 }
 
 /// The form a `stats` output's file name asks for: `.json`, `.csv`, or `.txt` (a table).
 pub(crate) fn stats_format_of(file_name: &str) -> Option<StatsFormatArg> {
-    [(".json", StatsFormatArg::Json), (".csv", StatsFormatArg::Csv), (".txt", StatsFormatArg::Table)]
-        .into_iter()
-        .find(|(end, _)| file_name.ends_with(end))
-        .map(|(_, form)| form)
+    by_ending(
+        file_name,
+        &[(".json", StatsFormatArg::Json), (".csv", StatsFormatArg::Csv), (".txt", StatsFormatArg::Table)],
+    )
+}
+
+/// The value of the first `(ending, value)` that `file_name` ends with.
+fn by_ending<T: Copy>(file_name: &str, endings: &[(&str, T)]) -> Option<T> {
+    endings.iter().find(|(end, _)| file_name.ends_with(end)).map(|&(_, value)| value)
 }
 
 /// Which spans to keep, as uftrace's filters (see `rtconv::model::Filter`).

@@ -482,6 +482,19 @@ pub fn convert(dump: &Path, args: &[&str]) -> (i32, String, Vec<String>) {
     )
 }
 
+/// `rtconv stats DUMP --format json ARGS…`, which must succeed: the first
+/// table's rows by function name, and what it said on stderr.
+pub fn stats_rows(dump: &Path, args: &[&str]) -> (std::collections::BTreeMap<String, serde_json::Value>, String) {
+    let mut all = vec!["stats", dump.to_str().expect("UTF-8 temp path"), "--format", "json"];
+    all.extend_from_slice(args);
+    let out = run(&binary("rtconv"), &all);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats JSON");
+    let rows = json[0]["functions"].as_array().expect("a table of functions");
+    (rows.iter().map(|r| (r["function"].as_str().expect("a name").to_string(), r.clone())).collect(), stderr)
+}
+
 /// Compares `actual` with the committed file at `path` (relative to the
 /// workspace root); with `BLESS` set in the environment, writes it there
 /// instead. The one golden-file switch of the suite.

@@ -8,18 +8,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ringtrace_tests::{binary, convert, parse_chrome, record_workload_with, run, scratch};
+use ringtrace_tests::{binary, convert, parse_chrome, record_workload_with, run, scratch, stats_rows};
 
 /// Calls per function from `rtconv stats --format json` with `args`, and its stderr.
 fn calls(dump: &Path, args: &[&str]) -> (BTreeMap<String, u64>, String) {
-    let mut all = vec!["stats", dump.to_str().unwrap(), "--format", "json"];
-    all.extend_from_slice(args);
-    let out = run(&binary("rtconv"), &all);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows = json[0]["functions"].as_array().unwrap();
-    (rows.iter().map(|r| (r["function"].as_str().unwrap().to_string(), r["calls"].as_u64().unwrap())).collect(), stderr)
+    let (rows, stderr) = stats_rows(dump, args);
+    (rows.into_iter().map(|(name, r)| (name, r["calls"].as_u64().unwrap())).collect(), stderr)
 }
 
 fn expect(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
@@ -107,11 +101,7 @@ fn left_out_children_count_in_their_parents_self_time() {
     let dir = scratch("filters-self");
     let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &["--rounds", "3"]);
     let row = |args: &[&str], name: &str| -> (u64, u64) {
-        let mut all = vec!["stats", dump.to_str().unwrap(), "--format", "json"];
-        all.extend_from_slice(args);
-        let out = run(&binary("rtconv"), &all);
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let r = json[0]["functions"].as_array().unwrap().iter().find(|r| r["function"] == name).unwrap().clone();
+        let r = &stats_rows(&dump, args).0[name];
         (r["total_ns"].as_u64().unwrap(), r["self_ns"].as_u64().unwrap())
     };
     let (batch_total, batch_self) = row(&[], "workload::parse_batch");

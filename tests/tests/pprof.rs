@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ringtrace_tests::{binary, convert, record_workload_with, run, scratch, tool};
+use ringtrace_tests::{binary, convert, record_workload_with, run, scratch, stats_rows, tool};
 
 /// `go tool pprof ARGS PROFILE`'s stdout.
 fn pprof(profile: &Path, args: &[&str]) -> String {
@@ -40,14 +40,7 @@ fn go_tool_pprof_reads_what_stats_says() {
     let out = run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "-o", profile.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(&std::fs::read(&profile).unwrap()[..2], [0x1f, 0x8b], "gzipped once");
-    let stats = run(&binary("rtconv"), &["stats", dump.to_str().unwrap(), "-f", "json"]);
-    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
-    let rows: BTreeMap<String, &serde_json::Value> = stats[0]["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["function"].as_str().unwrap().to_string(), r))
-        .collect();
+    let (rows, _) = stats_rows(&dump, &[]);
     let times = top(&profile, "self");
     let calls = top(&profile, "calls");
     assert_eq!(times.keys().collect::<Vec<_>>(), rows.keys().collect::<Vec<_>>());

@@ -411,6 +411,45 @@ pub fn stats_all(
     Ok(summary)
 }
 
+/// Runs `compute` on the timeline of every dump `args` name (on `opts.jobs`
+/// workers), and hands each result with its dump's report to `take`; a dump
+/// that cannot be read is reported and skipped.
+fn each_timeline<T>(
+    args: &[PathBuf],
+    opts: &Options,
+    calibrated: bool,
+    compute: impl Fn(&crate::model::Timeline<'_>) -> (T, crate::model::Anomalies) + Sync,
+    take: impl Fn(T, &convert::Report) + Sync,
+) -> Summary {
+    let cache = symbolize::Cache::default();
+    run(
+        args,
+        opts,
+        |_| (),
+        |name, (), bytes, progress| {
+            let computed = convert::with_timeline(
+                Path::new(name),
+                bytes,
+                &opts.symbols,
+                &opts.filter,
+                &cache,
+                calibrated,
+                &compute,
+            );
+            match computed {
+                Ok((value, report)) => {
+                    take(value, &report);
+                    outcome(&report, progress)
+                }
+                Err(e) => {
+                    progress.line(&format!("rtconv: error: {e}; skipped"));
+                    Outcome::Failed
+                }
+            }
+        },
+    )
+}
+
 /// Per-function figures of every dump `args` name, merged per (program,
 /// build-id of its main executable) — what `rtconv stats` prints for many
 /// dumps and `rtconv diff` compares; `calibrated` takes the recorder's cost
@@ -421,36 +460,24 @@ pub fn merge_all(
     clean: bool,
     opts: &Options,
 ) -> (std::collections::BTreeMap<(String, String), crate::stats::Merged>, Summary) {
-    let cache = symbolize::Cache::default();
     let groups: Mutex<std::collections::BTreeMap<(String, String), crate::stats::Merged>> = Mutex::default();
-    let summary = run(
+    let summary = each_timeline(
         args,
         opts,
-        |_| (),
-        |name, (), bytes, progress| {
-            let result =
-                convert::with_timeline(Path::new(name), bytes, &opts.symbols, &opts.filter, &cache, calibrated, |tl| {
-                    let main = tl.trace.modules.iter().find(|m| m.is_main);
-                    let build_id: String =
-                        main.map_or(String::new(), |m| m.build_id.iter().map(|b| format!("{b:02x}")).collect());
-                    let program = tl.trace.process.name.clone();
-                    let (totals, found) = crate::stats::totals(tl, calibrated, clean);
-                    (((program, build_id), totals), found)
-                });
-            match result {
-                Ok(((group, totals), report)) => {
-                    let mut groups = groups.lock().unwrap_or_else(|e| e.into_inner());
-                    let merged = groups.entry(group).or_default();
-                    merged.add(totals);
-                    merged.filtered += report.filtered;
-                    drop(groups);
-                    outcome(&report, progress)
-                }
-                Err(e) => {
-                    progress.line(&format!("rtconv: error: {e}; skipped"));
-                    Outcome::Failed
-                }
-            }
+        calibrated,
+        |tl| {
+            let main = tl.trace.modules.iter().find(|m| m.is_main);
+            let build_id: String =
+                main.map_or(String::new(), |m| m.build_id.iter().map(|b| format!("{b:02x}")).collect());
+            let program = tl.trace.process.name.clone();
+            let (totals, found) = crate::stats::totals(tl, calibrated, clean);
+            (((program, build_id), totals), found)
+        },
+        |(group, totals), report| {
+            let mut groups = groups.lock().unwrap_or_else(|e| e.into_inner());
+            let merged = groups.entry(group).or_default();
+            merged.add(totals);
+            merged.filtered += report.filtered;
         },
     );
     (groups.into_inner().unwrap_or_else(|e| e.into_inner()), summary)
@@ -459,37 +486,13 @@ pub fn merge_all(
 /// The collapsed stacks (`-f folded`'s, path and self ns) of every dump
 /// `args` name, added up path by path: a differential flame graph's side.
 pub fn stacks_all(args: &[PathBuf], opts: &Options) -> (Vec<(String, u64)>, Summary) {
-    let cache = symbolize::Cache::default();
     let merged: Mutex<std::collections::HashMap<String, u64>> = Mutex::default();
-    let summary = run(
-        args,
-        opts,
-        |_| (),
-        |name, (), bytes, progress| {
-            let result = convert::with_timeline(
-                Path::new(name),
-                bytes,
-                &opts.symbols,
-                &opts.filter,
-                &cache,
-                false,
-                crate::render::folded::stacks,
-            );
-            match result {
-                Ok((stacks, report)) => {
-                    let mut merged = merged.lock().unwrap_or_else(|e| e.into_inner());
-                    for (path, weight) in stacks {
-                        *merged.entry(path).or_default() += weight;
-                    }
-                    outcome(&report, progress)
-                }
-                Err(e) => {
-                    progress.line(&format!("rtconv: error: {e}; skipped"));
-                    Outcome::Failed
-                }
-            }
-        },
-    );
+    let summary = each_timeline(args, opts, false, crate::render::folded::stacks, |stacks, _| {
+        let mut merged = merged.lock().unwrap_or_else(|e| e.into_inner());
+        for (path, weight) in stacks {
+            *merged.entry(path).or_default() += weight;
+        }
+    });
     let mut stacks: Vec<(String, u64)> = merged.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().collect();
     stacks.sort_unstable();
     (stacks, summary)

@@ -222,12 +222,17 @@ impl Filtered {
         self.thread + self.function + self.depth + self.time + self.duration
     }
 
-    /// `{"kept":…,"left_out":{"thread":…,…}}`.
-    pub fn to_json(&self) -> String {
-        format!(
-            "{{\"kept\":{},\"left_out\":{{\"thread\":{},\"function\":{},\"depth\":{},\"time_range\":{},\"duration\":{}}}}}",
-            self.kept, self.thread, self.function, self.depth, self.time, self.duration
-        )
+    /// What the output's metadata says of a filter given as `options`:
+    /// `{"options":…,"kept":…,"left_out":{"thread":…,"function":…,"depth":…,"time_range":…,"duration":…}}`.
+    pub fn to_json(&self, options: &str) -> serde_json::Value {
+        serde_json::json!({
+            "options": options,
+            "kept": self.kept,
+            "left_out": {
+                "thread": self.thread, "function": self.function, "depth": self.depth,
+                "time_range": self.time, "duration": self.duration,
+            },
+        })
     }
 }
 

@@ -92,9 +92,7 @@ fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'
             for f in &found {
                 filtered += f.filtered;
             }
-            let counts = filtered.to_json();
-            // `{"options":"-F main","kept":…,"left_out":{…}}`
-            write!(out, ",\"filter\":{{\"options\":{},{}", json_string(&selection.filter.describe()), &counts[1..])?;
+            write!(out, ",\"filter\":{}", filtered.to_json(&selection.filter.describe()))?;
         }
     }
     if timelines.len() > 1 {

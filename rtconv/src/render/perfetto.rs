@@ -26,7 +26,7 @@
 
 use std::io::{self, Write};
 
-use super::protobuf::Message;
+use super::protobuf::{Message, push_varint};
 use crate::model::{Anomalies, SpanNs, Timeline};
 
 // TracePacket fields.
@@ -105,8 +105,8 @@ const CHUNK: usize = 1 << 16;
 
 impl Packets<'_> {
     fn write(&mut self, packet: &[u8]) -> io::Result<()> {
-        put_key(&mut self.chunk, PACKET, 2);
-        put_varint(&mut self.chunk, packet.len() as u64);
+        push_varint(&mut self.chunk, u64::from(PACKET) << 3 | 2);
+        push_varint(&mut self.chunk, packet.len() as u64);
         self.chunk.extend_from_slice(packet);
         self.written()
     }
@@ -143,22 +143,6 @@ impl Packets<'_> {
         self.chunk.clear();
         self.out.flush()
     }
-}
-
-/// Appends `v` as a varint.
-#[inline(always)]
-fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
-}
-
-/// Appends the key of field `field` with wire type `wire` (0 varint, 2 length-delimited).
-#[inline(always)]
-fn put_key(buf: &mut Vec<u8>, field: u32, wire: u64) {
-    put_varint(buf, u64::from(field) << 3 | wire);
 }
 
 /// A span's packet, built on the stack (at most 2 + 11 + 11 + 3 + 2 + 2 + 11 + 11 bytes).

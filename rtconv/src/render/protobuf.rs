@@ -6,14 +6,20 @@
 #[derive(Default)]
 pub(super) struct Message(pub(super) Vec<u8>);
 
+/// Appends `v` to `buf` as a varint.
+#[inline(always)]
+pub(super) fn push_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
 impl Message {
     /// A varint.
-    pub(super) fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
+    pub(super) fn varint(&mut self, v: u64) {
+        push_varint(&mut self.0, v);
     }
 
     /// A varint field (any integer, bool or enum).

@@ -196,9 +196,7 @@ fn write_json(scopes: &[Scope], out: &mut dyn Write) -> io::Result<()> {
                 "losses": s.losses.to_json(), "functions": rows,
             });
             if let Some((options, filtered)) = &s.filter {
-                let mut filter: serde_json::Value = serde_json::from_str(&filtered.to_json()).unwrap_or_default();
-                filter["options"] = options.as_str().into();
-                scope["filter"] = filter;
+                scope["filter"] = filtered.to_json(options);
             }
             scope
         })

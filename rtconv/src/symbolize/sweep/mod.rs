@@ -377,18 +377,9 @@ impl<'d, 'a> Sweep<'d, 'a> {
                 entries.read_abbreviation()?;
                 for spec in abbrev.attributes() {
                     let attr = entries.read_attribute_inline(*spec)?;
-                    let field = match attr.name() {
-                        at @ (gimli::DW_AT_low_pc | gimli::DW_AT_high_pc | gimli::DW_AT_ranges) => Field::Range(at),
-                        at @ (gimli::DW_AT_linkage_name
-                        | gimli::DW_AT_MIPS_linkage_name
-                        | gimli::DW_AT_name
-                        | gimli::DW_AT_abstract_origin
-                        | gimli::DW_AT_specification) => Field::Name(at),
-                        gimli::DW_AT_call_file => Field::CallFile,
-                        gimli::DW_AT_call_line => Field::CallLine,
-                        _ => continue,
-                    };
-                    take(field, attr.value())?;
+                    if let Some(field) = Field::of(attr.name()) {
+                        take(field, attr.value())?;
+                    }
                 }
                 input = header.range_from(entries.next_offset()..)?;
             }

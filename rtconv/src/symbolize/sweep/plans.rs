@@ -43,6 +43,23 @@ pub(super) enum Field {
     CallLine,
 }
 
+impl Field {
+    /// The field attribute `at` is, if the sweep reads it.
+    pub(super) fn of(at: gimli::DwAt) -> Option<Field> {
+        match at {
+            gimli::DW_AT_low_pc | gimli::DW_AT_high_pc | gimli::DW_AT_ranges => Some(Field::Range(at)),
+            gimli::DW_AT_linkage_name
+            | gimli::DW_AT_MIPS_linkage_name
+            | gimli::DW_AT_name
+            | gimli::DW_AT_abstract_origin
+            | gimli::DW_AT_specification => Some(Field::Name(at)),
+            gimli::DW_AT_call_file => Some(Field::CallFile),
+            gimli::DW_AT_call_line => Some(Field::CallLine),
+            _ => None,
+        }
+    }
+}
+
 /// One step of decoding an entry's attributes by plan.
 #[derive(Clone, Copy)]
 pub(super) enum FieldStep {
@@ -165,17 +182,7 @@ impl Plans {
     fn plan_fields(&mut self, abbrev: &gimli::Abbreviation, header: &gimli::UnitHeader<R<'_>>) -> Option<(u32, u32)> {
         let start = self.fields.len();
         for spec in abbrev.attributes() {
-            let field = match spec.name() {
-                at @ (gimli::DW_AT_low_pc | gimli::DW_AT_high_pc | gimli::DW_AT_ranges) => Some(Field::Range(at)),
-                at @ (gimli::DW_AT_linkage_name
-                | gimli::DW_AT_MIPS_linkage_name
-                | gimli::DW_AT_name
-                | gimli::DW_AT_abstract_origin
-                | gimli::DW_AT_specification) => Some(Field::Name(at)),
-                gimli::DW_AT_call_file => Some(Field::CallFile),
-                gimli::DW_AT_call_line => Some(Field::CallLine),
-                _ => None,
-            };
+            let field = Field::of(spec.name());
             let size = spec.size(header);
             let in_plan = self.fields.len() > start;
             let step = match (field, size) {
