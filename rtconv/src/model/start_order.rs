@@ -249,13 +249,9 @@ impl<'t, 'a> Threads<'t, 'a> {
     /// [`anomalies`](Self::anomalies) as they are decoded.
     #[allow(clippy::should_implement_trait)] // lends its buffers: not an `Iterator`
     pub fn next(&mut self) -> Option<ThreadSpans<'_, 't, 'a>> {
-        let tl = self.timeline;
         // Threads the filter leaves out are skipped whole.
-        while let Some(selection) = &tl.selection
-            && let Some(t) = tl.trace.threads.get(self.next)
-            && !selection.thread(self.next)
-        {
-            self.found.filtered.thread += t.span_count();
+        while let Some(spans) = self.timeline.thread_left_out(self.next) {
+            self.found.filtered.thread += spans;
             self.next += 1;
         }
         let index = self.next;

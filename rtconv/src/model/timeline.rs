@@ -215,6 +215,14 @@ impl<'a> Timeline<'a> {
         self
     }
 
+    /// The spans of thread `index` when the filter leaves the whole thread
+    /// out (`None` when it is kept, or there is no filter).
+    pub(super) fn thread_left_out(&self, index: usize) -> Option<u64> {
+        let selection = self.selection.as_ref()?;
+        let t = self.trace.threads.get(index)?;
+        (!selection.thread(index)).then(|| t.span_count())
+    }
+
     /// A span's ticks in ns; an exit before the enter (counted in `found`) becomes a zero-length span.
     #[inline]
     pub(super) fn span_ns(&self, enter: u64, exit: u64, found: &mut Anomalies) -> (i64, i64) {

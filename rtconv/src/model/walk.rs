@@ -339,8 +339,8 @@ impl<'a> Timeline<'a> {
         let mut found = Anomalies::default();
         let mut gate = self.selection.as_ref().map(Gate::new);
         for (index, t) in self.trace.threads.iter().enumerate() {
-            if self.selection.as_ref().is_some_and(|s| !s.thread(index)) {
-                found.filtered.thread += t.span_count();
+            if let Some(spans) = self.thread_left_out(index) {
+                found.filtered.thread += spans;
                 continue;
             }
             p.thread(index);
