@@ -409,17 +409,19 @@ impl<'d, 'a> Sweep<'d, 'a> {
                 open.push((depth, tree, 0));
             } else if let Some((tree, call_depth)) = in_tree {
                 let call = trees[tree].calls.len();
-                attrs.for_each(unit_ref, |range| {
-                    trees[tree].ranges.push((call_depth, range, call));
-                    own_ranges.push(range);
-                })?;
-                let name = if touches(&probes[trees[tree].probes.clone()], own_ranges) {
+                attrs.for_each(unit_ref, |range| own_ranges.push(range))?;
+                // A call no address falls in is never found, nor are the calls inlined into it
+                // (their code is within its own): its ranges are not kept and its subtree is
+                // stepped over.
+                let touched = touches(&probes[trees[tree].probes.clone()], own_ranges);
+                let name = if touched {
+                    trees[tree].ranges.extend(own_ranges.iter().map(|&range| (call_depth, range, call)));
                     naming.entry(unit, name_attrs)
                 } else {
                     None
                 };
                 trees[tree].calls.push(Inlined { name, call_file, call_line });
-                open.push((depth, Some(tree), call_depth + 1));
+                open.push((depth, touched.then_some(tree), call_depth + 1));
             }
         }
         addresses.sort_unstable_by_key(|a| a.0.begin);
