@@ -4,6 +4,7 @@
 use addr2line::gimli;
 
 use super::R;
+use super::line_program::{self, Step};
 
 /// A unit's line table: its sequences' rows, and its files as named.
 #[derive(Default)]
@@ -34,37 +35,50 @@ impl Lines {
     /// Reads `unit`'s line table into `self` (its buffers reused); whether it has one.
     pub(super) fn parse_into(&mut self, unit: gimli::UnitRef<'_, R<'_>>) -> gimli::Result<bool> {
         let Some(program) = unit.line_program.clone() else { return Ok(false) };
-        let (sequences, all) = (&mut self.sequences, &mut self.rows);
-        sequences.clear();
-        all.clear();
+        self.sequences.clear();
+        self.rows.clear();
         let mut first = 0;
-        let mut rows = program.rows();
-        while let Some((_, row)) = rows.next_row()? {
-            if row.end_sequence() {
-                if let Some(start) = all.get(first).map(|r: &Row| r.address) {
-                    let end = row.address();
-                    if start < end {
-                        sequences.push(Sequence { start, end, rows: first..all.len() });
-                    } else {
-                        all.truncate(first);
-                    }
-                }
-                first = all.len();
-                continue;
+        let mut keep = |step: Step| self.keep(&mut first, step);
+        if let Some(ran) = line_program::run(program.header(), &mut keep) {
+            ran?;
+        } else {
+            let mut rows = program.rows();
+            while let Some((_, row)) = rows.next_row()? {
+                let line = row.line().map_or(0, std::num::NonZeroU64::get);
+                let (address, file, end_sequence) = (row.address(), row.file_index(), row.end_sequence());
+                keep(Step { address, file, line, end_sequence });
             }
-            let (address, file) = (row.address(), row.file_index());
-            let line = row.line().map_or(0, std::num::NonZeroU64::get) as u32;
-            if all.len() > first
-                && let Some(last) = all.last_mut()
-                && last.address == address
-            {
-                (last.file, last.line) = (file, line);
-                continue;
-            }
-            all.push(Row { address, file, line });
         }
-        sequences.sort_unstable_by_key(|s| s.start);
+        self.sequences.sort_unstable_by_key(|s| s.start);
         Ok(true)
+    }
+
+    /// Keeps one row of the program, as `addr2line` keeps it: a sequence
+    /// ends at its end row (and is dropped when empty), and a row at the
+    /// address of the one before replaces it. `first` is where the open
+    /// sequence's rows start.
+    fn keep(&mut self, first: &mut usize, step: Step) {
+        let all = &mut self.rows;
+        if step.end_sequence {
+            if let Some(start) = all.get(*first).map(|r| r.address) {
+                if start < step.address {
+                    self.sequences.push(Sequence { start, end: step.address, rows: *first..all.len() });
+                } else {
+                    all.truncate(*first);
+                }
+            }
+            *first = all.len();
+            return;
+        }
+        let (address, file, line) = (step.address, step.file, step.line as u32);
+        if all.len() > *first
+            && let Some(last) = all.last_mut()
+            && last.address == address
+        {
+            (last.file, last.line) = (file, line);
+            return;
+        }
+        all.push(Row { address, file, line });
     }
 
     /// The row whose range holds `probe` (as `addr2line` finds it).

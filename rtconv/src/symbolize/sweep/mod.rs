@@ -17,6 +17,7 @@
 //! linked ELF (relocatable objects, Mach-O, PE) and split DWARF (skeleton
 //! units, whose `.dwo`/`.dwp` the `addr2line` loader finds).
 
+mod line_program;
 mod lines;
 mod naming;
 mod plans;
