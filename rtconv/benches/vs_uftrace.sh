@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # rtconv against uftrace on the same calls, in one run: a program recorded by
 # uftrace and by ringtrace, then each tool's Chrome JSON, text trace and
-# statistics timed as CPU seconds (user + sys, /usr/bin/time), median of 3.
+# statistics timed as CPU seconds (user + sys, getrusage): the two tools' commands run in turn,
+# ROUNDS rounds (default 7), and the median over rounds of uftrace's CPU over rtconv's
+# (rtconv/benches/cpu_ratio.py).
 #
 #   rtconv/benches/vs_uftrace.sh [N]      # fib: N = 32, 2 x 7,049,155 calls of one function
 #   rtconv/benches/vs_uftrace.sh lua      # the Lua 5.4 interpreter running tests/c/errors.lua
@@ -40,34 +42,30 @@ fi
 spans=$(target/release/rtconv info "$work/big.rtd" | awk '/spans/ && /threads/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^spans/) print $i; exit }')
 keys=$(target/release/rtconv info -f json "$work/big.rtd" | python3 -c 'import json,sys; print(sum(json.load(sys.stdin)[0]["keys"].values()))' 2>/dev/null || echo "?")
 
-# Median CPU seconds of three runs of a command, its stdout discarded.
-cpu() {
-  for _ in 1 2 3; do
-    /usr/bin/time -f "%U %S" "$@" 2>&1 >/dev/null | tail -1 | awk '{ printf "%.2f\n", $1 + $2 }'
-  done | sort -n | sed -n 2p
-}
-
-row() { # task, uftrace CPU-s, rtconv CPU-s
-  awk -v t="$1" -v u="$2" -v r="$3" -v c="$calls" -v s="$spans" 'BEGIN {
-    printf "| %s | %.2f CPU-s | %.2f CPU-s | %.1f M -> %.1f M | %.1fx |\n", t, u, r, c / u / 1e6, s / r / 1e6, (s / r) / (c / u) }'
+ROUNDS=${ROUNDS:-7}
+row() { # task, uftrace command, -- , rtconv command
+  local task=$1
+  shift
+  python3 rtconv/benches/cpu_ratio.py "$ROUNDS" "$@" | awk -v t="$task" -v c="$calls" -v s="$spans" '{
+    printf "| %s | %.3f CPU-s | %.3f CPU-s | %.1f M -> %.1f M | %.1fx |\n", t, $1, $2, c / $1 / 1e6, s / $2 / 1e6, $3 * s / c }'
 }
 
 R=target/release/rtconv
 echo "uftrace $(uftrace --version | head -1 | awk '{print $2}'): $calls calls; rtconv: $spans spans, $keys distinct keys"
-echo "| task | uftrace | rtconv | calls per CPU-second | ratio |"
+echo "| task | uftrace | rtconv | calls per CPU-second | ratio (median of $ROUNDS rounds) |"
 echo "|---|---:|---:|---:|---:|"
-uf_chrome=$(cpu uftrace dump --chrome -d "$work/data")
-uf_replay=$(cpu uftrace replay -d "$work/data")
-uf_report=$(cpu uftrace report -d "$work/data")
-row "Chrome JSON (\`dump --chrome\` / \`convert -f chrome\`)" "$uf_chrome" "$(cpu $R convert "$work/big.rtd" -f chrome)"
-row "Perfetto (\`dump --chrome\` / \`convert -f perfetto\`)" "$uf_chrome" "$(cpu $R convert "$work/big.rtd" -f perfetto)"
-row "text trace (\`replay\` / \`convert -f ftrace\`)" "$uf_replay" "$(cpu $R convert "$work/big.rtd" -f ftrace)"
-row "statistics (\`report\` / \`stats\`)" "$uf_report" "$(cpu $R stats "$work/big.rtd")"
+UF_CHROME=(uftrace dump --chrome -d "$work/data")
+UF_REPLAY=(uftrace replay -d "$work/data")
+UF_REPORT=(uftrace report -d "$work/data")
+row "Chrome JSON (\`dump --chrome\` / \`convert -f chrome\`)" "${UF_CHROME[@]}" -- $R convert "$work/big.rtd" -f chrome
+row "Perfetto (\`dump --chrome\` / \`convert -f perfetto\`)" "${UF_CHROME[@]}" -- $R convert "$work/big.rtd" -f perfetto
+row "text trace (\`replay\` / \`convert -f ftrace\`)" "${UF_REPLAY[@]}" -- $R convert "$work/big.rtd" -f ftrace
+row "statistics (\`report\` / \`stats\`)" "${UF_REPORT[@]}" -- $R stats "$work/big.rtd"
 if [ "$N" = lua ]; then
   echo "cold (RTCONV_SYMBOL_INDEX=off, the Lua binary's DWARF parsed each run):"
-  row "Chrome JSON, cold" "$uf_chrome" "$(RTCONV_SYMBOL_INDEX=off cpu $R convert "$work/big.rtd" -f chrome)"
-  row "text trace, cold" "$uf_replay" "$(RTCONV_SYMBOL_INDEX=off cpu $R convert "$work/big.rtd" -f ftrace)"
-  row "statistics, cold" "$uf_report" "$(RTCONV_SYMBOL_INDEX=off cpu $R stats "$work/big.rtd")"
+  row "Chrome JSON, cold" "${UF_CHROME[@]}" -- env RTCONV_SYMBOL_INDEX=off $R convert "$work/big.rtd" -f chrome
+  row "text trace, cold" "${UF_REPLAY[@]}" -- env RTCONV_SYMBOL_INDEX=off $R convert "$work/big.rtd" -f ftrace
+  row "statistics, cold" "${UF_REPORT[@]}" -- env RTCONV_SYMBOL_INDEX=off $R stats "$work/big.rtd"
 fi
 for f in chrome perfetto; do $R convert "$work/big.rtd" -f $f -o "$work/out.$f" 2>/dev/null; done
 echo "bytes per span: Chrome JSON $(( $(stat -c %s "$work/out.chrome") / spans )), Perfetto $(( $(stat -c %s "$work/out.perfetto") / spans ))"

@@ -153,6 +153,7 @@ fn scan<'a>(
     let (mut finished, mut first_enter, mut last_key) = (0, u64::MAX, None);
     let (mut unwound, mut flags, mut oldest_exit) = (0, 0, None);
     let (mut nesting, mut depths) = (NestingCheck::default(), DepthCheck::default());
+    let mut seen = [None::<u64>; 256];
     records.for_each(false, |r| {
         if r.key == FLAGS_KEY {
             flags = r.enter;
@@ -169,7 +170,13 @@ fn scan<'a>(
         nesting.add(r.enter, r.exit);
         depths.add(depth);
         if last_key != Some(key) {
-            keys.insert(key);
+            // Keys alternate (an interpreter's hundreds, called in turn): a small
+            // direct-mapped table of the keys added spares most set lookups.
+            let slot = &mut seen[(key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize];
+            if *slot != Some(key) {
+                keys.insert(key);
+                *slot = Some(key);
+            }
             last_key = Some(key);
         }
         if !open_enters.is_empty() && open_enters.contains(&r.enter) {
