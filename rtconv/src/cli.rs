@@ -54,6 +54,9 @@ pub(crate) enum Command {
     /// Convert many dumps (files, directories, glob patterns, .tar/.tar.gz/.tar.zst archives)
     /// in parallel, one output per dump in --out-dir.
     Batch(BatchArgs),
+    /// Write dumps (files, directories, globs, archives) as Apache Parquet tables for data
+    /// engines (DuckDB, Spark, pandas): spans, per-function figures, per-dump metadata.
+    Export(ExportArgs),
     /// Compare two sets of dumps per function: calls, self, total, p50, p99 and their changes,
     /// by impact, with a significance test (Mann-Whitney U) telling change from noise;
     /// --fail-on gates a CI job; -f flamegraph draws a differential flame graph.
@@ -114,9 +117,12 @@ pub(crate) struct BatchArgs {
     /// Dumps, directories (searched for *.rtd and archives), glob patterns, tar archives.
     #[arg(required = true)]
     pub(crate) inputs: Vec<PathBuf>,
-    /// Output format.
-    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Chrome)]
-    pub(crate) format: FormatArg,
+    /// Output format; `parquet` writes the tables of `rtconv export` into --out-dir.
+    #[arg(short = 'f', long, value_enum, default_value_t = BatchFormatArg::Trace(FormatArg::Chrome))]
+    pub(crate) format: BatchFormatArg,
+    /// With `-f parquet`: the host the dumps were taken on, for the tables' `host` column.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) host: Option<String>,
     /// Where the outputs go, one per dump, named after it.
     #[arg(short = 'o', long, value_name = "DIR", required_unless_present = "pack")]
     pub(crate) out_dir: Option<PathBuf>,
@@ -131,6 +137,70 @@ pub(crate) struct BatchArgs {
     pub(crate) run: RunArgs,
     #[command(flatten)]
     pub(crate) symbols: SymbolArgs,
+}
+
+/// `rtconv batch -f`: a trace format (one output per dump), or Parquet tables.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchFormatArg {
+    Trace(FormatArg),
+    Parquet,
+}
+
+impl ValueEnum for BatchFormatArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [BatchFormatArg; 8] = [
+            BatchFormatArg::Trace(FormatArg::Chrome),
+            BatchFormatArg::Trace(FormatArg::Folded),
+            BatchFormatArg::Trace(FormatArg::Flamegraph),
+            BatchFormatArg::Trace(FormatArg::Ftrace),
+            BatchFormatArg::Trace(FormatArg::Systrace),
+            BatchFormatArg::Trace(FormatArg::Perfetto),
+            BatchFormatArg::Trace(FormatArg::Pprof),
+            BatchFormatArg::Parquet,
+        ];
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        match self {
+            BatchFormatArg::Trace(format) => format.to_possible_value(),
+            BatchFormatArg::Parquet => Some(
+                clap::builder::PossibleValue::new("parquet")
+                    .help("Apache Parquet tables (spans, functions, dumps) in --out-dir, as `rtconv export` writes"),
+            ),
+        }
+    }
+}
+
+/// `rtconv export`: dumps into Parquet tables.
+#[derive(clap::Args)]
+pub(crate) struct ExportArgs {
+    /// Dumps, directories (searched for *.rtd and archives), glob patterns, tar archives.
+    #[arg(required = true)]
+    pub(crate) inputs: Vec<PathBuf>,
+    /// Output format (Apache Parquet, the only one).
+    #[arg(short = 'f', long, value_enum, default_value_t = ExportFormatArg::Parquet)]
+    pub(crate) format: ExportFormatArg,
+    /// The directory the tables go in: DIR/spans/, DIR/functions/, DIR/dumps/, one part file per
+    /// worker in each (formats/PARQUET.md).
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub(crate) out_dir: PathBuf,
+    /// The host the dumps were taken on, for the tables' `host` column (dumps do not record it).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) host: Option<String>,
+    #[command(flatten)]
+    pub(crate) filter: FilterArgs,
+    #[command(flatten)]
+    pub(crate) run: RunArgs,
+    #[command(flatten)]
+    pub(crate) symbols: SymbolArgs,
+}
+
+/// `rtconv export -f`.
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum ExportFormatArg {
+    /// Apache Parquet.
+    Parquet,
 }
 
 /// How work over many dumps runs.

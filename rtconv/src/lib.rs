@@ -62,6 +62,7 @@ pub mod batch;
 pub mod convert;
 pub mod diag;
 pub mod diff;
+pub mod export;
 pub mod info;
 pub mod model;
 pub mod pack;

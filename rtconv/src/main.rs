@@ -13,8 +13,9 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 use cli::{
-    BatchArgs, Cli, Command, ConvertArgs, DiffArgs, DiffFormatArg, FormatArg, InfoArgs, InfoFormat, PackArgs,
-    StatsArgs, StatsFormatArg, SymbolizeArgs, choose_format, format_of, stats_format_of, trace_format_of,
+    BatchArgs, BatchFormatArg, Cli, Command, ConvertArgs, DiffArgs, DiffFormatArg, ExportArgs, ExportFormatArg,
+    FormatArg, InfoArgs, InfoFormat, PackArgs, StatsArgs, StatsFormatArg, SymbolizeArgs, choose_format, format_of,
+    stats_format_of, trace_format_of,
 };
 use output::Output as Sink;
 use rtconv::convert::{self, ConvertError, EXIT_DEGRADED, Format};
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => run_convert(args),
         Command::Stats(args) => run_stats(args, color),
         Command::Batch(args) => run_batch(args),
+        Command::Export(args) => run_export(args),
         Command::Diff(args) => run_diff(args),
         Command::Info(args) => run_info(args),
         Command::Pack(args) => run_pack(args),
@@ -137,12 +139,23 @@ fn cannot_create(path: Option<&Path>, e: &io::Error) -> ExitCode {
 }
 
 fn run_batch(args: BatchArgs) -> ExitCode {
-    let format = format_of(args.format, &args.chrome);
     let opts = args.run.options(args.symbols.options(), args.filter.filter());
-    match args.out_dir {
-        Some(out_dir) => ExitCode::from(rtconv::batch::convert_all(&args.inputs, format, &out_dir, &opts).exit_code()),
-        None => ExitCode::from(rtconv::batch::pack_all(&args.inputs, &opts).exit_code()),
-    }
+    let summary = match (args.out_dir, args.format) {
+        (Some(out_dir), BatchFormatArg::Parquet) => {
+            rtconv::batch::export_all(&args.inputs, &out_dir, args.host.as_deref(), &opts)
+        }
+        (Some(out_dir), BatchFormatArg::Trace(format)) => {
+            rtconv::batch::convert_all(&args.inputs, format_of(format, &args.chrome), &out_dir, &opts)
+        }
+        (None, _) => rtconv::batch::pack_all(&args.inputs, &opts),
+    };
+    ExitCode::from(summary.exit_code())
+}
+
+fn run_export(args: ExportArgs) -> ExitCode {
+    let ExportFormatArg::Parquet = args.format;
+    let opts = args.run.options(args.symbols.options(), args.filter.filter());
+    ExitCode::from(rtconv::batch::export_all(&args.inputs, &args.out_dir, args.host.as_deref(), &opts).exit_code())
 }
 
 fn run_pack(args: PackArgs) -> ExitCode {

@@ -21,6 +21,7 @@ use rayon::iter::{ParallelBridge, ParallelIterator};
 
 use crate::atomic_file::AtomicFile;
 use crate::convert::{self, Format};
+use crate::export;
 use crate::symbolize;
 
 pub use inputs::{Compression, archive_kind, dumps_in_archive};
@@ -296,6 +297,81 @@ pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Opti
     });
     eprintln!(
         "rtconv: batch: {} converted, {} salvaged (converted with losses), {} failed -> {}",
+        summary.converted,
+        summary.salvaged,
+        summary.failed,
+        out_dir.display()
+    );
+    summary
+}
+
+/// `rtconv export` and `rtconv batch -f parquet`: every dump of `args` into
+/// the Parquet tables under `out_dir` ([`crate::export`]), one part file per
+/// worker in use, each dump's rows in one part.
+pub fn export_all(args: &[PathBuf], out_dir: &Path, host: Option<&str>, opts: &Options) -> Summary {
+    let cache = symbolize::Cache::default();
+    // Parts not in use, and how many were made (each worker takes one, or makes the next).
+    let free: Mutex<Vec<(export::Parts, u64)>> = Mutex::new(Vec::new());
+    let made = AtomicU64::new(0);
+    let mut summary = run(
+        args,
+        opts,
+        |name| name.to_string(),
+        |name, _, bytes, progress| {
+            let taken = free.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let (mut part, dumps) = match taken {
+                Some(part) => part,
+                None => match export::Parts::new(out_dir, made.fetch_add(1, Ordering::Relaxed) as usize) {
+                    Ok(part) => (part, 0),
+                    Err(e) => {
+                        progress.line(&format!("rtconv: error: {e} (for {name}); skipped"));
+                        return Outcome::Failed;
+                    }
+                },
+            };
+            let written =
+                convert::with_timeline(Path::new(name), bytes, &opts.symbols, &opts.filter, &cache, false, |tl| {
+                    match part.dump(tl, name, export::Host(host)) {
+                        Ok(found) => (Ok(()), found),
+                        Err(e) => (Err(e), crate::model::Anomalies::default()),
+                    }
+                });
+            match written {
+                Ok((Ok(()), report)) => {
+                    free.lock().unwrap_or_else(|e| e.into_inner()).push((part, dumps + 1));
+                    outcome(&report, progress)
+                }
+                Ok((Err(e), _)) => {
+                    // Part of this dump's rows may be in the part: the part is not kept.
+                    let lost = if dumps > 0 {
+                        format!("; the {dumps} dump(s) written to the same part file are lost")
+                    } else {
+                        String::new()
+                    };
+                    progress.line(&format!("rtconv: error: {name}: {e}{lost}"));
+                    Outcome::Failed
+                }
+                Err(e) => {
+                    free.lock().unwrap_or_else(|e| e.into_inner()).push((part, dumps));
+                    progress.line(&format!("rtconv: error: {e}; skipped"));
+                    Outcome::Failed
+                }
+            }
+        },
+    );
+    for (part, dumps) in free.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        // A part no dump was written to (made for a dump that did not load) is not kept.
+        if dumps == 0 {
+            continue;
+        }
+        if let Err(e) = part.finish() {
+            crate::diag::emit(&format!("rtconv: error: {e}; the {dumps} dump(s) of that part are not written"));
+            summary.failed += dumps;
+            summary.converted = summary.converted.saturating_sub(dumps);
+        }
+    }
+    eprintln!(
+        "rtconv: export: {} converted, {} salvaged (converted with losses), {} failed -> {}",
         summary.converted,
         summary.salvaged,
         summary.failed,

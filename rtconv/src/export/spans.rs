@@ -1,0 +1,205 @@
+//! A dump's spans as rows of the `spans` table: each with its depth, its
+//! parent's id, its self time and whether a call of its function is open
+//! around it, found from the open path as the spans come in start order.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::types::Int32Type;
+use arrow_array::{
+    ArrayRef, BooleanArray, DictionaryArray, Int32Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
+
+use super::DumpColumns;
+use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
+
+/// Rows buffered before they are handed on as one batch (memory: about 90 bytes a row).
+pub const BATCH_ROWS: usize = 1 << 16;
+
+/// The span columns of the rows not yet handed on.
+#[derive(Default)]
+struct Columns {
+    tid: Vec<u64>,
+    thread: Vec<i32>,
+    function: Vec<i32>,
+    depth: Vec<u32>,
+    span_id: Vec<u64>,
+    parent: Vec<Option<u64>>,
+    start_ns: Vec<i64>,
+    duration_ns: Vec<i64>,
+    self_ns: Vec<i64>,
+    recursive: Vec<bool>,
+    open: Vec<bool>,
+    unwound: Vec<bool>,
+    missing_children: Vec<bool>,
+}
+
+/// A span on the open path: its row so far and its children's time.
+struct Open {
+    span: SpanNs,
+    id: u64,
+    parent: Option<u64>,
+    depth: u32,
+    children_ns: i64,
+    recursive: bool,
+    missing_children: bool,
+}
+
+/// Per dump: its functions' names and files, each once, as dictionary values.
+struct Names {
+    /// Per key index: its name's index in `functions`.
+    of_key: Vec<i32>,
+    functions: Arc<StringArray>,
+    /// Per name: the index of its file in `files` (the first key of that name's), and its line.
+    file_of: Vec<Option<i32>>,
+    files: Arc<StringArray>,
+    lines: Vec<Option<u32>>,
+}
+
+impl Names {
+    fn new(tl: &Timeline<'_>) -> Names {
+        let mut index: HashMap<&str, i32> = HashMap::new();
+        let mut file_index: HashMap<String, i32> = HashMap::new();
+        let (mut names, mut file_of, mut files, mut lines, mut of_key) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (k, &key) in tl.keys.iter().enumerate() {
+            let name = tl.name(k);
+            let id = *index.entry(name).or_insert_with(|| {
+                let place = tl.symbols.get(key);
+                names.push(name);
+                file_of.push(place.and_then(|p| p.file.clone()).map(|file| {
+                    *file_index.entry(file.clone()).or_insert_with(|| {
+                        files.push(file);
+                        (files.len() - 1) as i32
+                    })
+                }));
+                lines.push(place.and_then(|p| p.line));
+                (names.len() - 1) as i32
+            });
+            of_key.push(id);
+        }
+        Names {
+            of_key,
+            functions: Arc::new(StringArray::from(names)),
+            file_of,
+            files: Arc::new(StringArray::from(files)),
+            lines,
+        }
+    }
+}
+
+/// Writes `tl`'s spans as `spans` rows, a batch of at most [`BATCH_ROWS`]
+/// at a time, through `emit`; returns what its spans had wrong.
+pub fn write(
+    tl: &Timeline<'_>,
+    dump: &DumpColumns,
+    emit: &mut dyn FnMut(RecordBatch) -> Result<(), super::ExportError>,
+) -> Result<Anomalies, super::ExportError> {
+    let names = Names::new(tl);
+    let thread_names: Arc<StringArray> = Arc::new(StringArray::from_iter_values(
+        tl.trace.threads.iter().map(|t| if t.name.is_empty() { format!("thread {}", t.tid) } else { t.name.clone() }),
+    ));
+    let mut rows = Columns::default();
+    let mut next_id = 0u64;
+    let mut path: Vec<Open> = Vec::new();
+    // Per key index: calls of it open on the path.
+    let mut active = vec![0u32; tl.keys.len()];
+    let mut threads = tl.threads();
+    while let Some(mut t) = threads.next() {
+        let thread = &tl.trace.threads[t.thread];
+        let lost: LostChildren = tl.lost_children(thread);
+        let (tid, thread_index) = (thread.tid, t.thread as i32);
+        let close = |o: Open, rows: &mut Columns, active: &mut [u32]| {
+            if let Some(a) = active.get_mut(o.span.key_index as usize) {
+                *a = a.saturating_sub(1);
+            }
+            let duration = o.span.exit_ns.saturating_sub(o.span.enter_ns);
+            rows.tid.push(tid);
+            rows.thread.push(thread_index);
+            rows.function.push(names.of_key.get(o.span.key_index as usize).copied().unwrap_or(0));
+            rows.depth.push(o.depth);
+            rows.span_id.push(o.id);
+            rows.parent.push(o.parent);
+            rows.start_ns.push(realtime(tl, o.span.enter_ns));
+            rows.duration_ns.push(duration);
+            rows.self_ns.push(duration.saturating_sub(o.children_ns).max(0));
+            rows.recursive.push(o.recursive);
+            rows.open.push(o.span.open());
+            rows.unwound.push(o.span.unwound());
+            rows.missing_children.push(o.missing_children);
+        };
+        while let Some(batch) = t.next_batch() {
+            for s in batch {
+                while path.last().is_some_and(|o| !o.span.encloses(s)) {
+                    if let Some(o) = path.pop() {
+                        close(o, &mut rows, &mut active);
+                    }
+                }
+                let (parent, depth) = match path.last_mut() {
+                    Some(p) => {
+                        p.children_ns = p.children_ns.saturating_add(s.exit_ns.saturating_sub(s.enter_ns));
+                        (Some(p.id), p.depth + 1)
+                    }
+                    None => (None, 0),
+                };
+                let recursive = active.get(s.key_index as usize).is_some_and(|&a| a > 0);
+                if let Some(a) = active.get_mut(s.key_index as usize) {
+                    *a += 1;
+                }
+                let missing_children = lost.of(s.enter_ns, s.open());
+                path.push(Open { span: *s, id: next_id, parent, depth, children_ns: 0, recursive, missing_children });
+                next_id += 1;
+                if rows.tid.len() >= BATCH_ROWS {
+                    emit(batch_of(&mut rows, dump, &names, &thread_names)?)?;
+                }
+            }
+        }
+        while let Some(o) = path.pop() {
+            close(o, &mut rows, &mut active);
+        }
+    }
+    if !rows.tid.is_empty() {
+        emit(batch_of(&mut rows, dump, &names, &thread_names)?)?;
+    }
+    Ok(threads.anomalies())
+}
+
+/// A span's start in realtime nanoseconds (Unix epoch), as Chrome's metadata states the trace's start.
+fn realtime(tl: &Timeline<'_>, mono_ns: i64) -> i64 {
+    let ns = tl.timebase.realtime_ns(i128::from(mono_ns));
+    i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// The rows buffered in `rows` as one record batch (and `rows` emptied).
+fn batch_of(
+    rows: &mut Columns,
+    dump: &DumpColumns,
+    names: &Names,
+    thread_names: &Arc<StringArray>,
+) -> Result<RecordBatch, super::ExportError> {
+    let c = std::mem::take(rows);
+    let n = c.tid.len();
+    let function_keys = Int32Array::from(c.function);
+    let name = |f: &i32| usize::try_from(*f).unwrap_or(0);
+    let file_keys: Int32Array = function_keys.values().iter().map(|f| names.file_of[name(f)]).collect();
+    let lines: UInt32Array = function_keys.values().iter().map(|f| names.lines[name(f)]).collect();
+    let mut columns = dump.columns(n);
+    columns.extend([
+        Arc::new(UInt64Array::from(c.tid)) as ArrayRef,
+        Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(c.thread), thread_names.clone())?),
+        Arc::new(DictionaryArray::<Int32Type>::try_new(function_keys, names.functions.clone())?),
+        Arc::new(DictionaryArray::<Int32Type>::try_new(file_keys, names.files.clone())?),
+        Arc::new(lines),
+        Arc::new(UInt32Array::from(c.depth)),
+        Arc::new(UInt64Array::from(c.span_id)),
+        Arc::new(UInt64Array::from(c.parent)),
+        Arc::new(Int64Array::from(c.start_ns)),
+        Arc::new(Int64Array::from(c.duration_ns)),
+        Arc::new(Int64Array::from(c.self_ns)),
+        Arc::new(BooleanArray::from(c.recursive)),
+        Arc::new(BooleanArray::from(c.open)),
+        Arc::new(BooleanArray::from(c.unwound)),
+        Arc::new(BooleanArray::from(c.missing_children)),
+    ]);
+    Ok(RecordBatch::try_new(super::schema::spans(), columns)?)
+}

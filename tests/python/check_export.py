@@ -1,0 +1,69 @@
+"""Checks `rtconv export`'s Parquet tables with DuckDB and pyarrow (tests/tests/export.rs):
+
+    check_export.py PARQUET_DIR STATS_JSON DUMPS
+
+- DuckDB's per-function figures over the `spans` parts equal `rtconv stats`
+  merged over the same dumps (STATS_JSON; see fleet.py);
+- every span's parent is a span of the same dump and thread, one level up,
+  starting no later and ending no earlier, and self = duration − children's;
+- the `dumps` table has DUMPS rows whose span counts add up to the spans table's;
+- every file carries the schema version and the table's name, and the repeated
+  strings are dictionary-encoded.
+Prints `functions N spans M bytes_per_span B`.
+"""
+
+import glob
+import os
+import sys
+
+import duckdb
+import pyarrow.parquet as pq
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleet  # noqa: E402
+
+out, stats_json, dumps = sys.argv[1], open(sys.argv[2]).read(), int(sys.argv[3])
+spans = f"read_parquet('{out}/spans/*.parquet')"
+con = duckdb.connect()
+
+rows = [dict(zip([d[0] for d in c.description], r)) for c in [con.execute(fleet.per_function_sql(spans))] for r in c.fetchall()]
+functions = fleet.check_against_stats(rows, stats_json)
+
+bad_parents = con.execute(f"""
+    SELECT count(*) FROM {spans} c LEFT JOIN {spans} p
+      ON c.dump = p.dump AND c.parent_span_id = p.span_id
+    WHERE c.parent_span_id IS NOT NULL AND (
+        p.span_id IS NULL OR p.tid <> c.tid OR p.depth + 1 <> c.depth
+        OR p.start_ns > c.start_ns OR p.start_ns + p.duration_ns < c.start_ns + c.duration_ns)
+""").fetchone()[0]
+assert bad_parents == 0, f"{bad_parents} spans whose parent is wrong"
+bad_self = con.execute(f"""
+    SELECT count(*) FROM {spans} p LEFT JOIN (
+        SELECT dump, parent_span_id, sum(duration_ns) AS children FROM {spans}
+        WHERE parent_span_id IS NOT NULL GROUP BY ALL) c
+      ON p.dump = c.dump AND p.span_id = c.parent_span_id
+    WHERE p.self_ns <> p.duration_ns - coalesce(c.children, 0)
+""").fetchone()[0]
+assert bad_self == 0, f"{bad_self} spans whose self time is not duration minus children"
+roots_recursive = con.execute(f"SELECT count(*) FROM {spans} WHERE depth = 0 AND recursive").fetchone()[0]
+assert roots_recursive == 0, "a span with nothing around it is called recursive"
+
+total = con.execute(f"SELECT count(*) FROM {spans}").fetchone()[0]
+listed, listed_spans = con.execute(f"SELECT count(*), sum(spans) FROM read_parquet('{out}/dumps/*.parquet')").fetchone()
+assert listed == dumps, f"dumps table: {listed} rows, {dumps} dumps exported"
+assert listed_spans == total, f"dumps table says {listed_spans} spans, spans table has {total}"
+
+size = 0
+for path in glob.glob(f"{out}/*/*.parquet"):
+    size += os.path.getsize(path) if "/spans/" in path else 0
+    meta = pq.read_metadata(path)
+    kv = meta.metadata
+    assert kv[b"ringtrace.schema_version"] == b"1", path
+    assert kv[b"ringtrace.table"].decode() == os.path.basename(os.path.dirname(path)), path
+    if "/spans/" in path:
+        names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+        for column in ("dump", "host", "build_id", "thread_name", "function", "file"):
+            chunk = meta.row_group(0).column(names.index(column))
+            assert "RLE_DICTIONARY" in chunk.encodings or "PLAIN_DICTIONARY" in chunk.encodings, (column, chunk.encodings)
+
+print(f"functions {functions} spans {total} bytes_per_span {size / total:.1f}")

@@ -1,0 +1,112 @@
+//! `rtconv export` and `rtconv batch -f parquet`: the Parquet tables read by
+//! a real engine (DuckDB, pyarrow, in tests/.venv) — per-function figures
+//! equal `rtconv stats` merged over the same dumps, parents and self times
+//! consistent, metadata and encodings as formats/PARQUET.md says — and a bad
+//! dump named while the others are exported.
+
+use std::path::Path;
+use std::process::Command;
+
+use ringtrace_tests::{binary, record_workload_with, run, scratch, workspace_root};
+
+fn python() -> Command {
+    let python = workspace_root().join("tests/.venv/bin/python");
+    assert!(python.exists(), "{}: run tests/setup", python.display());
+    Command::new(python)
+}
+
+/// `tests/python/check_export.py`, which must pass: its summary line.
+fn check(tables: &Path, stats_of: &Path, dumps: usize) -> String {
+    let stats = run(&binary("rtconv"), &["stats", stats_of.to_str().unwrap(), "-f", "json", "-q"]);
+    assert!(stats.status.success(), "{}", String::from_utf8_lossy(&stats.stderr));
+    let json = tables.with_extension("stats.json");
+    std::fs::write(&json, &stats.stdout).unwrap();
+    let out = python()
+        .arg(workspace_root().join("tests/python/check_export.py"))
+        .arg(tables)
+        .arg(&json)
+        .arg(dumps.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// DuckDB's answer to `sql` (one row, columns joined by spaces).
+fn duckdb(sql: &str) -> String {
+    let code = format!("import duckdb; print(' '.join(map(str, duckdb.connect().execute({sql:?}).fetchone())))");
+    let out = python().arg("-c").arg(code).output().unwrap();
+    assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn duckdb_over_the_tables_answers_as_stats_merged() {
+    let dir = scratch("export-duckdb");
+    let dumps = dir.join("dumps");
+    std::fs::create_dir_all(&dumps).unwrap();
+    for (name, rounds) in [("a.rtd", "2"), ("b.rtd", "3"), ("c.rtd", "4")] {
+        record_workload_with(&binary("workload"), &dumps, name, &["--rounds", rounds]);
+    }
+    // A directory on two workers: two part files per table.
+    let tables = dir.join("tables");
+    let out = run(
+        &binary("rtconv"),
+        &["export", dumps.to_str().unwrap(), "-o", tables.to_str().unwrap(), "-j", "2", "-q", "--host", "h1"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary = check(&tables, &dumps, 3);
+    eprintln!("export: {summary}");
+    let spans = format!("read_parquet('{}/spans/*.parquet')", tables.display());
+    // fib(12) on each of a dump's two threads: 465 calls, one of them outermost.
+    assert_eq!(
+        duckdb(&format!(
+            "SELECT count(DISTINCT dump), count(*) / count(DISTINCT dump), \
+             count(*) FILTER (WHERE NOT recursive) / count(DISTINCT dump), min(host), max(host) \
+             FROM {spans} WHERE function = 'workload::fib'"
+        )),
+        "3 930.0 2.0 h1 h1"
+    );
+    // The functions table holds each dump's own stats figures.
+    let per_dump = run(&binary("rtconv"), &["stats", dumps.join("b.rtd").to_str().unwrap(), "-f", "json", "-q"]);
+    let json: serde_json::Value = serde_json::from_slice(&per_dump.stdout).unwrap();
+    let fib = json[0]["functions"].as_array().unwrap().iter().find(|f| f["function"] == "workload::fib").unwrap();
+    assert_eq!(
+        duckdb(&format!(
+            "SELECT calls, total_ns, self_ns, p99_ns FROM read_parquet('{}/functions/*.parquet') \
+             WHERE function = 'workload::fib' AND dump LIKE '%b.rtd'",
+            tables.display()
+        )),
+        format!("{} {} {} {}", fib["calls"], fib["total_ns"], fib["self_ns"], fib["p99_ns"])
+    );
+
+    // The same dumps in a gzipped tar, through `batch -f parquet`.
+    let archive = dir.join("dumps.tar.gz");
+    let tar = Command::new("tar").arg("czf").arg(&archive).arg("-C").arg(&dumps).arg(".").status().unwrap();
+    assert!(tar.success());
+    let from_archive = dir.join("from-archive");
+    let out = run(
+        &binary("rtconv"),
+        &["batch", archive.to_str().unwrap(), "-f", "parquet", "-o", from_archive.to_str().unwrap(), "-q"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(check(&from_archive, &dumps, 3).split(" bytes").next(), summary.split(" bytes").next());
+}
+
+#[test]
+fn a_bad_dump_is_named_and_the_others_are_exported() {
+    let dir = scratch("export-bad");
+    let dumps = dir.join("dumps");
+    std::fs::create_dir_all(&dumps).unwrap();
+    let good = record_workload_with(&binary("workload"), &dumps, "good.rtd", &["--rounds", "2"]);
+    std::fs::write(dumps.join("bad.rtd"), b"not a ringtrace dump at all").unwrap();
+    let tables = dir.join("tables");
+    let out = run(&binary("rtconv"), &["export", dumps.to_str().unwrap(), "-o", tables.to_str().unwrap(), "-q"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "some converted, one failed: {stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("rtconv: error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains("bad.rtd"), "{stderr}");
+    assert!(stderr.contains("1 converted, 0 salvaged (converted with losses), 1 failed"), "{stderr}");
+    check(&tables, &good, 1);
+}
