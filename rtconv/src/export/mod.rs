@@ -190,7 +190,7 @@ impl Parts {
 }
 
 /// The `functions` rows of a dump: `rtconv stats`' figures, per function name.
-fn functions(tl: &Timeline<'_>, dump: &DumpColumns) -> Result<RecordBatch, ExportError> {
+pub fn functions(tl: &Timeline<'_>, dump: &DumpColumns) -> Result<RecordBatch, ExportError> {
     let (totals, _) = crate::stats::totals(tl, false, false);
     let mut rows: Vec<crate::stats::Row> =
         totals.functions.into_iter().map(|(name, stats)| stats.row(name, totals.total_ns)).collect();
@@ -220,7 +220,7 @@ fn dictionary(values: StringArray) -> DictionaryArray<Int32Type> {
 }
 
 /// The `dumps` row of a dump.
-fn dump_row(tl: &Timeline<'_>, dump: &DumpColumns, found: &Anomalies) -> Result<RecordBatch, ExportError> {
+pub fn dump_row(tl: &Timeline<'_>, dump: &DumpColumns, found: &Anomalies) -> Result<RecordBatch, ExportError> {
     let trace = tl.trace;
     let losses = trace.losses();
     let start = i64::try_from(tl.timebase.realtime_ns(i128::from(tl.origin_ns))).ok();

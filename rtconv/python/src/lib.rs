@@ -1,0 +1,151 @@
+//! The `ringtrace` Python package's native part: a dump's bytes in, one of
+//! `rtconv export`'s tables out, as an Arrow IPC stream that pyarrow reads
+//! without copying (`python/ringtrace/__init__.py` wraps it).
+//!
+//! Design constraints: the same code as the CLI (rtconv's loader, naming
+//! backends and `export` tables), so a table here is the table `rtconv
+//! export` writes for the same dump; the GIL is released while a dump is
+//! decoded, so threads (and Spark's Python workers) run side by side; a
+//! dump that cannot be read raises `ValueError` with rtconv's one-line
+//! message, and what a salvaged dump lost comes back as warnings.
+//!
+//! ```text
+//! >>> import ringtrace
+//! >>> d = ringtrace.open("trace.rtd")
+//! >>> d.functions().to_pandas()
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rtconv::convert;
+use rtconv::export::{DumpColumns, ExportError, Host, dump_row, functions, schema, spans};
+use rtconv::model::{Anomalies, Filter, Timeline};
+use rtconv::symbolize::{self, Source};
+
+/// Which table to make.
+#[derive(Clone, Copy)]
+enum Table {
+    Spans,
+    Functions,
+    Dumps,
+}
+
+/// One table of the dump in `data` (named `name` in messages and in the
+/// tables' `dump` column) as an Arrow IPC stream, and the diagnostics of
+/// reading it. `symbolizer`: backends in order (`packed`, `sites`, `dwarf`,
+/// `symtab`, `dladdr`), else the automatic order.
+#[pyfunction]
+#[pyo3(signature = (data, name, table, host=None, sym_dirs=Vec::new(), symbolizer=None, demangle=true, symbol_index=true))]
+#[allow(clippy::too_many_arguments)] // Python's keyword arguments
+fn table<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    name: &str,
+    table: &str,
+    host: Option<&str>,
+    sym_dirs: Vec<PathBuf>,
+    symbolizer: Option<Vec<String>>,
+    demangle: bool,
+    symbol_index: bool,
+) -> PyResult<(Bound<'py, PyBytes>, Vec<String>)> {
+    let which = match table {
+        "spans" => Table::Spans,
+        "functions" => Table::Functions,
+        "dumps" => Table::Dumps,
+        other => return Err(PyValueError::new_err(format!("no table {other:?}: spans, functions or dumps"))),
+    };
+    let mut opts = symbolize::Options::default();
+    opts.search.sym_dirs = sym_dirs;
+    opts.demangle = demangle;
+    if !symbol_index {
+        opts.index = None;
+    }
+    if let Some(order) = symbolizer {
+        opts.order = Some(order.iter().map(|s| backend(s)).collect::<PyResult<_>>()?);
+    }
+    let made = py.detach(|| ipc(data, name, which, host, &opts));
+    let (stream, diagnostics) = made.map_err(PyValueError::new_err)?;
+    Ok((PyBytes::new(py, &stream), diagnostics))
+}
+
+fn backend(name: &str) -> PyResult<Source> {
+    Ok(match name {
+        "packed" => Source::Packed,
+        "sites" => Source::Site,
+        "dwarf" => Source::Dwarf,
+        "symtab" => Source::Symtab,
+        "dladdr" => Source::Dladdr,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "no symbolizer {other:?}: packed, sites, dwarf, symtab or dladdr"
+            )));
+        }
+    })
+}
+
+/// The table as an IPC stream, with the reading's diagnostics (one line each).
+fn ipc(
+    data: &[u8],
+    name: &str,
+    which: Table,
+    host: Option<&str>,
+    opts: &symbolize::Options,
+) -> Result<(Vec<u8>, Vec<String>), String> {
+    let cache = symbolize::Cache::default();
+    let written = convert::with_timeline(Path::new(name), data, opts, &Filter::default(), &cache, false, |tl| {
+        match stream(tl, name, which, host) {
+            Ok((bytes, found)) => (Ok(bytes), found),
+            Err(e) => (Err(e), Anomalies::default()),
+        }
+    });
+    let (stream, report) = written.map_err(|e| e.to_string())?;
+    let stream = stream.map_err(|e| format!("{name}: {e}"))?;
+    Ok((stream, report.diagnostics.iter().map(ToString::to_string).collect()))
+}
+
+fn stream(
+    tl: &Timeline<'_>,
+    name: &str,
+    which: Table,
+    host: Option<&str>,
+) -> Result<(Vec<u8>, Anomalies), ExportError> {
+    let dump = DumpColumns::new(tl, name, Host(host));
+    let schema = match which {
+        Table::Spans => schema::spans(),
+        Table::Functions => schema::functions(),
+        Table::Dumps => schema::dumps(),
+    };
+    let mut out = Vec::new();
+    let mut writer = arrow_ipc::writer::StreamWriter::try_new(&mut out, &schema)?;
+    let found = match which {
+        Table::Spans => spans::write(tl, &dump, &mut |batch| Ok(writer.write(&batch)?))?,
+        Table::Functions => {
+            writer.write(&functions(tl, &dump)?)?;
+            Anomalies::default()
+        }
+        Table::Dumps => {
+            // What the spans had wrong (spans cut at their parent's end) takes a pass over them.
+            let mut threads = tl.threads();
+            while let Some(mut t) = threads.next() {
+                while t.next_batch().is_some() {}
+            }
+            let found = threads.anomalies();
+            writer.write(&dump_row(tl, &dump, &found)?)?;
+            found
+        }
+    };
+    writer.finish()?;
+    drop(writer);
+    Ok((out, found))
+}
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(table, m)?)?;
+    m.add("SCHEMA_VERSION", schema::SCHEMA_VERSION)?;
+    Ok(())
+}
