@@ -54,7 +54,8 @@
 //!
 //! [`convert::convert`] does all of it in one call, and reports what was
 //! lost ([`convert::Report`]); [`batch`] runs it over directories and
-//! archives of dumps in parallel.
+//! archives of dumps in parallel; [`export`] writes dumps as Parquet tables
+//! for data engines.
 #![warn(missing_docs)]
 
 pub mod atomic_file;

@@ -15,10 +15,24 @@
 //!   key-value metadata) and documented in formats/PARQUET.md.
 //!
 //! ```no_run
-//! # use rtconv::export::{Parts, Host};
-//! let parts = Parts::new(std::path::Path::new("out"), 0).unwrap();
-//! // parts.dump(&timeline, "trace.rtd", Host(None)) for each dump, then:
-//! parts.finish().unwrap();
+//! use std::path::Path;
+//! use rtconv::export::{Host, Parts};
+//! use rtconv::{convert, model, symbolize};
+//!
+//! let path = Path::new("trace.rtd");
+//! let bytes = model::open(path)?;
+//! let mut parts = Parts::new(Path::new("tables"), 0)?; // tables/spans/part-0.parquet, ...
+//! let opts = symbolize::Options::default();
+//! let (cache, filter) = (symbolize::Cache::default(), model::Filter::default());
+//! let (written, _report) = convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+//!     match parts.dump(tl, "trace.rtd", Host(Some("web-17"))) {
+//!         Ok(found) => (Ok(()), found),
+//!         Err(e) => (Err(e), model::Anomalies::default()),
+//!     }
+//! })?;
+//! written?;
+//! parts.finish()?; // footers written, files renamed into place
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 pub mod schema;
