@@ -32,7 +32,7 @@ SPANS = (
     "dump string, host string, program string, build_id string, pid long, tid decimal(20,0), "
     "thread_name string, function string, file string, line long, depth long, span_id decimal(20,0), "
     "parent_span_id decimal(20,0), start_ns long, duration_ns long, self_ns long, recursive boolean, "
-    "open boolean, unwound boolean, missing_children boolean"
+    "open boolean, unwound boolean, clamped boolean, missing_children boolean"
 )
 
 

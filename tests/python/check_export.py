@@ -6,7 +6,7 @@
   merged over the same dumps (STATS_JSON; see fleet.py);
 - every span's parent is a span of the same dump and thread, one level up,
   starting no later and ending no earlier, and self = duration − children's;
-- the `dumps` table has DUMPS rows whose span counts add up to the spans table's;
+- the `dumps` table has DUMPS rows whose span (and clamped span) counts add up to the spans table's;
 - every file carries the schema version and the table's name, and the repeated
   strings are dictionary-encoded.
 Prints `functions N spans M bytes_per_span B`.
@@ -48,8 +48,10 @@ assert bad_self == 0, f"{bad_self} spans whose self time is not duration minus c
 roots_recursive = con.execute(f"SELECT count(*) FROM {spans} WHERE depth = 0 AND recursive").fetchone()[0]
 assert roots_recursive == 0, "a span with nothing around it is called recursive"
 
-total = con.execute(f"SELECT count(*) FROM {spans}").fetchone()[0]
-listed, listed_spans = con.execute(f"SELECT count(*), sum(spans) FROM read_parquet('{out}/dumps/*.parquet')").fetchone()
+total, clamped = con.execute(f"SELECT count(*), count(*) FILTER (WHERE clamped) FROM {spans}").fetchone()
+listed, listed_spans, listed_clamped = con.execute(
+    f"SELECT count(*), sum(spans), sum(spans_clamped) FROM read_parquet('{out}/dumps/*.parquet')").fetchone()
+assert listed_clamped == clamped, f"dumps table says {listed_clamped} spans clamped, spans table flags {clamped}"
 assert listed == dumps, f"dumps table: {listed} rows, {dumps} dumps exported"
 assert listed_spans == total, f"dumps table says {listed_spans} spans, spans table has {total}"
 

@@ -7,7 +7,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use ringtrace_tests::{binary, record_workload_with, run, scratch, workspace_root};
+use ringtrace_format::{Record, RingInfo};
+use ringtrace_tests::{DumpBuilder, binary, record_workload_with, run, scratch, workspace_root};
 
 fn python() -> Command {
     let python = workspace_root().join("tests/.venv/bin/python");
@@ -109,4 +110,40 @@ fn a_bad_dump_is_named_and_the_others_are_exported() {
     assert!(errors[0].contains("bad.rtd"), "{stderr}");
     assert!(stderr.contains("1 converted, 0 salvaged (converted with losses), 1 failed"), "{stderr}");
     check(&tables, &good, 1);
+}
+
+#[test]
+fn a_span_cut_at_its_parents_end_and_an_open_one_are_flagged() {
+    // One ring whose spans do not nest: `inner` (10..40 ticks) starts inside `outer` (0..30) and
+    // ends after it; plus `outer` open on a second thread at dump time.
+    let dir = scratch("export-flags");
+    let (mut w, keys) =
+        DumpBuilder::new("flags").sites(0x20_000, &[("outer", "src/a.rs", 3), ("inner", "src/a.rs", 9)]).start();
+    let info = |tid, name: &'static [u8]| RingInfo { tid, capacity: 4, written: 2, dropped: 0, aux: 0, flags: 0, name };
+    let records =
+        [Record { key: keys[0], enter: 1_000, exit: 3_000 }, Record { key: keys[1], enter: 2_000, exit: 4_000 }];
+    w.ring(&info(1, b"one"), &records, &[]).unwrap();
+    w.ring(&info(2, b"two"), &[], &[(keys[0], 1_500)]).unwrap();
+    let dump = dir.join("flags.rtd");
+    std::fs::write(&dump, w.finish().unwrap().0).unwrap();
+    let tables = dir.join("tables");
+    let out = run(&binary("rtconv"), &["export", dump.to_str().unwrap(), "-o", tables.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let spans = format!("read_parquet('{}/spans/*.parquet')", tables.display());
+    let row = |tid: u32, function: &str| {
+        duckdb(&format!(
+            "SELECT depth, parent_span_id IS NULL, clamped, open, file, line, start_ns + duration_ns FROM {spans} \
+             WHERE tid = {tid} AND function = '{function}'"
+        ))
+    };
+    let outer = row(1, "outer");
+    let outer_end = outer.rsplit(' ').next().unwrap().to_string();
+    assert!(outer.starts_with("0 True False False src/a.rs 3 "), "{outer}");
+    // Cut at outer's end: its end is outer's.
+    assert_eq!(row(1, "inner"), format!("1 False True False src/a.rs 9 {outer_end}"));
+    assert!(row(2, "outer").starts_with("0 True False True src/a.rs 3 "), "{}", row(2, "outer"));
+    assert_eq!(
+        duckdb(&format!("SELECT spans, spans_clamped FROM read_parquet('{}/dumps/*.parquet')", tables.display())),
+        "3 1"
+    );
 }

@@ -42,6 +42,7 @@ pub fn spans() -> SchemaRef {
         Field::new("recursive", DataType::Boolean, false),
         Field::new("open", DataType::Boolean, false),
         Field::new("unwound", DataType::Boolean, false),
+        Field::new("clamped", DataType::Boolean, false),
         Field::new("missing_children", DataType::Boolean, false),
     ]);
     Arc::new(Schema::new(fields))

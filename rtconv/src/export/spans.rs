@@ -31,6 +31,7 @@ struct Columns {
     recursive: Vec<bool>,
     open: Vec<bool>,
     unwound: Vec<bool>,
+    clamped: Vec<bool>,
     missing_children: Vec<bool>,
 }
 
@@ -126,6 +127,7 @@ pub fn write(
             rows.recursive.push(o.recursive);
             rows.open.push(o.span.open());
             rows.unwound.push(o.span.unwound());
+            rows.clamped.push(o.span.clamped());
             rows.missing_children.push(o.missing_children);
         };
         while let Some(batch) = t.next_batch() {
@@ -199,6 +201,7 @@ fn batch_of(
         Arc::new(BooleanArray::from(c.recursive)),
         Arc::new(BooleanArray::from(c.open)),
         Arc::new(BooleanArray::from(c.unwound)),
+        Arc::new(BooleanArray::from(c.clamped)),
         Arc::new(BooleanArray::from(c.missing_children)),
     ]);
     Ok(RecordBatch::try_new(super::schema::spans(), columns)?)

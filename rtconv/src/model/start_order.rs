@@ -19,7 +19,7 @@ fn clamp_into_parents(spans: &mut [SpanNs]) -> (u64, u64) {
         if let Some(parent) = open.last()
             && s.exit_ns > parent.exit_ns
         {
-            s.exit_ns = parent.exit_ns;
+            s.clamp_to(parent.exit_ns);
             cut += 1;
         }
         open.push(*s);
@@ -354,6 +354,7 @@ mod tests {
         spans.sort_unstable_by_key(start_order);
         assert_eq!(spans, vec![span(0, 30), span(10, 40), span(20, 25)]);
         assert_eq!(clamp_into_parents(&mut spans), (1, 0));
-        assert_eq!(spans[1], span(10, 30));
+        assert_eq!((spans[1].enter_ns, spans[1].exit_ns), (10, 30));
+        assert_eq!(spans.iter().map(SpanNs::clamped).collect::<Vec<_>>(), [false, true, false]);
     }
 }

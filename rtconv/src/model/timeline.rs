@@ -27,6 +27,7 @@ pub struct SpanNs {
 const HAS_ARG: u8 = 1;
 const OPEN: u8 = 2;
 const UNWOUND: u8 = 4;
+const CLAMPED: u8 = 8;
 
 /// How a span's time ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +87,17 @@ impl SpanNs {
     /// Still running at dump time; `exit_ns` is the dump time.
     pub fn open(&self) -> bool {
         self.flags & OPEN != 0
+    }
+
+    /// Outlived its parent in a ring whose spans did not nest, and was cut at the parent's end.
+    pub fn clamped(&self) -> bool {
+        self.flags & CLAMPED != 0
+    }
+
+    /// Cuts the span at `exit_ns`, its parent's end (see [`clamped`](Self::clamped)).
+    pub(crate) fn clamp_to(&mut self, exit_ns: i64) {
+        self.exit_ns = exit_ns;
+        self.flags |= CLAMPED;
     }
 }
 
