@@ -47,3 +47,23 @@ pub fn formats() -> Vec<rtconv::convert::Format> {
         }),
     ]
 }
+
+/// `rtconv export`'s three tables of the dump in `bytes`, built in memory and
+/// dropped (nothing written): what the export does with a hostile dump.
+pub fn export_tables(
+    path: &std::path::Path,
+    bytes: &[u8],
+    opts: &rtconv::symbolize::Options,
+    cache: &rtconv::symbolize::Cache,
+) -> Result<(), rtconv::convert::ConvertError> {
+    use rtconv::export::{DumpColumns, Host, dump_row, functions, spans};
+    let filter = rtconv::model::Filter::default();
+    let (built, _) = rtconv::convert::with_timeline(path, bytes, opts, &filter, cache, false, |tl| {
+        let dump = DumpColumns::new(tl, &path.to_string_lossy(), Host(None));
+        let found = spans::write(tl, &dump, &mut |_| Ok(()));
+        let built = found.as_ref().ok().map(|found| (functions(tl, &dump).is_ok(), dump_row(tl, &dump, found).is_ok()));
+        (built, found.unwrap_or_default())
+    })?;
+    assert!(built.is_none_or(|(f, d)| f && d), "a table that did not fit its schema: {}", path.display());
+    Ok(())
+}

@@ -3,10 +3,11 @@
 //! `cargo fuzz cmin`, 2,532 coverage edges), and any input that ever made a
 //! target crash (`crash-WHAT.rtd`; none so far). Every input, as it is and
 //! with its checksums made right (as the fuzz targets try them), goes
-//! through rtconv's decode path into every output format. None may panic;
-//! each either converts or is refused with an error.
+//! through rtconv's decode path into every output format and `rtconv
+//! export`'s tables. None may panic; each either converts or is refused with
+//! an error.
 
-use ringtrace_tests::fuzz_support::{formats, with_checksums_fixed};
+use ringtrace_tests::fuzz_support::{export_tables, formats, with_checksums_fixed};
 use ringtrace_tests::workspace_root;
 use rtconv::convert::convert_bytes;
 use rtconv::symbolize::{Cache, Options, Source};
@@ -29,6 +30,8 @@ fn every_fuzzing_finding_converts_or_is_refused_without_a_panic() {
                     Err(_) => refused += 1,
                 }
             }
+            // And `rtconv export`'s tables, in memory.
+            let _ = export_tables(input, &bytes, &opts, &cache);
         }
     }
     // The corpus reaches past the checksums: some inputs convert, some are refused.

@@ -1,6 +1,7 @@
 //! rtconv's whole decode path on arbitrary bytes: load (with narrow-counter
 //! unwrapping), names from the dump's own tables only (no file is opened
-//! for paths the input names), the timeline, and every renderer to a sink.
+//! for paths the input names), the timeline, every renderer to a sink, and
+//! `rtconv export`'s three tables (built in memory, not written).
 //! It may report damage; it must never panic, hang or allocate by a length
 //! the input claims. Each input is tried as it is and with its checksums
 //! made right (see the lib).
@@ -19,5 +20,8 @@ fuzz_target!(|data: &[u8]| {
         [data, &fixed[..]].into_iter().flat_map(|d| ringtrace_fuzz::formats().into_iter().map(move |f| (d, f)))
     {
         let _ = convert_bytes(path, data, format, &opts, &Default::default(), &cache, &mut std::io::sink());
+    }
+    for data in [data, &fixed[..]] {
+        let _ = ringtrace_fuzz::export_tables(path, data, &opts, &cache);
     }
 });
