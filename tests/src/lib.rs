@@ -517,3 +517,48 @@ pub fn tool(name: &str) -> Command {
     assert!(found, "{name} is not on PATH: run tests/setup, which installs what the tests use");
     Command::new(name)
 }
+
+/// The workload sample's calls per function with `--fib 12` (as [`record_workload_with`] runs it)
+/// and `--rounds ROUNDS`, known from its code: fib(12) on two threads, 465 calls each; per round,
+/// parse_batch on two threads, each calling tokenize and checksum 8 times; one sleeper round of one
+/// sleep; and `main done` once.
+pub fn workload_calls(rounds: u64) -> std::collections::BTreeMap<String, u64> {
+    [
+        ("workload::fib", 2 * 465),
+        ("workload::parse_batch", 2 * rounds),
+        ("tokenize", 2 * 8 * rounds),
+        ("checksum", 2 * 8 * rounds),
+        ("sleeper round", rounds),
+        ("sleep", rounds),
+        ("main done", 1),
+    ]
+    .into_iter()
+    .map(|(name, calls)| (name.to_string(), calls))
+    .collect()
+}
+
+/// A tool of the Python virtual environment tests/setup makes (`python`, `pip`, `maturin`,
+/// `spark-submit`), which must be there.
+pub fn venv(tool: &str) -> PathBuf {
+    let path = workspace_root().join("tests/.venv/bin").join(tool);
+    assert!(path.exists(), "{}: run tests/setup", path.display());
+    path
+}
+
+/// A xorshift64 generator for the tests' seeded draws: the same sequence for the same seed.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    #[allow(clippy::should_implement_trait)] // a generator, not an iterator
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A draw below `m`.
+    pub fn below(&mut self, m: u64) -> u64 {
+        self.next() % m
+    }
+}

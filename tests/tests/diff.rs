@@ -109,15 +109,8 @@ fn dump_of(path: &Path, durations: &[u64]) {
 
 /// Durations below 2048 ns (which the histograms hold exactly), seeded.
 fn durations(seed: u64, n: usize, low: u64, spread: u64) -> Vec<u64> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            low + x % spread
-        })
-        .collect()
+    let mut rng = ringtrace_tests::XorShift(seed | 1);
+    (0..n).map(|_| low + rng.below(spread)).collect()
 }
 
 /// scipy's two-sided asymptotic Mann-Whitney p-value for `a` against `b`.

@@ -8,12 +8,10 @@ use std::path::Path;
 use std::process::Command;
 
 use ringtrace_format::{Record, RingInfo};
-use ringtrace_tests::{DumpBuilder, binary, record_workload_with, run, scratch, workspace_root};
+use ringtrace_tests::{DumpBuilder, binary, record_workload_with, run, scratch, venv, workspace_root};
 
 fn python() -> Command {
-    let python = workspace_root().join("tests/.venv/bin/python");
-    assert!(python.exists(), "{}: run tests/setup", python.display());
-    Command::new(python)
+    Command::new(venv("python"))
 }
 
 /// `tests/python/check_export.py`, which must pass: its summary line.

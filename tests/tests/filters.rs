@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ringtrace_tests::{binary, convert, parse_chrome, record_workload_with, run, scratch, stats_rows};
+use ringtrace_tests::{binary, convert, parse_chrome, record_workload_with, run, scratch, stats_rows, workload_calls};
 
 /// Calls per function from `rtconv stats --format json` with `args`, and its stderr.
 fn calls(dump: &Path, args: &[&str]) -> (BTreeMap<String, u64>, String) {
@@ -24,15 +24,7 @@ fn expect(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
 fn filters_keep_what_the_call_tree_says() {
     let dir = scratch("filters-counts");
     let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &["--rounds", "4", "--sleep-ms", "1"]);
-    let all = expect(&[
-        ("workload::fib", 930),
-        ("workload::parse_batch", 8),
-        ("tokenize", 64),
-        ("checksum", 64),
-        ("sleeper round", 4),
-        ("sleep", 4),
-        ("main done", 1),
-    ]);
+    let all = workload_calls(4);
     assert_eq!(calls(&dump, &[]).0, all);
     // -F: the function and what it calls; -D counts from the match.
     let batch = expect(&[("workload::parse_batch", 8), ("tokenize", 64), ("checksum", 64)]);
@@ -61,18 +53,10 @@ fn filters_keep_what_the_call_tree_says() {
         calls(&dump, &["-D", "1"]).0,
         expect(&[("workload::fib", 2), ("workload::parse_batch", 8), ("sleeper round", 4), ("main done", 1)])
     );
-    assert_eq!(
-        calls(&dump, &["-D", "2"]).0,
-        expect(&[
-            ("workload::fib", 6),
-            ("workload::parse_batch", 8),
-            ("tokenize", 64),
-            ("checksum", 64),
-            ("sleeper round", 4),
-            ("sleep", 4),
-            ("main done", 1),
-        ])
-    );
+    // Two levels hold every function, and fib's outermost call with its two children.
+    let mut two_levels = all.clone();
+    two_levels.insert("workload::fib".into(), 6);
+    assert_eq!(calls(&dump, &["-D", "2"]).0, two_levels);
     // Threads by name and by id (the ids from `rtconv info`).
     assert_eq!(calls(&dump, &["--thread", "sleeper"]).0, expect(&[("sleeper round", 4), ("sleep", 4)]));
     assert_eq!(

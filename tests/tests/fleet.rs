@@ -10,13 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use ringtrace_tests::{binary, record_workload_with, run, scratch, workspace_root};
-
-fn venv(tool: &str) -> PathBuf {
-    let path = workspace_root().join("tests/.venv/bin").join(tool);
-    assert!(path.exists(), "{}: run tests/setup", path.display());
-    path
-}
+use ringtrace_tests::{binary, record_workload_with, run, scratch, venv, workspace_root};
 
 /// The `ringtrace` package, built once per test run and installed into a
 /// directory of its own (not the shared venv): the directory to put on PYTHONPATH.

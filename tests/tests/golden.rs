@@ -186,13 +186,8 @@ fn outputs_are_the_same_whether_a_ring_nests_in_the_file_or_must_be_sorted() {
     let dir = scratch("walk-paths");
     let dump = dir.join("paths.rtd");
     let (mut w, keys) = dump_start();
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move |m: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % m
-    };
+    let mut rng = ringtrace_tests::XorShift(0x2545_F491_4F6C_DD1Du64);
+    let mut next = move |m: u64| rng.below(m);
     let (mut now, mut open, mut ended) = (0u64, Vec::new(), Vec::new());
     while ended.len() < 5_000 {
         now += 1 + next(50);

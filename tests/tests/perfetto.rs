@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ringtrace_format::{Record, RingInfo};
-use ringtrace_tests::{DumpBuilder, binary, convert, parse_chrome, record_workload_with, run, scratch, workspace_root};
+use ringtrace_tests::{DumpBuilder, binary, convert, parse_chrome, record_workload_with, run, scratch, venv};
 
 /// Decodes a Perfetto trace, checks how it uses sequences and interning,
 /// and prints one JSON line per slice: [tid, name, ts, dur, depth, file, line, annotations].
@@ -67,13 +67,7 @@ for s in out: print(json.dumps(s))
 
 /// The slices of a Perfetto trace, as [`CHECK`] prints them.
 fn slices(trace: &Path) -> Vec<serde_json::Value> {
-    let python = workspace_root().join("tests/.venv/bin/python");
-    let out = Command::new(&python)
-        .arg("-c")
-        .arg(CHECK)
-        .arg(trace)
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}; run tests/setup", python.display()));
+    let out = Command::new(venv("python")).arg("-c").arg(CHECK).arg(trace).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }

@@ -295,13 +295,7 @@ pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Opti
             }
         }
     });
-    eprintln!(
-        "rtconv: batch: {} converted, {} salvaged (converted with losses), {} failed -> {}",
-        summary.converted,
-        summary.salvaged,
-        summary.failed,
-        out_dir.display()
-    );
+    say_converted("batch", &summary, out_dir);
     summary
 }
 
@@ -310,7 +304,8 @@ pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Opti
 /// worker in use, each dump's rows in one part.
 pub fn export_all(args: &[PathBuf], out_dir: &Path, host: Option<&str>, opts: &Options) -> Summary {
     let cache = symbolize::Cache::default();
-    // Parts not in use, and how many were made (each worker takes one, or makes the next).
+    // Parts not in use, with the dumps written to each, and how many were made: a worker takes
+    // one (or makes the next) only for a dump that loaded, so every part holds a dump.
     let free: Mutex<Vec<(export::Parts, u64)>> = Mutex::new(Vec::new());
     let made = AtomicU64::new(0);
     let mut summary = run(
@@ -318,41 +313,39 @@ pub fn export_all(args: &[PathBuf], out_dir: &Path, host: Option<&str>, opts: &O
         opts,
         |name| name.to_string(),
         |name, _, bytes, progress| {
-            let taken = free.lock().unwrap_or_else(|e| e.into_inner()).pop();
-            let (mut part, dumps) = match taken {
-                Some(part) => part,
-                None => match export::Parts::new(out_dir, made.fetch_add(1, Ordering::Relaxed) as usize) {
-                    Ok(part) => (part, 0),
-                    Err(e) => {
-                        progress.line(&format!("rtconv: error: {e} (for {name}); skipped"));
-                        return Outcome::Failed;
-                    }
-                },
-            };
             let written =
                 convert::with_timeline(Path::new(name), bytes, &opts.symbols, &opts.filter, &cache, false, |tl| {
+                    let taken = free.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                    let (mut part, dumps) = match taken {
+                        Some(part) => part,
+                        None => match export::Parts::new(out_dir, made.fetch_add(1, Ordering::Relaxed) as usize) {
+                            Ok(part) => (part, 0),
+                            Err(e) => return (Err(format!("{e} (for {name}); skipped")), Default::default()),
+                        },
+                    };
                     match part.dump(tl, name, export::Host(host)) {
-                        Ok(found) => (Ok(()), found),
-                        Err(e) => (Err(e), crate::model::Anomalies::default()),
+                        Ok(found) => {
+                            free.lock().unwrap_or_else(|e| e.into_inner()).push((part, dumps + 1));
+                            (Ok(()), found)
+                        }
+                        // Part of this dump's rows may be in the part: the part is dropped, not kept.
+                        Err(e) => {
+                            let lost = if dumps > 0 {
+                                format!("; the {dumps} dump(s) written to the same part file are lost")
+                            } else {
+                                String::new()
+                            };
+                            (Err(format!("{name}: {e}{lost}")), Default::default())
+                        }
                     }
                 });
             match written {
-                Ok((Ok(()), report)) => {
-                    free.lock().unwrap_or_else(|e| e.into_inner()).push((part, dumps + 1));
-                    outcome(&report, progress)
-                }
-                Ok((Err(e), _)) => {
-                    // Part of this dump's rows may be in the part: the part is not kept.
-                    let lost = if dumps > 0 {
-                        format!("; the {dumps} dump(s) written to the same part file are lost")
-                    } else {
-                        String::new()
-                    };
-                    progress.line(&format!("rtconv: error: {name}: {e}{lost}"));
+                Ok((Ok(()), report)) => outcome(&report, progress),
+                Ok((Err(line), _)) => {
+                    progress.line(&format!("rtconv: error: {line}"));
                     Outcome::Failed
                 }
                 Err(e) => {
-                    free.lock().unwrap_or_else(|e| e.into_inner()).push((part, dumps));
                     progress.line(&format!("rtconv: error: {e}; skipped"));
                     Outcome::Failed
                 }
@@ -360,24 +353,25 @@ pub fn export_all(args: &[PathBuf], out_dir: &Path, host: Option<&str>, opts: &O
         },
     );
     for (part, dumps) in free.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        // A part no dump was written to (made for a dump that did not load) is not kept.
-        if dumps == 0 {
-            continue;
-        }
         if let Err(e) = part.finish() {
             crate::diag::emit(&format!("rtconv: error: {e}; the {dumps} dump(s) of that part are not written"));
             summary.failed += dumps;
             summary.converted = summary.converted.saturating_sub(dumps);
         }
     }
+    say_converted("export", &summary, out_dir);
+    summary
+}
+
+/// The summary line of `batch` and `export`.
+fn say_converted(command: &str, summary: &Summary, out_dir: &Path) {
     eprintln!(
-        "rtconv: export: {} converted, {} salvaged (converted with losses), {} failed -> {}",
+        "rtconv: {command}: {} converted, {} salvaged (converted with losses), {} failed -> {}",
         summary.converted,
         summary.salvaged,
         summary.failed,
         out_dir.display()
     );
-    summary
 }
 
 /// `rtconv pack` and `rtconv batch --pack`: packs every dump file the inputs
@@ -543,8 +537,7 @@ pub fn merge_all(
         calibrated,
         |tl| {
             let main = tl.trace.modules.iter().find(|m| m.is_main);
-            let build_id: String =
-                main.map_or(String::new(), |m| m.build_id.iter().map(|b| format!("{b:02x}")).collect());
+            let build_id = main.map_or(String::new(), |m| symbolize::hex(&m.build_id));
             let program = tl.trace.process.name.clone();
             let (totals, found) = crate::stats::totals(tl, calibrated, clean);
             (((program, build_id), totals), found)

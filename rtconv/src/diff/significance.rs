@@ -96,13 +96,8 @@ mod tests {
 
     #[test]
     fn the_shift_is_u_counted_pair_by_pair() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rng = crate::model::test_dumps::XorShift(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = move |m: u64| rng.below(m);
         for round in 0..50 {
             let base: Vec<u64> = (0..1 + next(40)).map(|_| 100 + next(20)).collect();
             let new: Vec<u64> = (0..1 + next(40)).map(|_| 100 + round % 5 + next(20)).collect();

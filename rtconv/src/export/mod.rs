@@ -56,7 +56,8 @@ use crate::atomic_file::AtomicFile;
 use crate::model::{Anomalies, Timeline};
 
 /// Rows per row group: large enough for a scan to read long runs, small
-/// enough to bound a writer's memory (about 40 MB of spans before encoding).
+/// enough to bound a writer's memory (it holds a row group's encoded
+/// columns: about 16 MB of spans, at the 16 bytes a span measured).
 pub const ROW_GROUP_ROWS: usize = 1 << 20;
 
 /// Why an export failed.
@@ -96,7 +97,7 @@ impl DumpColumns {
     pub fn new(tl: &Timeline<'_>, name: &str, host: Host<'_>) -> Self {
         let trace = tl.trace;
         let main = trace.modules.iter().find(|m| m.is_main);
-        let build_id = main.filter(|m| !m.build_id.is_empty()).map(|m| hex(&m.build_id));
+        let build_id = main.filter(|m| !m.build_id.is_empty()).map(|m| crate::symbolize::hex(&m.build_id));
         let program = if trace.process.name.is_empty() {
             main.map_or_else(String::new, |m| m.path.to_string_lossy().into_owned())
         } else {
@@ -125,10 +126,6 @@ impl DumpColumns {
             Arc::new(UInt32Array::from(vec![self.pid; n])),
         ]
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One writer's part of each table: `DIR/spans/part-N.parquet`,
@@ -238,13 +235,9 @@ pub fn dump_row(tl: &Timeline<'_>, dump: &DumpColumns, found: &Anomalies) -> Res
     let trace = tl.trace;
     let losses = trace.losses();
     let start = i64::try_from(tl.timebase.realtime_ns(i128::from(tl.origin_ns))).ok();
-    let mut named_by: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
-    for &key in tl.keys {
-        if let Some(name) = tl.symbols.get(key) {
-            *named_by.entry(name.source.name()).or_default() += 1;
-        }
-    }
-    let named: u64 = named_by.values().sum();
+    let named_by: std::collections::BTreeMap<&str, usize> =
+        tl.symbols.counts().into_iter().map(|(source, keys)| (source.name(), keys)).collect();
+    let named = named_by.values().sum::<usize>() as u64;
     let spans: u64 = trace.threads.iter().map(|t| t.span_count()).sum();
     let mut columns = dump.columns(1);
     columns.extend([

@@ -17,13 +17,8 @@ pub(super) fn nested(seed: u64, n: usize, ties: bool) -> Vec<SpanNs> {
 
 /// [`nested`], with each span's parent (an index into the spans).
 pub(super) fn nested_tree(seed: u64, n: usize, ties: bool) -> (Vec<SpanNs>, Vec<Option<usize>>) {
-    let mut x = seed | 1;
-    let mut next = move |m: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % m
-    };
+    let mut rng = XorShift(seed | 1);
+    let mut next = move |m: u64| rng.below(m);
     // Open spans: their start and the children they have so far.
     let (mut now, mut open, mut ended, mut parents) = (0i64, Vec::<(i64, Vec<usize>)>::new(), Vec::new(), Vec::new());
     while ended.len() < n {
@@ -116,4 +111,21 @@ pub(super) fn decoded(spans: &[SpanNs]) -> Vec<SpanNs> {
         let mut threads = tl.threads();
         threads.next().unwrap().to_vec()
     })
+}
+
+/// A xorshift64 generator for the tests' seeded draws: the same sequence for the same seed.
+pub(crate) struct XorShift(pub(crate) u64);
+
+impl XorShift {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A draw below `m`.
+    pub(crate) fn below(&mut self, m: u64) -> u64 {
+        self.next() % m
+    }
 }

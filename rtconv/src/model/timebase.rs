@@ -190,13 +190,8 @@ mod tests {
     #[test]
     fn the_division_free_path_agrees_with_division() {
         // Rates from a 32 kHz watch crystal to a 5 GHz TSC, deltas from 0 to 2^64 - 1.
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::model::test_dumps::XorShift(0x9E37_79B9_7F4A_7C15u64);
+        let mut next = move || rng.next();
         for (ns, ticks) in [(1_000_000_000, 32_768), (3_000_000, 7_788_000), (7_777_777_777, 1), (1, 3), (999, 1000)] {
             let tb = Timebase::with_rate(Anchor { ticks: 1_000, mono_ns: 5, real_ns: 0 }, ns, ticks);
             for _ in 0..20_000 {

@@ -85,8 +85,7 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
         mapping.uint(2, module.start);
         mapping.uint(3, module.end);
         mapping.uint(5, strings.id(&module.path.to_string_lossy()));
-        let build_id: String = module.build_id.iter().map(|b| format!("{b:02x}")).collect();
-        mapping.uint(6, strings.id(&build_id));
+        mapping.uint(6, strings.id(&crate::symbolize::hex(&module.build_id)));
         mapping.uint(7, 1); // has_functions
         mapping.uint(8, 1); // has_filenames
         mapping.uint(9, 1); // has_line_numbers

@@ -304,13 +304,8 @@ mod tests {
 
     #[test]
     fn merged_accumulators_say_what_one_accumulator_of_all_the_calls_says() {
-        let mut x = 88_172_645_463_325_252u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::model::test_dumps::XorShift(88_172_645_463_325_252u64);
+        let mut next = move || rng.next();
         // Parts of 0 to 9 calls (rare functions, kept unsettled) and of 300 (short array and histogram).
         for sizes in [&[1usize, 2, 3][..], &[6, 6, 6], &[0, 7, 1], &[300, 2, 5, 300], &[5, 300, 1]] {
             let mut whole = CallStats::new(false);
