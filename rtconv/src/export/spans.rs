@@ -13,7 +13,7 @@ use arrow_array::{
 use super::DumpColumns;
 use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
 
-/// Rows buffered before they are handed on as one batch (72 bytes a row in [`Columns`]).
+/// Rows buffered before they are handed on as one batch (72 bytes a row in its column buffers).
 pub const BATCH_ROWS: usize = 1 << 16;
 
 /// The span columns of the rows not yet handed on.
