@@ -4,17 +4,25 @@
 use ringtrace_format::Record;
 use ringtrace_format::read::Records;
 
+/// One chunk's records and where they fall in the sequence.
+#[derive(Debug)]
+struct Part<'a> {
+    /// Index of its first record.
+    start: usize,
+    /// Index past its last record.
+    end: usize,
+    records: Records<'a>,
+}
+
 /// A ring's records spread over chunk sections, in order.
 #[derive(Debug, Default)]
 pub(crate) struct ChunkedRecords<'a> {
-    parts: Vec<Records<'a>>,
-    /// Index of each part's first record; ascending.
-    starts: Vec<usize>,
+    parts: Vec<Part<'a>>,
     len: usize,
     /// Per block of 2^[`BLOCK_SHIFT`] records, the part holding the block's first
     /// record: a record's part is found from its block's in a step or two,
-    /// not by a search over every part (a stream has thousands, and a span
-    /// decoded out of order looks three or four records up).
+    /// not by a search over every part (a stream has hundreds to thousands,
+    /// and the start-order decoder reads every record out of order).
     blocks: Vec<u32>,
     /// The blocks are not kept (too many parts): parts are searched.
     searched: bool,
@@ -25,14 +33,14 @@ const BLOCK_SHIFT: u32 = 6;
 
 impl<'a> ChunkedRecords<'a> {
     /// Appends the next chunk's records.
-    pub fn push(&mut self, part: Records<'a>) {
-        if part.is_empty() {
+    pub fn push(&mut self, records: Records<'a>) {
+        if records.is_empty() {
             return;
         }
         let number = self.parts.len();
-        self.starts.push(self.len);
-        self.len += part.len();
-        self.parts.push(part);
+        let start = self.len;
+        self.len += records.len();
+        self.parts.push(Part { start, end: self.len, records });
         // The blocks not yet indexed start in this part. (More than 2^32 parts — 96 GiB of
         // chunks — are searched instead.)
         match u32::try_from(number) {
@@ -41,21 +49,29 @@ impl<'a> ChunkedRecords<'a> {
         }
     }
 
-    /// The part holding record `index` (if `index` is in range).
+    /// The part holding record `index`, if `index` is in range.
     #[inline(always)]
-    fn part_of(&self, index: usize) -> Option<usize> {
-        if index >= self.len {
-            return None;
-        }
+    fn part_of(&self, index: usize) -> Option<&Part<'a>> {
         let first = match self.blocks.get(index >> BLOCK_SHIFT) {
-            Some(&first) if !self.searched => first,
-            _ => return self.starts.partition_point(|&s| s <= index).checked_sub(1),
+            Some(&first) if !self.searched => first as usize,
+            _ => return self.searched_part_of(index),
         };
-        let mut part = first as usize;
-        while self.starts.get(part + 1).is_some_and(|&next| next <= index) {
-            part += 1;
+        // Parts are in order and cover every index below `len`: the walk ends at the holder
+        // (or past the last part, for an index out of range).
+        let mut i = first;
+        loop {
+            let part = self.parts.get(i)?;
+            if index < part.end {
+                return Some(part);
+            }
+            i += 1;
         }
-        Some(part)
+    }
+
+    #[cold]
+    fn searched_part_of(&self, index: usize) -> Option<&Part<'a>> {
+        let i = self.parts.partition_point(|p| p.end <= index);
+        self.parts.get(i).filter(|p| p.start <= index)
     }
 
     /// How many records there are.
@@ -64,29 +80,75 @@ impl<'a> ChunkedRecords<'a> {
     }
 
     /// The record at `index`.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, index: usize) -> Option<Record> {
         let part = self.part_of(index)?;
-        self.parts.get(part)?.get(index - self.starts[part])
+        part.records.get(index - part.start)
     }
 
     /// Every record, oldest first, or (`newest_first`) newest first.
     #[inline]
     pub fn for_each(&self, newest_first: bool, mut f: impl FnMut(Record)) {
         if newest_first {
-            self.parts.iter().rev().for_each(|p| p.iter().rev().for_each(&mut f));
+            self.parts.iter().rev().for_each(|p| p.records.iter().rev().for_each(&mut f));
         } else {
-            self.parts.iter().for_each(|p| p.iter().for_each(&mut f));
+            self.parts.iter().for_each(|p| p.records.iter().for_each(&mut f));
         }
     }
 
     /// Starts loading records `first..=last` of one part into the cache (a
     /// range across parts is left alone: the walks read nearby records).
+    #[inline(always)]
     pub fn prefetch(&self, first: usize, last: usize) {
         let Some(part) = self.part_of(first) else { return };
-        let base = self.starts[part];
-        if let Some(bytes) = self.parts.get(part).and_then(|p| p.bytes_between(first - base, last - base)) {
+        if let Some(bytes) = part.records.bytes_between(first - part.start, last.wrapping_sub(part.start)) {
             super::prefetch::range(bytes);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, Record, RingInfo, Writer};
+
+    use super::super::test_dumps::XorShift;
+    use super::super::trace::RecordSource;
+
+    #[test]
+    fn every_record_is_found_in_its_chunk() {
+        // Chunks of one record (many in a block of the index), of a few, and of more than a block.
+        let mut rng = XorShift(7);
+        let mut w = Writer::new(IoSink(Vec::new()), 8).unwrap();
+        let clock = ClockInfo {
+            counter: CounterKind::MonotonicNs,
+            counter_bits: 64,
+            nominal_hz: 1_000_000_000,
+            rate_source: RateSource::Exact,
+        };
+        w.clock(&clock, &[Anchor::default(), Anchor { ticks: 1 << 40, mono_ns: 1 << 40, real_ns: 1 << 40 }]).unwrap();
+        let info = RingInfo { tid: 1, capacity: 1 << 20, written: 0, dropped: 0, aux: 0, flags: 0, name: b"t" };
+        let mut all = Vec::new();
+        for chunk in 0..400 {
+            let len = match chunk % 3 {
+                0 => 1,
+                1 => 1 + rng.below(10) as usize,
+                _ => 1 + rng.below(300) as usize,
+            };
+            let first = all.len() as u64;
+            let records: Vec<Record> =
+                (0..len as u64).map(|i| Record { key: 100 + first + i, enter: first + i, exit: first + i }).collect();
+            all.extend_from_slice(&records);
+            w.ring_chunk(&RingInfo { written: all.len() as u64, ..info }, 9, first, &records, &[]).unwrap();
+        }
+        let bytes = w.finish().unwrap().0;
+        let trace = super::super::decode("t.rtd".as_ref(), &bytes).unwrap();
+        let RecordSource::Chunks(chunks) = &trace.threads[0].records else { panic!("not read as chunks") };
+        assert_eq!(chunks.len(), all.len());
+        for (i, r) in all.iter().enumerate() {
+            assert_eq!(chunks.get(i), Some(*r), "record {i}");
+            chunks.prefetch(i, i);
+        }
+        assert_eq!(chunks.get(all.len()), None);
+        assert_eq!(chunks.get(all.len() + 1000), None);
     }
 }

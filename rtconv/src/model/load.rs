@@ -154,12 +154,14 @@ fn scan<'a>(
     let (mut unwound, mut flags, mut oldest_exit) = (0, 0, None);
     let (mut nesting, mut depths) = (NestingCheck::default(), DepthCheck::default());
     let mut seen = [None::<u64>; 256];
+    let mut prefixed = false;
     records.for_each(false, |r| {
         if r.key == FLAGS_KEY {
-            flags = r.enter;
+            (flags, prefixed) = (r.enter, true);
             return;
         }
         if r.key == ARG_KEY || r.key == WRAP_KEY {
+            prefixed |= r.key == ARG_KEY;
             return;
         }
         let (key, depth) = depth_tag(r.key, tagged);
@@ -213,6 +215,7 @@ fn scan<'a>(
         oldest_exit,
         first_enter: (finished > 0 || !open.is_empty()).then_some(first_enter),
         records,
+        prefixed,
         open,
         nested: !nesting.broken,
         key_depth,

@@ -13,8 +13,6 @@ use super::trace::{OpenSpan, RecordSource, SpanRecord, ThreadTrace, depth_tag};
 /// kind of record storage, so a caller reading every position dispatches on
 /// the storage once per ring, not once per record ([`ThreadTrace::with_spans`]).
 pub(super) trait RingSpans {
-    /// Positions: records, then open spans.
-    fn positions(&self) -> usize;
     /// The span at `position`, in [`ThreadTrace::spans`]' order.
     fn span_at(&self, position: usize) -> Option<SpanRecord>;
     /// Starts loading what [`span_at`](Self::span_at)`(position)` reads
@@ -92,13 +90,11 @@ struct Positioned<'t, R: ?Sized> {
     open: &'t [OpenSpan],
     dump_ticks: u64,
     key_depth: super::trace::KeyDepth,
+    /// [`ThreadTrace::prefixed`].
+    prefixed: bool,
 }
 
 impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
-    fn positions(&self) -> usize {
-        self.records.count() + self.open.len()
-    }
-
     #[inline(always)] // once per record, in the decoder's inner loops
     fn span_at(&self, position: usize) -> Option<SpanRecord> {
         match position.checked_sub(self.records.count()) {
@@ -106,6 +102,18 @@ impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
                 let r = self.records.at(position)?;
                 if r.key == ARG_KEY || r.key == WRAP_KEY || r.key == FLAGS_KEY {
                     return None;
+                }
+                let (key, depth) = depth_tag(r.key, self.key_depth);
+                if !self.prefixed {
+                    return Some(SpanRecord {
+                        key,
+                        enter: r.enter,
+                        exit: r.exit,
+                        arg: None,
+                        open: false,
+                        unwound: false,
+                        depth,
+                    });
                 }
                 // A flags record, then an argument record, may come before the span.
                 let mut before = position.checked_sub(1).and_then(|p| self.records.at(p));
@@ -115,7 +123,6 @@ impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
                     before = position.checked_sub(2).and_then(|p| self.records.at(p));
                 }
                 let arg = before.filter(|b| b.key == ARG_KEY).map(|b| b.enter);
-                let (key, depth) = depth_tag(r.key, self.key_depth);
                 Some(SpanRecord { key, enter: r.enter, exit: r.exit, arg, open: false, unwound, depth })
             }
             Some(j) => Some(self.open.get(j)?.at_dump(self.dump_ticks)),
@@ -124,8 +131,9 @@ impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
 
     #[inline(always)]
     fn prefetch(&self, position: usize) {
-        // The record and the two before it (flags and argument records, maybe).
-        self.records.prefetch(position.saturating_sub(2), position);
+        // The record, and the two before it where those may be flags and argument records.
+        let first = if self.prefixed { position.saturating_sub(2) } else { position };
+        self.records.prefetch(first, position);
     }
 }
 
@@ -137,13 +145,14 @@ impl ThreadTrace<'_> {
 
     /// Runs `v` with random access to the ring's spans ([`RingSpans`]).
     pub(super) fn with_spans<V: RingVisitor>(&self, v: V) -> V::Out {
-        let (open, dump_ticks, key_depth) = (self.open.as_slice(), self.dump_ticks, self.key_depth);
+        let (open, dump_ticks, key_depth, prefixed) =
+            (self.open.as_slice(), self.dump_ticks, self.key_depth, self.prefixed);
         match &self.records {
-            RecordSource::File(records) => v.run(&Positioned { records, open, dump_ticks, key_depth }),
+            RecordSource::File(records) => v.run(&Positioned { records, open, dump_ticks, key_depth, prefixed }),
             RecordSource::Unwrapped(records) => {
-                v.run(&Positioned { records: records.as_slice(), open, dump_ticks, key_depth })
+                v.run(&Positioned { records: records.as_slice(), open, dump_ticks, key_depth, prefixed })
             }
-            RecordSource::Chunks(records) => v.run(&Positioned { records, open, dump_ticks, key_depth }),
+            RecordSource::Chunks(records) => v.run(&Positioned { records, open, dump_ticks, key_depth, prefixed }),
         }
     }
 }

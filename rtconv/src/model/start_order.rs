@@ -5,6 +5,7 @@
 use super::filter::Gate;
 use super::ring_access::{RingSpans, RingVisitor};
 use super::timeline::{Anomalies, MAX_DEPTH, SpanNs, Timeline, deeper};
+use super::trace::ThreadTrace;
 
 /// Cuts every span that outlives its parent at the parent's end, in a
 /// thread's spans sorted by (start, longer first). Returns how many were cut
@@ -126,38 +127,38 @@ fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>, u8) {
 /// spans are written front to back. (Placing each span straight into a
 /// buffer of them would scatter 32-byte stores over all of it; see
 /// docs/PERFORMANCE.md.)
-fn place_nested<S: RingSpans>(t: &S, buffers: &mut StartOrderBuffers) -> Anomalies {
+fn place_nested(t: &ThreadTrace<'_>, buffers: &mut StartOrderBuffers) -> Anomalies {
     const NONE: u32 = u32::MAX;
     let n = t.positions();
     let StartOrderBuffers { roots, parent, first, order } = buffers;
-    // Every position a span holds is written before it is read; the rest are never read.
-    parent.resize(n, NONE);
+    // Positions that hold no span stay `NONE` in `first`; a span's `parent` is written before it is read.
+    first.clear();
     first.resize(n, NONE);
+    parent.resize(n, NONE);
     roots.clear();
     // Positions fit u32 (checked by the caller), and so does the span count.
     let mut spans = 0u32;
-    for i in 0..n {
-        let Some(r) = t.span_at(i) else {
-            first[i] = NONE; // not a span
-            continue;
-        };
+    t.span_starts(|i, enter, depth| {
         let mut subtree_first = spans;
-        while let Some(&(top, top_first, enter, depth)) = roots.last() {
+        while let Some(&(top, top_first, top_enter, top_depth)) = roots.last() {
             // The span waiting on top is inside this one (which ended after it)
             // unless it started first — by depth where both state it.
-            let child = deeper(r.depth, depth).unwrap_or(enter >= r.enter);
+            let child = deeper(depth, top_depth).unwrap_or(top_enter >= enter);
             if !child {
                 break;
             }
             roots.pop();
-            parent[top as usize] = i as u32;
+            if let Some(p) = parent.get_mut(top as usize) {
+                *p = i as u32;
+            }
             subtree_first = top_first;
         }
-        parent[i] = NONE;
-        first[i] = subtree_first;
-        roots.push((i as u32, subtree_first, r.enter, r.depth));
+        if let (Some(p), Some(f)) = (parent.get_mut(i), first.get_mut(i)) {
+            (*p, *f) = (NONE, subtree_first);
+        }
+        roots.push((i as u32, subtree_first, enter, depth));
         spans += 1;
-    }
+    });
     let mut found = Anomalies::default();
     order.clear();
     order.resize(spans as usize, NONE);
@@ -179,16 +180,6 @@ fn place_nested<S: RingSpans>(t: &S, buffers: &mut StartOrderBuffers) -> Anomali
         }
     }
     found
-}
-
-/// [`place_nested`] over whichever storage a ring's records are in.
-struct PlaceNested<'x>(&'x mut StartOrderBuffers);
-
-impl RingVisitor for PlaceNested<'_> {
-    type Out = Anomalies;
-    fn run<S: RingSpans>(self, spans: &S) -> Anomalies {
-        place_nested(spans, self.0)
-    }
 }
 
 /// How many spans ahead [`DecodeBatch`] asks for the records it will read:
@@ -268,7 +259,7 @@ impl<'t, 'a> Threads<'t, 'a> {
             gate.reset();
         }
         if placed {
-            self.found += t.with_spans(PlaceNested(&mut self.buffers));
+            self.found += place_nested(t, &mut self.buffers);
         } else {
             let spans = &mut self.sorted;
             spans.clear();

@@ -151,6 +151,9 @@ pub struct ThreadTrace<'a> {
     /// they had before it, when the ring overwrote any.
     pub oldest_exit: Option<u64>,
     pub(super) records: RecordSource<'a>,
+    /// Whether any record is an argument or flags record (each belongs to the
+    /// span record after it): without them a span is read from its record alone.
+    pub(super) prefixed: bool,
     /// Spans open at dump time and not also among the finished ones, innermost first.
     pub(super) open: Vec<OpenSpan>,
     /// The spans nest without partial overlaps, in the order they ended, so
@@ -330,6 +333,28 @@ impl ThreadTrace<'_> {
         });
         for open in &self.open {
             f(open.at_dump(self.dump_ticks));
+        }
+    }
+}
+
+impl ThreadTrace<'_> {
+    /// Calls `f(position, enter, depth tag)` for every span in position
+    /// order — its records, then its open spans — reading the records in
+    /// sequence: what finding the start order needs of each span, without
+    /// random access.
+    #[inline]
+    pub(super) fn span_starts(&self, mut f: impl FnMut(usize, u64, u8)) {
+        let kd = self.key_depth;
+        let mut position = 0;
+        self.records.for_each(false, |r| {
+            if r.key != ARG_KEY && r.key != FLAGS_KEY && r.key != WRAP_KEY {
+                f(position, r.enter, depth_tag(r.key, kd).1);
+            }
+            position += 1;
+        });
+        for open in &self.open {
+            f(position, open.enter, open.depth);
+            position += 1;
         }
     }
 }
