@@ -20,7 +20,7 @@
 
 use std::io::{self, Write};
 
-use super::text::{PAIRS, Piece, Pieces, Text, digits};
+use super::text::{DECIMALS, Piece, Pieces, Text, digits};
 use crate::model::{Anomalies, SpanNs, Timeline};
 
 /// Writes `tl` as function_graph text; returns what its spans had wrong.
@@ -178,14 +178,12 @@ pub(crate) fn duration_column(ns: u64, to: &mut [u8; 32]) -> usize {
     let us = ns / 1000;
     // At most 17 digits: the column is at most 2 + 17 + 4 + 3 = 26 bytes.
     let mut end = 2 + digits(us, &mut to[2..]);
+    to[end..end + 8].fill(b' '); // what `digits` wrote past the number
     let us_len = end - 2;
     if us_len < 7 {
         // snprintf("%03lu") into a buffer of min(5, 8 - len) bytes keeps that many minus one digits.
         let keep = (5.min(8 - us_len) - 1).min(3);
-        let frac = (ns % 1000) as usize;
-        let all = [b'0' + (frac / 100) as u8, PAIRS[frac % 100 * 2], PAIRS[frac % 100 * 2 + 1]];
-        to[end] = b'.';
-        to[end + 1..end + 1 + keep].copy_from_slice(&all[..keep]);
+        to[end..end + 1 + keep].copy_from_slice(&DECIMALS[(ns % 1000) as usize][..1 + keep]);
         end += 1 + keep;
     }
     // " us " after the number, then spaces to make up a number shorter than 8
