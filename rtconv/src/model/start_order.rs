@@ -90,12 +90,12 @@ impl ThreadSpans<'_, '_, '_> {
 /// Buffers reused from one thread to the next by [`place_nested`].
 #[derive(Default)]
 struct StartOrderBuffers {
-    /// Finished subtrees not yet inside a parent: (position, first span index, enter ticks, depth tag).
-    roots: Vec<(u32, u32, u64, u8)>,
-    /// Per position: the position of the span around it (`NONE` for a root).
-    parent: Vec<u32>,
-    /// Per position: the end-order index of its subtree's first span, then,
-    /// once placed, its depth (`NONE` where a position holds no span).
+    /// Finished subtrees not yet inside a parent: (first span index, enter ticks, depth tag).
+    roots: Vec<(u32, u64, u8)>,
+    /// The spans around the one being placed: their subtrees' first span indices, outermost first.
+    path: Vec<u32>,
+    /// Per position: the end-order index of its subtree's first span (`NONE`
+    /// where a position holds no span).
     first: Vec<u32>,
     /// Per place in start order: the span's position.
     order: Vec<u32>,
@@ -116,11 +116,13 @@ fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>, u8) {
 /// spans inside it. A span's place in start order is the number of spans
 /// that start before it: those that ended before its subtree's first span
 /// (that span's end-order index) plus its ancestors (its depth). Two
-/// passes, each reading or writing its large arrays in sequence:
-/// 1. forward over the records: each span's parent and its subtree's first
-///    index, from a stack of finished subtrees;
-/// 2. backward over those two arrays (parents before children): each span's
-///    depth from its parent's, so its place, noted in `order`.
+/// passes, each reading or writing its large array in sequence:
+/// 1. forward over the records: each span's subtree's first index, from a
+///    stack of finished subtrees;
+/// 2. backward over that array — the call tree in pre-order, children right
+///    to left: each span's depth from a stack of the spans around it (a span
+///    is inside another when its index is not below that one's subtree's
+///    first), so its place, noted in `order`.
 ///
 /// Then only the decoding reads records out of order, and those reads are
 /// independent (the CPU overlaps their misses, and they are prefetched);
@@ -130,17 +132,15 @@ fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>, u8) {
 fn place_nested(t: &ThreadTrace<'_>, buffers: &mut StartOrderBuffers) -> Anomalies {
     const NONE: u32 = u32::MAX;
     let n = t.positions();
-    let StartOrderBuffers { roots, parent, first, order } = buffers;
-    // Positions that hold no span stay `NONE` in `first`; a span's `parent` is written before it is read.
+    let StartOrderBuffers { roots, path, first, order } = buffers;
     first.clear();
     first.resize(n, NONE);
-    parent.resize(n, NONE);
     roots.clear();
     // Positions fit u32 (checked by the caller), and so does the span count.
     let mut spans = 0u32;
     t.span_starts(|i, enter, depth| {
         let mut subtree_first = spans;
-        while let Some(&(top, top_first, top_enter, top_depth)) = roots.last() {
+        while let Some(&(top_first, top_enter, top_depth)) = roots.last() {
             // The span waiting on top is inside this one (which ended after it)
             // unless it started first — by depth where both state it.
             let child = deeper(depth, top_depth).unwrap_or(top_enter >= enter);
@@ -148,34 +148,35 @@ fn place_nested(t: &ThreadTrace<'_>, buffers: &mut StartOrderBuffers) -> Anomali
                 break;
             }
             roots.pop();
-            if let Some(p) = parent.get_mut(top as usize) {
-                *p = i as u32;
-            }
             subtree_first = top_first;
         }
-        if let (Some(p), Some(f)) = (parent.get_mut(i), first.get_mut(i)) {
-            (*p, *f) = (NONE, subtree_first);
+        if let Some(f) = first.get_mut(i) {
+            *f = subtree_first;
         }
-        roots.push((i as u32, subtree_first, enter, depth));
+        roots.push((subtree_first, enter, depth));
         spans += 1;
     });
     let mut found = Anomalies::default();
     order.clear();
     order.resize(spans as usize, NONE);
+    path.clear();
+    // The end-order index of the span at position `i`, counting down.
+    let mut index = spans;
     for i in (0..n).rev() {
-        if first[i] == NONE {
+        let subtree_first = first[i];
+        if subtree_first == NONE {
             continue; // not a span
         }
-        // The parent (a later position) was placed already and left its depth in `first`.
-        let depth = match parent[i] {
-            NONE => 0,
-            p => first[p as usize].saturating_add(1),
-        };
-        if let Some(place) = order.get_mut(first[i].saturating_add(depth) as usize) {
+        index -= 1;
+        while path.last().is_some_and(|&around| around > index) {
+            path.pop();
+        }
+        let depth = path.len();
+        if let Some(place) = order.get_mut((subtree_first as usize).saturating_add(depth)) {
             *place = i as u32;
         }
-        first[i] = depth;
-        if depth as usize >= MAX_DEPTH {
+        path.push(subtree_first);
+        if depth >= MAX_DEPTH {
             found.too_deep += 1;
         }
     }
