@@ -86,6 +86,11 @@ impl<'a> ChunkedRecords<'a> {
         part.records.get(index - part.start)
     }
 
+    /// The chunks' records, in order.
+    pub fn parts(&self) -> impl Iterator<Item = &Records<'a>> {
+        self.parts.iter().map(|p| &p.records)
+    }
+
     /// Every record, oldest first, or (`newest_first`) newest first.
     #[inline]
     pub fn for_each(&self, newest_first: bool, mut f: impl FnMut(Record)) {

@@ -135,6 +135,88 @@ struct Stream<'a> {
     open: OpenSpans<'a>,
 }
 
+/// What [`scan`] gathers from a ring's records, one record at a time.
+struct RingScan<'k> {
+    tagged: KeyDepth,
+    keys: &'k mut rustc_hash::FxHashSet<u64>,
+    /// Start ticks of the spans open at the dump.
+    open_enters: &'k rustc_hash::FxHashSet<u64>,
+    /// (key, start) of finished spans that started when an open one did.
+    ended_while_dumping: rustc_hash::FxHashSet<(u64, u64)>,
+    finished: u64,
+    first_enter: u64,
+    last_key: Option<u64>,
+    unwound: u64,
+    /// The flags record's value, for the span record after it.
+    flags: u64,
+    oldest_exit: Option<u64>,
+    nesting: NestingCheck,
+    depths: DepthCheck,
+    /// The keys added lately, direct-mapped by hash.
+    seen: [Option<u64>; 256],
+    prefixed: bool,
+}
+
+impl RingScan<'_> {
+    /// Takes every record, oldest first: loops that call [`add`](Self::add)
+    /// directly, so it is inlined into each (through a closure it was not).
+    fn add_all(&mut self, records: &RecordSource<'_>) {
+        match records {
+            RecordSource::File(records) => {
+                for r in records.iter() {
+                    self.add(r);
+                }
+            }
+            RecordSource::Unwrapped(records) => {
+                for &r in records {
+                    self.add(r);
+                }
+            }
+            RecordSource::Chunks(chunks) => {
+                for part in chunks.parts() {
+                    for r in part.iter() {
+                        self.add(r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes the next record. Inlined into each storage's loop (a call per
+    /// record otherwise).
+    #[inline(always)]
+    fn add(&mut self, r: ringtrace_format::Record) {
+        if r.key == FLAGS_KEY {
+            (self.flags, self.prefixed) = (r.enter, true);
+            return;
+        }
+        if r.key == ARG_KEY || r.key == WRAP_KEY {
+            self.prefixed |= r.key == ARG_KEY;
+            return;
+        }
+        let (key, depth) = depth_tag(r.key, self.tagged);
+        self.finished += 1;
+        self.oldest_exit = self.oldest_exit.or(Some(r.exit));
+        self.unwound += u64::from(core::mem::take(&mut self.flags) & SPAN_FLAG_UNWOUND != 0);
+        self.first_enter = self.first_enter.min(r.enter);
+        self.nesting.add(r.enter, r.exit);
+        self.depths.add(depth);
+        if self.last_key != Some(key) {
+            // Keys alternate (an interpreter's hundreds, called in turn): a small
+            // direct-mapped table of the keys added spares most set lookups.
+            let slot = &mut self.seen[(key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize];
+            if *slot != Some(key) {
+                self.keys.insert(key);
+                *slot = Some(key);
+            }
+            self.last_key = Some(key);
+        }
+        if !self.open_enters.is_empty() && self.open_enters.contains(&r.enter) {
+            self.ended_while_dumping.insert((key, r.enter));
+        }
+    }
+}
+
 /// Reads a ring's records once: counts its spans, notes its earliest start,
 /// adds its keys to `keys`, and keeps the open spans that did not also end
 /// while the dump was taken (a finished span with the same key and start).
@@ -149,42 +231,35 @@ fn scan<'a>(
     // Keys that carry depth (24-byte records only): the tag comes off before anything uses the key.
     let tagged = if info.flags & RING_FLAG_KEY_DEPTH != 0 && !compact { KeyDepth::Used } else { KeyDepth::Untagged };
     let open_enters: rustc_hash::FxHashSet<u64> = open.iter().map(|o| o.enter).collect();
-    let mut ended_while_dumping = rustc_hash::FxHashSet::default();
-    let (mut finished, mut first_enter, mut last_key) = (0, u64::MAX, None);
-    let (mut unwound, mut flags, mut oldest_exit) = (0, 0, None);
-    let (mut nesting, mut depths) = (NestingCheck::default(), DepthCheck::default());
-    let mut seen = [None::<u64>; 256];
-    let mut prefixed = false;
-    records.for_each(false, |r| {
-        if r.key == FLAGS_KEY {
-            (flags, prefixed) = (r.enter, true);
-            return;
-        }
-        if r.key == ARG_KEY || r.key == WRAP_KEY {
-            prefixed |= r.key == ARG_KEY;
-            return;
-        }
-        let (key, depth) = depth_tag(r.key, tagged);
-        finished += 1;
-        oldest_exit = oldest_exit.or(Some(r.exit));
-        unwound += u64::from(core::mem::take(&mut flags) & SPAN_FLAG_UNWOUND != 0);
-        first_enter = first_enter.min(r.enter);
-        nesting.add(r.enter, r.exit);
-        depths.add(depth);
-        if last_key != Some(key) {
-            // Keys alternate (an interpreter's hundreds, called in turn): a small
-            // direct-mapped table of the keys added spares most set lookups.
-            let slot = &mut seen[(key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize];
-            if *slot != Some(key) {
-                keys.insert(key);
-                *slot = Some(key);
-            }
-            last_key = Some(key);
-        }
-        if !open_enters.is_empty() && open_enters.contains(&r.enter) {
-            ended_while_dumping.insert((key, r.enter));
-        }
-    });
+    let mut scan = RingScan {
+        tagged,
+        keys,
+        open_enters: &open_enters,
+        ended_while_dumping: Default::default(),
+        finished: 0,
+        first_enter: u64::MAX,
+        last_key: None,
+        unwound: 0,
+        flags: 0,
+        oldest_exit: None,
+        nesting: NestingCheck::default(),
+        depths: DepthCheck::default(),
+        seen: [None; 256],
+        prefixed: false,
+    };
+    scan.add_all(&records);
+    let RingScan {
+        keys,
+        ended_while_dumping,
+        finished,
+        mut first_enter,
+        unwound,
+        oldest_exit,
+        mut nesting,
+        mut depths,
+        prefixed,
+        ..
+    } = scan;
     // An open span's depth is its place in the open stack (outermost first), where keys carry depth.
     let open: Vec<OpenSpan> = open
         .into_iter()

@@ -22,7 +22,10 @@
 
 use std::io::{self, Write};
 
-use super::text::{Piece, Pieces, Text};
+use super::text::{Piece, Pieces, Short, Text};
+
+/// What stands between an `X` event's start and its duration.
+const DUR: Short = Short::new(b",\"dur\":");
 use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
 
 /// How to write Chrome JSON.
@@ -160,7 +163,6 @@ fn write_process(
         )?;
         // The fixed part of every event of this thread, written once.
         let tail = Piece::new(format!(",\"pid\":{pid},\"tid\":{tid}}}").as_bytes());
-        let dur = Piece::new(b",\"dur\":");
         // Losses, where they happened: overwritten spans before the first one kept, dropped ones after the last.
         let loss = |count: u64, what: &str, at: Option<i64>, out: &mut Text<'_>| -> io::Result<()> {
             if count == 0 {
@@ -193,10 +195,8 @@ fn write_process(
             }
             for s in batch {
                 let key = s.key_index as usize;
-                out.piece_at(&x_heads, key)?;
-                out.us(s.enter_ns.saturating_add(shift))?;
-                out.piece(&dur)?;
-                out.us(s.exit_ns.saturating_sub(s.enter_ns))?;
+                let (ts, dur) = (s.enter_ns.saturating_add(shift), s.exit_ns.saturating_sub(s.enter_ns));
+                out.piece_us_us(&x_heads, key, ts, &DUR, dur)?;
                 args.write(s, out)?;
                 out.piece(&tail)?;
             }
