@@ -87,8 +87,9 @@ const ANNOTATIONS: [&str; 4] = ["arg", "open", "unwound", "missing_children"];
 /// sequence has interned.
 struct Packets<'o> {
     out: &'o mut dyn Write,
-    /// Packets not yet written to `out`.
-    chunk: Vec<u8>,
+    /// Packets not yet written to `out`: `buf[..pos]` (the rest is room for the next).
+    buf: Vec<u8>,
+    pos: usize,
     /// The current sequence.
     sequence: u64,
     /// Per key index, what the sequence has interned for it (iid = index + 1):
@@ -96,6 +97,10 @@ struct Packets<'o> {
     interned: Vec<u8>,
     /// Per key index, whether its name has a source place.
     placed: Vec<bool>,
+    /// Per key index, the fields of its slice begin on this sequence (once interned).
+    begin: Vec<Fields>,
+    /// The fields of a slice end on this sequence.
+    end: Fields,
     /// Nanoseconds since the dump's earliest span: what is subtracted.
     origin_ns: i64,
 }
@@ -103,88 +108,115 @@ struct Packets<'o> {
 /// Packets are written to the output in chunks of about this many bytes.
 const CHUNK: usize = 1 << 16;
 
+/// Room a span's packet is built in, in place at the end of the buffer.
+const SPAN_ROOM: usize = 64;
+
 impl Packets<'_> {
     fn write(&mut self, packet: &[u8]) -> io::Result<()> {
-        push_varint(&mut self.chunk, u64::from(PACKET) << 3 | 2);
-        push_varint(&mut self.chunk, packet.len() as u64);
-        self.chunk.extend_from_slice(packet);
-        self.written()
-    }
-
-    /// Passes the chunk on once it is full.
-    #[inline(always)]
-    fn written(&mut self) -> io::Result<()> {
-        if self.chunk.len() >= CHUNK {
-            self.out.write_all(&self.chunk)?;
-            self.chunk.clear();
+        let mut head = Vec::with_capacity(20);
+        push_varint(&mut head, u64::from(PACKET) << 3 | 2);
+        push_varint(&mut head, packet.len() as u64);
+        for part in [&head[..], packet] {
+            self.room(part.len())?;
+            self.buf[self.pos..self.pos + part.len()].copy_from_slice(part);
+            self.pos += part.len();
         }
         Ok(())
     }
 
-    /// Appends a span's packet: `Trace.packet { timestamp, sequence, FIELDS }`,
-    /// FIELDS written by `fields` into `Span` (a span's packet is short: its
-    /// length fits one byte).
+    /// Makes sure `n` bytes fit after `pos`, passing the buffer on when they would not.
     #[inline(always)]
-    fn span_packet(&mut self, ts: i64, fields: impl FnOnce(&mut Span)) -> io::Result<()> {
-        let mut p = Span { bytes: [0; 64], len: 2 };
-        p.key(TIMESTAMP, 0);
-        p.varint(ts.saturating_sub(self.origin_ns).max(0) as u64);
-        p.key(SEQUENCE_ID, 0);
-        p.varint(self.sequence);
-        fields(&mut p);
-        p.bytes[0] = (PACKET << 3 | 2) as u8;
-        p.bytes[1] = (p.len - 2) as u8;
-        self.chunk.extend_from_slice(&p.bytes[..p.len]);
-        self.written()
+    fn room(&mut self, n: usize) -> io::Result<()> {
+        if self.pos + n > self.buf.len() { self.drain(n) } else { Ok(()) }
+    }
+
+    #[cold]
+    fn drain(&mut self, n: usize) -> io::Result<()> {
+        self.out.write_all(&self.buf[..self.pos])?;
+        self.pos = 0;
+        if n > self.buf.len() {
+            self.buf.resize(n, 0);
+        }
+        Ok(())
+    }
+
+    /// Appends a span's packet: `Trace.packet { timestamp, REST }`, REST
+    /// the packet's fields after its timestamp, encoded ahead (they are the
+    /// same for every span of a key on a sequence); built where it goes in
+    /// the buffer, its length in one byte.
+    #[inline(always)]
+    fn span_packet(&mut self, ts: i64, rest: &Fields) -> io::Result<()> {
+        self.room(SPAN_ROOM)?;
+        let ts = ts.saturating_sub(self.origin_ns).max(0) as u64;
+        let Some(bytes) = self.buf[self.pos..].first_chunk_mut::<SPAN_ROOM>() else { return Ok(()) };
+        bytes[2] = (TIMESTAMP << 3) as u8;
+        let mut len = 3 + varint_at(ts, bytes, 3);
+        if let Some(to) = bytes.get_mut(len..).and_then(|b| b.first_chunk_mut::<FIELDS>()) {
+            *to = rest.bytes;
+            len += rest.len;
+        }
+        bytes[0] = (PACKET << 3 | 2) as u8;
+        bytes[1] = (len - 2) as u8;
+        self.pos += len;
+        Ok(())
     }
 
     fn finish(&mut self) -> io::Result<()> {
-        self.out.write_all(&self.chunk)?;
-        self.chunk.clear();
+        self.out.write_all(&self.buf[..self.pos])?;
+        self.pos = 0;
         self.out.flush()
     }
 }
 
-/// A span's packet, built on the stack (at most 2 + 11 + 11 + 3 + 2 + 2 + 11 + 11 bytes).
-struct Span {
-    bytes: [u8; 64],
+/// Writes `v` as a varint at `at` in `bytes`; returns its length (at most
+/// 10 bytes).
+#[inline(always)]
+fn varint_at(mut v: u64, bytes: &mut [u8; SPAN_ROOM], mut at: usize) -> usize {
+    let start = at;
+    while v >= 0x80 {
+        bytes[at] = v as u8 | 0x80;
+        at += 1;
+        v >>= 7;
+    }
+    bytes[at] = v as u8;
+    at + 1 - start
+}
+
+/// Bytes of encoded fields a span's packet ends with.
+const FIELDS: usize = 32;
+
+/// A span packet's fields after its timestamp, encoded once per key and
+/// sequence: `trusted_packet_sequence_id`, the sequence flags a packet
+/// with interned data needs, and the track event (its type, name iid and
+/// place iid).
+#[derive(Clone, Copy, Debug)]
+struct Fields {
+    bytes: [u8; FIELDS],
     len: usize,
 }
 
-impl Span {
-    #[inline(always)]
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.bytes[self.len] = v as u8 | 0x80;
-            self.len += 1;
-            v >>= 7;
-        }
-        self.bytes[self.len] = v as u8;
-        self.len += 1;
-    }
-
-    #[inline(always)]
-    fn key(&mut self, field: u32, wire: u64) {
-        self.varint(u64::from(field) << 3 | wire);
-    }
-
-    /// A track event of `kind`, naming key index `name` (interned; with its place, if `located`).
-    #[inline(always)]
-    fn event(&mut self, kind: u64, name: Option<(u64, bool)>) {
-        self.key(TRACK_EVENT, 2);
-        let at = self.len;
-        self.len += 1;
-        self.key(EVENT_TYPE, 0);
-        self.varint(kind);
+impl Fields {
+    /// The fields of a span's `kind` event on `sequence`, naming key index
+    /// `name` (interned; with its place, if `located`).
+    fn new(sequence: u64, kind: u64, name: Option<(u64, bool)>) -> Self {
+        let mut event = Message::default();
+        event.uint(EVENT_TYPE, kind);
+        let mut m = Message::default();
+        m.uint(SEQUENCE_ID, sequence);
         if let Some((iid, located)) = name {
-            self.key(EVENT_NAME_IID, 0);
-            self.varint(iid);
+            m.uint(SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+            event.uint(EVENT_NAME_IID, iid);
             if located {
-                self.key(EVENT_SOURCE_LOCATION_IID, 0);
-                self.varint(iid);
+                event.uint(EVENT_SOURCE_LOCATION_IID, iid);
             }
         }
-        self.bytes[at] = (self.len - at - 1) as u8;
+        m.message(TRACK_EVENT, &event);
+        // At most 1 + 10 (sequence) + 2 (flags) + 2 (event's key and length) + 2 (type)
+        // + 1 + 5 (name iid below 2^32) + 2 + 5 (place iid): 30 bytes.
+        let mut bytes = [0; FIELDS];
+        let len = m.0.len().min(FIELDS);
+        bytes[..len].copy_from_slice(&m.0[..len]);
+        Fields { bytes, len }
     }
 }
 
@@ -198,10 +230,13 @@ fn write_trace(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> 
     let pid = u64::from(trace.process.pid);
     let mut packets = Packets {
         out,
-        chunk: Vec::with_capacity(CHUNK + 256),
+        buf: vec![0; CHUNK],
+        pos: 0,
         sequence: 1,
         interned: vec![NOT_INTERNED; tl.keys.len()],
         placed: tl.keys.iter().map(|&k| tl.symbols.get(k).is_some_and(|n| n.file.is_some())).collect(),
+        begin: vec![Fields::new(1, TYPE_SLICE_BEGIN, None); tl.keys.len()],
+        end: Fields::new(1, TYPE_SLICE_END, None),
         origin_ns: tl.origin_ns,
     };
     // Sequence 1: the process track.
@@ -283,6 +318,7 @@ impl Packets<'_> {
     fn start_sequence(&mut self, id: u64) {
         self.sequence = id;
         self.interned.iter_mut().for_each(|n| *n = NOT_INTERNED);
+        self.end = Fields::new(id, TYPE_SLICE_END, None);
     }
 }
 
@@ -300,11 +336,13 @@ fn slice_begin(
     if state == NOT_INTERNED || marks.contains(&true) {
         return slice_begin_slow(packets, interned, tl, s, marks);
     }
-    packets.span_packet(s.enter_ns, |p| {
-        p.key(SEQUENCE_FLAGS, 0);
-        p.varint(SEQ_NEEDS_INCREMENTAL_STATE);
-        p.event(TYPE_SLICE_BEGIN, Some((key as u64 + 1, state == NAME_AND_PLACE)));
-    })
+    match packets.begin.get(key) {
+        Some(fields) => {
+            let fields = *fields;
+            packets.span_packet(s.enter_ns, &fields)
+        }
+        None => Ok(()),
+    }
 }
 
 /// A `TYPE_SLICE_BEGIN` that interns its name or place, or has marks.
@@ -345,6 +383,9 @@ fn slice_begin_slow(
         packet.message(INTERNED_DATA, &interned);
     }
     let located = *state == NAME_AND_PLACE;
+    if let Some(fields) = packets.begin.get_mut(key) {
+        *fields = Fields::new(packets.sequence, TYPE_SLICE_BEGIN, Some((key as u64 + 1, located)));
+    }
     packet.uint(SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
     let mut event = Message::default();
     event.uint(EVENT_TYPE, TYPE_SLICE_BEGIN);
@@ -377,5 +418,6 @@ fn annotate(event: &mut Message, s: &SpanNs, marks: [bool; 4]) {
 /// A `TYPE_SLICE_END` at `exit_ns` (on the sequence's default track; no interned data).
 #[inline]
 fn slice_end(packets: &mut Packets<'_>, exit_ns: i64) -> io::Result<()> {
-    packets.span_packet(exit_ns, |p| p.event(TYPE_SLICE_END, None))
+    let fields = packets.end;
+    packets.span_packet(exit_ns, &fields)
 }
