@@ -20,7 +20,7 @@
 
 use std::io::{self, Write};
 
-use super::text::{DECIMALS, Piece, Pieces, Text, digits};
+use super::text::{DECIMALS, LINE_SPACES, NUMBER, Piece, Pieces, Text, digits};
 use crate::model::{Anomalies, SpanNs, Timeline};
 
 /// Writes `tl` as function_graph text; returns what its spans had wrong.
@@ -106,8 +106,7 @@ impl Graph<'_> {
     fn step(&mut self, next: Option<&SpanNs>, out: &mut Text<'_>) -> io::Result<()> {
         if let Some(s) = self.pending.take() {
             if next.is_some_and(|next| s.encloses(next)) {
-                out.piece(&self.entry_head)?;
-                indent(out, self.stack.len())?;
+                line_start(out, &self.entry_head, None, self.stack.len())?;
                 out.piece_at(self.entries, s.key_index as usize)?;
                 self.stack.push(s);
             } else {
@@ -133,23 +132,32 @@ impl Graph<'_> {
 /// duration column and indentation; the caller writes the text that ends it.
 #[inline(always)]
 fn exit_line(out: &mut Text<'_>, head: &Piece, span: &SpanNs, depth: usize) -> io::Result<()> {
-    out.piece(head)?;
     let ns = span.exit_ns.saturating_sub(span.enter_ns).max(0) as u64;
-    out.formatted(|to| duration_column(ns, to))?;
-    indent(out, depth)
+    line_start(out, head, Some(ns), depth)
+}
+
+/// `head`, the duration column (for a duration) and the indentation of
+/// `depth`: two spaces per level, up to [`INDENTED_LEVELS`]; deeper lines
+/// keep that indentation and say their depth (`/* depth 600 */ f() {`), so
+/// a dump of a million nested spans makes output linear in its spans, not
+/// quadratic.
+#[inline(always)]
+fn line_start(out: &mut Text<'_>, head: &Piece, duration: Option<u64>, depth: usize) -> io::Result<()> {
+    let column = |to: &mut [u8; NUMBER]| duration.map_or(0, |ns| duration_column(ns, to));
+    if depth <= INDENTED_LEVELS {
+        out.line_start(head, column, depth * 2)
+    } else {
+        out.line_start(head, column, 0)?;
+        deep_indent(out, depth)
+    }
 }
 
 /// Levels indented: the depth of the kernel's function_graph return stack
 /// (`FTRACE_RETFUNC_DEPTH`), beyond which the kernel traces no deeper call.
 const INDENTED_LEVELS: usize = 100;
 
-/// Two spaces per level, up to [`INDENTED_LEVELS`]; deeper lines keep that
-/// indentation and say their depth (`/* depth 600 */ f() {`), so a dump of a
-/// million nested spans makes output linear in its spans, not quadratic.
-#[inline(always)]
-fn indent(out: &mut Text<'_>, depth: usize) -> io::Result<()> {
-    if depth <= INDENTED_LEVELS { out.spaces(depth * 2) } else { deep_indent(out, depth) }
-}
+// The indentation of the deepest indented line fits one line start.
+const _: () = assert!(INDENTED_LEVELS * 2 <= LINE_SPACES);
 
 #[cold]
 #[inline(never)]
@@ -171,19 +179,24 @@ pub(crate) fn mark(ns: u64) -> char {
 ///
 /// The duration: µs, then as many ns digits as keep the number within 7
 /// digits, then ` us ` and padding to 12 characters.
-#[inline]
-pub(crate) fn duration_column(ns: u64, to: &mut [u8; 32]) -> usize {
-    to.fill(b' ');
+#[inline(always)]
+pub(crate) fn duration_column(ns: u64, to: &mut [u8; NUMBER]) -> usize {
+    *to = [b' '; 32];
     to[0] = mark(ns) as u8; // the marks are ASCII
     let us = ns / 1000;
     // At most 17 digits: the column is at most 2 + 17 + 4 + 3 = 26 bytes.
-    let mut end = 2 + digits(us, &mut to[2..]);
-    to[end..end + 8].fill(b' '); // what `digits` wrote past the number
-    let us_len = end - 2;
+    let us_len = digits(us, &mut to[2..]);
+    let mut end = 2 + us_len;
+    to[end..end + 8].copy_from_slice(&[b' '; 8]); // what `digits` wrote past the number
     if us_len < 7 {
-        // snprintf("%03lu") into a buffer of min(5, 8 - len) bytes keeps that many minus one digits.
+        // snprintf("%03lu") into a buffer of min(5, 8 - len) bytes keeps that many minus one digits:
+        // the point and `keep` decimals, the rest of the four bytes left blank.
         let keep = (5.min(8 - us_len) - 1).min(3);
-        to[end..end + 1 + keep].copy_from_slice(&DECIMALS[(ns % 1000) as usize][..1 + keep]);
+        let kept = (1u64 << (8 * (1 + keep))) - 1;
+        let decimals = u64::from(u32::from_le_bytes(DECIMALS[(ns % 1000) as usize]));
+        let blank = u64::from(u32::from_le_bytes([b' '; 4]));
+        let bytes = ((decimals & kept) | (blank & !kept)) as u32;
+        to[end..end + 4].copy_from_slice(&bytes.to_le_bytes());
         end += 1 + keep;
     }
     // " us " after the number, then spaces to make up a number shorter than 8

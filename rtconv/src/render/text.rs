@@ -163,8 +163,14 @@ fn copy_blocks(to: &mut [u8], blocks: &[[u8; BLOCK]]) {
     }
 }
 
+/// Spaces written at once.
+const SPACES: [u8; 64] = [b' '; 64];
+
+/// The most spaces [`Text::line_start`] writes.
+pub const LINE_SPACES: usize = 256;
+
 /// Room kept for a formatted number.
-const NUMBER: usize = 32;
+pub const NUMBER: usize = 32;
 
 /// Bytes in a [`Short`] piece.
 const SHORT: usize = 8;
@@ -257,15 +263,6 @@ impl<'w> Text<'w> {
         Ok(self.buf[self.pos..].first_chunk_mut::<N>())
     }
 
-    /// Lets `f` format up to 32 bytes in place; it returns how many it wrote.
-    #[inline(always)]
-    pub fn formatted(&mut self, f: impl FnOnce(&mut [u8; 32]) -> usize) -> io::Result<()> {
-        if let Some(to) = self.next::<32>()? {
-            self.pos += f(to).min(32);
-        }
-        Ok(())
-    }
-
     /// Writes a nanosecond count as microseconds with exactly three
     /// decimals (negative counts as `0.000`).
     #[inline(always)]
@@ -305,16 +302,42 @@ impl<'w> Text<'w> {
     /// Writes `n` spaces.
     #[inline]
     pub fn spaces(&mut self, mut n: usize) -> io::Result<()> {
-        const SPACES: [u8; 2 * BLOCK] = [b' '; 2 * BLOCK];
         while n > 0 {
             self.room(SPACES.len())?;
-            if let Some(to) = self.buf[self.pos..].first_chunk_mut::<{ 2 * BLOCK }>() {
+            if let Some(to) = self.buf[self.pos..].first_chunk_mut::<{ SPACES.len() }>() {
                 *to = SPACES;
             }
             let step = n.min(SPACES.len());
             self.pos += step;
             n -= step;
         }
+        Ok(())
+    }
+
+    /// Writes `head`, what `f` formats in place (up to 32 bytes; it returns
+    /// how many), then `n` spaces (at most [`LINE_SPACES`]): the start of a
+    /// text line, with one check for room, not three.
+    #[inline(always)]
+    pub fn line_start(&mut self, head: &Piece, f: impl FnOnce(&mut [u8; NUMBER]) -> usize, n: usize) -> io::Result<()> {
+        let padded = head.blocks.len() * BLOCK;
+        self.room(padded + NUMBER + LINE_SPACES + SPACES.len())?;
+        let mut pos = self.pos;
+        copy_blocks(&mut self.buf[pos..pos + padded], &head.blocks);
+        pos += head.len;
+        if let Some(to) = self.buf[pos..].first_chunk_mut::<NUMBER>() {
+            pos += f(to).min(NUMBER);
+        }
+        let mut left = n.min(LINE_SPACES);
+        while let Some(to) = self.buf[pos..].first_chunk_mut::<{ SPACES.len() }>() {
+            *to = SPACES;
+            let step = left.min(SPACES.len());
+            pos += step;
+            left -= step;
+            if left == 0 {
+                break;
+            }
+        }
+        self.pos = pos;
         Ok(())
     }
 
