@@ -103,10 +103,16 @@ impl<'a> ChunkedRecords<'a> {
 
     /// Starts loading records `first..=last` of one part into the cache (a
     /// range across parts is left alone: the walks read nearby records).
+    /// A hint, so the part is the one the index names for the block, without
+    /// the walk to a later one (then nothing is loaded).
     #[inline(always)]
     pub fn prefetch(&self, first: usize, last: usize) {
-        let Some(part) = self.part_of(first) else { return };
-        if let Some(bytes) = part.records.bytes_between(first - part.start, last.wrapping_sub(part.start)) {
+        let Some(part) = self.blocks.get(first >> BLOCK_SHIFT).and_then(|&p| self.parts.get(p as usize)) else {
+            return;
+        };
+        if last < part.end
+            && let Some(bytes) = part.records.bytes_between(first - part.start, last - part.start)
+        {
             super::prefetch::range(bytes);
         }
     }

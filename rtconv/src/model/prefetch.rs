@@ -9,6 +9,12 @@ const LINE: usize = 64;
 pub fn range<T>(items: &[T]) {
     let start = items.as_ptr().cast::<u8>();
     let len = std::mem::size_of_val(items);
+    if len <= LINE {
+        // At most two lines: the first byte's and the last byte's (often the same).
+        line(start);
+        line(start.wrapping_add(len.saturating_sub(1)));
+        return;
+    }
     let mut offset = 0;
     while offset < len {
         line(start.wrapping_add(offset));
