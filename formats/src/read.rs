@@ -534,6 +534,14 @@ impl<'a> Records<'a> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The records' bytes, as in the file.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+    /// Bytes per record: 24, or 12 for compact records.
+    pub fn record_size(&self) -> usize {
+        self.size
+    }
     /// Whether these are compact 12-byte records (32-bit keys and counter values).
     pub fn compact(&self) -> bool {
         self.size == COMPACT_RECORD_SIZE

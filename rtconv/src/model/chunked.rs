@@ -101,19 +101,17 @@ impl<'a> ChunkedRecords<'a> {
         }
     }
 
-    /// Starts loading records `first..=last` of one part into the cache (a
-    /// range across parts is left alone: the walks read nearby records).
-    /// A hint, so the part is the one the index names for the block, without
-    /// the walk to a later one (then nothing is loaded).
+    /// Starts loading records `first..=last` into the cache. A hint, so
+    /// the part is the one the index names for the block of `first`,
+    /// without the walk to a later one, and the address is not checked:
+    /// prefetching never faults.
     #[inline(always)]
     pub fn prefetch(&self, first: usize, last: usize) {
-        let Some(part) = self.blocks.get(first >> BLOCK_SHIFT).and_then(|&p| self.parts.get(p as usize)) else {
-            return;
-        };
-        if last < part.end
-            && let Some(bytes) = part.records.bytes_between(first - part.start, last - part.start)
-        {
-            super::prefetch::range(bytes);
+        if let Some(part) = self.blocks.get(first >> BLOCK_SHIFT).and_then(|&p| self.parts.get(p as usize)) {
+            let size = part.records.record_size();
+            let start =
+                part.records.as_bytes().as_ptr().wrapping_add(first.wrapping_sub(part.start).wrapping_mul(size));
+            super::prefetch::bytes_at(start, last.wrapping_sub(first).wrapping_add(1).wrapping_mul(size));
         }
     }
 }

@@ -7,21 +7,24 @@ const LINE: usize = 64;
 /// waiting for them. A hint only: no effect on what the program computes.
 #[inline(always)]
 pub fn range<T>(items: &[T]) {
-    let start = items.as_ptr().cast::<u8>();
-    let len = std::mem::size_of_val(items);
+    if !items.is_empty() {
+        bytes_at(items.as_ptr().cast(), size_of_val(items));
+    }
+}
+
+/// [`range`] of the `len` bytes at `start`, for an address computed
+/// without a bounds check: the hint never faults, wherever it points.
+#[inline(always)]
+pub fn bytes_at(start: *const u8, len: usize) {
     if len <= LINE {
-        // At most two lines: the first byte's and the last byte's (often the same).
         line(start);
         line(start.wrapping_add(len.saturating_sub(1)));
-        return;
-    }
-    let mut offset = 0;
-    while offset < len {
-        line(start.wrapping_add(offset));
-        offset += LINE;
-    }
-    if len > 0 {
-        // The last byte's line, which the steps above can miss when `start` is not line-aligned.
+    } else {
+        let mut offset = 0;
+        while offset < len {
+            line(start.wrapping_add(offset));
+            offset += LINE;
+        }
         line(start.wrapping_add(len - 1));
     }
 }
