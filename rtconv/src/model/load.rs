@@ -31,27 +31,31 @@ struct NestingCheck {
 }
 
 impl NestingCheck {
-    #[inline]
+    #[inline(always)] // once per record
     fn add(&mut self, enter: u64, exit: u64) {
         if self.broken {
             return;
         }
         let exit = exit.max(enter); // a counter that went backwards: zero length
-        let mut inner_end = None;
-        while let Some(&(e, x)) = self.roots.last() {
-            if e < enter {
-                break;
-            }
+        // The spans waiting that started within this one are its children: the
+        // first of them (the last to end) must end within it too.
+        let mut fits = true;
+        if let Some(&(e, x)) = self.roots.last()
+            && e >= enter
+        {
+            fits = x <= exit;
             self.roots.pop();
-            inner_end = Some(inner_end.unwrap_or(x));
+            while self.roots.last().is_some_and(|&(e, _)| e >= enter) {
+                self.roots.pop();
+            }
         }
-        let overlaps_before = self.roots.last().is_some_and(|&(_, x)| x > enter);
-        if overlaps_before || inner_end.is_some_and(|x| x > exit) {
+        // And the span before them ended before this one started.
+        if fits && self.roots.last().is_none_or(|&(_, x)| x <= enter) {
+            self.roots.push((enter, exit));
+        } else {
             self.broken = true;
             self.roots = Vec::new();
-            return;
         }
-        self.roots.push((enter, exit));
     }
 }
 
@@ -77,15 +81,15 @@ impl DepthCheck {
         self.add_checked(tag, false);
     }
 
-    #[inline]
+    #[inline(always)] // once per record
     fn add_checked(&mut self, tag: u8, one_level: bool) {
         if tag == 0 || self.broken {
             return;
         }
-        while let Some(&w) = self.waiting.last() {
-            if w <= tag {
-                break;
-            }
+        // The deeper spans waiting are this one's children: one level deeper.
+        while let Some(&w) = self.waiting.last()
+            && w > tag
+        {
             if one_level && w != tag + 1 {
                 self.broken = true;
                 self.waiting = Vec::new();
