@@ -3,7 +3,7 @@
 //! A Chrome event or an ftrace line is five or six pieces of 3 to 40 bytes.
 //! Through `BufWriter` each piece is a length check and a `memcpy` call
 //! whose length the CPU cannot know ahead. Here a piece known in advance (a
-//! key's event head, a thread's tail) is stored padded to whole 64-byte
+//! key's event head, a thread's tail) is stored padded to whole 32-byte
 //! blocks and copied block by block into room kept at the buffer's end,
 //! then the write position advances by its true length; numbers are
 //! formatted in place, in room kept the same way. Every copy is a
@@ -13,7 +13,7 @@
 use std::io::{self, Write};
 
 /// The unit pieces are padded to and copied in.
-const BLOCK: usize = 64;
+const BLOCK: usize = 32;
 
 /// Bytes written out at once: more than the 64 KiB of a `BufWriter` the
 /// caller may have, which then passes them through instead of copying them.
@@ -152,13 +152,14 @@ fn microseconds(ns: i64, to: &mut [u8; NUMBER]) -> usize {
     len + 4
 }
 
-/// Copies `blocks` to `to` (as long as they are): a piece of one block (most
-/// are) as one fixed-size move, without a loop.
+/// Copies `blocks` to `to` (as long as they are): a piece of one or two
+/// blocks (most are) as fixed-size moves, without a loop.
 #[inline(always)]
 fn copy_blocks(to: &mut [u8], blocks: &[[u8; BLOCK]]) {
     let (room, _) = to.as_chunks_mut::<BLOCK>();
     match (room, blocks) {
         ([to], [from]) => *to = *from,
+        ([to, to2], [from, from2]) => (*to, *to2) = (*from, *from2),
         (room, blocks) => room.iter_mut().zip(blocks).for_each(|(to, from)| *to = *from),
     }
 }
