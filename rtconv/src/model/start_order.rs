@@ -220,7 +220,7 @@ impl RingVisitor for DecodeBatch<'_, '_> {
 }
 
 /// Decodes a timeline's threads one at a time into buffers it reuses, so
-/// memory holds, for a ring that nests, three `u32` per record (while its
+/// memory holds, for a ring that nests, two `u32` per record (while its
 /// start order is found and while it is decoded) and a batch of spans; for
 /// one that does not, all its spans, to sort them.
 /// `while let Some(mut t) = threads.next() { while let Some(batch) = t.next_batch() { … } }`.
