@@ -118,23 +118,16 @@ impl<'a> ChunkedRecords<'a> {
 
 #[cfg(test)]
 mod tests {
-    use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, Record, RingInfo, Writer};
+    use ringtrace_format::{Record, RingInfo};
 
-    use super::super::test_dumps::XorShift;
+    use super::super::test_dumps::{XorShift, writer};
     use super::super::trace::RecordSource;
 
     #[test]
     fn every_record_is_found_in_its_chunk() {
         // Chunks of one record (many in a block of the index), of a few, and of more than a block.
         let mut rng = XorShift(7);
-        let mut w = Writer::new(IoSink(Vec::new()), 8).unwrap();
-        let clock = ClockInfo {
-            counter: CounterKind::MonotonicNs,
-            counter_bits: 64,
-            nominal_hz: 1_000_000_000,
-            rate_source: RateSource::Exact,
-        };
-        w.clock(&clock, &[Anchor::default(), Anchor { ticks: 1 << 40, mono_ns: 1 << 40, real_ns: 1 << 40 }]).unwrap();
+        let mut w = writer(1 << 40);
         let info = RingInfo { tid: 1, capacity: 1 << 20, written: 0, dropped: 0, aux: 0, flags: 0, name: b"t" };
         let mut all = Vec::new();
         for chunk in 0..400 {

@@ -63,10 +63,10 @@ pub(crate) struct TestRing {
     pub open: Vec<(u64, u64)>,
 }
 
-/// `rings` written as a real dump taken at `dump_ticks` (ns), one thread
-/// each, read back, and handed to `f` as a timeline.
-pub(crate) fn with_rings<T>(rings: &[TestRing], dump_ticks: u64, f: impl FnOnce(&Timeline<'_>) -> T) -> T {
-    use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, RingInfo, Writer};
+/// A dump writer with its clock section written: a nanosecond counter,
+/// anchored at 0 and at the dump, `dump_ticks`.
+pub(super) fn writer(dump_ticks: u64) -> ringtrace_format::Writer<ringtrace_format::IoSink<Vec<u8>>> {
+    use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, Writer};
     let mut w = Writer::new(IoSink(Vec::new()), 8).unwrap();
     let clock = ClockInfo {
         counter: CounterKind::MonotonicNs,
@@ -76,6 +76,14 @@ pub(crate) fn with_rings<T>(rings: &[TestRing], dump_ticks: u64, f: impl FnOnce(
     };
     let dump = Anchor { ticks: dump_ticks, mono_ns: dump_ticks, real_ns: dump_ticks };
     w.clock(&clock, &[Anchor::default(), dump]).unwrap();
+    w
+}
+
+/// `rings` written as a real dump taken at `dump_ticks` (ns), one thread
+/// each, read back, and handed to `f` as a timeline.
+pub(crate) fn with_rings<T>(rings: &[TestRing], dump_ticks: u64, f: impl FnOnce(&Timeline<'_>) -> T) -> T {
+    use ringtrace_format::RingInfo;
+    let mut w = writer(dump_ticks);
     for (i, r) in rings.iter().enumerate() {
         let info = RingInfo {
             tid: i as u64 + 1,
