@@ -369,10 +369,20 @@ impl ThreadTrace<'_> {
         for open in self.open.iter().rev() {
             f(open.at_dump(self.dump_ticks));
         }
+        let kd = self.key_depth;
+        if !self.prefixed {
+            // No argument or flags records: each span record is a span.
+            self.records.for_each(true, |r| {
+                if r.key != WRAP_KEY {
+                    let (key, depth) = depth_tag(r.key, kd);
+                    f(SpanRecord { key, enter: r.enter, exit: r.exit, arg: None, open: false, unwound: false, depth });
+                }
+            });
+            return;
+        }
         // Argument and flags records belong to the span record after them
         // (an argument record comes first), so the span waits for them here.
         let mut pending: Option<SpanRecord> = None;
-        let kd = self.key_depth;
         self.records.for_each(true, |r| match r.key {
             ARG_KEY => {
                 if let Some(mut span) = pending.take() {
