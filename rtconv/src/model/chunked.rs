@@ -86,18 +86,20 @@ impl<'a> ChunkedRecords<'a> {
         part.records.get(index - part.start)
     }
 
-    /// The chunks' records, in order.
-    pub fn parts(&self) -> impl Iterator<Item = &Records<'a>> {
-        self.parts.iter().map(|p| &p.records)
-    }
-
     /// Every record, oldest first, or (`newest_first`) newest first.
     #[inline]
+    #[allow(clippy::redundant_closure)] // `&mut f` is what was not inlined
     pub fn for_each(&self, newest_first: bool, mut f: impl FnMut(Record)) {
+        // Each part's loop calls `f` itself: through `&mut f` handed on, the
+        // call was not always inlined (a call per record).
         if newest_first {
-            self.parts.iter().rev().for_each(|p| p.records.iter().rev().for_each(&mut f));
+            for part in self.parts.iter().rev() {
+                part.records.iter().rev().for_each(|r| f(r));
+            }
         } else {
-            self.parts.iter().for_each(|p| p.records.iter().for_each(&mut f));
+            for part in &self.parts {
+                part.records.iter().for_each(|r| f(r));
+            }
         }
     }
 
@@ -108,10 +110,7 @@ impl<'a> ChunkedRecords<'a> {
     #[inline(always)]
     pub fn prefetch(&self, first: usize, last: usize) {
         if let Some(part) = self.blocks.get(first >> BLOCK_SHIFT).and_then(|&p| self.parts.get(p as usize)) {
-            let size = part.records.record_size();
-            let start =
-                part.records.as_bytes().as_ptr().wrapping_add(first.wrapping_sub(part.start).wrapping_mul(size));
-            super::prefetch::bytes_at(start, last.wrapping_sub(first).wrapping_add(1).wrapping_mul(size));
+            super::prefetch::records(&part.records, first.wrapping_sub(part.start), last.wrapping_sub(part.start));
         }
     }
 }

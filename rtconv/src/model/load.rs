@@ -162,30 +162,6 @@ struct RingScan<'k> {
 }
 
 impl RingScan<'_> {
-    /// Takes every record, oldest first: loops that call [`add`](Self::add)
-    /// directly, so it is inlined into each (through a closure it was not).
-    fn add_all(&mut self, records: &RecordSource<'_>) {
-        match records {
-            RecordSource::File(records) => {
-                for r in records.iter() {
-                    self.add(r);
-                }
-            }
-            RecordSource::Unwrapped(records) => {
-                for &r in records {
-                    self.add(r);
-                }
-            }
-            RecordSource::Chunks(chunks) => {
-                for part in chunks.parts() {
-                    for r in part.iter() {
-                        self.add(r);
-                    }
-                }
-            }
-        }
-    }
-
     /// Takes the next record. Inlined into each storage's loop (a call per
     /// record otherwise).
     #[inline(always)]
@@ -251,7 +227,11 @@ fn scan<'a>(
         seen: [None; 256],
         prefixed: false,
     };
-    scan.add_all(&records);
+    records.for_each(
+        false,
+        #[inline(always)] // into each storage's loop: a call per record otherwise
+        |r| scan.add(r),
+    );
     let RingScan {
         keys,
         ended_while_dumping,

@@ -29,6 +29,15 @@ pub fn bytes_at(start: *const u8, len: usize) {
     }
 }
 
+/// [`bytes_at`] of records `first..=last` of `records`, the indices not
+/// checked (a hint).
+#[inline(always)]
+pub fn records(records: &ringtrace_format::read::Records<'_>, first: usize, last: usize) {
+    let size = records.record_size();
+    let start = records.as_bytes().as_ptr().wrapping_add(first.wrapping_mul(size));
+    bytes_at(start, last.wrapping_sub(first).wrapping_add(1).wrapping_mul(size));
+}
+
 #[inline(always)]
 fn line(at: *const u8) {
     #[cfg(target_arch = "x86_64")]

@@ -3,10 +3,10 @@
 //! start-order decoder reads records out of file order with.
 
 use ringtrace_format::Record;
-use ringtrace_format::layout::{ARG_KEY, FLAGS_KEY, SPAN_FLAG_UNWOUND, WRAP_KEY};
+use ringtrace_format::layout::{ARG_KEY, FLAGS_KEY, SPAN_FLAG_UNWOUND};
 use ringtrace_format::read::Records;
 
-use super::trace::{OpenSpan, RecordSource, SpanRecord, ThreadTrace, depth_tag};
+use super::trace::{OpenSpan, RecordSource, SpanRecord, ThreadTrace, is_span_record};
 
 /// Random access to a ring's spans by position — its records (argument
 /// records and wrap markers give `None`), then its open spans — for one
@@ -48,10 +48,7 @@ impl RecordAt for Records<'_> {
     }
     #[inline(always)]
     fn prefetch(&self, first: usize, last: usize) {
-        // A hint: the address is not checked (prefetching never faults).
-        let size = self.record_size();
-        let start = self.as_bytes().as_ptr().wrapping_add(first.wrapping_mul(size));
-        super::prefetch::bytes_at(start, last.wrapping_sub(first).wrapping_add(1).wrapping_mul(size));
+        super::prefetch::records(self, first, last);
     }
 }
 
@@ -101,20 +98,12 @@ impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
         match position.checked_sub(self.records.count()) {
             None => {
                 let r = self.records.at(position)?;
-                if r.key == ARG_KEY || r.key == WRAP_KEY || r.key == FLAGS_KEY {
+                if !is_span_record(r.key) {
                     return None;
                 }
-                let (key, depth) = depth_tag(r.key, self.key_depth);
+                let span = SpanRecord::of_record(r, self.key_depth);
                 if !self.prefixed {
-                    return Some(SpanRecord {
-                        key,
-                        enter: r.enter,
-                        exit: r.exit,
-                        arg: None,
-                        open: false,
-                        unwound: false,
-                        depth,
-                    });
+                    return Some(span);
                 }
                 // A flags record, then an argument record, may come before the span.
                 let mut before = position.checked_sub(1).and_then(|p| self.records.at(p));
@@ -124,7 +113,7 @@ impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
                     before = position.checked_sub(2).and_then(|p| self.records.at(p));
                 }
                 let arg = before.filter(|b| b.key == ARG_KEY).map(|b| b.enter);
-                Some(SpanRecord { key, enter: r.enter, exit: r.exit, arg, open: false, unwound, depth })
+                Some(SpanRecord { arg, unwound, ..span })
             }
             Some(j) => Some(self.open.get(j)?.at_dump(self.dump_ticks)),
         }

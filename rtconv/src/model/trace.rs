@@ -252,7 +252,20 @@ pub(super) enum RecordSource<'a> {
     Chunks(super::chunked::ChunkedRecords<'a>),
 }
 
+/// Whether a record with this raw key is a span's (not an argument, flags or wrap record).
+#[inline(always)]
+pub(crate) fn is_span_record(raw_key: u64) -> bool {
+    raw_key != ARG_KEY && raw_key != FLAGS_KEY && raw_key != WRAP_KEY
+}
+
 impl SpanRecord {
+    /// The finished span of span record `r` on its own (no argument, not unwound).
+    #[inline(always)]
+    pub(crate) fn of_record(r: Record, kd: KeyDepth) -> Self {
+        let (key, depth) = depth_tag(r.key, kd);
+        SpanRecord { key, enter: r.enter, exit: r.exit, arg: None, open: false, unwound: false, depth }
+    }
+
     /// How its time ended.
     #[inline(always)]
     pub fn ending(&self) -> super::Ending {
@@ -318,18 +331,11 @@ impl ThreadTrace<'_> {
             ARG_KEY => arg = Some(r.enter),
             FLAGS_KEY => flags = r.enter,
             WRAP_KEY => {}
-            raw => {
-                let (key, depth) = depth_tag(raw, kd);
-                f(SpanRecord {
-                    key,
-                    enter: r.enter,
-                    exit: r.exit,
-                    arg: arg.take(),
-                    open: false,
-                    unwound: core::mem::take(&mut flags) & SPAN_FLAG_UNWOUND != 0,
-                    depth,
-                })
-            }
+            _ => f(SpanRecord {
+                arg: arg.take(),
+                unwound: core::mem::take(&mut flags) & SPAN_FLAG_UNWOUND != 0,
+                ..SpanRecord::of_record(r, kd)
+            }),
         });
         for open in &self.open {
             f(open.at_dump(self.dump_ticks));
@@ -346,12 +352,16 @@ impl ThreadTrace<'_> {
     pub(super) fn span_starts(&self, mut f: impl FnMut(usize, u64, u8)) {
         let kd = self.key_depth;
         let mut position = 0;
-        self.records.for_each(false, |r| {
-            if r.key != ARG_KEY && r.key != FLAGS_KEY && r.key != WRAP_KEY {
-                f(position, r.enter, depth_tag(r.key, kd).1);
-            }
-            position += 1;
-        });
+        self.records.for_each(
+            false,
+            #[inline(always)]
+            |r| {
+                if is_span_record(r.key) {
+                    f(position, r.enter, depth_tag(r.key, kd).1);
+                }
+                position += 1;
+            },
+        );
         for open in &self.open {
             f(position, open.enter, open.depth);
             position += 1;
@@ -374,8 +384,7 @@ impl ThreadTrace<'_> {
             // No argument or flags records: each span record is a span.
             self.records.for_each(true, |r| {
                 if r.key != WRAP_KEY {
-                    let (key, depth) = depth_tag(r.key, kd);
-                    f(SpanRecord { key, enter: r.enter, exit: r.exit, arg: None, open: false, unwound: false, depth });
+                    f(SpanRecord::of_record(r, kd));
                 }
             });
             return;
@@ -396,11 +405,8 @@ impl ThreadTrace<'_> {
                 }
             }
             WRAP_KEY => {}
-            raw => {
-                let (key, depth) = depth_tag(raw, kd);
-                let span =
-                    SpanRecord { key, enter: r.enter, exit: r.exit, arg: None, open: false, unwound: false, depth };
-                if let Some(span) = pending.replace(span) {
+            _ => {
+                if let Some(span) = pending.replace(SpanRecord::of_record(r, kd)) {
                     f(span);
                 }
             }

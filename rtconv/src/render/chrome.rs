@@ -23,10 +23,10 @@
 use std::io::{self, Write};
 
 use super::text::{Piece, Pieces, Short, Text};
+use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
 
 /// What stands between an `X` event's start and its duration.
 const DUR: Short = Short::new(b",\"dur\":");
-use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
 
 /// How to write Chrome JSON.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
