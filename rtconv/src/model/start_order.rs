@@ -90,13 +90,9 @@ impl ThreadSpans<'_, '_, '_> {
 /// Buffers reused from one thread to the next by [`place_nested`].
 #[derive(Default)]
 struct StartOrderBuffers {
-    /// Finished subtrees not yet inside a parent: (first span index, enter ticks, depth tag).
-    roots: Vec<(u32, u64, u8)>,
-    /// The spans around the one being placed: their subtrees' first span indices, outermost first.
-    path: Vec<u32>,
-    /// Per position: the end-order index of its subtree's first span (`NONE`
-    /// where a position holds no span).
-    first: Vec<u32>,
+    /// The spans around the one being placed, outermost first: (enter
+    /// ticks, position, depth tag).
+    path: Vec<(u64, u32, u8)>,
     /// Per place in start order: the span's position.
     order: Vec<u32>,
 }
@@ -113,16 +109,17 @@ fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>, u8) {
 /// then decodes them in that order, a batch at a time).
 ///
 /// A ring is its thread's call tree in end order: every span follows the
-/// spans inside it. A span's place in start order is the number of spans
-/// that start before it: those that ended before its subtree's first span
-/// (that span's end-order index) plus its ancestors (its depth). Two
-/// passes, each reading or writing its large array in sequence:
-/// 1. forward over the records: each span's subtree's first index, from a
-///    stack of finished subtrees;
-/// 2. backward over that array — the call tree in pre-order, children right
-///    to left: each span's depth from a stack of the spans around it (a span
-///    is inside another when its index is not below that one's subtree's
-///    first), so its place, noted in `order`.
+/// spans inside it. Read backwards, it is the tree in pre-order, children
+/// right to left, so one backward pass over the records with a stack of the
+/// spans around the current one (as deep as the tree, not as wide) finds
+/// every span's depth and, when its subtree is complete — when the first
+/// span outside it is read, or the ring ends — its place in start order.
+/// The spans that start after a span are its descendants and the spans
+/// that lie wholly after it; those that end after it are its ancestors and,
+/// again, those wholly after it. So when the pass pops a span of depth `d`
+/// after reading `seen` spans (it, its descendants and everything read
+/// before it), `seen - 1 - d` spans start after it: its place is
+/// `spans - seen + d`.
 ///
 /// Then only the decoding reads records out of order, and those reads are
 /// independent (the CPU overlaps their misses, and they are prefetched);
@@ -131,54 +128,39 @@ fn start_order(s: &SpanNs) -> (i64, std::cmp::Reverse<i64>, u8) {
 /// docs/PERFORMANCE.md.)
 fn place_nested(t: &ThreadTrace<'_>, buffers: &mut StartOrderBuffers) -> Anomalies {
     const NONE: u32 = u32::MAX;
-    let n = t.positions();
-    let StartOrderBuffers { roots, path, first, order } = buffers;
-    first.clear();
-    first.resize(n, NONE);
-    roots.clear();
+    let StartOrderBuffers { path, order } = buffers;
     // Positions fit u32 (checked by the caller), and so does the span count.
-    let mut spans = 0u32;
-    t.span_starts(|i, enter, depth| {
-        let mut subtree_first = spans;
-        while let Some(&(top_first, top_enter, top_depth)) = roots.last() {
-            // The span waiting on top is inside this one (which ended after it)
-            // unless it started first — by depth where both state it.
-            let child = deeper(depth, top_depth).unwrap_or(top_enter >= enter);
-            if !child {
+    let spans = t.span_count() as usize;
+    order.clear();
+    order.resize(spans, NONE);
+    path.clear();
+    let mut found = Anomalies::default();
+    let mut seen = 0usize;
+    // The span on top of `path` is complete: it goes to its place.
+    let mut place = |path: &mut Vec<(u64, u32, u8)>, seen: usize| {
+        if let Some((_, position, _)) = path.pop()
+            && let Some(slot) = (spans + path.len()).checked_sub(seen).and_then(|p| order.get_mut(p))
+        {
+            *slot = position;
+        }
+    };
+    t.span_starts_rev(|i, enter, depth| {
+        // The spans around that this one is not inside (it ended before they
+        // started, by depth where both state it) are complete.
+        while let Some(&(around_enter, _, around_depth)) = path.last() {
+            if deeper(around_depth, depth).unwrap_or(enter >= around_enter) {
                 break;
             }
-            roots.pop();
-            subtree_first = top_first;
+            place(path, seen);
         }
-        if let Some(f) = first.get_mut(i) {
-            *f = subtree_first;
-        }
-        roots.push((subtree_first, enter, depth));
-        spans += 1;
-    });
-    let mut found = Anomalies::default();
-    order.clear();
-    order.resize(spans as usize, NONE);
-    path.clear();
-    // The end-order index of the span at position `i`, counting down.
-    let mut index = spans;
-    for i in (0..n).rev() {
-        let subtree_first = first[i];
-        if subtree_first == NONE {
-            continue; // not a span
-        }
-        index -= 1;
-        while path.last().is_some_and(|&around| around > index) {
-            path.pop();
-        }
-        let depth = path.len();
-        if let Some(place) = order.get_mut((subtree_first as usize).saturating_add(depth)) {
-            *place = i as u32;
-        }
-        path.push(subtree_first);
-        if depth >= MAX_DEPTH {
+        if path.len() >= MAX_DEPTH {
             found.too_deep += 1;
         }
+        path.push((enter, i as u32, depth));
+        seen += 1;
+    });
+    while !path.is_empty() {
+        place(path, seen);
     }
     found
 }
@@ -220,9 +202,8 @@ impl RingVisitor for DecodeBatch<'_, '_> {
 }
 
 /// Decodes a timeline's threads one at a time into buffers it reuses, so
-/// memory holds, for a ring that nests, two `u32` per record (while its
-/// start order is found and while it is decoded) and a batch of spans; for
-/// one that does not, all its spans, to sort them.
+/// memory holds, for a ring that nests, a `u32` per span (its start order)
+/// and a batch of spans; for one that does not, all its spans, to sort them.
 /// `while let Some(mut t) = threads.next() { while let Some(batch) = t.next_batch() { … } }`.
 pub struct Threads<'t, 'a> {
     timeline: &'t Timeline<'a>,

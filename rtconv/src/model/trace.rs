@@ -344,28 +344,28 @@ impl ThreadTrace<'_> {
 }
 
 impl ThreadTrace<'_> {
-    /// Calls `f(position, enter, depth tag)` for every span in position
-    /// order — its records, then its open spans — reading the records in
-    /// sequence: what finding the start order needs of each span, without
-    /// random access.
+    /// Calls `f(position, enter, depth tag)` for every span in the reverse
+    /// of position order — its open spans outermost first, then its records
+    /// newest first — reading the records in sequence: what finding the
+    /// start order needs of each span, without random access.
     #[inline]
-    pub(super) fn span_starts(&self, mut f: impl FnMut(usize, u64, u8)) {
+    pub(super) fn span_starts_rev(&self, mut f: impl FnMut(usize, u64, u8)) {
         let kd = self.key_depth;
-        let mut position = 0;
+        let mut position = self.positions();
+        for open in self.open.iter().rev() {
+            position -= 1;
+            f(position, open.enter, open.depth);
+        }
         self.records.for_each(
-            false,
+            true,
             #[inline(always)]
             |r| {
+                position -= 1;
                 if is_span_record(r.key) {
                     f(position, r.enter, depth_tag(r.key, kd).1);
                 }
-                position += 1;
             },
         );
-        for open in &self.open {
-            f(position, open.enter, open.depth);
-            position += 1;
-        }
     }
 }
 
