@@ -9,96 +9,16 @@ use ringtrace_format::{Anchor, Dump, ReadError, RingInfo, SectionData};
 
 use super::counter_unwrap::CounterUnwrap;
 use super::file_bytes::{FileBytes, Pages, map_file};
+use super::nest_check::{DepthCheck, DepthRuns, NestingCheck};
 use super::trace::{
     Clock, DladdrName, KeyDepth, ModuleEntry, OpenSpan, PackedFrame, PackedKey, Process, RecordSource, SiteTable,
-    ThreadTrace, Trace, depth_tag,
+    ThreadTrace, Trace, depth_tag, is_span_record,
 };
 
 /// The depth tag of the open span at `index` of the open stack (outermost first): the same
 /// tag the recorder would give it when it ends (depths past 254 are not stated).
 fn depth_of_open(index: usize) -> u8 {
     u8::try_from(index + 1).unwrap_or(0)
-}
-
-/// Checks, span by span in the order they ended, that spans nest: each span
-/// contains every earlier span that started within it, and the one before
-/// those ended before it started. Holds the start of each span not yet
-/// inside another.
-#[derive(Default)]
-struct NestingCheck {
-    roots: Vec<(u64, u64)>,
-    broken: bool,
-}
-
-impl NestingCheck {
-    #[inline(always)] // once per record
-    fn add(&mut self, enter: u64, exit: u64) {
-        if self.broken {
-            return;
-        }
-        let exit = exit.max(enter); // a counter that went backwards: zero length
-        // The spans waiting that started within this one are its children: the
-        // first of them (the last to end) must end within it too.
-        let mut fits = true;
-        if let Some(&(e, x)) = self.roots.last()
-            && e >= enter
-        {
-            fits = x <= exit;
-            self.roots.pop();
-            while self.roots.last().is_some_and(|&(e, _)| e >= enter) {
-                self.roots.pop();
-            }
-        }
-        // And the span before them ended before this one started.
-        if fits && self.roots.last().is_none_or(|&(_, x)| x <= enter) {
-            self.roots.push((enter, exit));
-        } else {
-            self.broken = true;
-            self.roots = Vec::new();
-        }
-    }
-}
-
-/// Checks, span by span in the order they ended, that the depths their keys
-/// carry fit that order: the spans still waiting for a parent that are deeper
-/// than a new span are its children, one level deeper. Spans without a
-/// stated depth are not checked.
-#[derive(Default)]
-struct DepthCheck {
-    waiting: Vec<u8>,
-    broken: bool,
-}
-
-impl DepthCheck {
-    #[inline]
-    fn add(&mut self, tag: u8) {
-        self.add_checked(tag, true);
-    }
-
-    /// An open span, innermost first: its children may be a level or more
-    /// deeper, since a dump shows only the outermost 64 open spans.
-    fn add_open(&mut self, tag: u8) {
-        self.add_checked(tag, false);
-    }
-
-    #[inline(always)] // once per record
-    fn add_checked(&mut self, tag: u8, one_level: bool) {
-        if tag == 0 || self.broken {
-            return;
-        }
-        // The deeper spans waiting are this one's children: one level deeper.
-        while let Some(&w) = self.waiting.last()
-            && w > tag
-        {
-            if one_level && w != tag + 1 {
-                self.broken = true;
-                self.waiting = Vec::new();
-                return;
-            }
-            self.waiting.pop();
-        }
-        self.waiting.push(tag);
-    }
 }
 
 /// The counter at dump time: the last anchor, if the clock section came first.
@@ -154,8 +74,10 @@ struct RingScan<'k> {
     /// The flags record's value, for the span record after it.
     flags: u64,
     oldest_exit: Option<u64>,
+    /// Nesting by time, for a ring whose keys state no depth.
     nesting: NestingCheck,
-    depths: DepthCheck,
+    /// Nesting by depth and time, for one whose keys do.
+    runs: DepthRuns,
     /// The keys added lately, direct-mapped by hash.
     seen: [Option<u64>; 256],
     prefixed: bool,
@@ -179,8 +101,11 @@ impl RingScan<'_> {
         self.oldest_exit = self.oldest_exit.or(Some(r.exit));
         self.unwound += u64::from(core::mem::take(&mut self.flags) & SPAN_FLAG_UNWOUND != 0);
         self.first_enter = self.first_enter.min(r.enter);
-        self.nesting.add(r.enter, r.exit);
-        self.depths.add(depth);
+        if self.tagged == KeyDepth::Used {
+            self.runs.add(depth, r.enter, r.exit);
+        } else {
+            self.nesting.add(r.enter, r.exit);
+        }
         if self.last_key != Some(key) {
             // Keys alternate (an interpreter's hundreds, called in turn): a small
             // direct-mapped table of the keys added spares most set lookups.
@@ -223,7 +148,7 @@ fn scan<'a>(
         flags: 0,
         oldest_exit: None,
         nesting: NestingCheck::default(),
-        depths: DepthCheck::default(),
+        runs: DepthRuns::default(),
         seen: [None; 256],
         prefixed: false,
     };
@@ -240,7 +165,7 @@ fn scan<'a>(
         unwound,
         oldest_exit,
         mut nesting,
-        mut depths,
+        mut runs,
         prefixed,
         ..
     } = scan;
@@ -256,11 +181,18 @@ fn scan<'a>(
     for o in &open {
         keys.insert(o.key);
         first_enter = first_enter.min(o.enter);
-        nesting.add(o.enter, dump_ticks.max(o.enter));
-        depths.add_open(o.depth);
+        match tagged {
+            KeyDepth::Used => runs.add_open(o.depth, o.enter, dump_ticks.max(o.enter)),
+            _ => nesting.add(o.enter, dump_ticks.max(o.enter)),
+        }
     }
+    let (nested, depths_fit) = match tagged {
+        KeyDepth::Used if runs.failed => check_again(&records, tagged, &open, dump_ticks),
+        KeyDepth::Used => (true, true),
+        _ => (!nesting.broken, true),
+    };
     let key_depth = match tagged {
-        KeyDepth::Used if depths.broken => KeyDepth::Ignored,
+        KeyDepth::Used if !depths_fit => KeyDepth::Ignored,
         kd => kd,
     };
     ThreadTrace {
@@ -276,11 +208,31 @@ fn scan<'a>(
         records,
         prefixed,
         open,
-        nested: !nesting.broken,
+        nested,
         key_depth,
         dump_ticks,
         compact,
     }
+}
+
+/// Whether a ring whose keys state depths nests by time, and whether its
+/// depths fit the order its spans ended in, from the stack checks: for a
+/// ring [`DepthRuns`] did not pass (damaged, or deeper than 254 levels).
+#[cold]
+#[inline(never)]
+fn check_again(records: &RecordSource<'_>, tagged: KeyDepth, open: &[OpenSpan], dump_ticks: u64) -> (bool, bool) {
+    let (mut nesting, mut depths) = (NestingCheck::default(), DepthCheck::default());
+    records.for_each(false, |r| {
+        if is_span_record(r.key) {
+            nesting.add(r.enter, r.exit);
+            depths.add(depth_tag(r.key, tagged).1);
+        }
+    });
+    for o in open {
+        nesting.add(o.enter, dump_ticks.max(o.enter));
+        depths.add_open(o.depth);
+    }
+    (!nesting.broken, !depths.broken)
 }
 
 /// Why a dump could not be read at all.
@@ -502,31 +454,4 @@ fn lossy(b: &[u8]) -> String {
 fn path_from_bytes(b: &[u8]) -> PathBuf {
     use std::os::unix::ffi::OsStrExt;
     std::ffi::OsStr::from_bytes(b).into()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::DepthCheck;
-
-    /// Tags (depth + 1) in the order spans ended, then the open spans' tags innermost first.
-    fn broken(finished: &[u8], open: &[u8]) -> bool {
-        let mut check = DepthCheck::default();
-        finished.iter().for_each(|&t| check.add(t));
-        open.iter().for_each(|&t| check.add_open(t));
-        check.broken
-    }
-
-    #[test]
-    fn depths_must_fit_the_order_spans_ended_in() {
-        // c (2) inside b (1)... : c, c, b, d (2), a (1) inside root (0, open).
-        assert!(!broken(&[3, 3, 2, 3, 2], &[1]));
-        // A ring that kept only the end of a run: leaves whose parents ended later.
-        assert!(!broken(&[4, 3, 2], &[1]));
-        // A span two levels below the next one to end, with no span in between: not a call tree.
-        assert!(broken(&[3, 1], &[]));
-        // Spans without a stated depth are not checked.
-        assert!(!broken(&[0, 3, 0, 2], &[]));
-        // Open spans past the 64 a dump shows leave a gap above the deepest shown: allowed there.
-        assert!(!broken(&[70, 70], &[64, 63]));
-    }
 }

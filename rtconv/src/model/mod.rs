@@ -16,6 +16,7 @@ mod file_bytes;
 mod filter;
 mod load;
 mod losses;
+mod nest_check;
 mod prefetch;
 mod ring_access;
 mod shrink_guard;
