@@ -82,21 +82,34 @@ impl Pieces {
     }
 }
 
-/// `n` (below 10^8) as eight decimal digit values, one per byte, the most
-/// significant in the lowest byte (first in memory): all at once, by
-/// multiplying in lanes — 4 digits per 32 bits, 2 per 16, 1 per 8 — where
-/// dividing by 100 twice per pair would take a chain of multiplies per digit.
+/// `0000` to `9999`: four decimal digits by value (40 KiB).
+static DIGITS4: [[u8; 4]; 10_000] = {
+    let mut table = [[0; 4]; 10_000];
+    let mut i = 0;
+    while i < 10_000 {
+        table[i] =
+            [b'0' + (i / 1000) as u8, b'0' + (i / 100 % 10) as u8, b'0' + (i / 10 % 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    table
+};
+
+/// `n` (below 10^8) as eight ASCII digits, leading zeros included, the
+/// most significant in the lowest byte (first in memory): two table
+/// entries. Working the digits out in lanes of a `u64` took six
+/// multiplications a number, and they were the text writers' bottleneck
+/// (one multiplier port; docs/PERFORMANCE.md); this takes two.
 #[inline(always)]
 fn eight_digits(n: u32) -> u64 {
-    let n = u64::from(n);
-    // Lanes of 32 bits: the high four digits first.
-    let x = (n / 10_000) | ((n % 10_000) << 32);
-    // Each lane over 100: (v * 10486) >> 20 is v / 100 for v < 10^4.
-    let hundreds = ((x * 10_486) >> 20) & 0x0000_007F_0000_007F;
-    let x = hundreds | ((x - hundreds * 100) << 16);
-    // Each 16-bit lane over 10: (v * 103) >> 10 is v / 10 for v < 100.
-    let tens = ((x * 103) >> 10) & 0x000F_000F_000F_000F;
-    tens | ((x - tens * 10) << 8)
+    let (high, low) = (n / 10_000, n % 10_000);
+    let four = |v: u32| DIGITS4.get(v as usize).map_or(0, |d| u64::from(u32::from_le_bytes(*d)));
+    four(high) | four(low) << 32
+}
+
+/// How many digits `v` (below 10^4) has, 0 counting as one.
+#[inline(always)]
+fn decimal_len4(v: u32) -> u32 {
+    1 + u32::from(v >= 10) + u32::from(v >= 100) + u32::from(v >= 1000)
 }
 
 /// Writes the decimal digits of `n` at the start of `out`; returns their
@@ -107,13 +120,14 @@ pub fn digits(n: u64, out: &mut [u8]) -> usize {
     if n >= 100_000_000 {
         return digits_long(n, out);
     }
-    let values = eight_digits(n as u32); // below 10^8
-    // Leading zeros are the low bytes; one digit stays (for 0).
-    let skip = (values.trailing_zeros() / 8).min(7);
+    let n = n as u32; // below 10^8
+    let high = n / 10_000;
+    let len = if high == 0 { decimal_len4(n) } else { 4 + decimal_len4(high) };
     if let Some(to) = out.first_chunk_mut::<8>() {
-        *to = ((values | 0x3030_3030_3030_3030) >> (8 * skip)).to_le_bytes();
+        // Leading zeros are the low bytes.
+        *to = (eight_digits(n) >> (8 * (8 - len))).to_le_bytes();
     }
-    8 - skip as usize
+    len as usize
 }
 
 /// [`digits`] of a number of 10^8 and up: the digits above the last eight, then those eight.
@@ -123,7 +137,7 @@ fn digits_long(n: u64, out: &mut [u8]) -> usize {
     let len = digits(n / 100_000_000, out);
     let low = (n % 100_000_000) as u32; // below 10^8
     if let Some(to) = out.get_mut(len..).and_then(|to| to.first_chunk_mut::<8>()) {
-        *to = (eight_digits(low) | 0x3030_3030_3030_3030).to_le_bytes();
+        *to = eight_digits(low).to_le_bytes();
     }
     len + 8
 }
