@@ -389,15 +389,18 @@ impl<'a> Timeline<'a> {
         mut keep: impl FnMut(i64, i64, u32, u8) -> bool,
     ) {
         let mut last: Option<(u64, u32)> = None;
-        t.spans_rev(|r| {
-            let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, found);
-            let key_index = self.key_index(r.key, &mut last);
-            if keep(enter_ns, exit_ns, key_index, r.depth) {
-                let missing_children = lost.of(enter_ns, r.open);
-                let marks = Marks { unwound: r.unwound, missing_children, depth: r.depth };
-                p.span::<true>(enter_ns, exit_ns, key_index, marks);
-            }
-        });
+        t.spans_rev(
+            #[inline(always)] // into each storage's loop: a call per span otherwise
+            |r| {
+                let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, found);
+                let key_index = self.key_index(r.key, &mut last);
+                if keep(enter_ns, exit_ns, key_index, r.depth) {
+                    let missing_children = lost.of(enter_ns, r.open);
+                    let marks = Marks { unwound: r.unwound, missing_children, depth: r.depth };
+                    p.span::<true>(enter_ns, exit_ns, key_index, marks);
+                }
+            },
+        );
     }
 
     /// Walks every thread's spans as a call tree, thread after thread, and
