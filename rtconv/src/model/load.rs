@@ -69,19 +69,24 @@ struct RingScan<'k> {
     ended_while_dumping: rustc_hash::FxHashSet<(u64, u64)>,
     finished: u64,
     first_enter: u64,
-    last_key: Option<u64>,
     unwound: u64,
     /// The flags record's value, for the span record after it.
     flags: u64,
-    oldest_exit: Option<u64>,
+    /// The first span's end (meaningful once `finished > 0`).
+    oldest_exit: u64,
     /// Nesting by time, for a ring whose keys state no depth.
     nesting: NestingCheck,
     /// Nesting by depth and time, for one whose keys do.
     runs: DepthRuns,
-    /// The keys added lately, direct-mapped by hash.
-    seen: [Option<u64>; 256],
+    /// The keys added lately, direct-mapped by hash; [`NO_KEY`] in a slot never filled.
+    seen: [u64; 256],
     prefixed: bool,
+    /// Whether any span is open at the dump (`open_enters` is not empty).
+    any_open: bool,
 }
+
+/// A key no span has: a record's key once its depth tag is off is never an argument record's.
+const NO_KEY: u64 = ARG_KEY;
 
 impl RingScan<'_> {
     /// Takes the next record. Inlined into each storage's loop (a call per
@@ -97,8 +102,8 @@ impl RingScan<'_> {
             return;
         }
         let (key, depth) = depth_tag(r.key, self.tagged);
+        self.oldest_exit = if self.finished == 0 { r.exit } else { self.oldest_exit };
         self.finished += 1;
-        self.oldest_exit = self.oldest_exit.or(Some(r.exit));
         self.unwound += u64::from(core::mem::take(&mut self.flags) & SPAN_FLAG_UNWOUND != 0);
         self.first_enter = self.first_enter.min(r.enter);
         if self.tagged == KeyDepth::Used {
@@ -106,17 +111,14 @@ impl RingScan<'_> {
         } else {
             self.nesting.add(r.enter, r.exit);
         }
-        if self.last_key != Some(key) {
-            // Keys alternate (an interpreter's hundreds, called in turn): a small
-            // direct-mapped table of the keys added spares most set lookups.
-            let slot = &mut self.seen[(key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize];
-            if *slot != Some(key) {
-                self.keys.insert(key);
-                *slot = Some(key);
-            }
-            self.last_key = Some(key);
+        // Keys alternate (an interpreter's hundreds, called in turn): a small
+        // direct-mapped table of the keys added spares most set lookups.
+        let slot = &mut self.seen[(key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize];
+        if *slot != key {
+            self.keys.insert(key);
+            *slot = key;
         }
-        if !self.open_enters.is_empty() && self.open_enters.contains(&r.enter) {
+        if self.any_open && self.open_enters.contains(&r.enter) {
             self.ended_while_dumping.insert((key, r.enter));
         }
     }
@@ -143,14 +145,14 @@ fn scan<'a>(
         ended_while_dumping: Default::default(),
         finished: 0,
         first_enter: u64::MAX,
-        last_key: None,
         unwound: 0,
         flags: 0,
-        oldest_exit: None,
+        oldest_exit: 0,
         nesting: NestingCheck::default(),
         runs: DepthRuns::default(),
-        seen: [None; 256],
+        seen: [NO_KEY; 256],
         prefixed: false,
+        any_open: !open_enters.is_empty(),
     };
     records.for_each(
         false,
@@ -203,7 +205,7 @@ fn scan<'a>(
         aux: info.aux,
         finished,
         unwound,
-        oldest_exit,
+        oldest_exit: (finished > 0).then_some(oldest_exit),
         first_enter: (finished > 0 || !open.is_empty()).then_some(first_enter),
         records,
         prefixed,
