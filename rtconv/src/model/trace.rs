@@ -232,13 +232,12 @@ pub enum KeyDepth {
 /// A record's key and depth tag (see [`SpanRecord::depth`]) as the ring's [`KeyDepth`] says.
 #[inline(always)]
 pub(crate) fn depth_tag(raw_key: u64, kd: KeyDepth) -> (u64, u8) {
-    if kd == KeyDepth::Untagged {
-        return (raw_key, 0);
-    }
-    let (key, depth) = ringtrace_format::layout::split_key(raw_key);
-    match (kd, depth) {
-        (KeyDepth::Used, Some(d)) => (key, d.saturating_add(1)),
-        _ => (key, 0),
+    use ringtrace_format::layout::KEY_DEPTH_SHIFT;
+    match kd {
+        KeyDepth::Untagged => (raw_key, 0),
+        // The top byte is the tag itself: depth + 1, or 0 where not stated (`split_key`).
+        KeyDepth::Used => (raw_key & ((1 << KEY_DEPTH_SHIFT) - 1), (raw_key >> KEY_DEPTH_SHIFT) as u8),
+        KeyDepth::Ignored => (raw_key & ((1 << KEY_DEPTH_SHIFT) - 1), 0),
     }
 }
 
@@ -413,6 +412,24 @@ impl ThreadTrace<'_> {
         });
         if let Some(span) = pending {
             f(span);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KeyDepth, depth_tag};
+    use ringtrace_format::layout::split_key;
+
+    #[test]
+    fn a_keys_depth_tag_is_what_split_key_states() {
+        for top in 0..=255u64 {
+            let raw = top << 56 | 0x0012_3456_789a;
+            let (key, depth) = split_key(raw);
+            let stated = depth.map_or(0, |d| d.saturating_add(1));
+            assert_eq!(depth_tag(raw, KeyDepth::Used), (key, stated), "top byte {top}");
+            assert_eq!(depth_tag(raw, KeyDepth::Ignored), (key, 0));
+            assert_eq!(depth_tag(raw, KeyDepth::Untagged), (raw, 0));
         }
     }
 }
