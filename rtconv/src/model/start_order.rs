@@ -146,7 +146,8 @@ fn place_nested(t: &ThreadTrace<'_>, buffers: &mut StartOrderBuffers) -> Anomali
     };
     t.span_starts_rev(|i, enter, depth| {
         // The spans around that this one is not inside (it ended before they
-        // started, by depth where both state it) are complete.
+        // started, by depth where both state it) are complete: the rule of
+        // `walk::outside` newest first, in ticks.
         while let Some(&(around_enter, _, around_depth)) = path.last() {
             if deeper(around_depth, depth).unwrap_or(enter >= around_enter) {
                 break;
