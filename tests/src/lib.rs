@@ -262,12 +262,49 @@ pub fn build_firmware(package: &str, target: &str, features: Option<&str>) -> Pa
     dir.join(target).join("release").join(package)
 }
 
-/// A fresh, empty folder for one test.
-pub fn scratch(test: &str) -> PathBuf {
+/// A fresh, empty folder for one test: see [`Scratch`].
+pub fn scratch(test: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("ringtrace-e2e-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir is writable");
-    dir
+    Scratch(dir)
+}
+
+/// A test's folder in the temporary directory, removed when the test
+/// passes and kept (its path said on stderr) when it fails, for a look
+/// inside. Without the removal every run left its dumps, builds and
+/// wheels behind — 200 MB a run for the fleet test alone — until a
+/// machine's disk filled.
+#[derive(Debug)]
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept the failed test's folder: {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// Copies an executable for a test to run. The copy is made by `cp`, not

@@ -31,7 +31,7 @@ fn assert_diagnostics(stderr: &[String], file: &Path, must_contain: &[&str]) {
     }
 }
 
-fn workload_dump(test: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+fn workload_dump(test: &str) -> (ringtrace_tests::Scratch, std::path::PathBuf) {
     let dir = scratch(test);
     let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
     (dir, dump)

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use ringtrace_tests::{binary, parse_chrome, record_workload_with, scratch};
+use ringtrace_tests::{Scratch, binary, parse_chrome, record_workload_with, scratch};
 
 /// Per dump of the workload with these settings: fib(12) on two threads (465 calls each).
 const FIB_CALLS: usize = 2 * 465;
@@ -41,7 +41,7 @@ fn files_in(dir: &Path) -> BTreeSet<String> {
 }
 
 struct Fleet {
-    root: PathBuf,
+    root: Scratch,
     dump: Vec<u8>,
 }
 

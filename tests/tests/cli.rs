@@ -19,7 +19,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// A dump in a fresh folder, and the folder.
-fn dump(test: &str) -> std::path::PathBuf {
+fn dump(test: &str) -> ringtrace_tests::Scratch {
     let dir = scratch(test);
     record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
     dir

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use ringtrace_tests::{build_firmware, parse_chrome, scratch, tool};
+use ringtrace_tests::{Scratch, build_firmware, parse_chrome, scratch, tool};
 
 /// Runs `elf` on QEMU (`qemu` with `machine` arguments) in `dir`, where its
 /// semihosting file lands; returns what it printed. It must exit 0 within
@@ -159,7 +159,7 @@ const RISCV32: Firmware<'static> = Firmware {
 };
 
 /// Builds, runs twice and checks one firmware; returns the ELF and the folder of the first run's dump.
-fn run_firmware(fw: &Firmware<'_>) -> (PathBuf, PathBuf) {
+fn run_firmware(fw: &Firmware<'_>) -> (PathBuf, Scratch) {
     let Firmware { package, target, features, qemu, machine, dump, irq_track, tick_ns } = *fw;
     let elf = build_firmware(package, target, features);
     let dir = scratch(&format!("{package}-{target}-{}", features.unwrap_or("default")));

@@ -19,7 +19,10 @@ fn package() -> &'static Path {
     SITE.get_or_init(|| {
         let root = workspace_root();
         let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-        let dir = scratch("fleet-package");
+        // In the target directory, replaced by each run: a scratch folder would outlive this
+        // static (never dropped) and leave 200 MB behind every run.
+        let dir = target.join("fleet-package");
+        let _ = std::fs::remove_dir_all(&dir);
         let wheels = dir.join("wheels");
         let built = Command::new(venv("maturin"))
             .args(["build", "--locked", "--quiet", "-m"])

@@ -11,7 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use ringtrace_tests::{build_id, copy_executable, must_run, scratch, spread_addresses, symbolize_subject, tool};
+use ringtrace_tests::{
+    Scratch, build_id, copy_executable, must_run, scratch, spread_addresses, symbolize_subject, tool,
+};
 
 /// `rtconv ARGS` with its index under `root` (`None`: off).
 fn rtconv(root: Option<&Path>, args: &[&str]) -> Command {
@@ -63,7 +65,7 @@ fn zero_debug_info(bin: &Path) {
 
 /// The subject, its addresses, the index root, and the index file of the subject's names.
 struct Setup {
-    dir: PathBuf,
+    dir: Scratch,
     exe: PathBuf,
     addresses: Vec<String>,
     root: PathBuf,
