@@ -549,27 +549,33 @@ impl<'a> Records<'a> {
 
     #[inline]
     fn decode(e: Endian, c: &[u8]) -> Record {
-        // Fixed ranges, not `u32_at`/`u64_at`: this runs once per record, and
-        // the ranges' checks compile to less (measured: docs/PERFORMANCE.md).
-        if c.len() == COMPACT_RECORD_SIZE {
-            let key = match e.u32(c[0..4].try_into().unwrap_or_default()) {
-                COMPACT_ARG_KEY => ARG_KEY,
-                COMPACT_WRAP_KEY => WRAP_KEY,
-                COMPACT_FLAGS_KEY => FLAGS_KEY,
-                key => u64::from(key),
-            };
-            Record {
-                key,
-                enter: e.u32(c[4..8].try_into().unwrap_or_default()).into(),
-                exit: e.u32(c[8..12].try_into().unwrap_or_default()).into(),
-            }
-        } else {
-            Record {
-                key: e.u64(c[0..8].try_into().unwrap_or_default()),
-                enter: e.u64(c[8..16].try_into().unwrap_or_default()),
-                exit: e.u64(c[16..24].try_into().unwrap_or_default()),
-            }
+        // As arrays, whose fixed ranges need no checks, not `u32_at`/`u64_at`:
+        // this runs once per record (measured: docs/PERFORMANCE.md).
+        match (<&[u8; COMPACT_RECORD_SIZE]>::try_from(c), <&[u8; RECORD_SIZE]>::try_from(c)) {
+            (Ok(c), _) => Self::decode_compact(e, c),
+            (_, Ok(c)) => Self::decode_wide(e, c),
+            // Never: chunks are of the records' size.
+            _ => Record::default(),
         }
+    }
+
+    #[inline(always)]
+    fn decode_compact(e: Endian, c: &[u8; COMPACT_RECORD_SIZE]) -> Record {
+        let [k0, k1, k2, k3, n0, n1, n2, n3, x0, x1, x2, x3] = *c;
+        let key = match e.u32([k0, k1, k2, k3]) {
+            COMPACT_ARG_KEY => ARG_KEY,
+            COMPACT_WRAP_KEY => WRAP_KEY,
+            COMPACT_FLAGS_KEY => FLAGS_KEY,
+            key => u64::from(key),
+        };
+        Record { key, enter: e.u32([n0, n1, n2, n3]).into(), exit: e.u32([x0, x1, x2, x3]).into() }
+    }
+
+    #[inline(always)]
+    fn decode_wide(e: Endian, c: &[u8; RECORD_SIZE]) -> Record {
+        // Constant ranges of an array: no checks left.
+        let word = |at: usize| e.u64(c[at..at + 8].try_into().unwrap_or_default());
+        Record { key: word(0), enter: word(8), exit: word(16) }
     }
 
     /// The record at `index` in file order.
@@ -580,6 +586,22 @@ impl<'a> Records<'a> {
         let at = index.checked_mul(size)?;
         let c = self.bytes.get(at..at.checked_add(size)?)?;
         Some(Self::decode(self.endian, c))
+    }
+
+    /// Where the record at `index` lies, for a caller that finds records
+    /// ahead of reading them (to start loading them into the cache).
+    #[inline]
+    pub fn locate(&self, index: usize) -> Option<RecordRef<'a>> {
+        let endian = self.endian;
+        if self.compact() {
+            let at = index.checked_mul(COMPACT_RECORD_SIZE)?;
+            let bytes = self.bytes.get(at..)?.first_chunk()?;
+            Some(RecordRef { bytes: RecordBytes::Compact(bytes), endian })
+        } else {
+            let at = index.checked_mul(RECORD_SIZE)?;
+            let bytes = self.bytes.get(at..)?.first_chunk()?;
+            Some(RecordRef { bytes: RecordBytes::Wide(bytes), endian })
+        }
     }
 
     /// The bytes of the records from `first` to `last` (inclusive), if both exist.
@@ -593,6 +615,41 @@ impl<'a> Records<'a> {
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Record> + DoubleEndedIterator + 'a {
         let e = self.endian;
         self.bytes.chunks_exact(self.size).map(move |c| Self::decode(e, c))
+    }
+}
+
+/// One record of a [`Records`], found by [`Records::locate`] and decoded
+/// by [`record`](Self::record) without another bounds check.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordRef<'a> {
+    bytes: RecordBytes<'a>,
+    endian: Endian,
+}
+
+/// A record's bytes, by size.
+#[derive(Clone, Copy, Debug)]
+enum RecordBytes<'a> {
+    Wide(&'a [u8; RECORD_SIZE]),
+    Compact(&'a [u8; COMPACT_RECORD_SIZE]),
+}
+
+impl<'a> RecordRef<'a> {
+    /// The record.
+    #[inline]
+    pub fn record(self) -> Record {
+        match self.bytes {
+            RecordBytes::Wide(c) => Records::decode_wide(self.endian, c),
+            RecordBytes::Compact(c) => Records::decode_compact(self.endian, c),
+        }
+    }
+
+    /// Its bytes, as in the file.
+    #[inline]
+    pub fn as_bytes(self) -> &'a [u8] {
+        match self.bytes {
+            RecordBytes::Wide(b) => b,
+            RecordBytes::Compact(b) => b,
+        }
     }
 }
 

@@ -165,7 +165,15 @@ fn read(bytes: &[u8]) -> (DumpSpec, usize, Option<ReadError>) {
             SectionData::Ring(info, records, open) => spec.rings.push(RingSpec {
                 tid: info.tid,
                 name: info.name.to_vec(),
-                records: records.iter().map(|r| (r.key, r.enter, r.exit)).collect(),
+                records: {
+                    // Read in sequence, and found one by one: the same records, and none past the end.
+                    let in_order: Vec<Record> = records.iter().collect();
+                    let found: Vec<Record> =
+                        (0..records.len()).filter_map(|i| records.locate(i).map(|r| r.record())).collect();
+                    assert_eq!(found, in_order);
+                    assert!(records.locate(records.len()).is_none());
+                    in_order.iter().map(|r| (r.key, r.enter, r.exit)).collect()
+                },
                 open: open.iter().collect(),
                 extra_written: info.written - records.len() as u64,
                 dropped: info.dropped,

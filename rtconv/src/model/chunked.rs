@@ -2,7 +2,7 @@
 //! read as one sequence (see FORMAT.md, "Stream chunks").
 
 use ringtrace_format::Record;
-use ringtrace_format::read::Records;
+use ringtrace_format::read::{RecordRef, Records};
 
 /// One chunk's records and where they fall in the sequence.
 #[derive(Debug)]
@@ -84,6 +84,13 @@ impl<'a> ChunkedRecords<'a> {
     pub fn get(&self, index: usize) -> Option<Record> {
         let part = self.part_of(index)?;
         part.records.get(index - part.start)
+    }
+
+    /// Where record `index` lies.
+    #[inline(always)]
+    pub fn locate(&self, index: usize) -> Option<RecordRef<'a>> {
+        let part = self.part_of(index)?;
+        part.records.locate(index - part.start)
     }
 
     /// Every record, oldest first, or (`newest_first`) newest first.

@@ -4,7 +4,7 @@
 
 use ringtrace_format::Record;
 use ringtrace_format::layout::{ARG_KEY, FLAGS_KEY, SPAN_FLAG_UNWOUND};
-use ringtrace_format::read::Records;
+use ringtrace_format::read::{RecordRef, Records};
 
 use super::trace::{OpenSpan, RecordSource, SpanRecord, ThreadTrace, is_span_record};
 
@@ -13,11 +13,18 @@ use super::trace::{OpenSpan, RecordSource, SpanRecord, ThreadTrace, is_span_reco
 /// kind of record storage, so a caller reading every position dispatches on
 /// the storage once per ring, not once per record ([`ThreadTrace::with_spans`]).
 pub(super) trait RingSpans {
+    /// Where a span's record lies, as [`locate`](Self::locate) found it.
+    type Loc: Copy + Default;
     /// The span at `position`, in [`ThreadTrace::spans`]' order.
     fn span_at(&self, position: usize) -> Option<SpanRecord>;
-    /// Starts loading what [`span_at`](Self::span_at)`(position)` reads
-    /// into the cache, for a caller that knows its positions ahead.
-    fn prefetch(&self, position: usize);
+    /// Finds where [`span_at`](Self::span_at)`(position)` reads and starts
+    /// loading it into the cache, for a caller that knows its positions
+    /// ahead: [`span_located`](Self::span_located) then reads it without
+    /// finding it again.
+    fn locate(&self, position: usize) -> Self::Loc;
+    /// [`span_at`](Self::span_at)`(position)`, where `loc` is what
+    /// [`locate`](Self::locate)`(position)` gave.
+    fn span_located(&self, position: usize, loc: Self::Loc) -> Option<SpanRecord>;
 }
 
 /// What [`ThreadTrace::with_spans`] hands its random access to: a trait,
@@ -32,16 +39,29 @@ pub(super) trait RingVisitor {
 
 /// Records by index, from the file or unwrapped.
 trait RecordAt {
-    fn count(&self) -> usize;
+    /// Where a record lies ([`locate`](Self::locate)).
+    type Loc: Copy + Default;
     fn at(&self, index: usize) -> Option<Record>;
     /// Starts loading records `first..=last` into the cache.
     fn prefetch(&self, first: usize, last: usize);
+    /// Finds record `index` and starts loading it into the cache.
+    fn locate(&self, index: usize) -> Self::Loc;
+    /// The record [`locate`](Self::locate) found.
+    fn at_located(&self, loc: Self::Loc) -> Option<Record>;
 }
 
-impl RecordAt for Records<'_> {
-    fn count(&self) -> usize {
-        self.len()
+/// [`RecordAt::locate`] of records in the file's bytes: the record's bytes,
+/// asked for.
+#[inline(always)]
+fn fetched(found: Option<RecordRef<'_>>) -> Option<RecordRef<'_>> {
+    if let Some(r) = found {
+        super::prefetch::range(r.as_bytes());
     }
+    found
+}
+
+impl<'a> RecordAt for Records<'a> {
+    type Loc = Option<RecordRef<'a>>;
     #[inline(always)]
     fn at(&self, index: usize) -> Option<Record> {
         self.get(index)
@@ -50,12 +70,18 @@ impl RecordAt for Records<'_> {
     fn prefetch(&self, first: usize, last: usize) {
         super::prefetch::records(self, first, last);
     }
+    #[inline(always)]
+    fn locate(&self, index: usize) -> Self::Loc {
+        fetched(Records::locate(self, index))
+    }
+    #[inline(always)]
+    fn at_located(&self, loc: Self::Loc) -> Option<Record> {
+        loc.map(RecordRef::record)
+    }
 }
 
-impl RecordAt for super::chunked::ChunkedRecords<'_> {
-    fn count(&self) -> usize {
-        self.len()
-    }
+impl<'a> RecordAt for super::chunked::ChunkedRecords<'a> {
+    type Loc = Option<RecordRef<'a>>;
     #[inline(always)]
     fn at(&self, index: usize) -> Option<Record> {
         self.get(index)
@@ -64,12 +90,19 @@ impl RecordAt for super::chunked::ChunkedRecords<'_> {
     fn prefetch(&self, first: usize, last: usize) {
         super::chunked::ChunkedRecords::prefetch(self, first, last);
     }
+    #[inline(always)]
+    fn locate(&self, index: usize) -> Self::Loc {
+        fetched(super::chunked::ChunkedRecords::locate(self, index))
+    }
+    #[inline(always)]
+    fn at_located(&self, loc: Self::Loc) -> Option<Record> {
+        loc.map(RecordRef::record)
+    }
 }
 
 impl RecordAt for [Record] {
-    fn count(&self) -> usize {
-        self.len()
-    }
+    /// The index: unwrapped records are found as cheaply as they are read.
+    type Loc = usize;
     #[inline(always)]
     fn at(&self, index: usize) -> Option<Record> {
         self.get(index).copied()
@@ -80,11 +113,22 @@ impl RecordAt for [Record] {
             super::prefetch::range(records);
         }
     }
+    #[inline(always)]
+    fn locate(&self, index: usize) -> usize {
+        self.prefetch(index, index);
+        index
+    }
+    #[inline(always)]
+    fn at_located(&self, index: usize) -> Option<Record> {
+        self.get(index).copied()
+    }
 }
 
 /// A ring's spans over one kind of record storage.
 struct Positioned<'t, R: ?Sized> {
     records: &'t R,
+    /// How many records there are, counted once (a division, for records in the file).
+    count: usize,
     open: &'t [OpenSpan],
     dump_ticks: u64,
     key_depth: super::trace::KeyDepth,
@@ -93,9 +137,11 @@ struct Positioned<'t, R: ?Sized> {
 }
 
 impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
+    type Loc = R::Loc;
+
     #[inline(always)] // once per record, in the decoder's inner loops
     fn span_at(&self, position: usize) -> Option<SpanRecord> {
-        match position.checked_sub(self.records.count()) {
+        match position.checked_sub(self.count) {
             None => {
                 let r = self.records.at(position)?;
                 if !is_span_record(r.key) {
@@ -120,10 +166,25 @@ impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
     }
 
     #[inline(always)]
-    fn prefetch(&self, position: usize) {
-        // The record, and the two before it where those may be flags and argument records.
-        let first = if self.prefixed { position.saturating_sub(2) } else { position };
-        self.records.prefetch(first, position);
+    fn locate(&self, position: usize) -> R::Loc {
+        if position >= self.count {
+            return R::Loc::default();
+        }
+        if self.prefixed {
+            // The record and the two before it (flags and argument records), read by `span_at`.
+            self.records.prefetch(position.saturating_sub(2), position);
+            return R::Loc::default();
+        }
+        self.records.locate(position)
+    }
+
+    #[inline(always)]
+    fn span_located(&self, position: usize, loc: R::Loc) -> Option<SpanRecord> {
+        if self.prefixed || position >= self.count {
+            return self.span_at(position);
+        }
+        let r = self.records.at_located(loc)?;
+        is_span_record(r.key).then(|| SpanRecord::of_record(r, self.key_depth))
     }
 }
 
@@ -137,12 +198,15 @@ impl ThreadTrace<'_> {
     pub(super) fn with_spans<V: RingVisitor>(&self, v: V) -> V::Out {
         let (open, dump_ticks, key_depth, prefixed) =
             (self.open.as_slice(), self.dump_ticks, self.key_depth, self.prefixed);
+        let count = self.records.len();
         match &self.records {
-            RecordSource::File(records) => v.run(&Positioned { records, open, dump_ticks, key_depth, prefixed }),
+            RecordSource::File(records) => v.run(&Positioned { records, count, open, dump_ticks, key_depth, prefixed }),
             RecordSource::Unwrapped(records) => {
-                v.run(&Positioned { records: records.as_slice(), open, dump_ticks, key_depth, prefixed })
+                v.run(&Positioned { records: records.as_slice(), count, open, dump_ticks, key_depth, prefixed })
             }
-            RecordSource::Chunks(records) => v.run(&Positioned { records, open, dump_ticks, key_depth, prefixed }),
+            RecordSource::Chunks(records) => {
+                v.run(&Positioned { records, count, open, dump_ticks, key_depth, prefixed })
+            }
         }
     }
 }

@@ -166,8 +166,9 @@ fn place_nested(t: &ThreadTrace<'_>, buffers: &mut StartOrderBuffers) -> Anomali
     found
 }
 
-/// How many spans ahead [`DecodeBatch`] asks for the records it will read:
-/// far enough for a cache miss to complete (docs/PERFORMANCE.md).
+/// How many spans ahead [`DecodeBatch`] finds the records it will read and
+/// asks for them: far enough for a cache miss to complete
+/// (docs/PERFORMANCE.md). A power of two (a ring of them is indexed by it).
 const PREFETCH_AHEAD: usize = 32;
 
 /// Decodes the spans at places `from..to` of `order` into `out`.
@@ -188,16 +189,27 @@ impl RingVisitor for DecodeBatch<'_, '_> {
     fn run<S: RingSpans>(self, t: &S) -> Anomalies {
         let DecodeBatch { tl, order, from, to, out, last_key } = self;
         let mut found = Anomalies::default();
-        for (k, &i) in order.iter().enumerate().take(to).skip(from) {
-            // Records are read out of file order here: ask for them early.
-            if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
-                t.prefetch(ahead as usize);
+        let mut last = *last_key;
+        // Records are read out of file order here: each is found (its chunk, its bytes) and
+        // asked for `PREFETCH_AHEAD` spans early, and read from where it was found.
+        let mut ahead = [S::Loc::default(); PREFETCH_AHEAD];
+        let places = order.get(from..to).unwrap_or_default();
+        for (slot, &i) in ahead.iter_mut().zip(places) {
+            *slot = t.locate(i as usize);
+        }
+        let later = order.get(from + PREFETCH_AHEAD..).unwrap_or_default();
+        for (k, &i) in places.iter().enumerate() {
+            let slot = &mut ahead[k % PREFETCH_AHEAD];
+            let loc = *slot;
+            if let Some(&next) = later.get(k) {
+                *slot = t.locate(next as usize);
             }
-            let Some(r) = t.span_at(i as usize) else { continue };
+            let Some(r) = t.span_located(i as usize, loc) else { continue };
             let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
-            let key_index = tl.key_index(r.key, last_key);
+            let key_index = tl.key_index(r.key, &mut last);
             out.push(SpanNs::at_depth(enter_ns, exit_ns, key_index, r.arg, r.ending(), r.depth));
         }
+        *last_key = last;
         found
     }
 }

@@ -23,6 +23,10 @@ pub struct Timebase {
     /// fraction's remainder scaled by 2^64 (see [`Timebase::ns`]).
     whole: u64,
     frac: u64,
+    /// `ticks - origin_ticks` below this converts in [`ns_i64`](Self::ns_i64)
+    /// without checks for overflow: `origin_mono_ns + delta × (whole + 1)`
+    /// fits `i64`. 0 (nothing) for an origin past `i64::MAX`.
+    unchecked_below: u64,
 }
 
 /// Why ticks cannot be turned into time.
@@ -77,15 +81,19 @@ impl Timebase {
 
     /// `ns` nanoseconds per `ticks` ticks (both non-zero) from `first`.
     fn with_rate(first: Anchor, ns: u64, ticks: u64) -> Timebase {
+        let whole = ns / ticks;
         Timebase {
             origin_ticks: first.ticks,
             origin_mono_ns: first.mono_ns,
             origin_real_ns: first.real_ns,
             ns,
             ticks,
-            whole: ns / ticks,
+            whole,
             // The remainder is below `ticks`, so the quotient fits 64 bits.
             frac: ((u128::from(ns % ticks) << 64) / u128::from(ticks)) as u64,
+            unchecked_below: (i64::MAX as u64)
+                .checked_sub(first.mono_ns)
+                .map_or(0, |room| room / whole.saturating_add(1) + 1),
         }
     }
 
@@ -100,8 +108,27 @@ impl Timebase {
 
     /// [`ns`](Self::ns) clamped into `i64` (292 years of nanoseconds),
     /// without 128-bit arithmetic in the common case.
-    #[inline]
+    #[inline(always)] // twice per span
     pub fn ns_i64(&self, ticks: u64) -> i64 {
+        // Below the origin, `delta` wraps past `unchecked_below` (at most 2^63).
+        let delta = ticks.wrapping_sub(self.origin_ticks);
+        if delta >= self.unchecked_below {
+            return self.ns_i64_checked(ticks);
+        }
+        // `since_origin` without its checks: with `hi < delta` (`frac < 2^64`), every sum is
+        // at most `origin_mono_ns + delta × (whole + 1)`, which fits `i64` here.
+        let p = u128::from(delta) * u128::from(self.frac);
+        let (hi, lo) = ((p >> 64) as u64, p as u64);
+        let approx = delta.wrapping_mul(self.whole).wrapping_add(hi);
+        let exact = if lo.checked_add(delta).is_some() { approx } else { self.settled(delta, approx) };
+        self.origin_mono_ns.wrapping_add(exact) as i64
+    }
+
+    /// [`ns_i64`](Self::ns_i64) with every check, for ticks before the
+    /// origin or far after it.
+    #[cold]
+    #[inline(never)]
+    fn ns_i64_checked(&self, ticks: u64) -> i64 {
         let fast = self.since_origin(ticks).and_then(|exact| self.origin_mono_ns.checked_add(exact));
         match fast.and_then(|ns| i64::try_from(ns).ok()) {
             Some(ns) => ns,
@@ -127,12 +154,16 @@ impl Timebase {
         if lo.checked_add(delta).is_some() {
             return Some(approx);
         }
+        Some(self.settled(delta, approx))
+    }
+
+    /// `approx` or `approx + 1`, whichever is `floor(delta × ns / ticks)`
+    /// (see [`since_origin`](Self::since_origin)).
+    #[cold]
+    #[inline(never)]
+    fn settled(&self, delta: u64, approx: u64) -> u64 {
         let next = u128::from(approx) + 1;
-        if next * u128::from(self.ticks) <= u128::from(delta) * u128::from(self.ns) {
-            Some(next as u64)
-        } else {
-            Some(approx)
-        }
+        if next * u128::from(self.ticks) <= u128::from(delta) * u128::from(self.ns) { next as u64 } else { approx }
     }
 
     /// [`ns`](Self::ns) by 128-bit division, for any `ticks`.
@@ -201,6 +232,25 @@ mod tests {
             }
             for t in [0, 999, 1_000, 1_001, u64::MAX, u64::MAX - 1] {
                 assert_eq!(tb.ns(t), tb.ns_slow(t), "{ns}/{ticks} at {t}");
+            }
+        }
+    }
+
+    #[test]
+    fn nanoseconds_in_i64_agree_with_division_on_both_sides_of_the_unchecked_range() {
+        let mut rng = crate::model::test_dumps::XorShift(0x2545_F491_4F6C_DD1D);
+        let mut next = move || rng.next();
+        let clamped = |tb: &Timebase, t: u64| tb.ns_slow(t).clamp(i64::MIN.into(), i64::MAX.into()) as i64;
+        let rates = [(1_000_000_000, 32_768), (3_000_000, 7_788_000), (7_777_777_777, 1), (1, 3), (999, 1000)];
+        for (ns, ticks) in rates {
+            // Origins near 0 and near the end of `i64`: the unchecked range is wide, then narrow.
+            for mono_ns in [5, (i64::MAX as u64) - 1_000_000, i64::MAX as u64, u64::MAX - 10] {
+                let tb = Timebase::with_rate(Anchor { ticks: 1_000, mono_ns, real_ns: 0 }, ns, ticks);
+                let edge = 1_000u64.saturating_add(tb.unchecked_below);
+                let near = [0, 999, 1_000, 1_001, edge - 1, edge, edge.saturating_add(1), u64::MAX];
+                for t in near.into_iter().chain((0..20_000).map(|_| next() >> (next() % 64))) {
+                    assert_eq!(tb.ns_i64(t), clamped(&tb, t), "{ns}/{ticks} from {mono_ns} at {t}");
+                }
             }
         }
     }
