@@ -106,6 +106,15 @@ fn eight_digits(n: u32) -> u64 {
     four(high) | four(low) << 32
 }
 
+/// The decimal digits of `v` (below 10^4) as little-endian bytes, the most
+/// significant first in memory, and how many there are (1 to 4); `None`
+/// from 10^4 up.
+#[inline(always)]
+pub fn four_digits(v: u32) -> Option<(u32, u32)> {
+    let len = decimal_len4(v);
+    DIGITS4.get(v as usize).map(|d| (u32::from_le_bytes(*d) >> (8 * (4 - len)), len))
+}
+
 /// How many digits `v` (below 10^4) has, 0 counting as one.
 #[inline(always)]
 fn decimal_len4(v: u32) -> u32 {
