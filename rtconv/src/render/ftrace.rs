@@ -193,7 +193,7 @@ pub(crate) fn mark(ns: u64) -> char {
 pub(crate) fn duration_column(ns: u64, to: &mut [u8; NUMBER]) -> usize {
     // Under 10 ms (most spans): 1 to 4 digits of µs and always three decimals, so the column is
     // 17 bytes, written in stores at fixed places and one after the digits. The general way
-    // checks a bounds at each of its variable offsets: for the Lua trace of docs/PERFORMANCE.md,
+    // checks bounds at each of its variable offsets: for the Lua trace of docs/PERFORMANCE.md,
     // `-f ftrace` took 2.58 G instructions with it alone, 2.35 G with this.
     let Some((us, len)) = u32::try_from(ns / 1000).ok().and_then(four_digits) else {
         return duration_column_long(ns, to);

@@ -167,6 +167,15 @@ pub static DECIMALS: [[u8; 4]; 1000] = {
 #[inline(always)]
 fn microseconds(ns: i64, to: &mut [u8; NUMBER]) -> usize {
     let ns = ns.max(0) as u64;
+    // Under 10 ms (most durations): the digits in one store, the decimals in another.
+    if let Some((us, len)) = u32::try_from(ns / 1000).ok().and_then(four_digits) {
+        let len = len as usize;
+        to[..4].copy_from_slice(&us.to_le_bytes());
+        if let Some(decimals) = to.get_mut(len..len + 4) {
+            decimals.copy_from_slice(&DECIMALS[(ns % 1000) as usize]);
+        }
+        return len + 4;
+    }
     // At most 17 integer digits (8 more bytes written past them), then the point and three decimals.
     let len = digits(ns / 1000, to);
     if let Some(decimals) = to.get_mut(len..len + 4) {
