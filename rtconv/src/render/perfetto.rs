@@ -424,3 +424,25 @@ fn slice_end(packets: &mut Packets<'_>, exit_ns: i64) -> io::Result<()> {
     let fields = packets.end;
     packets.span_packet(exit_ns, &fields)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::protobuf::push_varint;
+    use super::*;
+
+    #[test]
+    fn varints_in_place_match_the_protobuf_encoding() {
+        let mut rng = crate::model::test_dumps::XorShift(0x2545_F491_4F6C_DD1D);
+        let powers = (0..64).flat_map(|p| {
+            let x = 1u64 << p;
+            [x - 1, x, x + 1]
+        });
+        for v in powers.chain([0, u64::MAX]).chain((0..50_000).map(|_| rng.next() >> (rng.next() % 64))) {
+            let mut expected = Vec::new();
+            push_varint(&mut expected, v);
+            let mut bytes = [0xAA; SPAN_ROOM];
+            let len = varint_at(v, &mut bytes, 3);
+            assert_eq!(&bytes[3..3 + len], &expected[..], "{v:#x}");
+        }
+    }
+}
