@@ -110,11 +110,10 @@ impl Timebase {
     /// without 128-bit arithmetic in the common case.
     #[inline(always)] // twice per span
     pub fn ns_i64(&self, ticks: u64) -> i64 {
-        // Below the origin, `delta` wraps past `unchecked_below` (at most 2^63).
-        let delta = ticks.wrapping_sub(self.origin_ticks);
-        if delta >= self.unchecked_below {
-            return self.ns_i64_checked(ticks);
-        }
+        let delta = match ticks.checked_sub(self.origin_ticks) {
+            Some(delta) if delta < self.unchecked_below => delta,
+            _ => return self.ns_i64_checked(ticks),
+        };
         // `since_origin` without its checks: with `hi < delta` (`frac < 2^64`), every sum is
         // at most `origin_mono_ns + delta × (whole + 1)`, which fits `i64` here.
         let p = u128::from(delta) * u128::from(self.frac);
@@ -244,11 +243,15 @@ mod tests {
         let rates = [(1_000_000_000, 32_768), (3_000_000, 7_788_000), (7_777_777_777, 1), (1, 3), (999, 1000)];
         for (ns, ticks) in rates {
             // Origins near 0 and near the end of `i64`: the unchecked range is wide, then narrow.
-            for mono_ns in [5, (i64::MAX as u64) - 1_000_000, i64::MAX as u64, u64::MAX - 10] {
-                let tb = Timebase::with_rate(Anchor { ticks: 1_000, mono_ns, real_ns: 0 }, ns, ticks);
-                let edge = 1_000u64.saturating_add(tb.unchecked_below);
-                let near = [0, 999, 1_000, 1_001, edge - 1, edge, edge.saturating_add(1), u64::MAX];
-                for t in near.into_iter().chain((0..20_000).map(|_| next() >> (next() % 64))) {
+            // Origin ticks near 0 and past 2^63 (ticks more than 2^63 before it, from a damaged dump).
+            let origins = [5, (i64::MAX as u64) - 1_000_000, i64::MAX as u64, u64::MAX - 10];
+            for (mono_ns, origin) in origins.into_iter().flat_map(|m| [(m, 1_000), (m, u64::MAX - 1_000)]) {
+                let tb = Timebase::with_rate(Anchor { ticks: origin, mono_ns, real_ns: 0 }, ns, ticks);
+                let edge = origin.saturating_add(tb.unchecked_below);
+                let before = [0, 1, origin / 2, origin - 1];
+                let near =
+                    before.into_iter().chain([origin, origin + 1, edge - 1, edge, edge.saturating_add(1), u64::MAX]);
+                for t in near.chain((0..20_000).map(|_| next() >> (next() % 64))) {
                     assert_eq!(tb.ns_i64(t), clamped(&tb, t), "{ns}/{ticks} from {mono_ns} at {t}");
                 }
             }
