@@ -302,11 +302,17 @@ pub const fn key_depth_tag(depth: u64) -> u64 {
 /// the span's depth if the tag states it).
 #[inline(always)]
 pub const fn split_key(raw: u64) -> (u64, Option<u8>) {
-    let key = raw & ((1 << KEY_DEPTH_SHIFT) - 1);
-    match (raw >> KEY_DEPTH_SHIFT) as u8 {
-        0 => (key, None),
-        tag => (key, Some(tag - 1)),
+    match key_and_tag(raw) {
+        (key, 0) => (key, None),
+        (key, tag) => (key, Some(tag - 1)),
     }
+}
+
+/// [`split_key`] with the depth tag as it is stored: depth + 1, or 0 where
+/// the tag states no depth.
+#[inline(always)]
+pub const fn key_and_tag(raw: u64) -> (u64, u8) {
+    (raw & ((1 << KEY_DEPTH_SHIFT) - 1), (raw >> KEY_DEPTH_SHIFT) as u8)
 }
 
 /// Bytes a stream chunk appends to a ring section's payload.

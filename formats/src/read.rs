@@ -581,7 +581,8 @@ impl<'a> Records<'a> {
     /// The record at `index` in file order.
     #[inline]
     pub fn get(&self, index: usize) -> Option<Record> {
-        // Sizes as constants: this runs once per record, in whatever order the caller needs.
+        // Not through `locate`: its two branches cost a prefixed ring's decoding 1 % more
+        // instructions (three reads a span).
         let size = if self.compact() { COMPACT_RECORD_SIZE } else { RECORD_SIZE };
         let at = index.checked_mul(size)?;
         let c = self.bytes.get(at..at.checked_add(size)?)?;

@@ -82,8 +82,7 @@ impl<'a> ChunkedRecords<'a> {
     /// The record at `index`.
     #[inline(always)]
     pub fn get(&self, index: usize) -> Option<Record> {
-        let part = self.part_of(index)?;
-        part.records.get(index - part.start)
+        self.locate(index).map(RecordRef::record)
     }
 
     /// Where record `index` lies.

@@ -136,6 +136,14 @@ struct Positioned<'t, R: ?Sized> {
     prefixed: bool,
 }
 
+impl<R: ?Sized> Positioned<'_, R> {
+    /// Record `r` as a finished span on its own, if it is a span record.
+    #[inline(always)]
+    fn finished(&self, r: Record) -> Option<SpanRecord> {
+        is_span_record(r.key).then(|| SpanRecord::of_record(r, self.key_depth))
+    }
+}
+
 impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
     type Loc = R::Loc;
 
@@ -143,11 +151,7 @@ impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
     fn span_at(&self, position: usize) -> Option<SpanRecord> {
         match position.checked_sub(self.count) {
             None => {
-                let r = self.records.at(position)?;
-                if !is_span_record(r.key) {
-                    return None;
-                }
-                let span = SpanRecord::of_record(r, self.key_depth);
+                let span = self.finished(self.records.at(position)?)?;
                 if !self.prefixed {
                     return Some(span);
                 }
@@ -183,8 +187,7 @@ impl<R: RecordAt + ?Sized> RingSpans for Positioned<'_, R> {
         if self.prefixed || position >= self.count {
             return self.span_at(position);
         }
-        let r = self.records.at_located(loc)?;
-        is_span_record(r.key).then(|| SpanRecord::of_record(r, self.key_depth))
+        self.finished(self.records.at_located(loc)?)
     }
 }
 

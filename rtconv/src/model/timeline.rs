@@ -173,10 +173,11 @@ pub struct Timeline<'a> {
 /// Key to key index in one probe for most keys: a direct-mapped table of
 /// (key, index), four slots per key, filled once; a key whose slot another
 /// took goes to the slot beside it, if free (in the same cache line; looked
-/// at only after a miss), and otherwise is found by binary search. A trace of an interpreter calls hundreds
-/// of functions in turn, so the last key asked rarely helps: with a binary
-/// search per span, `stats` of a 3.5 M-call Lua trace took 0.20 CPU-s, with
-/// the table 0.12–0.14 (docs/PERFORMANCE.md).
+/// at only after a miss), and otherwise is found by binary search. A trace
+/// of an interpreter calls hundreds of functions in turn, so the last key
+/// asked rarely helps: with a binary search per span, `stats` of a 3.5
+/// M-call Lua trace took 0.20 CPU-s, with the table 0.12–0.14
+/// (docs/PERFORMANCE.md).
 #[derive(Clone, Debug, Default)]
 pub(super) struct KeyTable {
     slots: Vec<(u64, u32)>,
@@ -192,7 +193,8 @@ impl KeyTable {
         let mut slots = vec![(u64::MAX, u32::MAX); len];
         for (i, &key) in keys.iter().enumerate().take(u32::MAX as usize) {
             let home = Self::slot(key, shift);
-            if let Some(slot) = [home, home ^ 1].into_iter().map(|s| s % len).find(|&s| slots[s].1 == u32::MAX) {
+            // `len` is a power of two of 16 and up: `home ^ 1` is in the table too.
+            if let Some(slot) = [home, home ^ 1].into_iter().find(|&s| slots[s].1 == u32::MAX) {
                 slots[slot] = (key, i as u32);
             }
         }
@@ -206,14 +208,19 @@ impl KeyTable {
 
     #[inline(always)]
     fn get(&self, key: u64) -> Option<u32> {
-        let &(k, i) = self.slots.get(Self::slot(key, self.shift))?;
-        (k == key && i != u32::MAX).then_some(i)
+        self.in_slot(Self::slot(key, self.shift), key)
     }
 
     /// [`get`](Self::get) in the slot beside the key's own, where a key
     /// whose own was taken goes.
     fn get_beside(&self, key: u64) -> Option<u32> {
-        let &(k, i) = self.slots.get(Self::slot(key, self.shift) ^ 1)?;
+        self.in_slot(Self::slot(key, self.shift) ^ 1, key)
+    }
+
+    /// `key`'s index if slot `slot` holds it.
+    #[inline(always)]
+    fn in_slot(&self, slot: usize, key: u64) -> Option<u32> {
+        let &(k, i) = self.slots.get(slot)?;
         (k == key && i != u32::MAX).then_some(i)
     }
 }

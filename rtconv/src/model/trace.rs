@@ -232,12 +232,11 @@ pub enum KeyDepth {
 /// A record's key and depth tag (see [`SpanRecord::depth`]) as the ring's [`KeyDepth`] says.
 #[inline(always)]
 pub(crate) fn depth_tag(raw_key: u64, kd: KeyDepth) -> (u64, u8) {
-    use ringtrace_format::layout::KEY_DEPTH_SHIFT;
+    use ringtrace_format::layout::key_and_tag;
     match kd {
         KeyDepth::Untagged => (raw_key, 0),
-        // The top byte is the tag itself: depth + 1, or 0 where not stated (`split_key`).
-        KeyDepth::Used => (raw_key & ((1 << KEY_DEPTH_SHIFT) - 1), (raw_key >> KEY_DEPTH_SHIFT) as u8),
-        KeyDepth::Ignored => (raw_key & ((1 << KEY_DEPTH_SHIFT) - 1), 0),
+        KeyDepth::Used => key_and_tag(raw_key),
+        KeyDepth::Ignored => (key_and_tag(raw_key).0, 0),
     }
 }
 
