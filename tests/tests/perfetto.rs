@@ -3,6 +3,13 @@
 //! sequences' incremental state used as Perfetto requires, and the slices
 //! rebuilt from the begin/end events equal to the Chrome JSON's of the same
 //! dump; with the bytes per span of both.
+//!
+//! Packet times are resolved as trace_processor resolves them
+//! (`ProtoTraceReader::TimestampTokenizeAndPushToSorter` and `ClockTracker`
+//! in perfetto's src/trace_processor): a packet's `timestamp_clock_id`, else
+//! its sequence's default, else `BOOTTIME`; a sequence-scoped incremental
+//! clock adds each packet's `timestamp` to its value, which its last
+//! `ClockSnapshot` set, and converts to `BOOTTIME` through that snapshot.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,16 +26,41 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 trace = pb.Trace()
 trace.ParseFromString(open(sys.argv[1], "rb").read())
 P = pb.TracePacket
+BOOTTIME = pb.BUILTIN_CLOCK_BOOTTIME
 tracks, process_uuid, pid = {}, None, None
-state = {}   # sequence -> {"names", "locations", "annotations", "track"}
+state = {}   # sequence -> {"names", "locations", "annotations", "track", "clock", "clocks"}
 open_slices, out = {}, []
+
+def packet_time(p, seq):
+    "The packet's time on BOOTTIME, the trace's clock."
+    d = state.get(seq, {}).get("clock")
+    clock = p.timestamp_clock_id if p.HasField("timestamp_clock_id") else d or BOOTTIME
+    if clock == BOOTTIME:
+        return p.timestamp
+    assert 64 <= clock < 128, f"clock {clock} is not sequence-scoped"
+    c = state[seq]["clocks"][clock]
+    c["value"] = c["value"] + p.timestamp if c["incremental"] else p.timestamp
+    return c["value"] + c["to_boottime"]
+
 for i, p in enumerate(trace.packet):
     seq = p.trusted_packet_sequence_id
     assert seq > 0, f"packet {i} has no sequence"
     if p.sequence_flags & P.SEQ_INCREMENTAL_STATE_CLEARED:
-        state[seq] = {"names": {}, "locations": {}, "annotations": {}, "track": None}
+        state[seq] = {"names": {}, "locations": {}, "annotations": {}, "track": None, "clock": None, "clocks": {}}
     if p.HasField("trace_packet_defaults"):
-        state[seq]["track"] = p.trace_packet_defaults.track_event_defaults.track_uuid
+        d = p.trace_packet_defaults
+        state[seq]["track"] = d.track_event_defaults.track_uuid
+        state[seq]["clock"] = d.timestamp_clock_id if d.HasField("timestamp_clock_id") else None
+    if p.HasField("clock_snapshot"):
+        clocks = {c.clock_id: c for c in p.clock_snapshot.clocks}
+        assert BOOTTIME in clocks, "a snapshot relates its clocks to the trace's"
+        for c in clocks.values():
+            assert c.unit_multiplier_ns in (0, 1), c
+            if 64 <= c.clock_id < 128:
+                state[seq]["clocks"][c.clock_id] = {"incremental": c.is_incremental, "value": c.timestamp,
+                                                    "to_boottime": clocks[BOOTTIME].timestamp - c.timestamp}
+    # A clock snapshot's own timestamp moves no clock (trace_processor parses the snapshot and stops).
+    ts = packet_time(p, seq) if p.HasField("timestamp") and not p.HasField("clock_snapshot") else None
     uses_state = p.HasField("interned_data") or (p.HasField("track_event") and p.track_event.name_iid)
     if uses_state and not p.sequence_flags & P.SEQ_INCREMENTAL_STATE_CLEARED:
         assert p.sequence_flags & P.SEQ_NEEDS_INCREMENTAL_STATE, f"packet {i} uses interned data without the flag"
@@ -55,12 +87,12 @@ for i, p in enumerate(trace.packet):
             loc = state[seq]["locations"].get(e.source_location_iid, ("", 0, "")) if e.source_location_iid else ("", 0, "")
             if e.source_location_iid: assert loc[2] == name, (loc, name)
             notes = sorted(state[seq]["annotations"][a.name_iid] for a in e.debug_annotations)
-            stack.append((name, p.timestamp, loc, notes))
+            stack.append((name, ts, loc, notes))
         else:
             assert e.type == pb.TrackEvent.TYPE_SLICE_END
-            name, ts, loc, notes = stack.pop()
-            assert p.timestamp >= ts
-            out.append([tracks[track], name, ts, p.timestamp - ts, len(stack), loc[0], loc[1], notes])
+            name, begin, loc, notes = stack.pop()
+            assert ts >= begin
+            out.append([tracks[track], name, begin, ts - begin, len(stack), loc[0], loc[1], notes])
 assert all(not s for s in open_slices.values()), "every slice ends"
 for s in out: print(json.dumps(s))
 "#;
@@ -153,4 +185,53 @@ fn open_spans_are_annotated_and_times_count_from_the_first_span() {
     // Timestamps count from the earliest span (outer's start at 1 µs), as Chrome's ts.
     assert_eq!((inner[2].as_i64(), inner[3].as_i64()), (Some(1_000), Some(1_000)));
     assert_eq!(by[&(2, "inner".to_string())][2].as_i64(), Some(500));
+}
+
+#[test]
+fn a_span_placed_before_its_predecessors_time_keeps_its_time() {
+    // Spans that a depth-tagged ring says are siblings (all at depth 0) though they
+    // overlap in pairs: `first` ends (3 µs) after `second` begins (2 µs), so the begin
+    // packet of `second` comes after a later one on its sequence and cannot be a delta on
+    // the incremental clock; twice, so that both ways of writing a begin (the one that
+    // interns the name, and the one after) meet it.
+    use ringtrace_format::layout::{RING_FLAG_KEY_DEPTH, key_depth_tag};
+    let dir = scratch("perfetto-before");
+    let (mut w, keys) =
+        DumpBuilder::new("before").sites(0x20_000, &[("first", "src/b.rs", 1), ("second", "src/b.rs", 2)]).start();
+    let info = RingInfo { tid: 7, capacity: 4, written: 4, dropped: 0, aux: 0, flags: RING_FLAG_KEY_DEPTH, name: b"t" };
+    let tag = key_depth_tag(0);
+    let records = [
+        Record { key: keys[0] | tag, enter: 1_000, exit: 3_000 },
+        Record { key: keys[1] | tag, enter: 2_000, exit: 4_000 },
+        Record { key: keys[0] | tag, enter: 5_000, exit: 7_000 },
+        Record { key: keys[1] | tag, enter: 6_000, exit: 8_000 },
+    ];
+    w.ring(&info, &records, &[]).unwrap();
+    let dump = dir.join("before.rtd");
+    std::fs::write(&dump, w.finish().unwrap().0).unwrap();
+    let trace = dir.join("before.pftrace");
+    let out =
+        run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "-f", "perfetto", "-o", trace.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut got: Vec<(String, i64, i64)> = slices(&trace)
+        .iter()
+        .map(|s| (s[1].as_str().unwrap().to_string(), s[2].as_i64().unwrap(), s[3].as_i64().unwrap()))
+        .collect();
+    got.sort();
+    let (code, json, _) = convert(&dump, &["-f", "chrome"]);
+    assert_eq!(code, 0);
+    let mut chrome: Vec<(String, i64, i64)> =
+        parse_chrome(&json).events.iter().map(|e| (e.name.clone(), e.ts_ns, e.dur_ns)).collect();
+    chrome.sort();
+    assert_eq!(
+        chrome,
+        [
+            ("first".into(), 0, 2_000),
+            ("first".into(), 4_000, 2_000),
+            ("second".into(), 1_000, 2_000),
+            ("second".into(), 5_000, 2_000)
+        ],
+        "the spans as recorded, times from the first"
+    );
+    assert_eq!(got, chrome);
 }
