@@ -61,9 +61,12 @@ for i, p in enumerate(trace.packet):
                                                     "to_boottime": clocks[BOOTTIME].timestamp - c.timestamp}
     # A clock snapshot's own timestamp moves no clock (trace_processor parses the snapshot and stops).
     ts = packet_time(p, seq) if p.HasField("timestamp") and not p.HasField("clock_snapshot") else None
-    uses_state = p.HasField("interned_data") or (p.HasField("track_event") and p.track_event.name_iid)
+    # A track event takes its track (and maybe its clock) from the defaults; a time on a sequence's
+    # clock is the clock's; interned data adds to the state: all need the sequence's incremental state.
+    on_sequence_clock = p.HasField("timestamp") and not p.HasField("timestamp_clock_id") and state.get(seq, {}).get("clock")
+    uses_state = p.HasField("interned_data") or p.HasField("track_event") or on_sequence_clock
     if uses_state and not p.sequence_flags & P.SEQ_INCREMENTAL_STATE_CLEARED:
-        assert p.sequence_flags & P.SEQ_NEEDS_INCREMENTAL_STATE, f"packet {i} uses interned data without the flag"
+        assert p.sequence_flags & P.SEQ_NEEDS_INCREMENTAL_STATE, f"packet {i} needs the incremental state but has no flag"
         assert seq in state, f"packet {i}: sequence {seq} has no cleared state"
     if p.HasField("interned_data"):
         d = p.interned_data

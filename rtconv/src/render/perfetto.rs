@@ -8,8 +8,10 @@
 //!   packet sequence (`trusted_packet_sequence_id` 2, 3, …). A sequence's
 //!   first packet clears its incremental state
 //!   (`SEQ_INCREMENTAL_STATE_CLEARED`) and sets the track as the default of
-//!   its events (`trace_packet_defaults`); every later packet that refers to
-//!   interned data says it needs that state (`SEQ_NEEDS_INCREMENTAL_STATE`).
+//!   its events (`trace_packet_defaults`); every later packet of a track
+//!   event says it needs that state (`SEQ_NEEDS_INCREMENTAL_STATE`): it
+//!   takes its track and clock from the defaults, its time from the clock,
+//!   and (begins) its name and place from the interned data.
 //! - Each span is a `TYPE_SLICE_BEGIN` and a `TYPE_SLICE_END` track event,
 //!   nested as every output nests them. Times are nanoseconds since the
 //!   dump's earliest span, as Chrome JSON's `ts`, written as deltas: the
@@ -203,8 +205,7 @@ impl Packets<'_> {
     #[inline(never)]
     fn span_packet_before(&mut self, time: u64, rest: &Fields) -> io::Result<()> {
         let mut packet = Message::default();
-        packet.uint(TIMESTAMP, time);
-        packet.uint(TIMESTAMP_CLOCK_ID, BOOTTIME);
+        on_boottime(&mut packet, time);
         packet.0.extend_from_slice(&rest.bytes[..rest.len]);
         self.write(&packet.0)
     }
@@ -213,10 +214,7 @@ impl Packets<'_> {
     fn stamp(&mut self, packet: &mut Message, ns: i64) {
         match self.tick(ns) {
             Ok(delta) => packet.uint(TIMESTAMP, delta),
-            Err(time) => {
-                packet.uint(TIMESTAMP, time);
-                packet.uint(TIMESTAMP_CLOCK_ID, BOOTTIME);
-            }
+            Err(time) => on_boottime(packet, time),
         }
     }
 
@@ -225,6 +223,12 @@ impl Packets<'_> {
         self.pos = 0;
         self.out.flush()
     }
+}
+
+/// A packet's time, `time` since the origin, on `BOOTTIME` rather than the sequence's clock.
+fn on_boottime(packet: &mut Message, time: u64) {
+    packet.uint(TIMESTAMP, time);
+    packet.uint(TIMESTAMP_CLOCK_ID, BOOTTIME);
 }
 
 /// Writes `v` as a varint at `at` in `bytes`; returns its length (at most
@@ -245,9 +249,9 @@ fn varint_at(mut v: u64, bytes: &mut [u8; SPAN_ROOM], mut at: usize) -> usize {
 const FIELDS: usize = 32;
 
 /// A span packet's fields after its timestamp, encoded once per key and
-/// sequence: `trusted_packet_sequence_id`, the sequence flags a packet
-/// with interned data needs, and the track event (its type, name iid and
-/// place iid).
+/// sequence: `trusted_packet_sequence_id`, the sequence flags (it needs the
+/// sequence's incremental state), and the track event (its type, name iid
+/// and place iid).
 #[derive(Clone, Copy, Debug)]
 struct Fields {
     bytes: [u8; FIELDS],
@@ -262,8 +266,8 @@ impl Fields {
         event.uint(EVENT_TYPE, kind);
         let mut m = Message::default();
         m.uint(SEQUENCE_ID, sequence);
+        m.uint(SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
         if let Some((iid, located)) = name {
-            m.uint(SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
             event.uint(EVENT_NAME_IID, iid);
             if located {
                 event.uint(EVENT_SOURCE_LOCATION_IID, iid);
