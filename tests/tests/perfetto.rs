@@ -174,9 +174,7 @@ fn open_spans_are_annotated_and_times_count_from_the_first_span() {
     let dump = dir.join("marks.rtd");
     std::fs::write(&dump, w.finish().unwrap().0).unwrap();
     let trace = dir.join("marks.pftrace");
-    let out =
-        run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "-f", "perfetto", "-o", trace.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    convert_to(&dump, &trace);
     let got = slices(&trace);
     let by: BTreeMap<(u64, String), &serde_json::Value> =
         got.iter().map(|s| ((s[0].as_u64().unwrap(), s[1].as_str().unwrap().to_string()), s)).collect();
@@ -213,9 +211,7 @@ fn a_span_placed_before_its_predecessors_time_keeps_its_time() {
     let dump = dir.join("before.rtd");
     std::fs::write(&dump, w.finish().unwrap().0).unwrap();
     let trace = dir.join("before.pftrace");
-    let out =
-        run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "-f", "perfetto", "-o", trace.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    convert_to(&dump, &trace);
     let mut got: Vec<(String, i64, i64)> = slices(&trace)
         .iter()
         .map(|s| (s[1].as_str().unwrap().to_string(), s[2].as_i64().unwrap(), s[3].as_i64().unwrap()))

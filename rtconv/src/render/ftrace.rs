@@ -143,18 +143,15 @@ fn exit_line(out: &mut Text<'_>, head: &Piece, span: &SpanNs, depth: usize) -> i
 /// quadratic.
 #[inline(always)]
 fn line_start(out: &mut Text<'_>, head: &Piece, duration: Option<u64>, depth: usize) -> io::Result<()> {
-    if depth <= INDENTED_LEVELS {
-        out.line_start(
-            head,
-            // Inlined: a call per line otherwise (2 % of `-f ftrace`'s instructions).
-            #[inline(always)]
-            |to| duration.map_or(0, |ns| duration_column(ns, to)),
-            depth * 2,
-        )
-    } else {
-        out.line_start(head, |to| duration.map_or(0, |ns| duration_column(ns, to)), 0)?;
-        deep_indent(out, depth)
-    }
+    let indented = depth <= INDENTED_LEVELS;
+    out.line_start(
+        head,
+        // Inlined: a call per line otherwise (2 % of `-f ftrace`'s instructions).
+        #[inline(always)]
+        |to| duration.map_or(0, |ns| duration_column(ns, to)),
+        if indented { depth * 2 } else { 0 },
+    )?;
+    if indented { Ok(()) } else { deep_indent(out, depth) }
 }
 
 /// Levels indented: the depth of the kernel's function_graph return stack
