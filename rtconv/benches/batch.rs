@@ -50,7 +50,6 @@ fn batch(c: &mut Criterion) {
             g.bench_function(format!("{DUMPS} dumps to {label}, {jobs} worker(s)"), |b| {
                 let opts = Options {
                     jobs,
-                    quiet: true,
                     // Cold: names from the files each time, not from the persistent index.
                     symbols: rtconv::symbolize::Options { index: None, ..Default::default() },
                     filter: Default::default(),
@@ -60,8 +59,9 @@ fn batch(c: &mut Criterion) {
                 b.iter_batched(
                     || drop(std::fs::remove_dir_all(dir.join("out"))),
                     |()| {
-                        let summary = convert_all(&[dir.join("in")], format, &dir.join("out"), &opts);
-                        assert_eq!(summary.converted, DUMPS as u64);
+                        let said = std::sync::Mutex::new(Vec::new());
+                        let summary = convert_all(&[dir.join("in")], format, &dir.join("out"), &opts, &said);
+                        assert_eq!(summary.converted, DUMPS as u64, "{said:?}");
                     },
                     criterion::BatchSize::PerIteration,
                 )

@@ -52,7 +52,7 @@ fn inline_addresses(subject: &Path, count: usize) -> Vec<u64> {
         pick.push(candidates.swap_remove((state % candidates.len() as u64) as usize));
     }
     let dwarf_only = rtconv::symbolize::Options {
-        order: Some(vec![rtconv::symbolize::Source::Dwarf]),
+        order: Some(vec![rtconv::model::Source::Dwarf]),
         index: None,
         ..Default::default()
     };

@@ -3,14 +3,11 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use crate::model::Names;
 use crate::model::{self, Anomalies, Filter, Filtered, LoadError, MAX_DEPTH, Timebase, TimebaseError, Timeline, Trace};
 use crate::render;
 use crate::stats::{self, View};
-use crate::symbolize::{self, Symbols};
-
-/// rtconv's exit status when it wrote its output but lost data or names on
-/// the way (a damaged dump, unnamed keys, some dumps of a batch failed).
-pub const EXIT_DEGRADED: u8 = 3;
+use crate::symbolize;
 
 /// Naming problems listed one per line for a dump; beyond, one line counts the rest.
 const MAX_PROBLEM_LINES: usize = 20;
@@ -56,6 +53,18 @@ pub struct Diagnostic {
     pub message: String,
 }
 
+impl Diagnostic {
+    /// Data or names missing from the output, or an input skipped.
+    pub fn error(message: impl Into<String>) -> Self {
+        Diagnostic { level: Level::Error, message: message.into() }
+    }
+
+    /// Worth knowing; nothing is missing.
+    pub fn warning(message: impl Into<String>) -> Self {
+        Diagnostic { level: Level::Warning, message: message.into() }
+    }
+}
+
 impl std::fmt::Display for Diagnostic {
     /// As rtconv prints it: `rtconv: error: …` or `rtconv: warning: …`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -95,14 +104,14 @@ impl Report {
     }
 
     /// Adds an error if the file `bytes` came from shrank while it was read ([`shrinking`]).
-    pub fn note_shrinking(&mut self, path: &Path, bytes: &model::FileBytes) {
+    pub fn note_shrinking(&mut self, path: &Path, bytes: &crate::io::FileBytes) {
         self.diagnostics.extend(shrinking(path, bytes));
     }
 }
 
 /// The error for a file that shrank while it was read (another process cut
 /// it short), if `bytes`, read from `path`, did.
-pub fn shrinking(path: &Path, bytes: &model::FileBytes) -> Option<Diagnostic> {
+pub fn shrinking(path: &Path, bytes: &crate::io::FileBytes) -> Option<Diagnostic> {
     bytes.shrank().then(|| Diagnostic {
         level: Level::Error,
         message: format!(
@@ -138,7 +147,7 @@ pub enum ConvertError {
 /// A dump read, timed and named, and what was wrong with it so far.
 struct Prepared<'a> {
     trace: Trace<'a>,
-    symbols: Symbols,
+    names: Names,
     timebase: Timebase,
     report: Report,
 }
@@ -184,7 +193,10 @@ fn prepare<'a>(
         );
     }
     let (timebase, _) = trace.timebase().map_err(|source| ConvertError::Timebase { path: path.into(), source })?;
-    let (symbols, problems) = symbolize::symbolize_cached(&trace, opts, cache);
+    let symbolize::Naming { names, problems, warnings, .. } = symbolize::symbolize(&trace, opts, cache);
+    for w in warnings {
+        report.push(Level::Warning, w);
+    }
     for p in problems.iter().take(MAX_PROBLEM_LINES) {
         report.push(Level::Error, format!("{shown}: {p}"));
     }
@@ -192,7 +204,7 @@ fn prepare<'a>(
         let more = problems.len() - MAX_PROBLEM_LINES;
         report.push(Level::Error, format!("{shown}: {more} more module(s) could not name their keys (as above)"));
     }
-    Ok(Prepared { trace, symbols, timebase, report })
+    Ok(Prepared { trace, names, timebase, report })
 }
 
 /// Adds what rendering the timeline found (`anomalies`), its losses and its
@@ -369,8 +381,8 @@ pub fn with_timeline<T>(
     calibrated: bool,
     f: impl FnOnce(&Timeline<'_>) -> (T, Anomalies),
 ) -> Result<(T, Report), ConvertError> {
-    let Prepared { trace, symbols, timebase, mut report } = prepare(path, bytes, opts, cache)?;
-    let timeline = Timeline::new(&trace, &symbols, timebase).filtered(filter);
+    let Prepared { trace, names, timebase, mut report } = prepare(path, bytes, opts, cache)?;
+    let timeline = Timeline::new(&trace, &names, timebase).filtered(filter);
     let (value, found) = f(&timeline);
     check_timeline(&timeline, found, calibrated, &mut report);
     Ok((value, report))
@@ -390,11 +402,11 @@ pub fn convert_many(
     }
     let Format::Chrome(chrome) = format else { return Err(ConvertError::MergeFormat) };
     let cache = symbolize::Cache::default();
-    let files: Vec<model::FileBytes> = paths.iter().map(|p| model::open(p)).collect::<Result<_, _>>()?;
+    let files: Vec<crate::io::FileBytes> = paths.iter().map(|p| model::open(p)).collect::<Result<_, _>>()?;
     let prepared: Vec<Prepared<'_>> =
         paths.iter().zip(&files).map(|(p, bytes)| prepare(p, bytes, opts, &cache)).collect::<Result<_, _>>()?;
     let timelines: Vec<Timeline<'_>> =
-        prepared.iter().map(|p| Timeline::new(&p.trace, &p.symbols, p.timebase).filtered(filter)).collect();
+        prepared.iter().map(|p| Timeline::new(&p.trace, &p.names, p.timebase).filtered(filter)).collect();
     let refs: Vec<&Timeline<'_>> = timelines.iter().collect();
     let found = render::chrome::write_many(&refs, &chrome, out).map_err(ConvertError::Output)?;
     out.flush().map_err(ConvertError::Output)?;

@@ -10,15 +10,16 @@ use std::path::Path;
 use ringtrace_format::{Calibration, DumpReason, RateSource};
 use serde_json::{Value, json};
 
+use crate::model::Source;
 use crate::model::{self, LoadError, Losses, Process, RateOrigin, Timebase, Trace};
-use crate::symbolize::{self, Problem, Source, Symbols};
+use crate::symbolize::{self, Naming};
 
 /// Reads the dump at `path`, names its keys and describes it.
 pub fn describe(path: &Path, opts: &symbolize::Options) -> Result<Description, LoadError> {
     let bytes = model::open(path)?;
     let trace = model::decode(path, &bytes)?;
-    let (symbols, problems) = symbolize::symbolize(&trace, opts);
-    Ok(Description::new(&trace, &symbols, &problems))
+    let naming = symbolize::symbolize(&trace, opts, &symbolize::Cache::default());
+    Ok(Description::new(&trace, &naming))
 }
 
 /// Everything `rtconv info` says about one dump.
@@ -55,6 +56,8 @@ pub struct Description {
     pub damage: Option<String>,
     /// Modules whose binaries could not be used.
     pub problems: Vec<String>,
+    /// What naming found worth saying that lost nothing (the symbol index could not be used).
+    pub warnings: Vec<String>,
 }
 
 /// One thread of a [`Description`].
@@ -103,7 +106,7 @@ pub struct ModuleDescription {
 
 impl Description {
     /// Describes a decoded, named dump.
-    pub fn new(trace: &Trace, symbols: &Symbols, problems: &[Problem]) -> Self {
+    pub fn new(trace: &Trace, naming: &Naming) -> Self {
         let clock = trace.clock.as_ref().map(|model::Clock { info, anchors }| ClockDescription {
             counter: info.counter.label(),
             bits: info.counter_bits,
@@ -125,7 +128,7 @@ impl Description {
             },
             began: anchors.first().filter(|a| a.real_ns != 0).map(|a| utc(a.real_ns)),
         });
-        let modules = symbols
+        let modules = naming
             .files
             .iter()
             .map(|(&index, found)| {
@@ -140,16 +143,8 @@ impl Description {
                 }
             })
             .collect();
-        let counts = symbols.counts();
-        let sources = [
-            Source::Packed,
-            Source::Site,
-            Source::Dwarf,
-            Source::Symtab,
-            Source::Dladdr,
-            Source::Addr2line,
-            Source::Unknown,
-        ];
+        let counts = naming.names.counts();
+        let sources = Source::BACKENDS.into_iter().chain([Source::Unknown]);
         let mut packed: BTreeMap<&'static str, usize> = BTreeMap::new();
         for name in trace.packed.values() {
             *packed.entry(name.source.label()).or_default() += 1;
@@ -177,11 +172,12 @@ impl Description {
             overwritten: trace.threads.iter().map(|t| t.overwritten()).sum(),
             dropped: trace.threads.iter().map(|t| t.dropped).sum(),
             losses: trace.losses(),
-            named_by: sources.iter().map(|&s| (s, counts.iter().find(|c| c.0 == s).map_or(0, |c| c.1))).collect(),
+            named_by: sources.map(|s| (s, counts.iter().find(|c| c.0 == s).map_or(0, |c| c.1))).collect(),
             packed: packed.into_iter().collect(),
             overhead: trace.calibration.clone(),
             damage: trace.damage.as_ref().map(ToString::to_string),
-            problems: problems.iter().map(ToString::to_string).collect(),
+            problems: naming.problems.iter().map(ToString::to_string).collect(),
+            warnings: naming.warnings.clone(),
         }
     }
 

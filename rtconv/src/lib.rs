@@ -26,12 +26,12 @@
 //! let trace = model::decode(path, &bytes)?; // a damaged file still gives what precedes the damage
 //! println!("{} (pid {}): {} threads", trace.process.name, trace.process.pid, trace.threads.len());
 //!
-//! let (names, problems) = symbolize::symbolize(&trace, &symbolize::Options::default());
-//! for problem in &problems {
+//! let naming = symbolize::symbolize(&trace, &symbolize::Options::default(), &symbolize::Cache::default());
+//! for problem in &naming.problems {
 //!     eprintln!("{problem}"); // a module not found, a backend that failed
 //! }
 //! let (timebase, _) = trace.timebase()?;
-//! let timeline = Timeline::new(&trace, &names, timebase);
+//! let timeline = Timeline::new(&trace, &naming.names, timebase);
 //!
 //! // Spans in start order, a thread and a batch at a time.
 //! let mut threads = timeline.threads();
@@ -58,13 +58,12 @@
 //! for data engines.
 #![warn(missing_docs)]
 
-pub mod atomic_file;
 pub mod batch;
 pub mod convert;
-pub mod diag;
 pub mod diff;
 pub mod export;
 pub mod info;
+pub mod io;
 pub mod model;
 pub mod pack;
 pub mod render;

@@ -28,7 +28,8 @@ use ringtrace_format::layout::END_SECTION_SIZE;
 use ringtrace_format::{Dump, NameEntry, NameFrame, NameSource, SectionKind, Writer};
 
 use crate::model;
-use crate::symbolize::{self, Options, Problem, Source};
+use crate::model::Source;
+use crate::symbolize::{self, Options, Problem};
 
 /// What packing one dump did.
 #[derive(Debug)]
@@ -41,6 +42,8 @@ pub struct Report {
     pub unnamed: usize,
     /// Modules whose binaries could not be used.
     pub problems: Vec<Problem>,
+    /// What naming found worth saying that lost nothing (the symbol index could not be used).
+    pub warnings: Vec<String>,
 }
 
 /// Why a dump could not be packed.
@@ -109,15 +112,15 @@ pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
         });
     };
     if already {
-        return Ok(Report { packed: 0, already: true, unnamed: 0, problems: Vec::new() });
+        return Ok(Report { packed: 0, already: true, unnamed: 0, problems: Vec::new(), warnings: Vec::new() });
     }
 
     let raw = Options { demangle: false, ..opts.clone() };
-    let (symbols, problems) = symbolize::symbolize(&trace, &raw);
+    let naming = symbolize::symbolize(&trace, &raw, &symbolize::Cache::default());
     let mut names = Vec::new();
     let mut unnamed = 0;
     for &key in &trace.keys {
-        let Some(name) = symbols.get(key) else { continue };
+        let Some(name) = naming.names.get(key) else { continue };
         let source = match name.source {
             Source::Dwarf => NameSource::Dwarf,
             Source::Symtab => NameSource::Symtab,
@@ -142,7 +145,7 @@ pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
     let entries: Vec<NameEntry> =
         names.iter().zip(&frames).map(|(&(key, source, _), frames)| NameEntry { key, source, frames }).collect();
     write_beside(path, &bytes, &bytes[..end], &entries, permissions)?;
-    Ok(Report { packed: entries.len(), already: false, unnamed, problems })
+    Ok(Report { packed: entries.len(), already: false, unnamed, problems: naming.problems, warnings: naming.warnings })
 }
 
 /// One frame as the format stores it: no file is empty, no line is 0.
@@ -154,7 +157,7 @@ fn frame<'a>(function: &'a str, file: &'a Option<String>, line: Option<u32>) -> 
 /// `path` with the dump's `permissions`, then renames it over `path`.
 fn write_beside(
     path: &Path,
-    source: &model::FileBytes,
+    source: &crate::io::FileBytes,
     kept: &[u8],
     entries: &[NameEntry],
     permissions: std::fs::Permissions,

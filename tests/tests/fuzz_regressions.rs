@@ -10,7 +10,8 @@
 use ringtrace_tests::fuzz_support::{export_tables, formats, with_checksums_fixed};
 use ringtrace_tests::workspace_root;
 use rtconv::convert::convert_bytes;
-use rtconv::symbolize::{Cache, Options, Source};
+use rtconv::model::Source;
+use rtconv::symbolize::{Cache, Options};
 
 #[test]
 fn every_fuzzing_finding_converts_or_is_refused_without_a_panic() {

@@ -525,7 +525,7 @@ fn the_last_address_and_discarded_code_at_zero_are_unnamed() {
         tool("addr2line").arg("-f").arg("-e").arg(&workload).args(["0x0", "0xffffffffffffffff"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&reference.stdout).lines().filter(|l| l.starts_with("??")).count(), 4);
     let opts = rtconv::symbolize::Options {
-        order: Some(vec![rtconv::symbolize::Source::Dwarf, rtconv::symbolize::Source::Symtab]),
+        order: Some(vec![rtconv::model::Source::Dwarf, rtconv::model::Source::Symtab]),
         index: None,
         ..Default::default()
     };

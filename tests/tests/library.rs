@@ -28,8 +28,9 @@ fn the_documented_flow_counts_every_call_the_workload_made() {
     let trace = model::decode(&path, &bytes).unwrap();
     assert!(trace.damage.is_none());
     assert_eq!(trace.process.name, "workload");
-    let (names, problems) = symbolize::symbolize(&trace, &symbolize::Options::default());
-    assert!(problems.is_empty(), "{problems:?}");
+    let naming = symbolize::symbolize(&trace, &symbolize::Options::default(), &symbolize::Cache::default());
+    assert!(naming.problems.is_empty(), "{:?}", naming.problems);
+    let names = naming.names;
     let (timebase, _) = trace.timebase().unwrap();
     let timeline = Timeline::new(&trace, &names, timebase);
 

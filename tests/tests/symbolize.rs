@@ -418,18 +418,18 @@ fn dumps_of_one_build_share_a_cache_keyed_by_build_id() {
     let second = rtconv::model::decode(&second, &second_bytes).unwrap();
     let opts = rtconv::symbolize::Options::default();
     let cache = rtconv::symbolize::Cache::default();
-    rtconv::symbolize::symbolize_cached(&first, &opts, &cache);
+    rtconv::symbolize::symbolize(&first, &opts, &cache);
     assert_eq!(cache.hits(), 0);
-    let (b, problems) = rtconv::symbolize::symbolize_cached(&second, &opts, &cache);
-    assert!(problems.is_empty());
+    let b = rtconv::symbolize::symbolize(&second, &opts, &cache);
+    assert!(b.problems.is_empty());
     // The two processes loaded the executable at different addresses (PIE), so
     // only the cache's build-id + file-address key can match: fib, tokenize, checksum.
     assert_eq!(cache.hits(), 3);
     assert!(b.files.is_empty(), "the binary was not opened again");
-    let (uncached, _) = rtconv::symbolize::symbolize(&second, &opts);
+    let uncached = rtconv::symbolize::symbolize(&second, &opts, &Default::default());
     assert!(!second.keys.is_empty());
     for &key in &second.keys {
-        assert_eq!(b.get(key), uncached.get(key));
+        assert_eq!(b.names.get(key), uncached.names.get(key));
     }
 }
 

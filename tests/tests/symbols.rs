@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use ringtrace_tests::{binary, record_workload_with, run, scratch};
-use rtconv::model::{Location, locate};
-use rtconv::symbolize::{Source, symbolize};
+use rtconv::model::{Location, Source, locate};
+use rtconv::symbolize::symbolize;
 
 #[test]
 fn code_address_names_match_llvm_symbolizer() {
@@ -18,8 +18,9 @@ fn code_address_names_match_llvm_symbolizer() {
     let dump = record_workload_with(&exe, &dir, "w.rtd", &[]);
     let bytes = rtconv::model::open(&dump).unwrap();
     let trace = rtconv::model::decode(&dump, &bytes).unwrap();
-    let (symbols, problems) = symbolize(&trace, &Default::default());
-    assert!(problems.is_empty(), "{problems:?}");
+    let naming = symbolize(&trace, &Default::default(), &Default::default());
+    assert!(naming.problems.is_empty(), "{:?}", naming.problems);
+    let symbols = naming.names;
 
     // Every code-address key, by the address its ELF file uses.
     let mut ours: BTreeMap<u64, (String, String)> = BTreeMap::new();

@@ -22,8 +22,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rtconv::convert;
 use rtconv::export::{DumpColumns, ExportError, Host, dump_row, functions, schema, spans};
-use rtconv::model::{Anomalies, Filter, Timeline};
-use rtconv::symbolize::{self, Source};
+use rtconv::model::{Anomalies, Filter, Source, Timeline};
+use rtconv::symbolize;
 
 /// Which table to make.
 #[derive(Clone, Copy)]
@@ -59,9 +59,10 @@ fn table<'py>(
     };
     let mut opts = symbolize::Options::default();
     opts.search.sym_dirs = sym_dirs;
+    opts.search.debuginfod_caches = symbolize::debuginfod_caches();
     opts.demangle = demangle;
-    if !symbol_index {
-        opts.index = None;
+    if symbol_index {
+        opts.index = symbolize::root_in_cache_home();
     }
     if let Some(order) = symbolizer {
         opts.order = Some(order.iter().map(|s| backend(s)).collect::<PyResult<_>>()?);
@@ -71,19 +72,11 @@ fn table<'py>(
     Ok((PyBytes::new(py, &stream), diagnostics))
 }
 
+/// A backend by its name; `addr2line` is not one here (it needs a program to run).
 fn backend(name: &str) -> PyResult<Source> {
-    Ok(match name {
-        "packed" => Source::Packed,
-        "sites" => Source::Site,
-        "dwarf" => Source::Dwarf,
-        "symtab" => Source::Symtab,
-        "dladdr" => Source::Dladdr,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "no symbolizer {other:?}: packed, sites, dwarf, symtab or dladdr"
-            )));
-        }
-    })
+    Source::from_name(name)
+        .filter(|&s| s != Source::Addr2line)
+        .ok_or_else(|| PyValueError::new_err(format!("no symbolizer {name:?}: packed, sites, dwarf, symtab or dladdr")))
 }
 
 /// The table as an IPC stream, with the reading's diagnostics (one line each).

@@ -155,7 +155,7 @@ pub enum Item {
 }
 
 /// A dump's bytes: a file mapped, or an archive entry read.
-pub type Bytes = crate::model::FileBytes;
+pub type Bytes = crate::io::FileBytes;
 
 /// Counts the bytes read through it, for progress.
 struct Counting<R> {
@@ -200,7 +200,7 @@ pub fn items(
 
 fn read_file(path: &Path, consumed: &AtomicU64) -> Item {
     let name = path.display().to_string();
-    match crate::model::map_file(path, crate::model::Pages::Populate) {
+    match crate::io::map_file(path, crate::io::Pages::Populate) {
         Ok(bytes) => {
             consumed.fetch_add(bytes.len() as u64, Ordering::Relaxed);
             Item::Dump { name, bytes, note: None }
@@ -212,7 +212,7 @@ fn read_file(path: &Path, consumed: &AtomicU64) -> Item {
 type ArchiveReader = Box<dyn Read + Send>;
 
 fn open_archive(path: &Path, kind: Compression, consumed: Arc<AtomicU64>) -> Result<ArchiveReader, String> {
-    let file = crate::model::open_regular(path).map_err(|e| format!("cannot read: {e}"))?;
+    let file = crate::io::open_regular(path).map_err(|e| format!("cannot read: {e}"))?;
     decompressed(BufReader::with_capacity(1 << 16, Counting { inner: file, count: consumed }), kind)
 }
 
@@ -382,8 +382,7 @@ fn each_dump(reader: impl Read, archive_name: &str, max_dump_size: u64, send: &m
         dumps += 1;
         let item = match read_dump(&mut entry, max_dump_size) {
             Ok((bytes, trailing)) => {
-                let note = trailing
-                    .then(|| format!("rtconv: warning: {name}: the bytes after the dump's end marker were ignored"));
+                let note = trailing.then(|| format!("{name}: the bytes after the dump's end marker were ignored"));
                 Item::Dump { name, bytes: Bytes::from_vec(bytes), note }
             }
             Err(reason) => Item::Unreadable { name, reason },

@@ -1,7 +1,10 @@
 //! `rtconv batch` and `rtconv stats` over many dumps: every input expanded
 //! (`inputs`), dumps converted in parallel on a rayon pool of `jobs`
 //! threads with one symbolization cache for the whole batch (keyed by
-//! build-id), progress on a terminal, and a failed dump reported and skipped.
+//! build-id), and a failed dump reported and skipped. What a batch has to
+//! say while it runs — each dump's diagnostics, how far it has read — goes
+//! to the caller's [`Observer`] as it happens (the command line draws a
+//! progress bar and prints the lines); nothing is printed here.
 //!
 //! Memory: the reading thread keeps at most `jobs` dumps queued, and each
 //! worker converts one, so the batch holds about `2 × jobs + 1` dumps and
@@ -11,17 +14,16 @@
 mod inputs;
 mod naming;
 
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rayon::iter::{ParallelBridge, ParallelIterator};
 
-use crate::atomic_file::AtomicFile;
-use crate::convert::{self, Format};
+use crate::convert::{self, Diagnostic, Format};
 use crate::export;
+use crate::io::AtomicFile;
 use crate::symbolize;
 
 pub use inputs::{Compression, archive_kind, dumps_in_archive};
@@ -31,8 +33,6 @@ pub use inputs::{Compression, archive_kind, dumps_in_archive};
 pub struct Options {
     /// Worker threads (at least 1).
     pub jobs: usize,
-    /// No progress bar even on a terminal.
-    pub quiet: bool,
     /// How keys are named.
     pub symbols: symbolize::Options,
     /// The spans kept.
@@ -56,62 +56,36 @@ pub struct Summary {
     pub failed: u64,
 }
 
-impl Summary {
-    /// The exit status: 0 all converted, [`EXIT_DEGRADED`](convert::EXIT_DEGRADED)
-    /// some salvaged or failed, 1 none converted.
-    pub fn exit_code(&self) -> u8 {
-        match (self.converted + self.salvaged, self.salvaged + self.failed) {
-            (0, _) => 1,
-            (_, 0) => 0,
-            _ => convert::EXIT_DEGRADED,
-        }
+/// What a batch tells its caller while it runs. Every method is called
+/// from the batch's threads, one call at a time.
+pub trait Observer: Sync {
+    /// The batch starts: its inputs on disk add up to `total_bytes`.
+    fn start(&self, total_bytes: u64) {
+        let _ = total_bytes;
+    }
+
+    /// A line about one input or output: an error (the dump or part is
+    /// skipped or lost), a warning, a note.
+    fn diagnostic(&self, diagnostic: Diagnostic);
+
+    /// `consumed_bytes` of the inputs are read, and `summary` is what the
+    /// batch did so far.
+    fn advance(&self, consumed_bytes: u64, summary: &Summary) {
+        let _ = (consumed_bytes, summary);
+    }
+
+    /// The batch is done with its inputs.
+    fn finish(&self) {}
+}
+
+/// Diagnostics kept in order, for a caller that reads them afterwards.
+impl Observer for Mutex<Vec<Diagnostic>> {
+    fn diagnostic(&self, diagnostic: Diagnostic) {
+        self.lock().unwrap_or_else(|e| e.into_inner()).push(diagnostic);
     }
 }
 
-/// A progress bar on stderr when it is a terminal, else nothing; diagnostics
-/// go above it.
-struct Progress {
-    bar: Option<indicatif::ProgressBar>,
-}
-
-impl Progress {
-    fn new(total_bytes: u64, quiet: bool) -> Self {
-        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
-            let bar = indicatif::ProgressBar::new(total_bytes);
-            let style = indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:30} {binary_bytes}/{binary_total_bytes} \
-                 {binary_bytes_per_sec} ETA {eta} {msg}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-            bar.set_style(style);
-            bar.enable_steady_tick(Duration::from_millis(200));
-            bar
-        });
-        Progress { bar }
-    }
-
-    fn line(&self, text: &str) {
-        match &self.bar {
-            Some(bar) => bar.suspend(|| crate::diag::emit(text)),
-            None => crate::diag::emit(text),
-        }
-    }
-
-    fn update(&self, bytes: u64, summary: &Summary) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(bytes);
-            bar.set_message(format!("{} dumps, {} failed", summary.converted + summary.salvaged, summary.failed));
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-/// The inputs' total size on disk, for the progress bar.
+/// The inputs' total size on disk, for the observer's start.
 fn total_bytes(inputs: &[inputs::Input]) -> u64 {
     inputs.iter().filter_map(|i| std::fs::metadata(i.path()).ok()).map(|m| m.len()).sum()
 }
@@ -123,14 +97,15 @@ fn total_bytes(inputs: &[inputs::Input]) -> u64 {
 fn run<L: Send>(
     args: &[PathBuf],
     opts: &Options,
+    observer: &dyn Observer,
     mut label: impl FnMut(&str) -> L + Send,
-    work: impl Fn(&str, L, &[u8], &Progress) -> Outcome + Sync,
+    work: impl Fn(&str, L, &[u8]) -> Outcome + Sync,
 ) -> Summary {
     let (inputs, problems) = inputs::expand(args);
-    let progress = Progress::new(total_bytes(&inputs), opts.quiet);
+    observer.start(total_bytes(&inputs));
     let summary = Mutex::new(Summary::default());
-    for p in &problems {
-        progress.line(&format!("rtconv: error: {p}"));
+    for p in problems {
+        observer.diagnostic(Diagnostic::error(p));
         summary.lock().unwrap_or_else(|e| e.into_inner()).failed += 1;
     }
     let consumed = Arc::new(AtomicU64::new(0));
@@ -142,12 +117,12 @@ fn run<L: Send>(
     let items = match inputs::items(inputs, consumed.clone(), jobs, opts.max_dump_size) {
         Ok(items) => items,
         Err(e) => {
-            progress.line(&format!(
-                "rtconv: error: cannot start the thread that reads the inputs ({e}); {count} input(s) not read"
-            ));
+            observer.diagnostic(Diagnostic::error(format!(
+                "cannot start the thread that reads the inputs ({e}); {count} input(s) not read"
+            )));
             let mut summary = summary.into_inner().unwrap_or_else(|e| e.into_inner());
             summary.failed += count as u64;
-            progress.finish();
+            observer.finish();
             return summary;
         }
     };
@@ -160,7 +135,7 @@ fn run<L: Send>(
         Err(e) => {
             let fewer = if cpus < jobs { pool(cpus).ok() } else { None };
             let instead = fewer.as_ref().map_or("converting on one".to_string(), |_| format!("using {cpus}"));
-            progress.line(&format!("rtconv: warning: cannot start {jobs} workers ({e}); {instead}"));
+            observer.diagnostic(Diagnostic::warning(format!("cannot start {jobs} workers ({e}); {instead}")));
             fewer
         }
     };
@@ -176,35 +151,31 @@ fn run<L: Send>(
         let outcome = match item {
             Ok(Labelled { name, bytes, label, note }) => {
                 if let Some(note) = note {
-                    progress.line(&note);
+                    observer.diagnostic(Diagnostic::warning(note));
                 }
-                let outcome = work(&name, label, &bytes, &progress);
+                let outcome = work(&name, label, &bytes);
                 match (outcome, convert::shrinking(Path::new(&name), &bytes)) {
                     (Outcome::Converted, Some(d)) => {
-                        progress.line(&d.to_string());
+                        observer.diagnostic(d);
                         Outcome::Salvaged
                     }
                     _ => outcome,
                 }
             }
             Err((name, reason)) => {
-                progress.line(&format!("rtconv: error: {name}: {reason}; skipped"));
+                observer.diagnostic(Diagnostic::error(format!("{name}: {reason}; skipped")));
                 Outcome::Failed
             }
         };
         let mut s = summary.lock().unwrap_or_else(|e| e.into_inner());
-        match outcome {
-            Outcome::Converted => s.converted += 1,
-            Outcome::Salvaged => s.salvaged += 1,
-            Outcome::Failed => s.failed += 1,
-        }
-        progress.update(consumed.load(Ordering::Relaxed), &s);
+        s.count(outcome);
+        observer.advance(consumed.load(Ordering::Relaxed), &s);
     };
     match pool {
         Some(pool) => pool.install(|| items.par_bridge().for_each(each)),
         None => items.for_each(each),
     }
-    progress.finish();
+    observer.finish();
     summary.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -226,12 +197,23 @@ enum Outcome {
     Failed,
 }
 
-/// Prints a conversion's diagnostics and says how it went.
-fn outcome(report: &convert::Report, progress: &Progress) -> Outcome {
-    for d in &report.diagnostics {
-        progress.line(&d.to_string());
+impl Summary {
+    fn count(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Converted => self.converted += 1,
+            Outcome::Salvaged => self.salvaged += 1,
+            Outcome::Failed => self.failed += 1,
+        }
     }
-    if report.degraded() { Outcome::Salvaged } else { Outcome::Converted }
+}
+
+/// Hands a conversion's diagnostics to `observer` and says how it went.
+fn outcome(report: convert::Report, observer: &dyn Observer) -> Outcome {
+    let degraded = report.degraded();
+    for d in report.diagnostics {
+        observer.diagnostic(d);
+    }
+    if degraded { Outcome::Salvaged } else { Outcome::Converted }
 }
 
 /// The file extension of a format's output.
@@ -249,24 +231,32 @@ pub fn extension(format: Format) -> &'static str {
 }
 
 /// `rtconv batch`: converts every dump of `args` into `format`, one output
-/// per dump in `out_dir` (created if needed), named after the dump.
-pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Options) -> Summary {
+/// per dump in `out_dir` (created if needed), named after it.
+pub fn convert_all(
+    args: &[PathBuf],
+    format: Format,
+    out_dir: &Path,
+    opts: &Options,
+    observer: &dyn Observer,
+) -> Summary {
     if let Err(e) = std::fs::create_dir_all(out_dir) {
-        crate::diag::emit(&format!("rtconv: error: cannot create {}: {e}", out_dir.display()));
+        observer.diagnostic(Diagnostic::error(format!("cannot create {}: {e}", out_dir.display())));
         return Summary { failed: 1, ..Summary::default() };
     }
     let cache = symbolize::Cache::default();
     let mut namer = naming::Namer::default();
     let label = move |name: &str| namer.name(name, extension(format));
-    let summary = run(args, opts, label, |name, file_name, bytes, progress| {
+    run(args, opts, observer, label, |name, file_name, bytes| {
         // Written beside its name and renamed into place when complete: whatever
         // is planted under that name (a hard link, a FIFO, a symbolic link) is replaced.
         let target = out_dir.join(&file_name);
         let file = match AtomicFile::create(&target) {
             Ok(file) => file,
             Err(e) => {
-                progress
-                    .line(&format!("rtconv: error: {} (from {name}): cannot create: {e}; skipped", target.display()));
+                observer.diagnostic(Diagnostic::error(format!(
+                    "{} (from {name}): cannot create: {e}; skipped",
+                    target.display()
+                )));
                 return Outcome::Failed;
             }
         };
@@ -283,26 +273,32 @@ pub fn convert_all(args: &[PathBuf], format: Format, out_dir: &Path, opts: &Opti
             Err(e) => Err(e),
         };
         match written {
-            Ok(report) => outcome(&report, progress),
+            Ok(report) => outcome(report, observer),
             Err(convert::ConvertError::Output(e)) => {
-                progress
-                    .line(&format!("rtconv: error: {} (from {name}): {e}; nothing written, skipped", target.display()));
+                observer.diagnostic(Diagnostic::error(format!(
+                    "{} (from {name}): {e}; nothing written, skipped",
+                    target.display()
+                )));
                 Outcome::Failed
             }
             Err(e) => {
-                progress.line(&format!("rtconv: error: {e}; skipped"));
+                observer.diagnostic(Diagnostic::error(format!("{e}; skipped")));
                 Outcome::Failed
             }
         }
-    });
-    say_converted("batch", &summary, out_dir);
-    summary
+    })
 }
 
 /// `rtconv export` and `rtconv batch -f parquet`: every dump of `args` into
 /// the Parquet tables under `out_dir` ([`crate::export`]), one part file per
 /// worker in use, each dump's rows in one part.
-pub fn export_all(args: &[PathBuf], out_dir: &Path, host: Option<&str>, opts: &Options) -> Summary {
+pub fn export_all(
+    args: &[PathBuf],
+    out_dir: &Path,
+    host: Option<&str>,
+    opts: &Options,
+    observer: &dyn Observer,
+) -> Summary {
     let cache = symbolize::Cache::default();
     // Parts not in use, with the dumps written to each, and how many were made: a worker takes
     // one (or makes the next) only for a dump that loaded, so every part holds a dump.
@@ -311,8 +307,9 @@ pub fn export_all(args: &[PathBuf], out_dir: &Path, host: Option<&str>, opts: &O
     let mut summary = run(
         args,
         opts,
+        observer,
         |name| name.to_string(),
-        |name, _, bytes, progress| {
+        |name, _, bytes| {
             let written =
                 convert::with_timeline(Path::new(name), bytes, &opts.symbols, &opts.filter, &cache, false, |tl| {
                     let taken = free.lock().unwrap_or_else(|e| e.into_inner()).pop();
@@ -340,13 +337,13 @@ pub fn export_all(args: &[PathBuf], out_dir: &Path, host: Option<&str>, opts: &O
                     }
                 });
             match written {
-                Ok((Ok(()), report)) => outcome(&report, progress),
+                Ok((Ok(()), report)) => outcome(report, observer),
                 Ok((Err(line), _)) => {
-                    progress.line(&format!("rtconv: error: {line}"));
+                    observer.diagnostic(Diagnostic::error(line));
                     Outcome::Failed
                 }
                 Err(e) => {
-                    progress.line(&format!("rtconv: error: {e}; skipped"));
+                    observer.diagnostic(Diagnostic::error(format!("{e}; skipped")));
                     Outcome::Failed
                 }
             }
@@ -354,97 +351,63 @@ pub fn export_all(args: &[PathBuf], out_dir: &Path, host: Option<&str>, opts: &O
     );
     for (part, dumps) in free.into_inner().unwrap_or_else(|e| e.into_inner()) {
         if let Err(e) = part.finish() {
-            crate::diag::emit(&format!("rtconv: error: {e}; the {dumps} dump(s) of that part are not written"));
+            observer.diagnostic(Diagnostic::error(format!("{e}; the {dumps} dump(s) of that part are not written")));
             summary.failed += dumps;
             summary.converted = summary.converted.saturating_sub(dumps);
         }
     }
-    say_converted("export", &summary, out_dir);
     summary
 }
 
-/// The summary line of `batch` and `export`.
-fn say_converted(command: &str, summary: &Summary, out_dir: &Path) {
-    eprintln!(
-        "rtconv: {command}: {} converted, {} salvaged (converted with losses), {} failed -> {}",
-        summary.converted,
-        summary.salvaged,
-        summary.failed,
-        out_dir.display()
-    );
+/// What packing one dump file did.
+#[derive(Debug)]
+pub struct Packed {
+    /// The dump.
+    pub path: PathBuf,
+    /// What was appended, or why nothing was.
+    pub result: Result<crate::pack::Report, crate::pack::PackError>,
 }
 
 /// `rtconv pack` and `rtconv batch --pack`: packs every dump file the inputs
-/// name, in place, on `opts.jobs` threads ([`crate::pack`]). Dumps inside archives cannot be packed in
+/// name, in place, on `opts.jobs` threads ([`crate::pack`]); returns what
+/// became of each, in input order. Dumps inside archives cannot be packed in
 /// place: each archive counts as failed, with a line saying so.
-pub fn pack_all(args: &[PathBuf], opts: &Options) -> Summary {
+pub fn pack_all(args: &[PathBuf], opts: &Options, observer: &dyn Observer) -> (Summary, Vec<Packed>) {
     use rayon::iter::IntoParallelRefIterator;
     let (inputs, problems) = inputs::expand(args);
     let mut summary = Summary { failed: problems.len() as u64, ..Summary::default() };
-    for problem in &problems {
-        crate::diag::emit(&format!("rtconv: error: {problem}"));
+    for problem in problems {
+        observer.diagnostic(Diagnostic::error(problem));
     }
     let files: Vec<&Path> = inputs
         .iter()
         .filter_map(|input| match input {
             inputs::Input::File(path) => Some(path.as_path()),
             inputs::Input::Archive(path, _) => {
-                crate::diag::emit(&format!(
-                    "rtconv: error: {}: dumps inside an archive cannot be packed in place; unpack it and pack the \
-                     files, or convert it where the binaries are with --out-dir",
+                observer.diagnostic(Diagnostic::error(format!(
+                    "{}: dumps inside an archive cannot be packed in place; unpack it and pack the files, or \
+                     convert it where the binaries are with --out-dir",
                     path.display()
-                ));
+                )));
                 summary.failed += 1;
                 None
             }
         })
         .collect();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(opts.jobs).build();
-    let pack_one = |path: &&Path| match crate::pack::pack(path, &opts.symbols) {
-        Ok(report) => {
-            let lines = pack_lines(path, &report);
-            (if report.unnamed > 0 { Outcome::Salvaged } else { Outcome::Converted }, lines)
-        }
-        Err(e) => (Outcome::Failed, vec![format!("rtconv: error: {e}")]),
-    };
-    let results: Vec<(Outcome, Vec<String>)> = match pool {
+    let pack_one = |path: &&Path| Packed { path: path.to_path_buf(), result: crate::pack::pack(path, &opts.symbols) };
+    let packed: Vec<Packed> = match pool {
         Ok(pool) => pool.install(|| files.par_iter().map(pack_one).collect()),
         Err(_) => files.iter().map(pack_one).collect(),
     };
-    for (outcome, lines) in results {
-        for line in lines {
-            crate::diag::emit(&line);
-        }
-        match outcome {
-            Outcome::Converted => summary.converted += 1,
-            Outcome::Salvaged => summary.salvaged += 1,
-            Outcome::Failed => summary.failed += 1,
-        }
+    for p in &packed {
+        summary.count(match &p.result {
+            Ok(report) if report.unnamed > 0 => Outcome::Salvaged,
+            Ok(_) => Outcome::Converted,
+            Err(_) => Outcome::Failed,
+        });
     }
-    eprintln!(
-        "rtconv: pack: {} packed, {} packed with keys left unnamed, {} failed",
-        summary.converted, summary.salvaged, summary.failed
-    );
-    summary
-}
-
-/// What `rtconv pack` says about one dump: a line for what it did, one per problem.
-fn pack_lines(path: &Path, report: &crate::pack::Report) -> Vec<String> {
-    let mut lines: Vec<String> =
-        report.problems.iter().map(|p| format!("rtconv: warning: {}: {p}", path.display())).collect();
-    lines.push(if report.already {
-        format!("rtconv: {}: packed already; unchanged", path.display())
-    } else if report.unnamed > 0 {
-        format!(
-            "rtconv: {}: packed {} names; {} code keys could not be named here and stay unnamed",
-            path.display(),
-            report.packed,
-            report.unnamed
-        )
-    } else {
-        format!("rtconv: {}: packed {} names; it converts without its binaries now", path.display(), report.packed)
-    });
-    lines
+    (summary, packed)
 }
 
 /// `rtconv stats` over many dumps: per-function figures merged across them
@@ -454,9 +417,10 @@ pub fn stats_all(
     args: &[PathBuf],
     stats: crate::stats::Options,
     opts: &Options,
+    observer: &dyn Observer,
     out: &mut dyn Write,
 ) -> std::io::Result<Summary> {
-    let (groups, summary) = merge_all(args, stats.calibrated, stats.clean, opts);
+    let (groups, summary) = merge_all(args, stats.calibrated, stats.clean, opts, observer);
     let scopes: Vec<crate::stats::Scope> = groups
         .into_iter()
         .map(|((program, build_id), merged)| {
@@ -472,12 +436,6 @@ pub fn stats_all(
         .collect();
     crate::render::stats_table::write(&scopes, stats.output, stats.color, out)?;
     out.flush()?;
-    eprintln!(
-        "rtconv: stats: {} dumps merged ({} with losses), {} failed",
-        summary.converted + summary.salvaged,
-        summary.salvaged,
-        summary.failed
-    );
     Ok(summary)
 }
 
@@ -487,6 +445,7 @@ pub fn stats_all(
 fn each_timeline<T>(
     args: &[PathBuf],
     opts: &Options,
+    observer: &dyn Observer,
     calibrated: bool,
     compute: impl Fn(&crate::model::Timeline<'_>) -> (T, crate::model::Anomalies) + Sync,
     take: impl Fn(T, &convert::Report) + Sync,
@@ -495,8 +454,9 @@ fn each_timeline<T>(
     run(
         args,
         opts,
+        observer,
         |_| (),
-        |name, (), bytes, progress| {
+        |name, (), bytes| {
             let computed = convert::with_timeline(
                 Path::new(name),
                 bytes,
@@ -509,16 +469,19 @@ fn each_timeline<T>(
             match computed {
                 Ok((value, report)) => {
                     take(value, &report);
-                    outcome(&report, progress)
+                    outcome(report, observer)
                 }
                 Err(e) => {
-                    progress.line(&format!("rtconv: error: {e}; skipped"));
+                    observer.diagnostic(Diagnostic::error(format!("{e}; skipped")));
                     Outcome::Failed
                 }
             }
         },
     )
 }
+
+/// Per-function figures, merged over dumps, by (program, build-id of its main executable).
+pub type MergedByBuild = std::collections::BTreeMap<(String, String), crate::stats::Merged>;
 
 /// Per-function figures of every dump `args` name, merged per (program,
 /// build-id of its main executable) — what `rtconv stats` prints for many
@@ -529,11 +492,13 @@ pub fn merge_all(
     calibrated: bool,
     clean: bool,
     opts: &Options,
-) -> (std::collections::BTreeMap<(String, String), crate::stats::Merged>, Summary) {
-    let groups: Mutex<std::collections::BTreeMap<(String, String), crate::stats::Merged>> = Mutex::default();
+    observer: &dyn Observer,
+) -> (MergedByBuild, Summary) {
+    let groups: Mutex<MergedByBuild> = Mutex::default();
     let summary = each_timeline(
         args,
         opts,
+        observer,
         calibrated,
         |tl| {
             let main = tl.trace.modules.iter().find(|m| m.is_main);
@@ -554,9 +519,9 @@ pub fn merge_all(
 
 /// The collapsed stacks (`-f folded`'s, path and self ns) of every dump
 /// `args` name, added up path by path: a differential flame graph's side.
-pub fn stacks_all(args: &[PathBuf], opts: &Options) -> (Vec<(String, u64)>, Summary) {
+pub fn stacks_all(args: &[PathBuf], opts: &Options, observer: &dyn Observer) -> (Vec<(String, u64)>, Summary) {
     let merged: Mutex<std::collections::HashMap<String, u64>> = Mutex::default();
-    let summary = each_timeline(args, opts, false, crate::render::folded::stacks, |stacks, _| {
+    let summary = each_timeline(args, opts, observer, false, crate::render::folded::stacks, |stacks, _| {
         let mut merged = merged.lock().unwrap_or_else(|e| e.into_inner());
         for (path, weight) in stacks {
             *merged.entry(path).or_default() += weight;

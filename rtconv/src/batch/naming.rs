@@ -28,7 +28,7 @@ impl Namer {
             clean.push_str("dump");
         }
         // Room for `-N` (21 bytes at most) and `.ext`; the name is ASCII by now, so any cut is on a boundary.
-        clean.truncate(crate::atomic_file::NAME_MAX.saturating_sub(ext.len() + 1 + 21).max(1));
+        clean.truncate(crate::io::NAME_MAX.saturating_sub(ext.len() + 1 + 21).max(1));
         let mut name = format!("{clean}.{ext}");
         let mut n = 2;
         while !self.used.insert(name.clone()) {

@@ -52,7 +52,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
-use crate::atomic_file::AtomicFile;
+use crate::io::AtomicFile;
 use crate::model::{Anomalies, Timeline};
 
 /// Rows per row group: large enough for a scan to read long runs, small
@@ -236,7 +236,7 @@ pub fn dump_row(tl: &Timeline<'_>, dump: &DumpColumns, found: &Anomalies) -> Res
     let losses = trace.losses();
     let start = i64::try_from(tl.timebase.realtime_ns(i128::from(tl.origin_ns))).ok();
     let named_by: std::collections::BTreeMap<&str, usize> =
-        tl.symbols.counts().into_iter().map(|(source, keys)| (source.name(), keys)).collect();
+        tl.names.counts().into_iter().map(|(source, keys)| (source.name(), keys)).collect();
     let named = named_by.values().sum::<usize>() as u64;
     let spans: u64 = trace.threads.iter().map(|t| t.span_count()).sum();
     let mut columns = dump.columns(1);

@@ -66,7 +66,7 @@ impl Names {
         for (k, &key) in tl.keys.iter().enumerate() {
             let name = tl.name(k);
             let id = *index.entry(name).or_insert_with(|| {
-                let place = tl.symbols.get(key);
+                let place = tl.names.get(key);
                 names.push(name);
                 file_of.push(place.and_then(|p| p.file.clone()).map(|file| {
                     *file_index.entry(file.clone()).or_insert_with(|| {

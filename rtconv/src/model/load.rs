@@ -8,12 +8,12 @@ use ringtrace_format::read::{OpenSpans, Records};
 use ringtrace_format::{Anchor, Dump, ReadError, RingInfo, SectionData};
 
 use super::counter_unwrap::CounterUnwrap;
-use super::file_bytes::{FileBytes, Pages, map_file};
 use super::nest_check::{DepthCheck, DepthRuns, NestingCheck};
 use super::trace::{
     Clock, DladdrName, KeyDepth, ModuleEntry, OpenSpan, PackedFrame, PackedKey, Process, RecordSource, SiteTable,
     ThreadTrace, Trace, depth_tag, is_span_record,
 };
+use crate::io::{FileBytes, Pages, map_file};
 
 /// The depth tag of the open span at `index` of the open stack (outermost first): the same
 /// tag the recorder would give it when it ends (depths past 254 are not stated).

@@ -2,8 +2,8 @@
 //! them, written as real dumps and read back. (`ringtrace_tests::DumpBuilder`
 //! depends on this crate, so these unit tests write their few dumps here.)
 
+use super::Names;
 use super::timeline::{SpanNs, Timeline};
-use crate::symbolize::Symbols;
 
 pub(super) fn span(enter_ns: i64, exit_ns: i64) -> SpanNs {
     SpanNs::new(enter_ns, exit_ns, 0, None, super::Ending::Returned)
@@ -99,8 +99,8 @@ pub(crate) fn with_rings<T>(rings: &[TestRing], dump_ticks: u64, f: impl FnOnce(
     let bytes = w.finish().unwrap().0;
     let trace = super::decode("t.rtd".as_ref(), &bytes).unwrap();
     let (timebase, _) = trace.timebase().unwrap();
-    let symbols = Symbols::default();
-    f(&Timeline::new(&trace, &symbols, timebase))
+    let names = Names::default();
+    f(&Timeline::new(&trace, &names, timebase))
 }
 
 pub(super) fn records(spans: &[SpanNs]) -> Vec<ringtrace_format::Record> {

@@ -2,9 +2,9 @@
 //! spans in nanoseconds, and the span type every walk hands out.
 
 use super::filter::{Filter, Filtered, Selection};
+use super::names::Names;
 use super::timebase::Timebase;
 use super::trace::Trace;
-use crate::symbolize::Symbols;
 
 /// Nesting deeper than this is reported: viewers (Perfetto among them) stop drawing or slow down.
 pub const MAX_DEPTH: usize = 512;
@@ -157,7 +157,7 @@ pub struct Timeline<'a> {
     /// The dump.
     pub trace: &'a Trace<'a>,
     /// Names of its keys.
-    pub symbols: &'a Symbols,
+    pub names: &'a Names,
     /// Tick to time conversion.
     pub timebase: Timebase,
     /// Every distinct key, sorted; spans refer to them by index.
@@ -227,12 +227,12 @@ impl KeyTable {
 
 impl<'a> Timeline<'a> {
     /// A timeline over `trace`; nothing is decoded yet.
-    pub fn new(trace: &'a Trace<'a>, symbols: &'a Symbols, timebase: Timebase) -> Self {
+    pub fn new(trace: &'a Trace<'a>, names: &'a Names, timebase: Timebase) -> Self {
         let first = trace.threads.iter().filter_map(|t| t.first_enter).min();
         // Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
         let origin_ns = first.map_or(0, |ticks| timebase.ns_i64(ticks));
         let key_table = KeyTable::new(&trace.keys);
-        Timeline { trace, symbols, timebase, keys: &trace.keys, origin_ns, selection: None, key_table }
+        Timeline { trace, names, timebase, keys: &trace.keys, origin_ns, selection: None, key_table }
     }
 
     /// This timeline with only the spans `filter` keeps, in every traversal
@@ -304,7 +304,7 @@ impl<'a> Timeline<'a> {
         if key_index == super::DEEPER as usize {
             return "[deeper]";
         }
-        self.keys.get(key_index).and_then(|&k| self.symbols.get(k)).map_or("??", |n| n.name.as_str())
+        self.keys.get(key_index).and_then(|&k| self.names.get(k)).map_or("??", |n| n.name.as_str())
     }
 
     /// The scopes of a summary: one per thread (its name, or `thread TID`)

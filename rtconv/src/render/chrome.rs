@@ -214,7 +214,7 @@ fn write_process(
 /// `"at":"file:line","inlined_into":"a < b","module":"/path"` for a key, as far as known.
 fn key_args(tl: &Timeline<'_>, key: u64) -> String {
     let mut fields = Vec::new();
-    if let Some(name) = tl.symbols.get(key) {
+    if let Some(name) = tl.names.get(key) {
         if let Some(file) = &name.file {
             let at = match name.line {
                 Some(line) => format!("{file}:{line}"),

@@ -297,7 +297,7 @@ fn write_trace(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> 
         pos: 0,
         sequence: 1,
         interned: vec![NOT_INTERNED; tl.keys.len()],
-        placed: tl.keys.iter().map(|&k| tl.symbols.get(k).is_some_and(|n| n.file.is_some())).collect(),
+        placed: tl.keys.iter().map(|&k| tl.names.get(k).is_some_and(|n| n.file.is_some())).collect(),
         begin: vec![Fields::new(1, TYPE_SLICE_BEGIN, None); tl.keys.len()],
         end: Fields::new(1, TYPE_SLICE_END, None),
         origin_ns: tl.origin_ns,
@@ -449,7 +449,7 @@ fn slice_begin_slow(
         entry.bytes(NAME, tl.name(key).as_bytes());
         interned.message(INTERNED_EVENT_NAMES, &entry);
         *state = NAME_ONLY;
-        let place = tl.keys.get(key).and_then(|&k| tl.symbols.get(k)).filter(|_| packets.placed[key]);
+        let place = tl.keys.get(key).and_then(|&k| tl.names.get(k)).filter(|_| packets.placed[key]);
         if let Some(name) = place {
             let mut entry = Message::default();
             entry.uint(IID, key as u64 + 1);

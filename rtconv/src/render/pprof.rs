@@ -98,7 +98,7 @@ pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
     for &k in &used {
         let id = location_id(tl, k);
         let name = tl.name(k as usize);
-        let place = tl.keys.get(k as usize).and_then(|&key| tl.symbols.get(key));
+        let place = tl.keys.get(k as usize).and_then(|&key| tl.names.get(key));
         let mut function = Message::default();
         function.uint(1, id);
         function.uint(2, strings.id(name));

@@ -4,8 +4,9 @@
 //! program linked with `-rdynamic`), so this names fewer keys than DWARF,
 //! but it needs no binary at all.
 
-use super::{Source, SpanName, demangled};
+use super::demangled;
 use crate::model::Trace;
+use crate::model::{Source, SpanName};
 
 /// The function the loader found for `key`, if it found one.
 pub fn resolve(trace: &Trace, key: u64, demangle: bool) -> Option<SpanName> {

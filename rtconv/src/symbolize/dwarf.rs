@@ -4,7 +4,7 @@
 //! A batch is named by [`super::sweep`] (one pass per compilation unit), an
 //! address asked alone by a [`Worker`] (an `addr2line` context kept open).
 //! Where the sweep does not apply (split DWARF, files that are not linked
-//! ELF) or `RTCONV_DWARF_READER=addr2line` says so, a module's addresses
+//! ELF) or [`DwarfReader::Addr2line`] asks for it, a module's addresses
 //! are sorted and cut into one share of neighbours per core (rayon's thread
 //! count); each share gets a thread with its own
 //! `addr2line` context over the same file, which parses only the
@@ -12,38 +12,40 @@
 //! instead of being repeated. A thread that finishes early takes work from
 //! the far end of another's share.
 
-use std::collections::HashMap;
 use std::path::Path;
 
+use super::dwarf_common::{MIN_PER_WORKER, NameCache, code_ranges};
 use super::index::Index;
-use super::{BackendError, Frame, Options, Source, SpanName};
+use super::{BackendError, DwarfReader, Findings, Options};
+use crate::model::{Frame, Source, SpanName};
 
 /// As [`resolve`], answering from the build's persistent index
 /// ([`super::index`]) where it can: DWARF is parsed only for the addresses
 /// the index lacks, and their answers are added to it — unless a split unit
 /// is missing (then the answers are poorer than the build's, and are said
-/// in `degraded`, not kept).
-pub fn resolve_indexed(
+/// in `findings.degraded`, not kept). The index's troubles go to `findings.warnings`.
+pub(crate) fn resolve_indexed(
     debug: &Path,
     file_addresses: &[u64],
     opts: &Options,
-    degraded: &mut Vec<BackendError>,
+    findings: &mut Findings,
 ) -> Result<Vec<Option<SpanName>>, BackendError> {
-    let mut index = opts.index.as_deref().and_then(|root| Index::open(root, debug, opts.demangle));
+    let warnings = &mut findings.warnings;
+    let mut index = opts.index.as_deref().and_then(|root| Index::open(root, debug, opts.demangle, warnings));
     let mut out: Vec<Option<Option<SpanName>>> =
         file_addresses.iter().map(|&a| index.as_ref().and_then(|ix| ix.get(a))).collect();
     let misses: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_none()).collect();
     if !misses.is_empty() {
         let wanted: Vec<u64> = misses.iter().map(|&i| file_addresses[i]).collect();
-        let named = resolve(debug, &wanted, opts.demangle)?;
+        let named = resolve(debug, &wanted, opts.demangle, opts.dwarf_reader)?;
         let missing = super::split_units_missing(debug);
         if let Some(ix) = index.as_mut().filter(|_| missing.is_empty()) {
             for (&address, name) in wanted.iter().zip(&named) {
                 ix.add(address, name.as_ref());
             }
-            ix.save();
+            ix.save(&mut findings.warnings);
         }
-        degraded.extend(missing);
+        findings.degraded.extend(missing);
         for (i, name) in misses.into_iter().zip(named) {
             out[i] = Some(name);
         }
@@ -51,13 +53,15 @@ pub fn resolve_indexed(
     Ok(out.into_iter().map(Option::flatten).collect())
 }
 
-/// Addresses per unit of parallel work; fewer than two runs' worth are done on one thread.
-pub(crate) const MIN_PER_WORKER: usize = 256;
-
 /// Names `file_addresses` (ELF virtual addresses, sorted or not) from the
-/// DWARF in `debug`. Returns one entry per address, in order.
-pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, BackendError> {
-    if std::env::var_os("RTCONV_DWARF_READER").is_none_or(|v| v != "addr2line")
+/// DWARF in `debug`, read as `reader` says. Returns one entry per address, in order.
+fn resolve(
+    debug: &Path,
+    file_addresses: &[u64],
+    demangle: bool,
+    reader: DwarfReader,
+) -> Result<Vec<Option<SpanName>>, BackendError> {
+    if reader == DwarfReader::Sweep
         && let Some(named) = super::sweep::resolve(debug, file_addresses, demangle)
     {
         return named;
@@ -110,32 +114,6 @@ pub fn resolve(debug: &Path, file_addresses: &[u64], demangle: bool) -> Result<V
         out[i] = name;
     }
     Ok(out)
-}
-
-/// The address ranges of `debug`'s code sections (`None` if its section
-/// headers cannot be read). DWARF also describes code the linker discarded,
-/// at address 0 or wherever the tombstone puts it: an address outside the
-/// file's code is none of its functions (GNU addr2line says `??` there too).
-pub(crate) fn code_ranges(debug: &Path) -> Option<Vec<std::ops::Range<u64>>> {
-    let bytes = crate::model::map_file(debug, crate::model::Pages::OnDemand).ok()?;
-    code_ranges_of(&object::File::parse(&*bytes).ok()?)
-}
-
-/// As [`code_ranges`], of a file already parsed.
-pub(crate) fn code_ranges_of(file: &object::File<'_>) -> Option<Vec<std::ops::Range<u64>>> {
-    use object::{Object, ObjectSection, SectionFlags};
-    // By the flag, not the kind: in a separate debug file the code sections hold no bytes (NOBITS).
-    let executable =
-        |flags| matches!(flags, SectionFlags::Elf { sh_flags, .. } if sh_flags.contains(object::elf::SHF_EXECINSTR));
-    if file.format() != object::BinaryFormat::Elf {
-        return None;
-    }
-    let code = file
-        .sections()
-        .filter(|s| executable(s.flags()))
-        .map(|s| s.address()..s.address().saturating_add(s.size()))
-        .collect();
-    Some(code)
 }
 
 /// One worker's answers: (index into the caller's addresses, name).
@@ -194,80 +172,6 @@ fn steal(segments: &[Segment]) -> Option<std::ops::Range<usize>> {
 pub(crate) struct Worker {
     loader: addr2line::Loader,
     names: NameCache,
-}
-
-/// Whether names of `language` may be Itanium C++ names (a C++ language, or not said).
-fn cxx_or_unknown(language: Option<u16>) -> bool {
-    use addr2line::gimli;
-    language.is_none_or(|l| {
-        [
-            gimli::DW_LANG_C_plus_plus,
-            gimli::DW_LANG_C_plus_plus_03,
-            gimli::DW_LANG_C_plus_plus_11,
-            gimli::DW_LANG_C_plus_plus_14,
-            gimli::DW_LANG_C_plus_plus_17,
-            gimli::DW_LANG_C_plus_plus_20,
-        ]
-        .contains(&gimli::DwLang(l))
-    })
-}
-
-/// `raw` demangled as `addr2line::demangle_auto` demangles it (Rust by
-/// `rustc-demangle`, then C++ by `cpp_demangle`, or by `language`); `None`
-/// where it does not. Rust names are written into a string sized up front,
-/// not grown piece by piece as `format!` grows it (9 % of demangling's
-/// instructions on ripgrep).
-fn demangle_auto(raw: &str, language: Option<u16>) -> Option<String> {
-    use addr2line::gimli::{DW_LANG_C_plus_plus, DW_LANG_Rust, DwLang};
-    let rust = || {
-        let demangled = rustc_demangle::try_demangle(raw).ok()?;
-        let mut name = String::with_capacity(2 * raw.len());
-        std::fmt::Write::write_fmt(&mut name, format_args!("{demangled:#}")).ok()?;
-        Some(name)
-    };
-    match language.map(DwLang) {
-        Some(language) if language == DW_LANG_Rust => rust(),
-        Some(language) => addr2line::demangle(raw, language),
-        None => rust().or_else(|| addr2line::demangle(raw, DW_LANG_C_plus_plus)),
-    }
-}
-
-/// Raw name to shown name, per DWARF language.
-pub(crate) struct NameCache {
-    demangle: bool,
-    by_language: HashMap<Option<u16>, rustc_hash::FxHashMap<Box<str>, Box<str>>>,
-}
-
-impl NameCache {
-    pub(crate) fn new(demangle: bool) -> Self {
-        NameCache { demangle, by_language: HashMap::new() }
-    }
-
-    /// `raw` as shown: demangled by `language` (or by its look) when asked.
-    pub(crate) fn name(&mut self, raw: &str, language: Option<u16>) -> String {
-        if !self.demangle {
-            return raw.to_string();
-        }
-        // A name Rust demangles is what a language-less lookup shows too (it tries Rust first).
-        if language.is_none()
-            && let Some(rust) = self.by_language.get(&Some(addr2line::gimli::DW_LANG_Rust.0)).and_then(|m| m.get(raw))
-            && **rust != *raw
-        {
-            return rust.to_string();
-        }
-        let names = self.by_language.entry(language).or_default();
-        if let Some(name) = names.get(raw) {
-            return name.to_string();
-        }
-        let name: Box<str> = match demangle_auto(raw, language) {
-            Some(name) => name.into(),
-            // An Itanium name the demangler cannot read: the C++ runtime's (GNU's) reads more.
-            None if cxx_or_unknown(language) => super::cxa::demangle(raw).map_or(raw.into(), Into::into),
-            None => raw.into(),
-        };
-        names.insert(raw.into(), name.clone());
-        name.into()
-    }
 }
 
 impl Worker {
@@ -355,7 +259,7 @@ pub(crate) fn missing_split_units(debug: &Path) -> Vec<std::path::PathBuf> {
     if Path::new(&package).is_file() {
         return Vec::new();
     }
-    let Ok(bytes) = crate::model::map_file(debug, crate::model::Pages::OnDemand) else { return Vec::new() };
+    let Ok(bytes) = crate::io::map_file(debug, crate::io::Pages::OnDemand) else { return Vec::new() };
     let Ok(file) = object::File::parse(&*bytes) else { return Vec::new() };
     // A skeleton unit's addresses are in the file's `.debug_addr` (a `.dwo` holds
     // none): without that section there is no split unit, and no unit need be read.

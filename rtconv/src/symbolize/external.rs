@@ -6,7 +6,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::{BackendError, Frame, Source, SpanName};
+use super::BackendError;
+use crate::model::{Frame, Source, SpanName};
 
 /// Runs `program -a -f -i [-C] -e file` on `file_addresses`; one entry per address.
 pub fn resolve(

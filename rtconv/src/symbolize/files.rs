@@ -16,7 +16,8 @@ use std::sync::OnceLock;
 
 use object::{Object, ObjectSection};
 
-use crate::model::{ModuleEntry, Pages, map_file};
+use crate::io::{Pages, map_file};
+use crate::model::ModuleEntry;
 
 /// Why a module's addresses cannot be named from its files.
 #[derive(Debug, Clone, thiserror::Error)]

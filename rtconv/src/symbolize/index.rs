@@ -2,8 +2,9 @@
 //! of a build, kept per build-id so later runs answer without parsing DWARF.
 //!
 //! One file per build and naming style, `ROOT/BUILD-ID/names.v1` (or
-//! `names-demangled.v1`); ROOT is `$RTCONV_SYMBOL_INDEX` (`off` turns the
-//! index off), else `$XDG_CACHE_HOME/ringtrace`, else `~/.cache/ringtrace`.
+//! `names-demangled.v1`); ROOT is [`Options::index`](super::Options::index),
+//! which the command line sets to `$RTCONV_SYMBOL_INDEX` (`off` turns the
+//! index off), else [`root_in_cache_home`].
 //! It grows with what is asked: a run looks every address up in the file,
 //! parses DWARF only for the ones it lacks, and writes the union back. The
 //! build-id is trusted as debuginfod and perf's build-id cache trust it: a
@@ -13,7 +14,7 @@
 //! user's own and writable by no one else; the file is opened without
 //! following a symbolic link, must be a regular file with one link, owned by
 //! the user, and is checked field by field (`index_format.rs`). A file
-//! that fails is said once and replaced. Writers never write in place: each
+//! that fails is said (a warning handed back, not printed) and replaced. Writers never write in place: each
 //! writes a new file and renames it over the old one, so concurrent runs
 //! leave one complete file (the last), never a mix; what a concurrent run
 //! added and the last one did not see is parsed again later.
@@ -29,14 +30,11 @@ use super::index_format::{self, Contents, View};
 /// The largest index file read or written.
 pub const MAX_BYTES: u64 = 256 << 20;
 
-/// The index root the environment asks for: `$RTCONV_SYMBOL_INDEX` (`off`
-/// or empty: none), else `$XDG_CACHE_HOME/ringtrace`, else
-/// `$HOME/.cache/ringtrace`; `None` when there is nowhere to put it.
-pub fn default_root() -> Option<PathBuf> {
+/// The index root in the user's cache directory: `$XDG_CACHE_HOME/ringtrace`,
+/// else `$HOME/.cache/ringtrace` (each only if absolute); `None` when there
+/// is neither.
+pub fn root_in_cache_home() -> Option<PathBuf> {
     let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
-    if let Some(v) = std::env::var_os("RTCONV_SYMBOL_INDEX") {
-        return (v != "off" && !v.is_empty()).then(|| PathBuf::from(v));
-    }
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .and_then(absolute)
         .or_else(|| std::env::var_os("HOME").and_then(absolute).map(|home| home.join(".cache")))?;
@@ -45,7 +43,7 @@ pub fn default_root() -> Option<PathBuf> {
 
 /// One build's index, loaded, with what this run adds.
 #[derive(Debug)]
-pub struct Index {
+pub(crate) struct Index {
     file: PathBuf,
     build_id: Vec<u8>,
     demangled: bool,
@@ -58,43 +56,42 @@ pub struct Index {
 impl Index {
     /// The index of the build in `debug` (by its build-id) under `root`, with
     /// what its file holds; `None` when the file has no build-id or the index
-    /// cannot be used there (said once on stderr).
-    pub fn open(root: &Path, debug: &Path, demangled: bool) -> Option<Index> {
+    /// cannot be used there (said in `warnings`).
+    pub(crate) fn open(root: &Path, debug: &Path, demangled: bool, warnings: &mut Vec<String>) -> Option<Index> {
         let build_id = build_id(debug)?;
         let dir = root.join(super::hex(&build_id));
         if let Err(why) = own_directory(root).and_then(|()| own_directory(&dir)) {
-            say(&format!(
-                "rtconv: warning: symbol index not used: {why}; remove it, or pass --no-symbol-index \
-                 (RTCONV_SYMBOL_INDEX=off)"
+            warnings.push(format!(
+                "symbol index not used: {why}; remove it, or pass --no-symbol-index (RTCONV_SYMBOL_INDEX=off)"
             ));
             return None;
         }
         let name = if demangled { "names-demangled.v1" } else { "names.v1" };
         let mut index = Index { file: dir.join(name), build_id, demangled, file_view: None, added: HashMap::new() };
-        index.file_view = index.read();
+        index.file_view = index.read(warnings);
         Some(index)
     }
 
     /// DWARF's answer at `address` if the index has it (`Some(None)`: DWARF names nothing there).
-    pub fn get(&self, address: u64) -> Option<Option<SpanName>> {
+    pub(crate) fn get(&self, address: u64) -> Option<Option<SpanName>> {
         self.added.get(&address).cloned().or_else(|| self.file_view.as_ref()?.get(address))
     }
 
     /// Adds DWARF's answer at `address`.
-    pub fn add(&mut self, address: u64, answer: Option<&SpanName>) {
+    pub(crate) fn add(&mut self, address: u64, answer: Option<&SpanName>) {
         if index_format::storable(answer) && self.get(address).is_none() {
             self.added.insert(address, answer.cloned());
         }
     }
 
     /// Writes what was added, with whatever the file gained meanwhile; a
-    /// failure is said once (the names are unaffected).
-    pub fn save(&mut self) {
+    /// failure is said in `warnings` (the names are unaffected).
+    pub(crate) fn save(&mut self, warnings: &mut Vec<String>) {
         if self.added.is_empty() {
             return;
         }
         // The file now (another run may have replaced it since this one read it), and what this run added.
-        let mut all: HashMap<u64, Option<SpanName>> = self.read().iter().flat_map(View::entries).collect();
+        let mut all: HashMap<u64, Option<SpanName>> = self.read(warnings).iter().flat_map(View::entries).collect();
         all.extend(self.added.iter().map(|(a, n)| (*a, n.clone())));
         let mut entries: Vec<(u64, Option<SpanName>)> = all.into_iter().collect();
         entries.sort_unstable_by_key(|e| e.0);
@@ -103,22 +100,22 @@ impl Index {
         let written = if bytes.len() as u64 > MAX_BYTES {
             Err(std::io::Error::other(format!("{} bytes, over the {MAX_BYTES}-byte limit", bytes.len())))
         } else {
-            crate::atomic_file::AtomicFile::create(&self.file).and_then(|mut f| {
+            crate::io::AtomicFile::create(&self.file).and_then(|mut f| {
                 f.write_all(&bytes)?;
                 f.commit()
             })
         };
         match written {
             Ok(()) => self.added.clear(),
-            Err(e) => say(&format!("rtconv: warning: symbol index {} not written: {e}", self.file.display())),
+            Err(e) => warnings.push(format!("symbol index {} not written: {e}", self.file.display())),
         }
     }
 
-    /// The file's contents, if it is there and sound; a file that is not is said once.
-    fn read(&self) -> Option<View> {
-        let refuse = |why: String| {
-            say(&format!(
-                "rtconv: warning: symbol index {}: {why}; not used, and replaced by what this run parses",
+    /// The file's contents, if it is there and sound; a file that is not is said in `warnings`.
+    fn read(&self, warnings: &mut Vec<String>) -> Option<View> {
+        let mut refuse = |why: String| {
+            warnings.push(format!(
+                "symbol index {}: {why}; not used, and replaced by what this run parses",
                 self.file.display()
             ));
             None
@@ -169,7 +166,7 @@ impl Index {
 /// The build-id of the ELF file at `path`.
 fn build_id(path: &Path) -> Option<Vec<u8>> {
     use object::Object;
-    let bytes = crate::model::map_file(path, crate::model::Pages::OnDemand).ok()?;
+    let bytes = crate::io::map_file(path, crate::io::Pages::OnDemand).ok()?;
     let file = object::File::parse(&*bytes).ok()?;
     file.build_id().ok().flatten().filter(|id| !id.is_empty()).map(<[u8]>::to_vec)
 }
@@ -197,14 +194,4 @@ fn own_directory(dir: &Path) -> Result<(), String> {
 fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
-}
-
-/// Prints `line` on stderr, once per process.
-fn say(line: &str) {
-    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
-    if !said.iter().any(|s| s == line) {
-        said.push(line.to_string());
-        crate::diag::emit(line);
-    }
 }

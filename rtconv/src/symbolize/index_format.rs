@@ -19,7 +19,7 @@
 //! Every count is checked against the bytes that remain before anything is
 //! allocated for it, so a hostile file costs at most its own size.
 
-use super::{Frame, Source, SpanName};
+use crate::model::{Frame, Source, SpanName};
 
 /// The first bytes of an index file.
 pub const MAGIC: &[u8; 8] = b"RTSYMIX\0";

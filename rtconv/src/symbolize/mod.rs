@@ -10,119 +10,40 @@
 //! 5. `symtab`: the module's ELF symbol tables;
 //! 6. `dladdr`: the dump's dladdr table (no binary needed).
 //!
-//! `--symbolizer` replaces the order. Binaries are looked for when the first
-//! backend that reads them runs, for the keys still unnamed then: a packed
-//! dump opens none. A key nothing names is shown as
-//! `?? (module+0xoffset)`.
+//! `--symbolizer` replaces the order; one loop ([`each_backend`]) runs it,
+//! for a trace's keys, a binary's addresses and a single query alike.
+//! Binaries are looked for when the first backend that reads them runs, for
+//! the keys still unnamed then: a packed dump opens none. A key nothing
+//! names is shown as `?? (module+0xoffset)`. The names are plain data of the
+//! model ([`Names`]); nothing here prints: what went wrong comes back as
+//! [`Problem`]s and warnings.
 
-pub mod answer;
+mod addresses;
 mod cxa;
 mod dladdr;
 mod dwarf;
+mod dwarf_common;
 mod external;
 mod files;
-pub mod index;
+mod index;
 mod index_format;
-mod name_table;
 mod packed;
 mod sites;
 mod sweep;
 mod symtab;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-pub(crate) use files::hex;
-pub use files::{ModuleError, ModuleFiles, Search, debuginfod_caches};
+pub use addresses::{Lookup, Named, Query, Session, name_batch};
+pub use files::{ModuleError, ModuleFiles, Search, debuginfod_caches, hex};
+pub use index::{MAX_BYTES as MAX_INDEX_BYTES, root_in_cache_home};
 
-use crate::model::Trace;
-use crate::model::{Location, locate};
-use name_table::NameTable;
+use crate::model::{Location, Names, Source, SpanName, Trace, locate};
 
-/// One function in an inline chain.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Frame {
-    /// Function name.
-    pub function: String,
-    /// Source file, when known.
-    pub file: Option<String>,
-    /// Source line, when known.
-    pub line: Option<u32>,
-}
-
-/// The name of one span key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpanName {
-    /// The innermost function, or the label.
-    pub name: String,
-    /// Source file, when known.
-    pub file: Option<String>,
-    /// Source line, when known.
-    pub line: Option<u32>,
-    /// Which backend named it.
-    pub source: Source,
-    /// The functions the innermost one was inlined into, innermost first.
-    pub inlined_into: Vec<Frame>,
-}
-
-impl SpanName {
-    /// The name whose frames are `chain`, innermost first (`None` if it is empty).
-    pub(crate) fn from_chain(mut chain: Vec<Frame>, source: Source) -> Option<SpanName> {
-        if chain.is_empty() {
-            return None;
-        }
-        let innermost = chain.remove(0);
-        Some(SpanName {
-            name: innermost.function,
-            file: innermost.file,
-            line: innermost.line,
-            source,
-            inlined_into: chain,
-        })
-    }
-}
-
-/// A way of naming keys.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Source {
-    /// The dump's names section, written by `rtconv pack`.
-    Packed,
-    /// A site descriptor in the dump.
-    Site,
-    /// DWARF debug info.
-    Dwarf,
-    /// ELF symbol tables.
-    Symtab,
-    /// The dump's dladdr table (dynamic symbols, resolved on the target).
-    Dladdr,
-    /// An external addr2line-compatible program.
-    Addr2line,
-    /// Nothing: shown as `??`.
-    Unknown,
-}
-
-impl Source {
-    /// Its name in messages and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Source::Packed => "packed",
-            Source::Site => "sites",
-            Source::Dwarf => "dwarf",
-            Source::Symtab => "symtab",
-            Source::Dladdr => "dladdr",
-            Source::Addr2line => "addr2line",
-            Source::Unknown => "unknown",
-        }
-    }
-
-    /// Whether it reads the module's files (the others read only the dump).
-    pub fn reads_files(self) -> bool {
-        matches!(self, Source::Dwarf | Source::Symtab | Source::Addr2line)
-    }
-}
-
-/// How to name keys.
+/// How to name keys. The default reads no environment and keeps no index:
+/// a command line decides those ([`debuginfod_caches`], [`root_in_cache_home`]).
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Where binaries are.
@@ -133,24 +54,38 @@ pub struct Options {
     pub addr2line: Option<PathBuf>,
     /// Demangle Rust and C++ names.
     pub demangle: bool,
-    /// Where the persistent symbol index is kept ([`index`]); `None`: not used.
+    /// Where the persistent symbol index is kept (one directory per build-id,
+    /// see the `index` module); `None`: not used.
     pub index: Option<PathBuf>,
+    /// How DWARF names a batch of addresses.
+    pub dwarf_reader: DwarfReader,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
-            search: Search {
-                debug_roots: vec!["/usr/lib/debug".into()],
-                debuginfod_caches: files::debuginfod_caches(),
-                ..Search::default()
-            },
+            search: Search { debug_roots: vec!["/usr/lib/debug".into()], ..Search::default() },
             order: None,
             addr2line: None,
             demangle: true,
-            index: index::default_root(),
+            index: None,
+            dwarf_reader: DwarfReader::Sweep,
         }
     }
+}
+
+/// How the `dwarf` backend reads a batch of addresses. Both give the same
+/// names (the suite compares them); the choice is for comparing and
+/// measuring them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DwarfReader {
+    /// One pass over each compilation unit that holds an asked address (the
+    /// `sweep` module); where it does not apply (split DWARF, files that are
+    /// not linked ELF), `Addr2line`.
+    #[default]
+    Sweep,
+    /// The addr2line crate's lookups, one context per core over shares of the addresses.
+    Addr2line,
 }
 
 impl Options {
@@ -210,28 +145,27 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Names for every key of a trace.
+/// What naming a trace's keys found.
 #[derive(Debug, Default)]
-pub struct Symbols {
-    names: NameTable,
-    /// The files found for each module index.
+pub struct Naming {
+    /// A name for every key of the trace.
+    pub names: Names,
+    /// The files found for each module index whose keys a file backend was asked for.
     pub files: BTreeMap<usize, Result<ModuleFiles, ModuleError>>,
+    /// Modules whose files could not be used, and backends that failed on them.
+    pub problems: Vec<Problem>,
+    /// Lines worth saying that lost no name (the symbol index could not be
+    /// used or written), each once per [`Cache`].
+    pub warnings: Vec<String>,
 }
 
-impl Symbols {
-    /// The name of `key` (every key of the trace has one).
-    pub fn get(&self, key: u64) -> Option<&SpanName> {
-        self.names.get(&key)
-    }
-
-    /// How many keys each backend named, and how many none did.
-    pub fn counts(&self) -> Vec<(Source, usize)> {
-        let mut counts: BTreeMap<Source, usize> = BTreeMap::new();
-        for n in self.names.values() {
-            *counts.entry(n.source).or_default() += 1;
-        }
-        counts.into_iter().collect()
-    }
+/// What naming a batch of addresses found worth saying without failing.
+#[derive(Debug, Default)]
+pub(crate) struct Findings {
+    /// Names poorer than the build's (a split DWARF unit missing).
+    pub(crate) degraded: Vec<BackendError>,
+    /// The symbol index's troubles.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// A name, demangled (Rust legacy and v0, C++) when asked. Only names
@@ -254,6 +188,308 @@ pub(crate) fn demangled(name: &str, demangle: bool) -> String {
 /// function, never a function's name.
 pub(crate) fn is_local_label(name: &str) -> bool {
     name.starts_with(".L") || name.starts_with('$')
+}
+
+/// Names already found, by module build-id and file address, shared by
+/// every dump converted with it (a batch of dumps from one build names each
+/// address once), and the warnings already given. Safe to share between threads.
+#[derive(Debug, Default)]
+pub struct Cache {
+    names: std::sync::Mutex<HashMap<(Vec<u8>, u64), SpanName>>,
+    said: std::sync::Mutex<HashSet<String>>,
+    hits: std::sync::atomic::AtomicUsize,
+}
+
+impl Cache {
+    /// Keys named from the cache so far.
+    pub fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Vec<u8>, u64), SpanName>> {
+        self.names.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `warnings` less those already given through this cache.
+    fn unsaid(&self, warnings: Vec<String>) -> Vec<String> {
+        let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());
+        warnings.into_iter().filter(|w| said.insert(w.clone())).collect()
+    }
+}
+
+/// The one loop over the backends: each, in `backends`' order, is asked to
+/// name the items of `names` still unnamed (`pending`, their indices), and
+/// returns one name or none for each, in order; the loop ends when every
+/// item has a name.
+pub(crate) fn each_backend(
+    backends: &[Source],
+    names: &mut [Option<SpanName>],
+    mut name_with: impl FnMut(Source, &[usize]) -> Vec<Option<SpanName>>,
+) {
+    for &backend in backends {
+        let pending: Vec<usize> = (0..names.len()).filter(|&i| names[i].is_none()).collect();
+        if pending.is_empty() {
+            break;
+        }
+        let found = name_with(backend, &pending);
+        for (i, name) in pending.into_iter().zip(found) {
+            if name.is_some() {
+                names[i] = name;
+            }
+        }
+    }
+}
+
+/// Resolves every distinct key of `trace`, opening each module's files at
+/// most once; looks keys up in `cache` first (by the module's build-id),
+/// and adds what the backends find to it.
+pub fn symbolize(trace: &Trace, opts: &Options, cache: &Cache) -> Naming {
+    let queries: Vec<(u64, Location)> = trace.keys.iter().map(|&k| (k, locate(trace, k))).collect();
+    // The cache key of a code address: its module's build-id (none, none) and file address.
+    let cache_key = |location: Location| match location {
+        Location::Module { index, file_address } if !trace.modules[index].build_id.is_empty() => {
+            Some((trace.modules[index].build_id.clone(), file_address))
+        }
+        _ => None,
+    };
+    let mut names: Vec<Option<SpanName>> = vec![None; queries.len()];
+    {
+        let cached = cache.lock();
+        for (slot, &(_, location)) in names.iter_mut().zip(&queries) {
+            if let Some(name) = cache_key(location).and_then(|k| cached.get(&k)) {
+                *slot = Some(name.clone());
+                cache.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+    let mut files = BTreeMap::new();
+    let mut files_looked_up = false;
+    let mut failures: Vec<(usize, BackendError)> = Vec::new();
+    let mut warnings = Vec::new();
+    each_backend(&opts.backends(), &mut names, |backend, pending| {
+        // Binaries are looked for when the first backend that reads them runs, for the keys still unnamed.
+        if !files_looked_up && backend.reads_files() {
+            files_looked_up = true;
+            for &i in pending {
+                if let Location::Module { index, .. } = queries[i].1 {
+                    files.entry(index).or_insert_with(|| opts.search.find(&trace.modules[index]));
+                }
+            }
+        }
+        match backend {
+            Source::Packed => pending.iter().map(|&i| packed::resolve(trace, queries[i].0, opts.demangle)).collect(),
+            Source::Site => pending
+                .iter()
+                .map(|&i| match queries[i].1 {
+                    Location::Site { offset } => sites::resolve(trace, offset),
+                    _ => None,
+                })
+                .collect(),
+            Source::Dladdr => pending.iter().map(|&i| dladdr::resolve(trace, queries[i].0, opts.demangle)).collect(),
+            Source::Dwarf | Source::Symtab | Source::Addr2line => {
+                per_module(&queries, pending, &files, backend, opts, &mut failures, &mut warnings)
+            }
+            Source::Unknown => vec![None; pending.len()],
+        }
+    });
+    {
+        let mut cached = cache.lock();
+        for (name, &(_, location)) in names.iter().zip(&queries) {
+            // Only names read from the build's own files are shared: what one dump says of
+            // itself (packed names, its dladdr table) may be wrong and must not name another's keys.
+            if let (Some(k), Some(name)) = (cache_key(location), name)
+                && name.source.reads_files()
+            {
+                cached.entry(k).or_insert_with(|| name.clone());
+            }
+        }
+    }
+    // A module whose keys no backend named, and that none read: say so.
+    if !files_looked_up {
+        for (name, &(_, location)) in names.iter().zip(&queries) {
+            if let (Location::Module { index, .. }, None) = (location, name) {
+                let path = trace.modules[index].path.clone();
+                files.entry(index).or_insert(Err(ModuleError::NotRead { path }));
+            }
+        }
+    }
+    // Whatever is left is unknown, shown with where it points.
+    let named: Vec<SpanName> = names
+        .into_iter()
+        .zip(&queries)
+        .map(|(name, &(key, location))| name.unwrap_or_else(|| unknown(trace, key, location)))
+        .collect();
+    // Modules whose files could not be used, then backends that failed on a module's files.
+    let unusable = files.iter().filter_map(|(&index, found)| Some((index, found.as_ref().err()?.clone())));
+    let failed = failures.into_iter().map(|(index, e)| (index, ModuleError::Backend(e)));
+    let by_module = keys_by_module(&queries, 0..queries.len());
+    let mut problems = Vec::new();
+    for (index, kind) in unusable.chain(failed) {
+        let in_module: &[usize] = by_module.get(&index).map_or(&[], |(at, _)| at);
+        let mut named_by: Vec<Source> =
+            in_module.iter().map(|&i| named[i].source).filter(|s| *s != Source::Unknown).collect();
+        let named_otherwise = named_by.len();
+        named_by.sort_unstable();
+        named_by.dedup();
+        problems.push(Problem { kind, keys: in_module.len(), named_otherwise, named_by });
+    }
+    let mut table = Names::new(&trace.keys);
+    for (&(key, _), name) in queries.iter().zip(named) {
+        table.insert(key, name);
+    }
+    Naming { names: table, files, problems, warnings: cache.unsaid(warnings) }
+}
+
+/// The name of a key no backend named: `??` and where it points.
+fn unknown(trace: &Trace, key: u64, location: Location) -> SpanName {
+    let place = match location {
+        Location::Site { offset } => format!("site+{offset:#x}"),
+        Location::Module { index, file_address } => {
+            let module = &trace.modules[index].path;
+            let base = module.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            format!("{base}+{file_address:#x}")
+        }
+        Location::Unmapped => format!("{key:#x}"),
+    };
+    SpanName {
+        name: format!("?? ({place})"),
+        file: None,
+        line: None,
+        source: Source::Unknown,
+        inlined_into: Vec::new(),
+    }
+}
+
+/// The code-address items among `queries[at]` by module index: their
+/// positions in `at`'s order, and their file addresses (one pass, whatever
+/// the number of modules).
+fn keys_by_module(
+    queries: &[(u64, Location)],
+    at: impl IntoIterator<Item = usize>,
+) -> BTreeMap<usize, (Vec<usize>, Vec<u64>)> {
+    let mut by_module: BTreeMap<usize, (Vec<usize>, Vec<u64>)> = BTreeMap::new();
+    for (position, i) in at.into_iter().enumerate() {
+        if let Location::Module { index, file_address } = queries[i].1 {
+            let (positions, addresses) = by_module.entry(index).or_default();
+            positions.push(position);
+            addresses.push(file_address);
+        }
+    }
+    by_module
+}
+
+/// Runs a file-based backend over the `pending` keys of each module with
+/// usable files: one name or none per pending key. A backend that fails on
+/// a module, or gives poorer names than the build's, is added to
+/// `failures`; the symbol index's troubles to `warnings`.
+fn per_module(
+    queries: &[(u64, Location)],
+    pending: &[usize],
+    files: &BTreeMap<usize, Result<ModuleFiles, ModuleError>>,
+    backend: Source,
+    opts: &Options,
+    failures: &mut Vec<(usize, BackendError)>,
+    warnings: &mut Vec<String>,
+) -> Vec<Option<SpanName>> {
+    let mut out = vec![None; pending.len()];
+    for (index, (positions, addresses)) in keys_by_module(queries, pending.iter().copied()) {
+        let Some(Ok(found)) = files.get(&index) else { continue };
+        let mut findings = Findings::default();
+        let resolved = resolve_file(found, &addresses, backend, opts, &mut findings);
+        failures.extend(findings.degraded.into_iter().map(|e| (index, e)));
+        warnings.extend(findings.warnings);
+        match resolved {
+            Some(Ok(resolved)) => {
+                for (position, name) in positions.into_iter().zip(resolved) {
+                    out[position] = name;
+                }
+            }
+            Some(Err(e)) => failures.push((index, e)),
+            None => {}
+        }
+    }
+    out
+}
+
+/// Names `addresses` (as the ELF file at `binary` sees them, like
+/// addr2line's) with `opts`' backends in order, each taking the addresses
+/// the ones before it left unnamed: one name per address (`None` where no
+/// backend knew it), and the backends that failed. `Err` when `binary` is not
+/// an object file this crate reads.
+pub fn resolve_addresses(
+    binary: &Path,
+    addresses: &[u64],
+    opts: &Options,
+) -> Result<(Vec<Option<SpanName>>, Vec<BackendError>), ModuleError> {
+    files::check_object(binary)?;
+    let files = ModuleFiles { binary: binary.into(), debug: Some(binary.into()) };
+    let (names, findings) = resolve_module_files(&files, addresses, opts);
+    Ok((names, findings.degraded))
+}
+
+/// Names `addresses` (file addresses) in one module's files with `opts`'
+/// backends in order: one name per address, and what went wrong (the
+/// backends that failed are in `degraded`).
+pub(crate) fn resolve_module_files(
+    files: &ModuleFiles,
+    addresses: &[u64],
+    opts: &Options,
+) -> (Vec<Option<SpanName>>, Findings) {
+    let mut names: Vec<Option<SpanName>> = vec![None; addresses.len()];
+    let mut findings = Findings::default();
+    each_backend(&opts.backends(), &mut names, |backend, pending| {
+        let wanted: Vec<u64> = pending.iter().map(|&i| addresses[i]).collect();
+        match resolve_file(files, &wanted, backend, opts, &mut findings) {
+            Some(Ok(found)) => found,
+            Some(Err(e)) => {
+                findings.degraded.push(e);
+                vec![None; pending.len()]
+            }
+            None => vec![None; pending.len()],
+        }
+    });
+    (names, findings)
+}
+
+/// Why names from `debug` lack what its split DWARF units hold: one error per missing `.dwo`.
+pub(crate) fn split_units_missing(debug: &Path) -> Vec<BackendError> {
+    dwarf::missing_split_units(debug)
+        .into_iter()
+        .map(|dwo| BackendError {
+            backend: Source::Dwarf,
+            path: debug.into(),
+            reason: format!(
+                "its split DWARF unit {} is missing (no .dwp beside it either): functions there are named \
+                 without their inline chains; put the .dwo back where it was built, or a .dwp beside the binary",
+                dwo.display()
+            ),
+        })
+        .collect()
+}
+
+/// Names file addresses in one module's files with one backend: one entry
+/// per address, or why the backend failed; `None` if the backend does not
+/// apply to them (no DWARF, no program given, not a file backend). What
+/// made names poorer without failing the backend (a missing `.dwo`), and
+/// the symbol index's troubles, go to `findings`.
+pub(crate) fn resolve_file(
+    files: &ModuleFiles,
+    addresses: &[u64],
+    backend: Source,
+    opts: &Options,
+    findings: &mut Findings,
+) -> Option<Result<Vec<Option<SpanName>>, BackendError>> {
+    Some(match backend {
+        Source::Dwarf => dwarf::resolve_indexed(files.debug.as_ref()?, addresses, opts, findings),
+        Source::Symtab => symtab::resolve(files.debug.as_ref().unwrap_or(&files.binary), addresses, opts.demangle),
+        Source::Addr2line => external::resolve(
+            opts.addr2line.as_ref()?,
+            files.debug.as_ref().unwrap_or(&files.binary),
+            addresses,
+            opts.demangle,
+        ),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -280,293 +516,4 @@ mod tests {
         assert_eq!(demangled("_RNvCs1234_8workload3fib", true), "workload::fib");
         assert_eq!(demangled("_Z3fooi", false), "_Z3fooi");
     }
-}
-
-/// Names already found, by module build-id and file address, shared by
-/// every dump converted with it (a batch of dumps from one build names each
-/// address once). Safe to share between threads.
-#[derive(Debug, Default)]
-pub struct Cache {
-    names: std::sync::Mutex<HashMap<(Vec<u8>, u64), SpanName>>,
-    hits: std::sync::atomic::AtomicUsize,
-}
-
-impl Cache {
-    /// Keys named from the cache so far.
-    pub fn hits(&self) -> usize {
-        self.hits.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Vec<u8>, u64), SpanName>> {
-        self.names.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// Resolves every distinct key of `trace`, opening each module's files at most once.
-pub fn symbolize(trace: &Trace, opts: &Options) -> (Symbols, Vec<Problem>) {
-    symbolize_cached(trace, opts, &Cache::default())
-}
-
-/// As [`symbolize`], first looking keys up in `cache` (by the module's
-/// build-id) and adding what the backends find to it.
-pub fn symbolize_cached(trace: &Trace, opts: &Options, cache: &Cache) -> (Symbols, Vec<Problem>) {
-    let queries: Vec<(u64, Location)> = trace.keys.iter().map(|&k| (k, locate(trace, k))).collect();
-    let mut symbols = Symbols { names: NameTable::new(&trace.keys), files: BTreeMap::new() };
-    // The cache key of a code address: its module's build-id (none, none) and file address.
-    let cache_key = |location: Location| match location {
-        Location::Module { index, file_address } if !trace.modules[index].build_id.is_empty() => {
-            Some((trace.modules[index].build_id.clone(), file_address))
-        }
-        _ => None,
-    };
-    {
-        let cached = cache.lock();
-        for &(key, location) in &queries {
-            if let Some(name) = cache_key(location).and_then(|k| cached.get(&k)) {
-                symbols.names.insert(key, name.clone());
-                cache.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-    }
-    let mut files_looked_up = false;
-    let mut failures: Vec<(usize, BackendError)> = Vec::new();
-    for backend in opts.backends() {
-        let pending: Vec<(u64, Location)> =
-            queries.iter().copied().filter(|(k, _)| !symbols.names.contains_key(k)).collect();
-        if pending.is_empty() {
-            break;
-        }
-        // Binaries are looked for when the first backend that reads them runs, for the keys still unnamed.
-        if !files_looked_up && backend.reads_files() {
-            files_looked_up = true;
-            for &(_, location) in &pending {
-                if let Location::Module { index, .. } = location {
-                    symbols.files.entry(index).or_insert_with(|| opts.search.find(&trace.modules[index]));
-                }
-            }
-        }
-        match backend {
-            Source::Packed => {
-                for (key, _) in pending {
-                    if let Some(name) = packed::resolve(trace, key, opts.demangle) {
-                        symbols.names.insert(key, name);
-                    }
-                }
-            }
-            Source::Site => {
-                for (key, location) in pending {
-                    if let Location::Site { offset } = location
-                        && let Some(name) = sites::resolve(trace, offset)
-                    {
-                        symbols.names.insert(key, name);
-                    }
-                }
-            }
-            Source::Dladdr => {
-                for (key, _) in pending {
-                    if let Some(name) = dladdr::resolve(trace, key, opts.demangle) {
-                        symbols.names.insert(key, name);
-                    }
-                }
-            }
-            Source::Dwarf | Source::Symtab | Source::Addr2line => {
-                per_module(&pending, &symbols.files, backend, opts, &mut symbols.names, &mut failures);
-            }
-            Source::Unknown => {}
-        }
-    }
-    {
-        let mut cached = cache.lock();
-        for &(key, location) in &queries {
-            // Only names read from the build's own files are shared: what one dump says of
-            // itself (packed names, its dladdr table) may be wrong and must not name another's keys.
-            if let (Some(k), Some(name)) = (cache_key(location), symbols.names.get(&key))
-                && name.source.reads_files()
-            {
-                cached.entry(k).or_insert_with(|| name.clone());
-            }
-        }
-    }
-    // A module whose keys no backend named, and that none read: say so.
-    if !files_looked_up {
-        for &(key, location) in &queries {
-            if let Location::Module { index, .. } = location
-                && !symbols.names.contains_key(&key)
-            {
-                let path = trace.modules[index].path.clone();
-                symbols.files.entry(index).or_insert(Err(ModuleError::NotRead { path }));
-            }
-        }
-    }
-    // Whatever is left is unknown, shown with where it points.
-    for &(key, location) in &queries {
-        symbols.names.or_insert_with(key, || {
-            let place = match location {
-                Location::Site { offset } => format!("site+{offset:#x}"),
-                Location::Module { index, file_address } => {
-                    let module = &trace.modules[index].path;
-                    let base = module.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                    format!("{base}+{file_address:#x}")
-                }
-                Location::Unmapped => format!("{key:#x}"),
-            };
-            SpanName {
-                name: format!("?? ({place})"),
-                file: None,
-                line: None,
-                source: Source::Unknown,
-                inlined_into: Vec::new(),
-            }
-        });
-    }
-    // Modules whose files could not be used, then backends that failed on a module's files.
-    let unusable = symbols.files.iter().filter_map(|(&index, found)| Some((index, found.as_ref().err()?.clone())));
-    let failed = failures.into_iter().map(|(index, e)| (index, ModuleError::Backend(e)));
-    let by_module = keys_by_module(&queries);
-    let mut problems = Vec::new();
-    for (index, kind) in unusable.chain(failed) {
-        let in_module: &[u64] = by_module.get(&index).map_or(&[], |(keys, _)| keys);
-        let mut named_by: Vec<Source> = in_module
-            .iter()
-            .filter_map(|k| symbols.names.get(k))
-            .map(|n| n.source)
-            .filter(|s| *s != Source::Unknown)
-            .collect();
-        let named_otherwise = named_by.len();
-        named_by.sort_unstable();
-        named_by.dedup();
-        problems.push(Problem { kind, keys: in_module.len(), named_otherwise, named_by });
-    }
-    (symbols, problems)
-}
-
-/// The code-address keys of `queries` by module index: the keys, and their
-/// file addresses in the same order (one pass, whatever the number of modules).
-fn keys_by_module(queries: &[(u64, Location)]) -> BTreeMap<usize, (Vec<u64>, Vec<u64>)> {
-    let mut by_module: BTreeMap<usize, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
-    for &(key, location) in queries {
-        if let Location::Module { index, file_address } = location {
-            let (keys, addresses) = by_module.entry(index).or_default();
-            keys.push(key);
-            addresses.push(file_address);
-        }
-    }
-    by_module
-}
-
-/// Runs a file-based backend over the pending keys of each module with
-/// usable files; a backend that fails on a module is added to `failures`.
-fn per_module(
-    pending: &[(u64, Location)],
-    files: &BTreeMap<usize, Result<ModuleFiles, ModuleError>>,
-    backend: Source,
-    opts: &Options,
-    names: &mut NameTable,
-    failures: &mut Vec<(usize, BackendError)>,
-) {
-    for (index, (keys, addresses)) in keys_by_module(pending) {
-        let Some(Ok(found)) = files.get(&index) else { continue };
-        let mut degraded = Vec::new();
-        let resolved = resolve_file(found, &addresses, backend, opts, &mut degraded);
-        failures.extend(degraded.into_iter().map(|e| (index, e)));
-        match resolved {
-            Some(Ok(resolved)) => {
-                for (key, name) in keys.into_iter().zip(resolved) {
-                    if let Some(name) = name {
-                        names.insert(key, name);
-                    }
-                }
-            }
-            Some(Err(e)) => failures.push((index, e)),
-            None => {}
-        }
-    }
-}
-
-/// The longest address line read (`rtconv symbolize`'s stdin) (an address needs 18 bytes).
-pub const MAX_ADDRESS_LINE: usize = 4096;
-
-/// Names `addresses` (as the ELF file at `binary` sees them, like
-/// addr2line's) with `opts`' backends in order, each taking the addresses
-/// the ones before it left unnamed: one name per address (`None` where no
-/// backend knew it), and the backends that failed. `Err` when `binary` is not
-/// an object file this crate reads.
-pub fn resolve_addresses(
-    binary: &std::path::Path,
-    addresses: &[u64],
-    opts: &Options,
-) -> Result<(Vec<Option<SpanName>>, Vec<BackendError>), ModuleError> {
-    files::check_object(binary)?;
-    let files = ModuleFiles { binary: binary.into(), debug: Some(binary.into()) };
-    Ok(resolve_module_files(&files, addresses, opts))
-}
-
-/// Names `addresses` (file addresses) in one module's files with `opts`'
-/// backends in order, each taking the addresses the ones before it left
-/// unnamed: one name per address, and the backends that failed.
-pub fn resolve_module_files(
-    files: &ModuleFiles,
-    addresses: &[u64],
-    opts: &Options,
-) -> (Vec<Option<SpanName>>, Vec<BackendError>) {
-    let mut names: Vec<Option<SpanName>> = vec![None; addresses.len()];
-    let mut failures = Vec::new();
-    for backend in opts.backends() {
-        let pending: Vec<usize> = (0..addresses.len()).filter(|&i| names[i].is_none()).collect();
-        if pending.is_empty() {
-            break;
-        }
-        let wanted: Vec<u64> = pending.iter().map(|&i| addresses[i]).collect();
-        match resolve_file(files, &wanted, backend, opts, &mut failures) {
-            Some(Ok(found)) => {
-                for (i, name) in pending.into_iter().zip(found) {
-                    names[i] = name;
-                }
-            }
-            Some(Err(e)) => failures.push(e),
-            None => {}
-        }
-    }
-    (names, failures)
-}
-
-/// Why names from `debug` lack what its split DWARF units hold: one error per missing `.dwo`.
-pub(crate) fn split_units_missing(debug: &std::path::Path) -> Vec<BackendError> {
-    dwarf::missing_split_units(debug)
-        .into_iter()
-        .map(|dwo| BackendError {
-            backend: Source::Dwarf,
-            path: debug.into(),
-            reason: format!(
-                "its split DWARF unit {} is missing (no .dwp beside it either): functions there are named \
-                 without their inline chains; put the .dwo back where it was built, or a .dwp beside the binary",
-                dwo.display()
-            ),
-        })
-        .collect()
-}
-
-/// Names file addresses in one module's files with one backend: one entry
-/// per address, or why the backend failed; `None` if the backend does not
-/// apply to them (no DWARF, no program given, not a file backend). What
-/// made names poorer without failing the backend (a missing `.dwo`) is
-/// added to `degraded`.
-pub(crate) fn resolve_file(
-    files: &ModuleFiles,
-    addresses: &[u64],
-    backend: Source,
-    opts: &Options,
-    degraded: &mut Vec<BackendError>,
-) -> Option<Result<Vec<Option<SpanName>>, BackendError>> {
-    Some(match backend {
-        Source::Dwarf => dwarf::resolve_indexed(files.debug.as_ref()?, addresses, opts, degraded),
-        Source::Symtab => symtab::resolve(files.debug.as_ref().unwrap_or(&files.binary), addresses, opts.demangle),
-        Source::Addr2line => external::resolve(
-            opts.addr2line.as_ref()?,
-            files.debug.as_ref().unwrap_or(&files.binary),
-            addresses,
-            opts.demangle,
-        ),
-        _ => return None,
-    })
 }

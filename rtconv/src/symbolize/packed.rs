@@ -4,8 +4,9 @@
 //! Function names are stored as their backend gave them and demangled here,
 //! so `--no-demangle` applies to them as to names read from a binary.
 
-use super::{Frame, Source, SpanName, demangled};
+use super::demangled;
 use crate::model::Trace;
+use crate::model::{Frame, Source, SpanName};
 
 /// The packed name of `key`, if the dump has one.
 pub fn resolve(trace: &Trace, key: u64, demangle: bool) -> Option<SpanName> {

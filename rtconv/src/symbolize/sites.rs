@@ -2,8 +2,8 @@
 
 use ringtrace_format::decode_site;
 
-use super::{Source, SpanName};
 use crate::model::Trace;
+use crate::model::{Source, SpanName};
 
 /// The site descriptor at `offset` in the trace's site section.
 pub fn resolve(trace: &Trace, offset: usize) -> Option<SpanName> {

@@ -5,8 +5,9 @@ use std::path::Path;
 
 use object::{Object, ObjectSymbol};
 
-use super::{BackendError, Source, SpanName, demangled};
-use crate::model::{Pages, map_file};
+use super::{BackendError, demangled};
+use crate::io::{Pages, map_file};
+use crate::model::{Source, SpanName};
 
 /// Names `file_addresses` from the symbols of `binary`, one entry per address.
 pub fn resolve(binary: &Path, file_addresses: &[u64], demangle: bool) -> Result<Vec<Option<SpanName>>, BackendError> {

@@ -9,7 +9,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use rtconv::convert::convert_bytes;
-use rtconv::symbolize::{Cache, Options, Source};
+use rtconv::model::Source;
+use rtconv::symbolize::{Cache, Options};
 
 fuzz_target!(|data: &[u8]| {
     let opts = Options { order: Some(vec![Source::Site, Source::Dladdr]), ..Options::default() };

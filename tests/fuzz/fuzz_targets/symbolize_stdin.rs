@@ -5,8 +5,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rtconv::symbolize::answer::{Lookup, name_batch, parse_query, query_lines};
-use rtconv::symbolize::{Options, Source};
+use rtconv::model::Source;
+use rtconv::symbolize::{Lookup, Options, name_batch};
+
+/// The command line's query reader, compiled as it is (it depends on std and `Query` only).
+#[path = "../../../rtconv/src/cli/queries.rs"]
+#[allow(dead_code)]
+mod queries;
+use queries::{parse_query, query_lines};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(lines) = query_lines(data) else { return };

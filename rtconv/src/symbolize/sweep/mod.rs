@@ -29,8 +29,9 @@ use addr2line::gimli;
 use gimli::AttributeValue;
 use rustc_hash::FxHashMap;
 
-use super::dwarf::NameCache;
-use super::{BackendError, Frame, Source, SpanName};
+use super::BackendError;
+use super::dwarf_common::NameCache;
+use crate::model::{Frame, Source, SpanName};
 use lines::{Lines, Row};
 use naming::Naming;
 use plans::{Field, FieldStep, Kind, Plans};
@@ -45,7 +46,7 @@ type UnitOffset = gimli::UnitOffset<usize>;
 pub fn resolve(debug: &Path, addresses: &[u64], demangle: bool) -> Option<Result<Vec<Option<SpanName>>, BackendError>> {
     use object::{Object, ObjectSection};
     let failed = |reason: String| BackendError { backend: Source::Dwarf, path: debug.into(), reason };
-    let bytes = match crate::model::map_file(debug, crate::model::Pages::OnDemand) {
+    let bytes = match crate::io::map_file(debug, crate::io::Pages::OnDemand) {
         Ok(b) => b,
         Err(e) => return Some(Err(failed(e.to_string()))),
     };
@@ -70,8 +71,8 @@ pub fn resolve(debug: &Path, addresses: &[u64], demangle: bool) -> Option<Result
         Err(e) => return Some(Err(failed(e.to_string()))),
     };
     let symbols = file.symbol_map();
-    // Addresses outside the file's code are none of its functions (see `dwarf::code_ranges`).
-    let code = super::dwarf::code_ranges_of(&file);
+    // Addresses outside the file's code are none of its functions (see `dwarf_common::code_ranges`).
+    let code = super::dwarf_common::code_ranges_of(&file);
     // Each distinct address in code once, in order.
     let mut wanted: Vec<u64> = addresses
         .iter()
@@ -94,7 +95,7 @@ pub fn resolve(debug: &Path, addresses: &[u64], demangle: bool) -> Option<Result
             })
             .collect()
     };
-    let threads = rayon::current_num_threads().min(wanted.len() / super::dwarf::MIN_PER_WORKER).max(1);
+    let threads = rayon::current_num_threads().min(wanted.len() / super::dwarf_common::MIN_PER_WORKER).max(1);
     let mut named: Vec<Option<SpanName>> = if threads == 1 {
         name_all(&wanted)
     } else {

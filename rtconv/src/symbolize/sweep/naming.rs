@@ -5,7 +5,7 @@ use addr2line::gimli;
 use gimli::AttributeValue;
 use rustc_hash::FxHashMap;
 
-use super::super::dwarf::NameCache;
+use super::super::dwarf_common::NameCache;
 use super::lines::render_file;
 use super::units::Units;
 use super::{R, UnitOffset};

@@ -14,10 +14,11 @@ use super::shrink_guard::Guard;
 pub struct FileBytes(Held);
 
 enum Held {
-    /// A read-only mapping, guarded against the file shrinking under it.
+    /// A read-only mapping, guarded against the file shrinking under it
+    /// when the guard is on ([`super::guard_shrinking_files`]).
     Mapped {
         /// Unregisters the mapping; declared first, so it goes before the mapping does.
-        guard: Guard,
+        guard: Option<Guard>,
         map: memmap2::Mmap,
     },
     /// A copy (empty files, files that cannot be mapped or guarded, archive entries).
@@ -45,7 +46,7 @@ impl FileBytes {
     /// them is not the file's.
     pub fn shrank(&self) -> bool {
         match &self.0 {
-            Held::Mapped { guard, .. } => guard.shrank(),
+            Held::Mapped { guard, .. } => guard.as_ref().is_some_and(Guard::shrank),
             Held::Read(_) => false,
         }
     }
@@ -99,12 +100,18 @@ pub(crate) fn map_file(path: &Path, pages: Pages) -> io::Result<FileBytes> {
         options.populate();
     }
     // SAFETY: the mapping is read-only and private to this process. If another
-    // process truncates the file while we read it, the lost pages fault: the
-    // guard registered here turns that into zeros and `shrank()` (see
-    // `shrink_guard`); unguarded, the file is read instead.
-    let mapped = unsafe { options.map(&file) }
-        .ok()
-        .and_then(|map| Some(FileBytes(Held::Mapped { guard: Guard::register(&map)?, map })));
+    // process truncates the file while we read it, the lost pages fault: with
+    // the guard on, the guard registered here turns that into zeros and
+    // `shrank()` (see `shrink_guard`), and where it has no slot free the file
+    // is read instead; with the guard off, the fault ends the process, as
+    // the program that left it off chose.
+    let mapped = unsafe { options.map(&file) }.ok().and_then(|map| {
+        let guard = match super::shrink_guard::is_on() {
+            true => Some(Guard::register(&map)?),
+            false => None,
+        };
+        Some(FileBytes(Held::Mapped { guard, map }))
+    });
     match mapped {
         Some(bytes) => Ok(bytes),
         None => {

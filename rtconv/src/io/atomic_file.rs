@@ -86,7 +86,7 @@ impl Drop for AtomicFile {
 }
 
 /// `name` cut to at most `max` bytes on a character boundary.
-pub fn shortened(name: &str, max: usize) -> &str {
+fn shortened(name: &str, max: usize) -> &str {
     if name.len() <= max {
         return name;
     }

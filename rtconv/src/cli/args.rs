@@ -1,14 +1,16 @@
 //! The command line's types: every clap argument, group and value, and how
-//! each becomes the library's options. `main.rs` parses them and dispatches.
+//! each becomes the library's options — with the defaults a command line
+//! decides (the environment's symbol index and debuginfod caches).
 
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use rtconv::convert::Format;
-use rtconv::diag::When;
-use rtconv::model::{Filter, NamePattern, TimeRange, parse_duration_ns};
+use rtconv::model::{Filter, NamePattern, Source, TimeRange, parse_duration_ns};
 use rtconv::stats::{Column, Output};
-use rtconv::symbolize::{self, Source};
+use rtconv::symbolize::{self, DwarfReader};
+
+use super::diag::When;
 
 /// The version line: the tool's version and the dump format versions it reads.
 pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (reads dump format versions 1.x)");
@@ -222,7 +224,7 @@ impl RunArgs {
     pub(crate) fn options(&self, symbols: symbolize::Options, filter: Filter) -> rtconv::batch::Options {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let jobs = self.jobs.map_or(cores, |j| usize::try_from(j).unwrap_or(1));
-        rtconv::batch::Options { jobs, quiet: self.quiet, symbols, filter, max_dump_size: self.max_dump_size }
+        rtconv::batch::Options { jobs, symbols, filter, max_dump_size: self.max_dump_size }
     }
 }
 
@@ -514,19 +516,45 @@ impl NamingArgs {
                 })
                 .collect()
         });
-        let index = if self.no_symbol_index { None } else { symbolize::index::default_root() };
-        symbolize::Options { search, order, addr2line: self.addr2line, demangle: !self.no_demangle, index }
+        let index = if self.no_symbol_index { None } else { index_root() };
+        // A knob for comparing the two DWARF readers (tests/tests/symbolize_compat.rs), not an option.
+        let dwarf_reader = match std::env::var_os("RTCONV_DWARF_READER") {
+            Some(v) if v == "addr2line" => DwarfReader::Addr2line,
+            _ => DwarfReader::Sweep,
+        };
+        symbolize::Options {
+            search,
+            order,
+            addr2line: self.addr2line,
+            demangle: !self.no_demangle,
+            index,
+            dwarf_reader,
+        }
     }
+}
+
+/// The symbol index's root: `$RTCONV_SYMBOL_INDEX` (`off` or empty: none), else the user's
+/// cache directory (`$XDG_CACHE_HOME/ringtrace`).
+fn index_root() -> Option<PathBuf> {
+    match std::env::var_os("RTCONV_SYMBOL_INDEX") {
+        Some(v) => (v != "off" && !v.is_empty()).then(|| PathBuf::from(v)),
+        None => symbolize::root_in_cache_home(),
+    }
+}
+
+/// Where binaries are looked for by default: the system's debug directory, and what
+/// debuginfod clients have cached (`$DEBUGINFOD_CACHE_PATH`, `$XDG_CACHE_HOME/debuginfod_client`).
+pub(crate) fn default_search() -> symbolize::Search {
+    symbolize::Search { debuginfod_caches: symbolize::debuginfod_caches(), ..symbolize::Options::default().search }
 }
 
 impl SymbolArgs {
     pub(crate) fn options(self) -> symbolize::Options {
-        let defaults = symbolize::Options::default();
         let search = symbolize::Search {
             exe: self.exe,
             sym_dirs: self.sym_dir,
             allow_mismatch: self.allow_mismatch,
-            ..defaults.search
+            ..default_search()
         };
         self.naming.options(search)
     }
@@ -542,7 +570,7 @@ pub(crate) fn choose_format<T: ValueEnum + Copy + PartialEq>(
     default: T,
 ) -> Result<T, String> {
     let name = |v: T| v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default();
-    let path = crate::output::file(output);
+    let path = super::output::file(output);
     let file_name = path.and_then(|p| p.file_name()?.to_str()).map(str::to_ascii_lowercase);
     let implied = file_name.as_deref().and_then(|n| by_name(n.strip_suffix(".gz").unwrap_or(n)));
     match (given, implied) {

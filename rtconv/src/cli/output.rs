@@ -12,12 +12,15 @@ use std::fs::File;
 use std::io::{self, BufWriter, Stdout, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
+use std::process::ExitCode;
 
 use flate2::write::GzEncoder;
-use rtconv::atomic_file::AtomicFile;
+use rtconv::io::AtomicFile;
 
-/// An open output. Call [`Output::finish`] to complete it.
-pub enum Output {
+use super::diag;
+
+/// An open output. Call [`Sink::finish`] to complete it.
+pub enum Sink {
     /// Standard output.
     Stdout(BufWriter<Stdout>),
     /// A device or FIFO the user named.
@@ -33,7 +36,7 @@ pub fn file(path: Option<&Path>) -> Option<&Path> {
     path.filter(|p| p.as_os_str() != "-")
 }
 
-impl Output {
+impl Sink {
     /// Opens stdout (`None` or `-`) or creates the file at `path`, compressed when it ends in `.gz`.
     pub fn open(path: Option<&Path>) -> io::Result<Self> {
         Self::open_as(path, true)
@@ -43,14 +46,14 @@ impl Output {
     /// (a format that is compressed already, pprof's, is not compressed twice).
     pub fn open_as(path: Option<&Path>, gzip_by_name: bool) -> io::Result<Self> {
         let Some(path) = file(path) else {
-            return Ok(Output::Stdout(BufWriter::with_capacity(1 << 16, io::stdout())));
+            return Ok(Sink::Stdout(BufWriter::with_capacity(1 << 16, io::stdout())));
         };
         let special = std::fs::metadata(path).is_ok_and(|m| {
             let kind = m.file_type();
             kind.is_char_device() || kind.is_block_device() || kind.is_fifo() || kind.is_socket()
         });
         if special {
-            return Ok(Output::Device(BufWriter::with_capacity(1 << 16, File::create(path)?)));
+            return Ok(Sink::Device(BufWriter::with_capacity(1 << 16, File::create(path)?)));
         }
         // A symbolic link you name is followed: the file it points to is replaced, the link
         // stays (so `-o /dev/stdout` or a link into another directory writes where it points).
@@ -58,8 +61,8 @@ impl Output {
         let target = if is_link { std::fs::canonicalize(path)? } else { path.to_path_buf() };
         let file = BufWriter::with_capacity(1 << 16, AtomicFile::create(&target)?);
         Ok(match gzip_by_name && path.extension().is_some_and(|e| e == "gz") {
-            true => Output::Gzip(GzEncoder::new(file, flate2::Compression::default())),
-            false => Output::File(file),
+            true => Sink::Gzip(GzEncoder::new(file, flate2::Compression::default())),
+            false => Sink::File(file),
         })
     }
 
@@ -67,10 +70,10 @@ impl Output {
     /// place. On failure nothing is left under the output's name.
     pub fn finish(self) -> io::Result<()> {
         match self {
-            Output::Stdout(mut w) => w.flush(),
-            Output::Device(mut w) => w.flush(),
-            Output::File(w) => w.into_inner().map_err(io::IntoInnerError::into_error)?.commit(),
-            Output::Gzip(w) => w.finish()?.into_inner().map_err(io::IntoInnerError::into_error)?.commit(),
+            Sink::Stdout(mut w) => w.flush(),
+            Sink::Device(mut w) => w.flush(),
+            Sink::File(w) => w.into_inner().map_err(io::IntoInnerError::into_error)?.commit(),
+            Sink::Gzip(w) => w.finish()?.into_inner().map_err(io::IntoInnerError::into_error)?.commit(),
         }
     }
 
@@ -80,18 +83,18 @@ impl Output {
     }
 }
 
-impl Output {
+impl Sink {
     fn writer(&mut self) -> &mut dyn Write {
         match self {
-            Output::Stdout(w) => w,
-            Output::Device(w) => w,
-            Output::File(w) => w,
-            Output::Gzip(w) => w,
+            Sink::Stdout(w) => w,
+            Sink::Device(w) => w,
+            Sink::File(w) => w,
+            Sink::Gzip(w) => w,
         }
     }
 }
 
-impl Write for Output {
+impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.writer().write(buf)
     }
@@ -103,4 +106,28 @@ impl Write for Output {
     fn flush(&mut self) -> io::Result<()> {
         self.writer().flush()
     }
+}
+
+/// How messages name an output: its path, or `stdout`.
+pub fn name(path: Option<&Path>) -> String {
+    match file(path) {
+        Some(p) => p.display().to_string(),
+        None => "stdout".to_string(),
+    }
+}
+
+/// A write to `what` that failed: a closed pipe ends quietly (`rtconv … | head`), anything
+/// else is one error line.
+pub fn write_failed(e: &io::Error, what: &str) -> ExitCode {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return ExitCode::SUCCESS;
+    }
+    diag::error(&format!("writing {what}: {e}"));
+    ExitCode::FAILURE
+}
+
+/// An output that could not be created: one error line.
+pub fn cannot_create(path: Option<&Path>, e: &io::Error) -> ExitCode {
+    diag::error(&format!("cannot create {}: {e}", name(path)));
+    ExitCode::FAILURE
 }

@@ -5,6 +5,8 @@ use std::borrow::Cow;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use rtconv::convert::Diagnostic;
+
 static COLOR: AtomicBool = AtomicBool::new(false);
 
 /// When to color.
@@ -43,7 +45,7 @@ pub fn set_color(when: When) {
 }
 
 /// `line` with its `error:` or `warning:` level colored, when diagnostics are.
-pub(crate) fn paint(line: &str) -> Cow<'_, str> {
+fn paint(line: &str) -> Cow<'_, str> {
     if !COLOR.load(Ordering::Relaxed) {
         return Cow::Borrowed(line);
     }
@@ -58,4 +60,14 @@ pub(crate) fn paint(line: &str) -> Cow<'_, str> {
 /// Prints `line` on stderr, its level colored when diagnostics are.
 pub fn emit(line: &str) {
     eprintln!("{}", paint(line));
+}
+
+/// Prints a diagnostic of the library's, as `emit` does.
+pub fn print(diagnostic: &Diagnostic) {
+    emit(&diagnostic.to_string());
+}
+
+/// Prints one line of the command line's own: `rtconv: error: MESSAGE`.
+pub fn error(message: &str) {
+    emit(&format!("rtconv: error: {message}"));
 }

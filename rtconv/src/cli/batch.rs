@@ -1,0 +1,132 @@
+//! The commands over many dumps — `rtconv batch`, `export`, `pack`, and
+//! `stats` merged over dumps — with their progress and summary lines.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use rtconv::batch::{Options, Summary};
+use rtconv::model::Filter;
+use rtconv::symbolize;
+
+use super::args::{BatchArgs, BatchFormatArg, ExportArgs, ExportFormatArg, PackArgs, RunArgs, format_of};
+use super::output::{self, Sink};
+use super::progress::Progress;
+use super::{diag, exit};
+
+/// `rtconv batch`: one output per dump in `--out-dir`, Parquet tables, or every dump packed.
+pub fn run(args: BatchArgs) -> ExitCode {
+    let opts = args.run.options(args.symbols.options(), args.filter.filter());
+    let progress = Progress::new(args.run.quiet);
+    let summary = match (&args.out_dir, args.format) {
+        (Some(out_dir), BatchFormatArg::Parquet) => {
+            return export(&args.inputs, out_dir, args.host.as_deref(), &opts, &progress);
+        }
+        (Some(out_dir), BatchFormatArg::Trace(format)) => {
+            let summary =
+                rtconv::batch::convert_all(&args.inputs, format_of(format, &args.chrome), out_dir, &opts, &progress);
+            say_converted("batch", &summary, out_dir);
+            summary
+        }
+        (None, _) => return pack(&args.inputs, &opts),
+    };
+    ExitCode::from(exit::of_summary(&summary))
+}
+
+/// `rtconv export`.
+pub fn run_export(args: ExportArgs) -> ExitCode {
+    let ExportFormatArg::Parquet = args.format;
+    let opts = args.run.options(args.symbols.options(), args.filter.filter());
+    export(&args.inputs, &args.out_dir, args.host.as_deref(), &opts, &Progress::new(args.run.quiet))
+}
+
+fn export(inputs: &[PathBuf], out_dir: &Path, host: Option<&str>, opts: &Options, progress: &Progress) -> ExitCode {
+    let summary = rtconv::batch::export_all(inputs, out_dir, host, opts, progress);
+    say_converted("export", &summary, out_dir);
+    ExitCode::from(exit::of_summary(&summary))
+}
+
+/// `rtconv pack`.
+pub fn run_pack(args: PackArgs) -> ExitCode {
+    let opts = Options {
+        jobs: 1,
+        symbols: args.symbols.options(),
+        filter: Filter::default(),
+        max_dump_size: rtconv::batch::MAX_DUMP_SIZE,
+    };
+    pack(&args.dumps, &opts)
+}
+
+fn pack(inputs: &[PathBuf], opts: &Options) -> ExitCode {
+    let (summary, packed) = rtconv::batch::pack_all(inputs, opts, &Progress::new(true));
+    for p in &packed {
+        let path = p.path.display();
+        match &p.result {
+            Ok(report) => {
+                for problem in &report.problems {
+                    diag::emit(&format!("rtconv: warning: {path}: {problem}"));
+                }
+                for warning in &report.warnings {
+                    diag::emit(&format!("rtconv: warning: {warning}"));
+                }
+                if report.already {
+                    eprintln!("rtconv: {path}: packed already; unchanged");
+                } else if report.unnamed > 0 {
+                    eprintln!(
+                        "rtconv: {path}: packed {} names; {} code keys could not be named here and stay unnamed",
+                        report.packed, report.unnamed
+                    );
+                } else {
+                    eprintln!("rtconv: {path}: packed {} names; it converts without its binaries now", report.packed);
+                }
+            }
+            Err(e) => diag::error(&e.to_string()),
+        }
+    }
+    eprintln!(
+        "rtconv: pack: {} packed, {} packed with keys left unnamed, {} failed",
+        summary.converted, summary.salvaged, summary.failed
+    );
+    ExitCode::from(exit::of_summary(&summary))
+}
+
+/// `rtconv stats` over many dumps: one table per build-id, to `output` or stdout.
+pub fn stats_all(
+    dumps: &[PathBuf],
+    stats: rtconv::stats::Options,
+    run: &RunArgs,
+    symbols: symbolize::Options,
+    filter: Filter,
+    output: Option<PathBuf>,
+) -> ExitCode {
+    let opts = run.options(symbols, filter);
+    let mut out = match Sink::open(output.as_deref()) {
+        Ok(out) => out,
+        Err(e) => return output::cannot_create(output.as_deref(), &e),
+    };
+    let written = rtconv::batch::stats_all(dumps, stats, &opts, &Progress::new(run.quiet), &mut out);
+    let summary = match written {
+        Ok(summary) => summary,
+        Err(e) => return output::write_failed(&e, &output::name(output.as_deref())),
+    };
+    eprintln!(
+        "rtconv: stats: {} dumps merged ({} with losses), {} failed",
+        summary.converted + summary.salvaged,
+        summary.salvaged,
+        summary.failed
+    );
+    match out.finish() {
+        Ok(()) => ExitCode::from(exit::of_summary(&summary)),
+        Err(e) => output::write_failed(&e, &output::name(output.as_deref())),
+    }
+}
+
+/// The summary line of `batch` and `export`.
+fn say_converted(command: &str, summary: &Summary, out_dir: &Path) {
+    eprintln!(
+        "rtconv: {command}: {} converted, {} salvaged (converted with losses), {} failed -> {}",
+        summary.converted,
+        summary.salvaged,
+        summary.failed,
+        out_dir.display()
+    );
+}

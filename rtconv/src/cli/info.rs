@@ -1,0 +1,66 @@
+//! `rtconv info`: each dump described, as text or one JSON array.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use super::args::{InfoArgs, InfoFormat, choose_format};
+use super::output::{self, Sink};
+use super::{diag, exit, usage};
+
+/// `rtconv info`.
+pub fn run(args: InfoArgs) -> ExitCode {
+    let form = match choose_format(
+        args.format,
+        args.output.as_deref(),
+        |name| name.ends_with(".json").then_some(InfoFormat::Json),
+        InfoFormat::Text,
+    ) {
+        Ok(form) => form,
+        Err(e) => return usage(&e),
+    };
+    let opts = args.symbols.options();
+    let mut out = match Sink::open(args.output.as_deref()) {
+        Ok(out) => out,
+        Err(e) => return output::cannot_create(args.output.as_deref(), &e),
+    };
+    let (mut described, mut failed, mut json) = (0, 0, Vec::new());
+    let mut written = Ok(());
+    let mut said = std::collections::HashSet::new();
+    for dump in &args.dumps {
+        match rtconv::info::describe(dump, &opts) {
+            Ok(d) => {
+                for warning in d.warnings.iter().filter(|w| said.insert(w.to_string())) {
+                    diag::emit(&format!("rtconv: warning: {warning}"));
+                }
+                if form == InfoFormat::Json {
+                    json.push(d.to_json());
+                } else {
+                    // One blank line between the reports of several dumps.
+                    if written.is_ok() && described > 0 {
+                        written = writeln!(out);
+                    }
+                    if written.is_ok() {
+                        written = d.write_text(&mut out);
+                    }
+                }
+            }
+            Err(e) => {
+                diag::error(&e.to_string());
+                failed += 1;
+                continue;
+            }
+        }
+        described += 1;
+    }
+    if form == InfoFormat::Json {
+        written = written.and_then(|()| {
+            serde_json::to_writer_pretty(&mut out, &json)?;
+            writeln!(out)
+        });
+    }
+    if let Err(e) = written.and_then(|()| out.finish()) {
+        return output::write_failed(&e, &output::name(args.output.as_deref()));
+    }
+    let summary = rtconv::batch::Summary { converted: described, failed, ..Default::default() };
+    ExitCode::from(exit::of_summary(&summary))
+}
