@@ -46,6 +46,8 @@ pub mod layout;
 mod model;
 pub mod read;
 pub mod site;
+#[cfg(feature = "test-util")]
+pub mod test_util;
 mod write;
 
 pub use error::{ReadError, WriteError};

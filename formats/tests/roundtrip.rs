@@ -3,6 +3,7 @@
 use core::mem::size_of;
 
 use ringtrace_format::layout::*;
+use ringtrace_format::test_util::DumpBuilder;
 use ringtrace_format::*;
 
 mod common;
@@ -36,15 +37,6 @@ const SITE_FILE: &str = "src/server.rs";
 
 /// A dump with every section kind, `rings` rings and one unknown section.
 fn sample_dump(rings: u64) -> Vec<u8> {
-    let mut w = Writer::new(VecSink(Vec::new()), 8).unwrap();
-    w.meta(&MetaInfo {
-        pid: 4242,
-        reason: DumpReason::Requested,
-        producer: b"ringtrace",
-        producer_version: b"0.1.0",
-        process_name: b"server",
-    })
-    .unwrap();
     let clock = ClockInfo {
         counter: CounterKind::X86Tsc,
         counter_bits: 64,
@@ -55,7 +47,7 @@ fn sample_dump(rings: u64) -> Vec<u8> {
         Anchor { ticks: 1_000, mono_ns: 5_000, real_ns: 1_700_000_000_000_000_000 },
         Anchor { ticks: 2_100_001_000, mono_ns: 1_000_005_000, real_ns: 1_700_000_001_000_000_000 },
     ];
-    w.clock(&clock, &anchors).unwrap();
+    let (mut w, _) = DumpBuilder::new("server").pid(4242).producer("ringtrace", "0.1.0").clock(clock, &anchors).start();
     w.modules(&[
         Module {
             start: 0x1000,

@@ -41,16 +41,12 @@ fn record_dump() -> (PathBuf, u64) {
 
 /// The `interpreter` dump (see the crate docs): its path and spans.
 fn interpreter_dump() -> (PathBuf, u64) {
-    use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, Record, RingInfo, Writer};
+    use ringtrace_format::test_util::{DumpBuilder, XorShift};
+    use ringtrace_format::{Record, RingInfo};
     const SPANS: u64 = 1_000_000;
     const FUNCTIONS: u64 = 480;
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move |m: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % m
-    };
+    let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+    let mut next = move |m: u64| rng.below(m);
     // A call tree walked depth first: each step enters a function (a few hot ones most
     // often: the square of a uniform draw) or returns; spans in the order they end.
     let (mut now, mut open, mut ended) = (1_000u64, Vec::<(u64, u64)>::new(), Vec::new());
@@ -63,15 +59,7 @@ fn interpreter_dump() -> (PathBuf, u64) {
             ended.push(Record { key, enter, exit: now });
         }
     }
-    let mut w = Writer::new(IoSink(Vec::new()), 8).expect("writer");
-    let clock = ClockInfo {
-        counter: CounterKind::MonotonicNs,
-        counter_bits: 64,
-        nominal_hz: 1_000_000_000,
-        rate_source: RateSource::Exact,
-    };
-    let end = Anchor { ticks: now, mono_ns: now, real_ns: now };
-    w.clock(&clock, &[Anchor::default(), end]).expect("clock");
+    let (mut w, _) = DumpBuilder::new("interpreter").dumped_at(now).start();
     let info = RingInfo { tid: 1, capacity: 1 << 16, written: 0, dropped: 0, aux: 0, flags: 0, name: b"interpreter" };
     let mut first = 0u64;
     for chunk in ended.chunks(250).collect::<Vec<_>>().chunks(4) {

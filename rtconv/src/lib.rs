@@ -6,13 +6,20 @@
 //!   is reported, never a panic, never an allocation from an unchecked length.
 //! - Each distinct span key is named once ([`symbolize`]): from the dump's
 //!   site section, or from the recorded module's DWARF, found by the path in
-//!   the dump and checked by build-id.
+//!   the dump and checked by build-id. Names are plain data of the model
+//!   ([`model::Names`]).
 //! - One decoded model ([`model::Timeline`]) feeds every output; renderers
 //!   stream to any `io::Write`, produce the same bytes for the same dump, and
 //!   return what they found wrong with the spans ([`model::Anomalies`]).
 //! - Memory is bounded by the largest ring, not the dump: the file stays
 //!   mapped and rings are decoded one at a time ([`model::Threads`]) or
 //!   walked straight from the file ([`model::Timeline::walk`]).
+//! - A library: it prints nothing and changes nothing in the process it is
+//!   loaded into. What went wrong comes back as values ([`convert::Report`],
+//!   [`symbolize::Naming`], a [`batch::Observer`]); the one process-wide
+//!   handler, for files cut short while mapped, is the program's to switch on
+//!   ([`io::guard_shrinking_files`]); the `rtconv` command line is the
+//!   binary's own code, behind the `cli` feature.
 //!
 //! The flow, step by step: open and decode a dump, name its keys, put it on
 //! a timebase, then walk its spans, accumulate statistics, or render it.
@@ -27,9 +34,7 @@
 //! println!("{} (pid {}): {} threads", trace.process.name, trace.process.pid, trace.threads.len());
 //!
 //! let naming = symbolize::symbolize(&trace, &symbolize::Options::default(), &symbolize::Cache::default());
-//! for problem in &naming.problems {
-//!     eprintln!("{problem}"); // a module not found, a backend that failed
-//! }
+//! let problems: Vec<String> = naming.problems.iter().map(ToString::to_string).collect(); // a module not found, ...
 //! let (timebase, _) = trace.timebase()?;
 //! let timeline = Timeline::new(&trace, &naming.names, timebase);
 //!
@@ -42,25 +47,27 @@
 //!         }
 //!     }
 //! }
-//! eprintln!("{} spans were cut at their parent's end", threads.anomalies().clamped);
+//! let clamped = threads.anomalies().clamped; // spans cut at their parent's end
 //!
 //! // Per-function statistics, and the same dump as Chrome JSON.
 //! let (scopes, _) = stats::compute(&timeline, &stats::Options::default());
 //! render::stats_table::write(&scopes, stats::Output::Csv, false, &mut std::io::stdout())?;
 //! let mut json = std::fs::File::create("trace.json")?;
 //! render::chrome::write(&timeline, &render::chrome::Options::default(), &mut json)?;
+//! # let _ = (problems, clamped);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! [`convert::convert`] does all of it in one call, and reports what was
 //! lost ([`convert::Report`]); [`batch`] runs it over directories and
-//! archives of dumps in parallel; [`export`] writes dumps as Parquet tables
-//! for data engines.
+//! archives of dumps in parallel; `export` (feature `parquet`) writes dumps
+//! as Parquet tables for data engines.
 #![warn(missing_docs)]
 
 pub mod batch;
 pub mod convert;
 pub mod diff;
+#[cfg(feature = "parquet")]
 pub mod export;
 pub mod info;
 pub mod io;

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+pub use ringtrace_format::test_util::{DumpBuilder, XorShift, site_section};
+
 /// Runs `cargo build --release --locked ARGS` in the workspace and returns
 /// cargo's JSON messages about the artifacts it built.
 pub fn cargo_build(args: &[&str]) -> Vec<serde_json::Value> {
@@ -28,12 +30,14 @@ pub fn cargo_build(args: &[&str]) -> Vec<serde_json::Value> {
 /// Paths of the release binaries of `samples` and `rtconv`, built on first
 /// use with the same cargo that runs the tests, each package alone — as the
 /// README builds them (`cargo run --release -p samples`, `-p rtconv`), so a
-/// dump recorded by following the README names its keys here too.
+/// dump recorded by following the README names its keys here too. rtconv
+/// has the `parquet` feature, as the fleet documentation installs it (the
+/// README's quick start leaves it out; nothing else differs).
 pub fn binary(name: &str) -> PathBuf {
     static BINARIES: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
     let all = BINARIES.get_or_init(|| {
         let mut all = executables(&cargo_build(&["-p", "samples", "--bins"]));
-        all.extend(executables(&cargo_build(&["-p", "rtconv", "--bins"])));
+        all.extend(executables(&cargo_build(&["-p", "rtconv", "--bins", "--features", "parquet"])));
         all
     });
     all.get(name).unwrap_or_else(|| panic!("no binary named {name} was built")).clone()
@@ -47,127 +51,6 @@ pub fn executables(messages: &[serde_json::Value]) -> HashMap<String, PathBuf> {
             Some((msg["target"]["name"].as_str()?.to_string(), PathBuf::from(msg["executable"].as_str()?)))
         })
         .collect()
-}
-
-/// The start every hand-built dump of the tests shares: a meta section,
-/// a clock section and a site section, written by the format crate's
-/// writer. Defaults: 8-byte pointers, pid 1, a nanosecond clock (exact,
-/// 1 GHz) with anchors at 0 and 5 s, no sites.
-///
-/// ```
-/// use ringtrace_tests::DumpBuilder;
-/// let (mut w, keys) = DumpBuilder::new("server").sites(0x1000, &[("parse", "a.rs", 3)]).start();
-/// w.ring(&ringtrace_format::RingInfo { tid: 1, capacity: 4, written: 0, dropped: 0, aux: 0, flags: 0, name: b"t" }, &[], &[]).unwrap();
-/// let bytes = w.finish().unwrap().0;
-/// assert_eq!(keys, [0x1000]);
-/// assert!(ringtrace_format::Dump::parse(&bytes).is_ok());
-/// ```
-pub struct DumpBuilder {
-    process: String,
-    pid: u32,
-    pointer_width: u8,
-    clock: ringtrace_format::ClockInfo,
-    anchors: Vec<ringtrace_format::Anchor>,
-    sites: Option<Sites>,
-}
-
-/// A site section made by [`site_section`]: its runtime address, bytes and keys.
-struct Sites {
-    base: u64,
-    bytes: Vec<u8>,
-    keys: Vec<u64>,
-}
-
-impl DumpBuilder {
-    /// A dump of the process named `process`, with the defaults above.
-    pub fn new(process: &str) -> Self {
-        use ringtrace_format::{Anchor, ClockInfo, CounterKind, RateSource};
-        DumpBuilder {
-            process: process.into(),
-            pid: 1,
-            pointer_width: 8,
-            clock: ClockInfo {
-                counter: CounterKind::MonotonicNs,
-                counter_bits: 64,
-                nominal_hz: 1_000_000_000,
-                rate_source: RateSource::Exact,
-            },
-            anchors: vec![
-                Anchor { ticks: 0, mono_ns: 0, real_ns: 1_800_000_000_000_000_000 },
-                Anchor { ticks: 5_000_000_000, mono_ns: 5_000_000_000, real_ns: 1_800_000_005_000_000_000 },
-            ],
-            sites: None,
-        }
-    }
-
-    /// The process id.
-    pub fn pid(mut self, pid: u32) -> Self {
-        self.pid = pid;
-        self
-    }
-
-    /// The target's pointer size in bytes (4 or 8).
-    pub fn pointer_width(mut self, bytes: u8) -> Self {
-        self.pointer_width = bytes;
-        self
-    }
-
-    /// The clock section.
-    pub fn clock(mut self, clock: ringtrace_format::ClockInfo, anchors: &[ringtrace_format::Anchor]) -> Self {
-        self.clock = clock;
-        self.anchors = anchors.to_vec();
-        self
-    }
-
-    /// A site section at runtime address `base` with one descriptor per (label, file, line).
-    pub fn sites(mut self, base: u64, sites: &[(&str, &str, u32)]) -> Self {
-        let (bytes, keys) = site_section(base, sites);
-        self.sites = Some(Sites { base, bytes, keys });
-        self
-    }
-
-    /// Writes meta, clock and sites; returns the writer, for rings and the
-    /// end marker, and each site's key in the order given.
-    pub fn start(self) -> (ringtrace_format::Writer<ringtrace_format::IoSink<Vec<u8>>>, Vec<u64>) {
-        use ringtrace_format::{DumpReason, IoSink, MetaInfo, Writer};
-        let mut w = Writer::new(IoSink(Vec::new()), self.pointer_width).unwrap();
-        let meta = MetaInfo {
-            pid: self.pid,
-            reason: DumpReason::Requested,
-            producer: b"ringtrace-tests",
-            producer_version: b"1",
-            process_name: self.process.as_bytes(),
-        };
-        w.meta(&meta).unwrap();
-        w.clock(&self.clock, &self.anchors).unwrap();
-        match self.sites {
-            Some(sites) => {
-                w.sites(sites.base, &sites.bytes).unwrap();
-                (w, sites.keys)
-            }
-            None => (w, Vec::new()),
-        }
-    }
-}
-
-/// A site section for synthetic dumps, written by hand from FORMAT.md
-/// (little-endian: magic, line, label length, file length, column 0,
-/// label, file, zero padding to 8): one descriptor per (label, file, line),
-/// and each one's key when the section starts at `base`.
-pub fn site_section(base: u64, sites: &[(&str, &str, u32)]) -> (Vec<u8>, Vec<u64>) {
-    let (mut bytes, mut keys) = (Vec::new(), Vec::new());
-    for (label, file, line) in sites {
-        keys.push(base + bytes.len() as u64);
-        bytes.extend_from_slice(&0x5349_5445u32.to_le_bytes());
-        bytes.extend_from_slice(&line.to_le_bytes());
-        bytes.extend_from_slice(&(label.len() as u16).to_le_bytes());
-        bytes.extend_from_slice(&(file.len() as u16).to_le_bytes());
-        bytes.extend_from_slice(&0u32.to_le_bytes());
-        bytes.extend_from_slice(label.as_bytes());
-        bytes.extend_from_slice(file.as_bytes());
-        bytes.resize(bytes.len().next_multiple_of(8), 0);
-    }
-    (bytes, keys)
 }
 
 /// The workspace's top folder.
@@ -506,17 +389,31 @@ pub fn at_least(sleep_ns: u64) -> u64 {
     sleep_ns - sleep_ns / 200
 }
 
-/// `rtconv convert DUMP ARGS...` with stdout captured: (exit code, stdout, stderr lines).
-pub fn convert(dump: &Path, args: &[&str]) -> (i32, String, Vec<String>) {
-    let mut all = vec!["convert", dump.to_str().expect("UTF-8 temp path")];
-    all.extend_from_slice(args);
-    let out = run(&binary("rtconv"), &all);
+/// `rtconv ARGS...` (without the symbol index) with its output captured: (exit code, stdout,
+/// stderr lines). The one runner of the suite; [`rtconv()`] gives the command itself, for a run
+/// that needs more (an environment, a working directory, stdin).
+pub fn rtconv_run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (i32, String, Vec<String>) {
+    let out = rtconv().args(args).output().unwrap_or_else(|e| panic!("cannot run rtconv: {e}"));
     let stderr = String::from_utf8_lossy(&out.stderr).lines().map(str::to_owned).collect();
     (
         out.status.code().expect("rtconv exited, not killed"),
         String::from_utf8(out.stdout).expect("UTF-8 output"),
         stderr,
     )
+}
+
+/// The stdout of `rtconv ARGS...`, which must succeed (exit 0).
+pub fn rtconv_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
+    let (code, stdout, stderr) = rtconv_run(args);
+    assert_eq!(code, 0, "rtconv {:?}: {}", args.iter().map(AsRef::as_ref).collect::<Vec<_>>(), stderr.join("\n"));
+    stdout
+}
+
+/// `rtconv convert DUMP ARGS...` with its output captured, as [`rtconv_run`].
+pub fn convert(dump: &Path, args: &[&str]) -> (i32, String, Vec<String>) {
+    let mut all = vec!["convert", dump.to_str().expect("UTF-8 temp path")];
+    all.extend_from_slice(args);
+    rtconv_run(&all)
 }
 
 /// `rtconv stats DUMP --format json ARGS…`, which must succeed: the first
@@ -555,13 +452,24 @@ pub fn tool(name: &str) -> Command {
     Command::new(name)
 }
 
+/// Calls made by the naive recursive `fib(n)` (the samples' and the C programs'): C(n) = 1 +
+/// C(n-1) + C(n-2), C(0) = C(1) = 1 — for fib(12), 465.
+pub const fn fib_calls(n: u64) -> u64 {
+    let (mut a, mut b, mut i) = (1u64, 1u64, 1);
+    while i < n {
+        (a, b) = (b, 1 + a + b);
+        i += 1;
+    }
+    if n == 0 { a } else { b }
+}
+
 /// The workload sample's calls per function with `--fib 12` (as [`record_workload_with`] runs it)
 /// and `--rounds ROUNDS`, known from its code: fib(12) on two threads, 465 calls each; per round,
 /// parse_batch on two threads, each calling tokenize and checksum 8 times; one sleeper round of one
 /// sleep; and `main done` once.
 pub fn workload_calls(rounds: u64) -> std::collections::BTreeMap<String, u64> {
     [
-        ("workload::fib", 2 * 465),
+        ("workload::fib", 2 * fib_calls(12)),
         ("workload::parse_batch", 2 * rounds),
         ("tokenize", 2 * 8 * rounds),
         ("checksum", 2 * 8 * rounds),
@@ -581,21 +489,10 @@ pub fn venv(tool: &str) -> PathBuf {
     assert!(path.exists(), "{}: run tests/setup", path.display());
     path
 }
-
-/// A xorshift64 generator for the tests' seeded draws: the same sequence for the same seed.
-pub struct XorShift(pub u64);
-
-impl XorShift {
-    #[allow(clippy::should_implement_trait)] // a generator, not an iterator
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// A draw below `m`.
-    pub fn below(&mut self, m: u64) -> u64 {
-        self.next() % m
+/// `path::name::h0123456789abcdef` to `path::name` (LLVM 14 keeps legacy Rust hashes).
+pub fn without_rust_hash(name: &str) -> &str {
+    match name.rsplit_once("::h") {
+        Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path,
+        _ => name,
     }
 }

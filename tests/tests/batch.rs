@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
 
-use ringtrace_tests::{Scratch, binary, parse_chrome, record_workload_with, scratch};
+use ringtrace_tests::{Scratch, binary, parse_chrome, record_workload_with, rtconv_run, scratch};
 
 /// Per dump of the workload with these settings: fib(12) on two threads (465 calls each).
-const FIB_CALLS: usize = 2 * 465;
+const FIB_CALLS: usize = 2 * ringtrace_tests::fib_calls(12) as usize;
 
 /// A tar entry with exactly this name, whatever it says (the tar crate would refuse `..`).
 fn raw_entry(tar: &mut tar::Builder<impl Write>, name: &str, bytes: &[u8]) {
@@ -28,12 +28,6 @@ fn tar_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
         raw_entry(&mut tar, name, bytes);
     }
     tar.into_inner().unwrap()
-}
-
-fn rtconv(args: &[&str]) -> (i32, String, Vec<String>) {
-    let out = ringtrace_tests::rtconv().args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).lines().map(str::to_owned).collect();
-    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), stderr)
 }
 
 fn files_in(dir: &Path) -> BTreeSet<String> {
@@ -81,7 +75,7 @@ fn a_batch_converts_every_dump_once_inside_the_output_directory_and_isolates_fai
     let before = files_in(&f.root);
     let mut args = vec!["batch", "--jobs", "2", "--out-dir", out.to_str().unwrap()];
     args.extend([dumps.to_str().unwrap(), gz.to_str().unwrap(), zst.to_str().unwrap(), pattern.to_str().unwrap()]);
-    let (code, stdout, stderr) = rtconv(&args);
+    let (code, stdout, stderr) = rtconv_run(&args);
     assert_eq!(code, 3, "some dumps failed: {stderr:?}");
     assert!(stdout.is_empty());
     // Nothing appeared outside the output directory (../x.rtd, /x.rtd).
@@ -122,7 +116,7 @@ fn one_worker_and_two_give_the_same_outputs_and_a_clean_batch_exits_zero() {
         let out = f.root.join(format!("out{jobs}"));
         let mut args = vec!["batch", "-f", "folded", "--jobs", jobs, "--out-dir", out.to_str().unwrap()];
         args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-        let (code, _, stderr) = rtconv(&args);
+        let (code, _, stderr) = rtconv_run(&args);
         assert_eq!(code, 0, "{stderr:?}");
         let files: Vec<(String, u32)> = files_in(&out)
             .into_iter()
@@ -134,7 +128,7 @@ fn one_worker_and_two_give_the_same_outputs_and_a_clean_batch_exits_zero() {
     assert_eq!(outputs[0], outputs[1], "(output, CRC-32) with 1 and 2 workers");
     // Nothing to convert at all: exit 1.
     let (code, _, stderr) =
-        rtconv(&["batch", "--out-dir", f.root.join("none").to_str().unwrap(), "/nonexistent/*.rtd"]);
+        rtconv_run(&["batch", "--out-dir", f.root.join("none").to_str().unwrap(), "/nonexistent/*.rtd"]);
     assert_eq!(code, 1, "{stderr:?}");
     assert!(stderr[0].contains("the pattern matches no file"), "{stderr:?}");
 }
@@ -144,7 +138,7 @@ fn stats_over_many_dumps_merge_calls_histograms_and_count_dumps() {
     let f = fleet("batch-stats");
     let one = f.root.join("dumps/host1/app.rtd");
     let json = |args: &[&str]| -> serde_json::Value {
-        let (code, stdout, stderr) = rtconv(args);
+        let (code, stdout, stderr) = rtconv_run(args);
         assert!(code == 0 || code == 3, "{stderr:?}");
         serde_json::from_str(&stdout).unwrap()
     };
@@ -172,7 +166,7 @@ fn stats_over_many_dumps_merge_calls_histograms_and_count_dumps() {
     let sleep = find(&scopes[0], "sleep");
     assert_eq!((sleep["calls"].as_u64(), sleep["dumps"].as_u64()), (Some(4 * 5), Some(4)));
     // --tree is for one dump.
-    let (code, _, stderr) = rtconv(&["stats", "--tree", f.root.join("dumps").to_str().unwrap()]);
+    let (code, _, stderr) = rtconv_run(&["stats", "--tree", f.root.join("dumps").to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr:?}");
 }
 

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ringtrace_tests::{ChromeTrace, Event, compile_c, convert, parse_chrome, scratch, workspace_root};
+use ringtrace_tests::{ChromeTrace, Event, compile_c, convert, fib_calls, parse_chrome, scratch, workspace_root};
 
 fn source(name: &str) -> PathBuf {
     workspace_root().join("samples/c").join(name)
@@ -51,11 +51,6 @@ fn parents(trace: &ChromeTrace) -> Vec<(&Event, Option<&str>)> {
     out
 }
 
-/// fib's calls for `fib(n)`, by the recurrence.
-fn fib_calls(n: u64) -> usize {
-    if n < 2 { 1 } else { 1 + fib_calls(n - 1) + fib_calls(n - 2) }
-}
-
 #[test]
 fn a_c_program_is_traced_whole_with_exact_counts_and_nesting() {
     let dir = scratch("c-whole");
@@ -66,7 +61,7 @@ fn a_c_program_is_traced_whole_with_exact_counts_and_nesting() {
     assert_eq!((code, stderr.len()), (0, 0), "{stderr:?}");
     let trace = parse_chrome(&json);
     let expected: BTreeMap<String, usize> = [
-        ("fib", 3 * fib_calls(12)),
+        ("fib", 3 * fib_calls(12) as usize),
         ("work", 3),
         ("worker", 3),
         ("leaf_add", 3 * 3 + 1),

@@ -10,11 +10,11 @@ use std::process::Output;
 
 use ringtrace_tests::{binary, record_workload_with, scratch, tool};
 
-fn rtconv_in(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn rtconv_in(dir: &Path, args: &[&str]) -> Output {
     ringtrace_tests::rtconv().args(args).current_dir(dir).output().unwrap()
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -199,28 +199,6 @@ fn bash_completes_subcommands_and_flags_from_the_generated_script() {
     for name in ["chrome", "folded", "flamegraph", "ftrace", "systrace"] {
         assert!(formats.lines().any(|l| l == name), "{name} not offered: {formats}");
     }
-}
-
-#[test]
-fn man_pages_render_in_groff_without_warnings() {
-    let dir = scratch("cli-man");
-    let page = rtconv_in(&dir, &["man"]);
-    assert!(page.status.success());
-    std::fs::write(dir.join("rtconv.1"), &page.stdout).unwrap();
-    let pages = rtconv_in(&dir, &["man", "-o", "man"]);
-    assert!(pages.status.success(), "{}", text(&pages.stderr));
-    for name in ["rtconv.1", "rtconv-convert.1", "rtconv-pack.1", "rtconv-stats.1"] {
-        let path = dir.join("man").join(name);
-        assert!(path.is_file(), "{name} was not written");
-        let rendered = tool("groff").args(["-man", "-Tutf8", "-P", "-cbou", "-ww"]).arg(&path).output().unwrap();
-        assert!(rendered.status.success());
-        assert_eq!(text(&rendered.stderr), "", "groff warns about {name}");
-        let shown = text(&rendered.stdout);
-        assert!(shown.contains("SYNOPSIS"), "{name}: {shown}");
-    }
-    let main =
-        text(&tool("groff").args(["-man", "-Tutf8", "-P", "-cbou"]).arg(dir.join("rtconv.1")).output().unwrap().stdout);
-    assert!(main.contains("pack") && main.contains("--color"), "{main}");
 }
 
 /// Regression: a failed write removed its output path, and `-o /dev/null` (whose

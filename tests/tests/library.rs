@@ -5,18 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use ringtrace_tests::{binary, parse_chrome, record_workload_with, scratch};
+use ringtrace_tests::{binary, fib_calls, parse_chrome, record_workload_with, scratch};
 use rtconv::model::{self, Anomalies, Timeline};
 use rtconv::{render, stats, symbolize};
 
 const FIB_N: u64 = 12;
 const ROUNDS: u64 = 2;
 const LINES: u64 = 3;
-
-/// Calls made by the naive recursive `fib(n)`: C(n) = 1 + C(n-1) + C(n-2), C(0) = C(1) = 1.
-fn fib_calls(n: u64) -> u64 {
-    if n < 2 { 1 } else { 1 + fib_calls(n - 1) + fib_calls(n - 2) }
-}
 
 #[test]
 fn the_documented_flow_counts_every_call_the_workload_made() {

@@ -11,7 +11,8 @@ use ringtrace_tests::{binary, build_id, cargo_build, executables};
 
 #[test]
 fn the_workspace_build_does_not_relink_what_the_readme_built() {
-    // Built as the README builds them: `-p samples`, then `-p rtconv`.
+    // Built as the README builds them: `-p samples`, then `-p rtconv` (with `parquet`, which the
+    // tests' own dependency on rtconv turns on in a workspace build too).
     let (workload, rtconv) = (binary("workload"), binary("rtconv"));
     let before = (build_id(&workload), build_id(&rtconv));
     // `cargo build --release --workspace`, bins only (the same features are unified).

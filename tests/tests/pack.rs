@@ -4,17 +4,8 @@
 //! directory and says which inputs it cannot pack in place.
 
 use std::path::Path;
-use std::process::Output;
 
-use ringtrace_tests::{binary, convert, copy_executable, record_workload_with, run, scratch};
-
-fn rtconv(args: &[&str]) -> Output {
-    run(&binary("rtconv"), args)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use ringtrace_tests::{binary, convert, copy_executable, record_workload_with, rtconv_ok, rtconv_run, scratch};
 
 /// The workload, run from a copy in `dir`, so the dump names a binary the test can take away.
 fn record_from_copy(dir: &Path, name: &str) -> std::path::PathBuf {
@@ -40,18 +31,19 @@ fn a_packed_dump_converts_the_same_without_its_binary() {
 
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dump, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let packed = rtconv(&["pack", d]);
-    assert!(packed.status.success(), "{}", stderr(&packed));
+    let (code, _, packed) = rtconv_run(&["pack", d]);
+    let packed = packed.join("\n");
+    assert_eq!(code, 0, "{packed}");
     assert_eq!(std::fs::metadata(&dump).unwrap().permissions().mode() & 0o777, 0o640, "permissions kept");
-    assert!(stderr(&packed).contains("packed 3 names"), "fib, tokenize, checksum: {}", stderr(&packed));
+    assert!(packed.contains("packed 3 names"), "fib, tokenize, checksum: {packed}");
     let bytes = std::fs::read(&dump).unwrap();
     // Everything before the old end marker (24 bytes) is as it was.
     assert_eq!(bytes[..original.len() - 24], original[..original.len() - 24]);
     assert!(bytes.len() > original.len());
 
     // Packing again is a no-op.
-    let again = rtconv(&["pack", d]);
-    assert!(again.status.success() && stderr(&again).contains("packed already"), "{}", stderr(&again));
+    let (code, _, again) = rtconv_run(&["pack", d]);
+    assert!(code == 0 && again.join("\n").contains("packed already"), "{again:?}");
     assert_eq!(std::fs::read(&dump).unwrap(), bytes);
 
     // Without the binary, every output is what it was with it.
@@ -61,8 +53,7 @@ fn a_packed_dump_converts_the_same_without_its_binary() {
         assert_eq!((code, err.len()), (0, 0), "{args:?}: {err:?}");
         assert_eq!(&out, want, "{args:?}");
     }
-    let info = rtconv(&["info", d]);
-    let info = String::from_utf8_lossy(&info.stdout);
+    let info = rtconv_ok(&["info", d]);
     assert!(info.contains("packed     3 names in the dump (rtconv pack), found by: dwarf 3"), "{info}");
     assert!(info.contains("named by: packed 3, sites 4,"), "{info}");
     // The unpacked dump, for comparison, has lost its names.
@@ -83,9 +74,10 @@ fn batch_packs_every_dump_file_and_refuses_archives() {
     tar.append_path_with_name(&a, "a.rtd").unwrap();
     std::fs::write(dir.join("fleet.tar"), tar.into_inner().unwrap()).unwrap();
 
-    let out = rtconv(&["batch", "--pack", fleet.to_str().unwrap(), dir.join("fleet.tar").to_str().unwrap()]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(3), "{err}");
+    let (code, _, err) =
+        rtconv_run(&["batch", "--pack", fleet.to_str().unwrap(), dir.join("fleet.tar").to_str().unwrap()]);
+    let err = err.join("\n");
+    assert_eq!(code, 3, "{err}");
     assert!(err.contains("fleet.tar: dumps inside an archive cannot be packed in place"), "{err}");
     assert!(err.contains("2 packed, 0 packed with keys left unnamed, 1 failed"), "{err}");
     std::fs::remove_file(dir.join("workload")).unwrap();

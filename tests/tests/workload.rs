@@ -4,22 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ringtrace_tests::{
-    ChromeTrace, Event, at_least, at_most, binary, parse_chrome, record_workload_timed, run, scratch,
+    ChromeTrace, Event, at_least, at_most, binary, fib_calls, parse_chrome, record_workload_timed, run, scratch,
 };
 
 const FIB_N: u32 = 18;
 const ROUNDS: u32 = 4;
 const LINES: u32 = 6;
 const SLEEP_MS: u64 = 50;
-
-/// Calls made by the naive recursive `fib(n)`: C(n) = 1 + C(n-1) + C(n-2), C(0) = C(1) = 1.
-fn fib_calls(n: u32) -> u64 {
-    let (mut a, mut b) = (1u64, 1u64);
-    for _ in 1..n {
-        (a, b) = (b, 1 + a + b);
-    }
-    if n == 0 { a } else { b }
-}
 
 /// Records the workload and converts its dump; also returns how long each
 /// sleeper round took, timed by the workload around the round's spans.
@@ -53,7 +44,7 @@ fn workload_converts_with_exact_counts_nesting_names_and_durations() {
     }
     let parse_calls = 2 * u64::from(ROUNDS);
     let expected: BTreeMap<&str, u64> = [
-        ("workload::fib", 2 * fib_calls(FIB_N)),
+        ("workload::fib", 2 * fib_calls(FIB_N.into())),
         ("tokenize", parse_calls * u64::from(LINES)),
         ("checksum", parse_calls * u64::from(LINES)),
         ("workload::parse_batch", parse_calls),
@@ -75,7 +66,7 @@ fn workload_converts_with_exact_counts_nesting_names_and_durations() {
     for (tid, events) in &per_thread {
         let thread = &trace.thread_names[tid];
         if thread.starts_with("fib-") {
-            assert_eq!(events.len() as u64, fib_calls(FIB_N), "fib calls on {thread}");
+            assert_eq!(events.len() as u64, fib_calls(FIB_N.into()), "fib calls on {thread}");
         }
     }
 

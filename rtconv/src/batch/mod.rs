@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use rayon::iter::{ParallelBridge, ParallelIterator};
 
 use crate::convert::{self, Diagnostic, Format};
+#[cfg(feature = "parquet")]
 use crate::export;
 use crate::io::AtomicFile;
 use crate::symbolize;
@@ -292,6 +293,7 @@ pub fn convert_all(
 /// `rtconv export` and `rtconv batch -f parquet`: every dump of `args` into
 /// the Parquet tables under `out_dir` ([`crate::export`]), one part file per
 /// worker in use, each dump's rows in one part.
+#[cfg(feature = "parquet")]
 pub fn export_all(
     args: &[PathBuf],
     out_dir: &Path,

@@ -39,11 +39,23 @@ pub fn run_export(args: ExportArgs) -> ExitCode {
     export(&args.inputs, &args.out_dir, args.host.as_deref(), &opts, &Progress::new(args.run.quiet))
 }
 
+#[cfg(feature = "parquet")]
 fn export(inputs: &[PathBuf], out_dir: &Path, host: Option<&str>, opts: &Options, progress: &Progress) -> ExitCode {
     let summary = rtconv::batch::export_all(inputs, out_dir, host, opts, progress);
     say_converted("export", &summary, out_dir);
     ExitCode::from(exit::of_summary(&summary))
 }
+
+/// Without the `parquet` feature: how to get an rtconv that exports.
+#[cfg(not(feature = "parquet"))]
+fn export(_: &[PathBuf], _: &Path, _: Option<&str>, _: &Options, _: &Progress) -> ExitCode {
+    super::usage(WITHOUT_PARQUET)
+}
+
+/// What `rtconv export` says when this build has no Parquet writer.
+#[cfg(not(feature = "parquet"))]
+pub const WITHOUT_PARQUET: &str = "this rtconv was built without Parquet export (the `parquet` feature); \
+     install one that has it: cargo install --locked --path rtconv --features parquet";
 
 /// `rtconv pack`.
 pub fn run_pack(args: PackArgs) -> ExitCode {

@@ -196,3 +196,81 @@ fn default_action(signal: libc::c_int) {
         libc::raise(signal);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// SIGBUS signals the handler installed before the guard saw, and the mapping it mends.
+    static PREVIOUS_CALLS: AtomicUsize = AtomicUsize::new(0);
+    static FOREIGN_START: AtomicUsize = AtomicUsize::new(0);
+    static FOREIGN_LEN: AtomicUsize = AtomicUsize::new(0);
+
+    /// The program's own SIGBUS handler, there before the guard: counts, and mends a fault in the
+    /// mapping it owns (as a program that maps files itself would) with a zero page.
+    extern "C" fn previous(_signal: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
+        PREVIOUS_CALLS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+        let address = unsafe { (*info).si_addr() } as usize;
+        let (start, len) = (FOREIGN_START.load(Ordering::SeqCst), FOREIGN_LEN.load(Ordering::SeqCst));
+        if address >= start && address < start + len {
+            let page = super::PAGE.load(Ordering::Relaxed);
+            // SAFETY: the page is inside the test's own read-only mapping, which outlives the read.
+            unsafe {
+                let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED;
+                libc::mmap((address / page * page) as *mut libc::c_void, page, libc::PROT_READ, flags, -1, 0);
+            }
+        }
+    }
+
+    /// A file of two pages of 0xAB, and the path of it.
+    fn two_pages(dir: &std::path::Path, name: &str) -> (std::fs::File, std::path::PathBuf) {
+        let path = dir.join(name);
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(&vec![0xAB; 2 << 16]).unwrap();
+        (file, path)
+    }
+
+    #[test]
+    fn a_sigbus_not_of_a_guarded_mapping_goes_to_the_handler_that_was_there_before() {
+        let dir = std::env::temp_dir().join(format!("rtconv-sigbus-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // SAFETY: a zeroed sigaction with the SA_SIGINFO handler above and an empty mask is valid.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = previous as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&mut action.sa_mask);
+            assert_eq!(libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()), 0);
+        }
+        super::guard_shrinking_files().unwrap();
+        assert!(super::is_on());
+
+        // A mapping of the program's own, cut short: the fault is the program's handler's.
+        let (foreign_file, path) = two_pages(&dir, "foreign");
+        // SAFETY: read-only; the file is cut below, which is the point (its handler mends the fault).
+        let foreign = unsafe { memmap2::Mmap::map(&std::fs::File::open(&path).unwrap()) }.unwrap();
+        FOREIGN_START.store(foreign.as_ptr() as usize, Ordering::SeqCst);
+        FOREIGN_LEN.store(foreign.len(), Ordering::SeqCst);
+        foreign_file.set_len(0).unwrap();
+        let byte = std::hint::black_box(&foreign[..])[1 << 16];
+        assert_eq!((byte, PREVIOUS_CALLS.load(Ordering::SeqCst)), (0, 1), "the program's handler mended its own fault");
+
+        // A SIGBUS sent with kill goes there too.
+        // SAFETY: raise has no preconditions; the handler returns.
+        unsafe { libc::raise(libc::SIGBUS) };
+        assert_eq!(PREVIOUS_CALLS.load(Ordering::SeqCst), 2);
+
+        // A guarded mapping cut short reads as zeros and says so; the program's handler is not called.
+        let (guarded_file, path) = two_pages(&dir, "guarded");
+        let bytes = super::super::map_file(&path, super::super::Pages::OnDemand).unwrap();
+        assert!(!bytes.shrank());
+        guarded_file.set_len(0).unwrap();
+        assert_eq!(std::hint::black_box(&bytes[..])[(1 << 16) + 5], 0);
+        assert!(bytes.shrank());
+        assert_eq!(PREVIOUS_CALLS.load(Ordering::SeqCst), 2);
+        drop((bytes, foreign));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

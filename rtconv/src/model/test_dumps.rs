@@ -1,6 +1,8 @@
 //! Spans for the model's unit tests: random call trees as a ring holds
-//! them, written as real dumps and read back. (`ringtrace_tests::DumpBuilder`
-//! depends on this crate, so these unit tests write their few dumps here.)
+//! them, written as real dumps (by the format crate's `test_util`, as every
+//! test of the workspace writes them) and read back.
+
+pub(crate) use ringtrace_format::test_util::XorShift;
 
 use super::Names;
 use super::timeline::{SpanNs, Timeline};
@@ -63,20 +65,10 @@ pub(crate) struct TestRing {
     pub open: Vec<(u64, u64)>,
 }
 
-/// A dump writer with its clock section written: a nanosecond counter,
-/// anchored at 0 and at the dump, `dump_ticks`.
+/// A dump writer with its meta and clock sections written: a nanosecond
+/// counter, anchored at 0 and at the dump, `dump_ticks`.
 pub(super) fn writer(dump_ticks: u64) -> ringtrace_format::Writer<ringtrace_format::IoSink<Vec<u8>>> {
-    use ringtrace_format::{Anchor, ClockInfo, CounterKind, IoSink, RateSource, Writer};
-    let mut w = Writer::new(IoSink(Vec::new()), 8).unwrap();
-    let clock = ClockInfo {
-        counter: CounterKind::MonotonicNs,
-        counter_bits: 64,
-        nominal_hz: 1_000_000_000,
-        rate_source: RateSource::Exact,
-    };
-    let dump = Anchor { ticks: dump_ticks, mono_ns: dump_ticks, real_ns: dump_ticks };
-    w.clock(&clock, &[Anchor::default(), dump]).unwrap();
-    w
+    ringtrace_format::test_util::DumpBuilder::new("t").dumped_at(dump_ticks).start().0
 }
 
 /// `rings` written as a real dump taken at `dump_ticks` (ns), one thread
@@ -119,21 +111,4 @@ pub(super) fn decoded(spans: &[SpanNs]) -> Vec<SpanNs> {
         let mut threads = tl.threads();
         threads.next().unwrap().to_vec()
     })
-}
-
-/// A xorshift64 generator for the tests' seeded draws: the same sequence for the same seed.
-pub(crate) struct XorShift(pub(crate) u64);
-
-impl XorShift {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// A draw below `m`.
-    pub(crate) fn below(&mut self, m: u64) -> u64 {
-        self.next() % m
-    }
 }

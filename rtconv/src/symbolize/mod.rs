@@ -10,7 +10,7 @@
 //! 5. `symtab`: the module's ELF symbol tables;
 //! 6. `dladdr`: the dump's dladdr table (no binary needed).
 //!
-//! `--symbolizer` replaces the order; one loop ([`each_backend`]) runs it,
+//! `--symbolizer` replaces the order; one loop (`each_backend`) runs it,
 //! for a trace's keys, a binary's addresses and a single query alike.
 //! Binaries are looked for when the first backend that reads them runs, for
 //! the keys still unnamed then: a packed dump opens none. A key nothing

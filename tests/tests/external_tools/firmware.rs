@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use ringtrace_tests::{Scratch, build_firmware, parse_chrome, scratch, tool};
+use ringtrace_tests::{Scratch, build_firmware, parse_chrome, rtconv_ok, scratch, tool};
 
 /// Runs `elf` on QEMU (`qemu` with `machine` arguments) in `dir`, where its
 /// semihosting file lands; returns what it printed. It must exit 0 within
@@ -27,12 +27,6 @@ fn run_on_qemu(qemu: &str, machine: &[&str], elf: &Path, dir: &Path) -> String {
 }
 
 /// rtconv with `args`; its stdout, which must come with exit 0.
-fn rtconv(args: &[&std::ffi::OsStr]) -> String {
-    let out = ringtrace_tests::rtconv().args(args).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// What the firmware samples record (their doc comments): per name, calls.
 fn expected(rounds: u64, irq_runs: u64, prefix: &str) -> HashMap<String, u64> {
     HashMap::from([
@@ -47,7 +41,7 @@ fn expected(rounds: u64, irq_runs: u64, prefix: &str) -> HashMap<String, u64> {
 /// `dump` converted to Chrome JSON with names from `elf`, read back.
 fn chrome(dump: &Path, elf: &Path) -> ringtrace_tests::ChromeTrace {
     let args = ["convert".as_ref(), dump.as_os_str(), "--exe".as_ref(), elf.as_os_str(), "-o".as_ref(), "-".as_ref()];
-    parse_chrome(&rtconv(&args))
+    parse_chrome(&rtconv_ok(&args))
 }
 
 /// The thread id of the thread named `name`.
@@ -68,7 +62,7 @@ fn check_dump(dump: &Path, elf: &Path, printed: &str, prefix: &str, irq_track: &
     let (rounds, irq_runs) = (numbers[0], numbers[1]);
     assert!(irq_runs >= 3, "the timer interrupt ran {irq_runs} times");
     // Nothing lost; every key named from DWARF.
-    let info = rtconv(&["info".as_ref(), dump.as_os_str(), "--exe".as_ref(), elf.as_os_str()]);
+    let info = rtconv_ok(&["info".as_ref(), dump.as_os_str(), "--exe".as_ref(), elf.as_os_str()]);
     assert!(info.contains("0 overwritten, 0 dropped"), "{info}");
     assert!(info.contains("unknown 0"), "every key named: {info}");
     // No real-time clock: said so. 32-bit targets keep 12-byte records (their ring words are 32 bits).
@@ -217,6 +211,6 @@ fn a_riscv64_firmware_on_qemu_records_dwarf_named_spans_and_an_interrupt_track()
 #[test]
 fn a_riscv32_firmware_timed_by_the_clint_mtime_records_the_same_spans() {
     let (elf, dir) = run_firmware(&Firmware { features: Some("mtime"), tick_ns: 100, ..RISCV32 }); // 10 MHz
-    let info = rtconv(&["info".as_ref(), dir.join("riscv.rtd").as_os_str(), "--exe".as_ref(), elf.as_os_str()]);
+    let info = rtconv_ok(&["info".as_ref(), dir.join("riscv.rtd").as_os_str(), "--exe".as_ref(), elf.as_os_str()]);
     assert!(info.contains("RISC-V mtime, 32 bits; rate 10.000 MHz nominal"), "{info}");
 }

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use ringtrace_tests::{binary, record_workload_with, run, scratch};
+use ringtrace_tests::{binary, record_workload_with, run, scratch, without_rust_hash};
 use rtconv::model::{Location, Source, locate};
 use rtconv::symbolize::symbolize;
 
@@ -67,12 +67,4 @@ fn code_address_names_match_llvm_symbolizer() {
     let our_lines: Vec<String> = ours.iter().map(|o| o.1.clone()).collect();
     assert_eq!(our_lines, gnu_lines);
     assert_eq!(ours, theirs);
-}
-
-/// `path::name::h0123456789abcdef` to `path::name` (LLVM 14 keeps legacy Rust hashes).
-fn without_rust_hash(name: &str) -> &str {
-    match name.rsplit_once("::h") {
-        Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path,
-        _ => name,
-    }
 }

@@ -126,3 +126,28 @@ print("functions", fleet.check_against_stats(rows, open({stats:?}).read()),
     assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
     eprintln!("spark: {}", String::from_utf8_lossy(&checked.stdout));
 }
+
+#[test]
+fn the_python_package_leaves_the_programs_own_sigbus_handler_in_place() {
+    // A library loaded into someone else's process installs no signal handler: the process's own
+    // SIGBUS handler, set before the package names a dump from its binary's DWARF (mapping the
+    // binary), still gets a SIGBUS afterwards. (rtconv's command line switches its guard on, which
+    // passes such a signal on: `io::shrink_guard`'s test.)
+    let dir = scratch("fleet-sigbus");
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
+    let program = r#"
+import os, signal, sys
+seen = []
+signal.signal(signal.SIGBUS, lambda number, frame: seen.append(number))
+import ringtrace
+functions = ringtrace.open(sys.argv[1], symbol_index=False).functions().column("function").to_pylist()
+assert "workload::fib" in functions, functions  # named from the binary's DWARF: the binary was mapped
+os.kill(os.getpid(), signal.SIGBUS)
+assert seen == [signal.SIGBUS], seen
+print("the program's handler ran")
+"#;
+    let out = with_package("python").arg("-c").arg(program).arg(&dump).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "the program's handler ran", "{stderr}");
+}

@@ -1,0 +1,19 @@
+//! The tests that need tools beyond Rust and a C compiler — emulators, a
+//! browser, Python's data engines, Go, LLVM, groff, CMake, zstd — which
+//! `tests/setup` installs. Leave them out with `--skip external_tools::`.
+
+mod aarch64;
+mod c_install;
+mod cli;
+mod diff;
+mod export;
+mod firmware;
+mod fleet;
+mod hostile;
+mod nesting;
+mod perfetto;
+mod pprof;
+mod symbolize;
+mod symbolize_compat;
+mod symbols;
+mod viewer;
