@@ -581,8 +581,8 @@ impl<'a> Records<'a> {
     /// The record at `index` in file order.
     #[inline]
     pub fn get(&self, index: usize) -> Option<Record> {
-        // Not through `locate`: its two branches cost a prefixed ring's decoding 1 % more
-        // instructions (three reads a span).
+        // Not through `locate`: its two branches cost a prefixed ring's decoding more
+        // instructions (three reads a span; docs/PERFORMANCE.md).
         let size = if self.compact() { COMPACT_RECORD_SIZE } else { RECORD_SIZE };
         let at = index.checked_mul(size)?;
         let c = self.bytes.get(at..at.checked_add(size)?)?;

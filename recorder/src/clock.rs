@@ -7,10 +7,10 @@
 //! | [`Ordered`] | x86_64 | `rdtscp` | waits for all earlier instructions to execute; later ones may start | a few ns more per read |
 //! | [`Serialized`] | x86_64 | `lfence; rdtsc` | nothing earlier is still executing, nothing later has started | the most exact and the most costly (see docs/PERFORMANCE.md) |
 //! | [`Fenced`] | x86_64 | `lfence; rdtsc` at a span's start, `rdtsc` at its end | the start waits for earlier instructions; the end is [`Fast`]'s | a span never starts early; its end may still be read before its last instructions finish |
-//! | [`Fast`], [`Ordered`], [`Serialized`], [`Fenced`] | aarch64 | `mrs CNTVCT_EL0` (`isb` first for Ordered, Serialized and Fenced's start) | as for x86_64 | rate from `CNTFRQ_EL0`; tested under `qemu-aarch64` (`tests/tests/aarch64.rs`), not on aarch64 hardware |
+//! | [`Fast`], [`Ordered`], [`Serialized`], [`Fenced`] | aarch64 | `mrs CNTVCT_EL0` (`isb` first for Ordered, Serialized and Fenced's start) | as for x86_64 | rate from `CNTFRQ_EL0`; tested under `qemu-aarch64` (`tests/tests/external_tools/aarch64.rs`), not on aarch64 hardware |
 //! | [`Fast`] and the others | any other target, with `std` | OS monotonic clock | a syscall or vDSO call | nanoseconds, exact rate; ~20 ns per read |
 //! | [`Fast`] (`Ordered`, `Serialized`: `dsb; isb` first) | Cortex-M3/M4/M7/M33 (Armv7-M, Armv8-M), `no_std` | DWT `CYCCNT` (32 bits; call `enable_cycle_counter` once) | as for x86_64 | the core clock rate is the program's to state; **compiled, not run: QEMU models no DWT** |
-//! | `SysTick` (and every clock on Armv6-M, which has no DWT) | any Cortex-M, `no_std` | SysTick's down-counter plus its reloads, counted by the handler | none | run on QEMU's mps2-an385 (M3) and micro:bit (M0) by `tests/tests/firmware.rs` |
+//! | `SysTick` (and every clock on Armv6-M, which has no DWT) | any Cortex-M, `no_std` | SysTick's down-counter plus its reloads, counted by the handler | none | run on QEMU's mps2-an385 (M3) and micro:bit (M0) by `tests/tests/external_tools/firmware.rs` |
 //! | [`Fast`] (`Ordered`, `Serialized`: `fence` first) | RISC-V, `no_std`, machine mode | `mcycle` (`mcycleh` too on rv32) | none | state the core clock with `set_core_hz`; run on QEMU's virt (rv32, rv64) |
 //! | `Mtime` | RISC-V, `no_std` | the platform timer `mtime` (memory-mapped; `Mtime::set` its address and rate) | none | a fixed rate; run on QEMU's virt (rv32) |
 //! | your own [`Clock`] | anything, `no_std` | e.g. a timer peripheral | yours | counters narrower than 64 bits wrap; `rtconv` unwraps them |
@@ -205,7 +205,7 @@ mod arch {
 
 #[cfg(target_arch = "aarch64")]
 mod arch {
-    //! Run under `qemu-aarch64` by tests/tests/aarch64.rs; not on aarch64 hardware here.
+    //! Run under `qemu-aarch64` by tests/tests/external_tools/aarch64.rs; not on aarch64 hardware here.
     use super::*;
 
     #[inline(always)]

@@ -41,8 +41,7 @@ const ANCHOR_TRIES: usize = 16;
 /// other counter read moves across them; the anchor's tick is the midpoint
 /// of the two. Both clocks are read a few times first: a process's first
 /// `clock_gettime` faults the vDSO's data in and costs microseconds, which
-/// an unwarmed anchor splits unevenly (issue 17: start anchors 2.9–6.5 µs
-/// off).
+/// an unwarmed anchor splits unevenly (docs/PERFORMANCE.md, the clock).
 pub fn anchor() -> Anchor {
     use crate::clock::{Clock, Serialized};
     for _ in 0..4 {

@@ -1,9 +1,8 @@
 //! The `rtconv` command line: parses the arguments and hands each command to
 //! its module in [`cli`], which runs the library and reports what it did.
 
-/// mimalloc, not the C library's allocator: `rtconv symbolize` spends far
-/// less in malloc and free and takes far fewer page faults with it
-/// (docs/PERFORMANCE.md measures both).
+/// mimalloc, not the C library's allocator: `rtconv symbolize` spends less
+/// in malloc and free and takes fewer page faults with it (docs/PERFORMANCE.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,4 +1,4 @@
-"""Checks `rtconv export`'s Parquet tables with DuckDB and pyarrow (tests/tests/export.rs):
+"""Checks `rtconv export`'s Parquet tables with DuckDB and pyarrow (tests/tests/external_tools/export.rs):
 
     check_export.py PARQUET_DIR STATS_JSON DUMPS
 

@@ -1,4 +1,4 @@
-"""Checks the `ringtrace` Python package (tests/tests/fleet.rs):
+"""Checks the `ringtrace` Python package (tests/tests/external_tools/fleet.rs):
 
     check_reader.py STATS_JSON EXPORTED_DIR DUMP...
 

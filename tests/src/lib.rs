@@ -2,14 +2,11 @@
 //! and read Chrome JSON back into plain spans.
 
 pub mod fuzz_support;
-pub mod hostile;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-
-pub use ringtrace_format::test_util::{DumpBuilder, XorShift, site_section};
 
 /// Runs `cargo build --release --locked ARGS` in the workspace and returns
 /// cargo's JSON messages about the artifacts it built.

@@ -6,8 +6,9 @@
 
 use std::path::Path;
 
+use ringtrace_format::test_util::DumpBuilder;
 use ringtrace_format::{IoSink, Record, RingInfo, Writer};
-use ringtrace_tests::{DumpBuilder, binary, record_workload_with, run, scratch};
+use ringtrace_tests::{binary, record_workload_with, run, scratch};
 
 /// `rtconv diff BASE NEW ARGS…`: exit status, stdout, stderr.
 pub(crate) fn diff(base: &Path, new: &Path, args: &[&str]) -> (i32, String, String) {
@@ -108,7 +109,7 @@ pub(crate) fn dump_of(path: &Path, durations: &[u64]) {
 
 /// Durations below 2048 ns (which the histograms hold exactly), seeded.
 pub(crate) fn durations(seed: u64, n: usize, low: u64, spread: u64) -> Vec<u64> {
-    let mut rng = ringtrace_tests::XorShift(seed | 1);
+    let mut rng = ringtrace_format::test_util::XorShift(seed | 1);
     (0..n).map(|_| low + rng.below(spread)).collect()
 }
 

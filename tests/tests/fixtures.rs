@@ -4,7 +4,7 @@
 //! stacks match the expected outputs committed beside it. Names come from
 //! the dumps alone (`--symbolizer packed,sites,dladdr`: a 1.2 dump is packed), so the outputs do not
 //! depend on which binaries this machine has. Rewrite the expected files
-//! after an intended change with `BLESS=1 cargo test --test fixtures`.
+//! after an intended change with `BLESS=1 cargo test -p ringtrace-tests --test e2e -- fixtures::`.
 
 use std::path::Path;
 

@@ -84,7 +84,7 @@ fn a_program_without_an_os_records_and_dumps_through_a_byte_sink() {
 #[test]
 fn instrumenting_a_function_adds_a_measured_number_of_bytes() {
     let (on, off) = (function_sizes(&build(false)), function_sizes(&build(true)));
-    // Printed for docs/PERFORMANCE.md (cargo test --test freestanding -- --nocapture).
+    // Printed for docs/PERFORMANCE.md (cargo test -p ringtrace-tests --test e2e -- freestanding:: --nocapture).
     println!("leaf: {} -> {} bytes; outer: {} -> {} bytes", off.0, on.0, off.1, on.1);
     assert!(on.0 > off.0 && on.1 > off.1, "instrumented functions are larger: {on:?} vs {off:?}");
 }

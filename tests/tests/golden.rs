@@ -1,12 +1,13 @@
 //! Golden files for the text outputs, from a synthetic dump whose every
 //! tick is chosen: `-f ftrace`, `-f folded` and `rtconv stats --format csv`.
-//! Rewrite the files after an intended change with `BLESS=1 cargo test --test golden`.
+//! Rewrite the files after an intended change with `BLESS=1 cargo test -p ringtrace-tests --test e2e -- golden::`.
 
 use std::path::Path;
 
 use ringtrace_format::layout::RING_FLAG_THREAD_EXITED;
+use ringtrace_format::test_util::DumpBuilder;
 use ringtrace_format::{IoSink, Record, RingInfo, Writer};
-use ringtrace_tests::{DumpBuilder, convert, run, scratch};
+use ringtrace_tests::{convert, run, scratch};
 
 const BASE: u64 = 0x10_0000;
 const LABELS: [&str; 4] = ["handle request", "parse", "read line", "wait"];
@@ -186,7 +187,7 @@ fn outputs_are_the_same_whether_a_ring_nests_in_the_file_or_must_be_sorted() {
     let dir = scratch("walk-paths");
     let dump = dir.join("paths.rtd");
     let (mut w, keys) = dump_start();
-    let mut rng = ringtrace_tests::XorShift(0x2545_F491_4F6C_DD1Du64);
+    let mut rng = ringtrace_format::test_util::XorShift(0x2545_F491_4F6C_DD1Du64);
     let mut next = move |m: u64| rng.below(m);
     let (mut now, mut open, mut ended) = (0u64, Vec::new(), Vec::new());
     while ended.len() < 5_000 {

@@ -9,7 +9,9 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use ringtrace_tests::{binary, hostile, record_workload_with, scratch, tool};
+use ringtrace_tests::{binary, record_workload_with, scratch, tool};
+
+use crate::shapes;
 
 /// The address space rtconv may use in these tests.
 const ADDRESS_SPACE: u64 = 1 << 30;
@@ -97,7 +99,7 @@ fn a_dump_followed_by_768_mib_of_zeros_is_read_to_its_end_marker_only() {
     let dump = dump(&dir);
     let zeros = 768u64 << 20;
     // One entry: the dump, then zeros, as one file of the archive (3.5 MB compressed).
-    let stream = hostile::dump_then_zeros("big.rtd", &dump, zeros);
+    let stream = shapes::dump_then_zeros("big.rtd", &dump, zeros);
     let bomb = dir.join("bomb.tar.gz");
     compress("gzip", &["-1", "-c"], stream, &bomb);
     assert!(std::fs::metadata(&bomb).unwrap().len() < 8 << 20);
@@ -115,7 +117,7 @@ fn a_dump_larger_than_max_dump_size_is_skipped_and_named() {
     let dir = scratch("hostile-max-size");
     let dump = dump(&dir);
     let archive = dir.join("two.tar");
-    std::fs::write(&archive, hostile::tar_of(&[("a.rtd", &dump), ("b.rtd", &dump)])).unwrap();
+    std::fs::write(&archive, shapes::tar_of(&[("a.rtd", &dump), ("b.rtd", &dump)])).unwrap();
     let out_dir = dir.join("out");
     let limit = (dump.len() - 1).to_string();
     let args = ["batch", archive.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap(), "--max-dump-size", &limit];
@@ -136,7 +138,7 @@ fn an_archive_with_no_dump_is_a_named_failure() {
     let empty = dir.join("empty.tar");
     std::fs::write(&empty, b"").unwrap();
     let links = dir.join("links.tar");
-    std::fs::write(&links, hostile::links_only_tar()).unwrap();
+    std::fs::write(&links, shapes::links_only_tar()).unwrap();
     for archive in [&empty, &links] {
         let out = rtconv(&["batch", archive.to_str().unwrap(), "--out-dir", dir.join("out").to_str().unwrap()]);
         let err = stderr(&out);
@@ -153,7 +155,7 @@ fn fifos_and_devices_are_refused_without_waiting() {
     std::fs::create_dir_all(&dumps).unwrap();
     std::fs::write(dumps.join("good.rtd"), dump(&dir)).unwrap();
     let fifo = dumps.join("fifo.rtd");
-    hostile::mkfifo(&fifo);
+    shapes::mkfifo(&fifo);
     std::os::unix::fs::symlink("/dev/urandom", dumps.join("random.rtd")).unwrap();
 
     // Named directly: each refused with what it is (and the FIFO not waited on for a writer).
@@ -173,7 +175,7 @@ fn fifos_and_devices_are_refused_without_waiting() {
     assert!(out_dir.join("good.json").is_file());
     // And the archive itself must be a regular file.
     let fake = dir.join("pipe.tar");
-    hostile::mkfifo(&fake);
+    shapes::mkfifo(&fake);
     let out = rtconv(&["batch", fake.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
     assert!(stderr(&out).contains("pipe.tar: cannot read: a FIFO, not a regular file"), "{}", stderr(&out));
 }
@@ -223,7 +225,7 @@ fn links_and_fifos_planted_in_the_output_directory_are_replaced_not_written_thro
     let secret = dir.join("secret.txt");
     std::fs::write(&secret, b"not yours").unwrap();
     std::fs::hard_link(&secret, out_dir.join("a.json")).unwrap();
-    hostile::mkfifo(&out_dir.join("b.json"));
+    shapes::mkfifo(&out_dir.join("b.json"));
     let (a, b) = (dir.join("a.rtd"), dir.join("b.rtd"));
     let out = rtconv(&["batch", a.to_str().unwrap(), b.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -266,7 +268,7 @@ fn a_dump_cut_short_while_mapped_reads_as_zeros_and_is_reported_not_a_crash() {
 fn a_hundred_thousand_modules_are_looked_up_by_address_and_reported_in_a_few_lines() {
     let dir = scratch("hostile-modules");
     let path = dir.join("m.rtd");
-    std::fs::write(&path, hostile::many_modules(100_000)).unwrap();
+    std::fs::write(&path, shapes::many_modules(100_000)).unwrap();
     let out = rtconv(&["convert", path.to_str().unwrap(), "-f", "folded"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "names missing: {err}");
@@ -283,7 +285,7 @@ fn a_stream_of_many_rings_in_many_chunks_is_gathered_whole() {
     let dir = scratch("hostile-chunks");
     let path = dir.join("chunks.rtd");
     // 50,000 rings of 2 one-span chunks each, interleaved: 100,000 sections.
-    std::fs::write(&path, hostile::many_stream_chunks(50_000, 2)).unwrap();
+    std::fs::write(&path, shapes::many_stream_chunks(50_000, 2)).unwrap();
     let out = bounded(timed(&["stats", path.to_str().unwrap(), "--format", "json"]), None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -300,7 +302,7 @@ fn stats_over_many_keys_and_many_threads_keep_small_accumulators() {
         [("keys.rtd", 1, 200_000, &[][..]), ("threads.rtd", 50_000, 1, &["--per-thread"][..])]
     {
         let path = dir.join(name);
-        std::fs::write(&path, hostile::many_keys(threads, keys)).unwrap();
+        std::fs::write(&path, shapes::many_keys(threads, keys)).unwrap();
         let mut all = vec!["stats", path.to_str().unwrap(), "--format", "csv", "--symbolizer", "dladdr"];
         all.extend(args);
         let out = rtconv(&all);
@@ -353,7 +355,7 @@ fn ftrace_text_of_deep_nesting_grows_with_the_spans_not_with_the_square_of_the_d
     let dir = scratch("hostile-deep");
     let n = 20_000u64;
     let path = dir.join("deep.rtd");
-    std::fs::write(&path, hostile::nested(n)).unwrap();
+    std::fs::write(&path, shapes::nested(n)).unwrap();
     let out = rtconv(&["convert", path.to_str().unwrap(), "-f", "ftrace", "--symbolizer", "dladdr"]);
     let err = stderr(&out);
     assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{err}");
@@ -389,7 +391,7 @@ fn symbolize_refuses_an_endless_line_and_answers_a_line_that_is_not_text() {
 fn names_with_control_characters_still_make_well_formed_svg_and_folded_lines() {
     let dir = scratch("hostile-control");
     let path = dir.join("ctl.rtd");
-    std::fs::write(&path, hostile::control_names()).unwrap();
+    std::fs::write(&path, shapes::control_names()).unwrap();
     let svg = rtconv(&["convert", path.to_str().unwrap(), "-f", "flamegraph"]);
     assert_eq!(svg.status.code(), Some(0), "{}", stderr(&svg));
     // XML 1.0 allows no control character but tab, line feed and carriage return.
@@ -405,7 +407,7 @@ fn stacks_and_trees_of_deep_nesting_merge_what_lies_below_512_levels() {
     let dir = scratch("hostile-deep-stacks");
     let n = 20_000u64;
     let path = dir.join("deep.rtd");
-    std::fs::write(&path, hostile::nested(n)).unwrap();
+    std::fs::write(&path, shapes::nested(n)).unwrap();
     let dump = path.to_str().unwrap();
     let folded = rtconv(&["convert", dump, "-f", "folded", "--symbolizer", "dladdr"]);
     assert!(folded.status.code().is_some_and(|c| c == 0 || c == 3), "{}", stderr(&folded));
@@ -431,7 +433,7 @@ fn stacks_and_trees_of_deep_nesting_merge_what_lies_below_512_levels() {
 fn a_module_recorded_as_a_2_gib_sparse_file_is_inspected_not_read_whole() {
     let dir = scratch("hostile-huge-module");
     let dump = dir.join("huge.rtd");
-    std::fs::write(&dump, hostile::huge_module(&dir.join("libhuge.so"), 2 << 30)).unwrap();
+    std::fs::write(&dump, shapes::huge_module(&dir.join("libhuge.so"), 2 << 30)).unwrap();
     // Inspecting it touches a few pages; its size must not show in memory.
     let (code, peak) = peak_rss_kib(&["convert", dump.to_str().unwrap(), "-f", "folded"]);
     assert_eq!(code, 3);
@@ -527,7 +529,7 @@ fn every_class_of_the_hostile_corpus_ends_with_a_status_and_a_line_naming_the_in
     std::fs::create_dir_all(&corpus).unwrap();
     let seed = dump(&dir);
     std::fs::remove_file(dir.join("w.rtd")).unwrap();
-    let files = hostile::write_corpus(&corpus, &seed, hostile::Scale::SMALL);
+    let files = shapes::write_corpus(&corpus, &seed, shapes::Scale::SMALL);
     let corpus_files = tree(&corpus);
     let out = dir.join("out");
     for (path, what) in &files {
@@ -572,7 +574,7 @@ fn jobs_are_capped_and_no_more_workers_start_than_there_are_dumps() {
     let dumps = dir.join("dumps");
     std::fs::create_dir_all(&dumps).unwrap();
     for name in ["a.rtd", "b.rtd", "c.rtd"] {
-        std::fs::write(dumps.join(name), hostile::control_names()).unwrap();
+        std::fs::write(dumps.join(name), shapes::control_names()).unwrap();
     }
     let (d, out) = (dumps.to_str().unwrap(), dir.join("out"));
     let too_many = rtconv(&["batch", d, "--out-dir", out.to_str().unwrap(), "-j", "100000"]);

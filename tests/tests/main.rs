@@ -12,6 +12,9 @@
 //! cargo test --workspace -- --skip external_tools::
 //! ```
 
+/// Hostile inputs, shaped for the tests (and written out by the `hostile-corpus` example).
+pub mod shapes;
+
 mod bad_input;
 mod batch;
 mod c_api;

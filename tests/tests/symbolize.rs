@@ -323,4 +323,18 @@ fn a_failing_addr2line_program_is_reported_and_dwarf_names_the_keys() {
     );
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the addr2line backend failed on"));
+    // And so does a query read from a pipe, answered as it comes (a session of its own).
+    let mut child = ringtrace_tests::rtconv()
+        .args(["symbolize", "-e", binary("workload").to_str().unwrap(), "--addr2line", "false"])
+        .args(["--symbolizer", "addr2line"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"0x10\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).as_ref()), (Some(3), "??:0\n"), "{stderr}");
+    assert!(stderr.contains("the addr2line backend failed on") && stderr.contains("false exited"), "{stderr}");
 }

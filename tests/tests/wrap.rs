@@ -5,8 +5,9 @@
 //! wrap marker.
 
 use ringtrace_format::layout::{COMPACT_ARG_KEY, COMPACT_WRAP_KEY, RING_FLAG_THREAD_EXITED};
+use ringtrace_format::test_util::DumpBuilder;
 use ringtrace_format::{Anchor, ClockInfo, CompactRecord, CounterKind, IoSink, RateSource, Record, RingInfo, Writer};
-use ringtrace_tests::{DumpBuilder, convert, parse_chrome, scratch};
+use ringtrace_tests::{convert, parse_chrome, scratch};
 
 const SITES_BASE: u64 = 0x1000;
 

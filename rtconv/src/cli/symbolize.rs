@@ -21,8 +21,14 @@ struct Warnings {
 }
 
 impl Warnings {
+    /// Names were lost (the exit status says so).
     fn warn(&mut self, text: &str) {
         self.any = true;
+        self.note(text);
+    }
+
+    /// Nothing was lost (the symbol index could not be used).
+    fn note(&mut self, text: &str) {
         if self.said.insert(text.to_string()) {
             diag::emit(&format!("rtconv: warning: {text}"));
         }
@@ -89,6 +95,9 @@ pub fn run(args: SymbolizeArgs) -> ExitCode {
                 for w in session.warnings.drain(..) {
                     warnings.warn(&w);
                 }
+                for n in session.notes.drain(..) {
+                    warnings.note(&n);
+                }
                 write_answer(&mut out, style, &query, name.as_ref())?;
                 if style.json {
                     out.write_all(b"\n")?;
@@ -100,8 +109,8 @@ pub fn run(args: SymbolizeArgs) -> ExitCode {
             }
             out.flush()
         })();
-        for w in session.finish() {
-            warnings.warn(&w);
+        for n in session.finish() {
+            warnings.note(&n);
         }
         written
     } else {
@@ -116,8 +125,11 @@ pub fn run(args: SymbolizeArgs) -> ExitCode {
         let parsed: Vec<Result<Query, String>> = texts.iter().map(|t| parse_query(t, exe)).collect();
         let queries: Vec<Query> = parsed.iter().filter_map(|q| q.as_ref().ok().cloned()).collect();
         let (names, said) = name_batch(&queries, &opts, &lookup);
-        for w in &said {
+        for w in &said.warnings {
             warnings.warn(w);
+        }
+        for n in &said.notes {
+            warnings.note(n);
         }
         let nothing = unparsed();
         let written = (|| -> io::Result<()> {

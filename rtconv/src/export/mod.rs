@@ -57,7 +57,7 @@ use crate::model::{Anomalies, Timeline};
 
 /// Rows per row group: large enough for a scan to read long runs, small
 /// enough to bound a writer's memory (it holds a row group's encoded
-/// columns: about 16 MB of spans, at the 16 bytes a span measured).
+/// columns: about 16 bytes a span, docs/PERFORMANCE.md).
 pub const ROW_GROUP_ROWS: usize = 1 << 20;
 
 /// Why an export failed.

@@ -173,7 +173,7 @@ impl DepthRuns {
             ok &= enter >= last_exit;
         }
         // As `add` ends (written out there: through a shared helper, `add`
-        // compiled to three more instructions a record).
+        // compiled to more instructions a record; docs/PERFORMANCE.md).
         let run = &mut self.runs[usize::from(tag)];
         if run.first == u64::MAX {
             run.floor = floor;

@@ -175,9 +175,8 @@ pub struct Timeline<'a> {
 /// took goes to the slot beside it, if free (in the same cache line; looked
 /// at only after a miss), and otherwise is found by binary search. A trace
 /// of an interpreter calls hundreds of functions in turn, so the last key
-/// asked rarely helps: with a binary search per span, `stats` of a 3.5
-/// M-call Lua trace took 0.20 CPU-s, with the table 0.12–0.14
-/// (docs/PERFORMANCE.md).
+/// asked rarely helps, and a binary search per span was a large part of
+/// `stats`' time (docs/PERFORMANCE.md, "the figures behind the code").
 #[derive(Clone, Debug, Default)]
 pub(super) struct KeyTable {
     slots: Vec<(u64, u32)>,

@@ -146,7 +146,7 @@ fn line_start(out: &mut Text<'_>, head: &Piece, duration: Option<u64>, depth: us
     let indented = depth <= INDENTED_LEVELS;
     out.line_start(
         head,
-        // Inlined: a call per line otherwise (2 % of `-f ftrace`'s instructions).
+        // Inlined: a call per line otherwise.
         #[inline(always)]
         |to| duration.map_or(0, |ns| duration_column(ns, to)),
         if indented { depth * 2 } else { 0 },
@@ -190,8 +190,7 @@ pub(crate) fn mark(ns: u64) -> char {
 pub(crate) fn duration_column(ns: u64, to: &mut [u8; NUMBER]) -> usize {
     // Under 10 ms (most spans): 1 to 4 digits of µs and always three decimals, so the column is
     // 17 bytes, written in stores at fixed places and one after the digits. The general way
-    // checks bounds at each of its variable offsets: for the Lua trace of docs/PERFORMANCE.md,
-    // `-f ftrace` took 2.58 G instructions with it alone, 2.35 G with this.
+    // checks bounds at each of its variable offsets (docs/PERFORMANCE.md measures the difference).
     let Some((us, len)) = u32::try_from(ns / 1000).ok().and_then(four_digits) else {
         return duration_column_long(ns, to);
     };
@@ -223,7 +222,7 @@ fn duration_column_long(ns: u64, to: &mut [u8; NUMBER]) -> usize {
     if us_len < 7 {
         // snprintf("%03lu") into a buffer of min(5, 8 - len) bytes keeps that many minus one digits:
         // the point and `keep` decimals, the rest of the four bytes left blank (one 4-byte store, not a
-        // copy of variable length: 1 % fewer instructions for `-f ftrace`).
+        // copy of variable length).
         let keep = (5.min(8 - us_len) - 1).min(3);
         let kept = (1u64 << (8 * (1 + keep))) - 1;
         let decimals = u64::from(u32::from_le_bytes(DECIMALS[(ns % 1000) as usize]));

@@ -128,8 +128,7 @@ struct Packets<'o> {
 
 /// Packets are written to the output in chunks of about this many bytes:
 /// more than the 64 KiB of a `BufWriter` the caller may have, which then
-/// passes them through instead of copying them (as `render::text` does;
-/// with 64 KiB chunks, that copy was 5 % of the instructions).
+/// passes them through instead of copying them (as `render::text` does).
 const CHUNK: usize = 1 << 17;
 
 /// Room a span's packet is built in, in place at the end of the buffer.

@@ -97,8 +97,8 @@ static DIGITS4: [[u8; 4]; 10_000] = {
 /// `n` (below 10^8) as eight ASCII digits, leading zeros included, the
 /// most significant in the lowest byte (first in memory): two table
 /// entries. Working the digits out in lanes of a `u64` took six
-/// multiplications a number, 8 % of Chrome JSON's CPU (measured by leaving
-/// them out); this takes two (docs/PERFORMANCE.md).
+/// multiplications a number, and the multiplier was the text writers'
+/// bottleneck; this takes two (docs/PERFORMANCE.md).
 #[inline(always)]
 fn eight_digits(n: u32) -> u64 {
     let (high, low) = (n / 10_000, n % 10_000);

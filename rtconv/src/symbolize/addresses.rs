@@ -88,24 +88,28 @@ struct Module {
 
 /// Queries answered one at a time, each module's lookup state kept between
 /// them. What DWARF answers is added to each build's index when the session
-/// ends (dropped).
+/// ends ([`finish`](Self::finish), or dropped).
 pub struct Session {
     opts: Options,
     lookup: Lookup,
     modules: HashMap<PathBuf, Result<Module, String>>,
-    /// Why a module or a backend failed, to be said once each.
+    /// Why a backend failed or gave poorer names than the build's: names
+    /// were lost. To be said once each.
     pub warnings: Vec<String>,
+    /// What is worth saying but lost no name (the symbol index could not be used).
+    pub notes: Vec<String>,
 }
 
 impl Session {
     /// A session naming with `opts`' backends (those that read files), addresses read as `lookup` says.
     pub fn new(opts: Options, lookup: Lookup) -> Self {
-        Session { opts, lookup, modules: HashMap::new(), warnings: Vec::new() }
+        Session { opts, lookup, modules: HashMap::new(), warnings: Vec::new(), notes: Vec::new() }
     }
 
     /// The name of `query`'s address, or why it cannot be looked up. What
-    /// went wrong on the way without losing the answer (a backend that
-    /// failed, the index) is added to [`warnings`](Self::warnings).
+    /// went wrong on the way without losing the answer is added to
+    /// [`warnings`](Self::warnings) (a backend that failed) or
+    /// [`notes`](Self::notes) (the index).
     pub fn name(&mut self, query: &Query) -> Result<Option<SpanName>, String> {
         if !self.modules.contains_key(&query.module) {
             let opened = self.open(&query.module);
@@ -146,25 +150,23 @@ impl Session {
     }
 
     /// Ends the session: what DWARF answered is added to each build's
-    /// index; returns what could not be written (also said in
-    /// [`warnings`](Self::warnings) before, if anything else went wrong).
+    /// index; returns the [`notes`](Self::notes) not yet taken, with what
+    /// could not be written.
     pub fn finish(mut self) -> Vec<String> {
-        let mut warnings = std::mem::take(&mut self.warnings);
+        let mut notes = std::mem::take(&mut self.notes);
         for module in self.modules.values_mut().filter_map(|m| m.as_mut().ok()) {
             if let Some(ix) = &mut module.index {
-                ix.save(&mut warnings);
+                ix.save(&mut notes);
             }
         }
-        warnings
+        notes
     }
 
     fn open(&mut self, path: &Path) -> Result<Module, String> {
         let files = self.opts.search.files_for(path).map_err(|e| e.to_string())?;
         let wants_dwarf = self.opts.backends().contains(&Source::Dwarf);
         let index = match (&files.debug, &self.opts.index) {
-            (Some(debug), Some(root)) if wants_dwarf => {
-                Index::open(root, debug, self.opts.demangle, &mut self.warnings)
-            }
+            (Some(debug), Some(root)) if wants_dwarf => Index::open(root, debug, self.opts.demangle, &mut self.notes),
             _ => None,
         };
         Ok(Module { layout: Layout::read(&files.binary), files, index, dwarf: None, symtab: None })
@@ -218,11 +220,20 @@ impl Drop for Session {
 /// A batch's answers: per query, its name or why its address could not be looked up.
 pub type Named = Vec<Result<Option<SpanName>, String>>;
 
+/// What naming a batch said on the way, besides its answers.
+#[derive(Debug, Default)]
+pub struct BatchSaid {
+    /// Backends that failed or gave poorer names than the build's: names were lost.
+    pub warnings: Vec<String>,
+    /// What lost no name (the symbol index could not be used or written).
+    pub notes: Vec<String>,
+}
+
 /// Names a batch of queries at once, module by module, with the backends'
-/// parallel resolvers: one answer per query, and warnings (a backend that failed).
-pub fn name_batch(queries: &[Query], opts: &Options, lookup: &Lookup) -> (Named, Vec<String>) {
+/// parallel resolvers: one answer per query, and what went wrong on the way.
+pub fn name_batch(queries: &[Query], opts: &Options, lookup: &Lookup) -> (Named, BatchSaid) {
     let mut out: Named = vec![Ok(None); queries.len()];
-    let mut warnings = Vec::new();
+    let mut said = BatchSaid::default();
     let mut by_module: HashMap<&Path, Vec<usize>> = HashMap::new();
     for (i, q) in queries.iter().enumerate() {
         by_module.entry(&q.module).or_default().push(i);
@@ -247,11 +258,11 @@ pub fn name_batch(queries: &[Query], opts: &Options, lookup: &Lookup) -> (Named,
         }
         let addresses: Vec<u64> = placed.iter().map(|p| p.1).collect();
         let (names, findings) = super::resolve_module_files(&files, &addresses, opts);
-        warnings.extend(findings.degraded.iter().map(ToString::to_string));
-        warnings.extend(findings.warnings);
+        said.warnings.extend(findings.degraded.iter().map(ToString::to_string));
+        said.notes.extend(findings.warnings);
         for ((i, _), name) in placed.into_iter().zip(names) {
             out[i] = Ok(name);
         }
     }
-    (out, warnings)
+    (out, said)
 }

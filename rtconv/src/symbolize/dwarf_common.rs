@@ -53,8 +53,7 @@ fn cxx_or_unknown(language: Option<u16>) -> bool {
 /// `raw` demangled as `addr2line::demangle_auto` demangles it (Rust by
 /// `rustc-demangle`, then C++ by `cpp_demangle`, or by `language`); `None`
 /// where it does not. Rust names are written into a string sized up front,
-/// not grown piece by piece as `format!` grows it (9 % of demangling's
-/// instructions on ripgrep).
+/// not grown piece by piece as `format!` grows it (docs/PERFORMANCE.md).
 fn demangle_auto(raw: &str, language: Option<u16>) -> Option<String> {
     use addr2line::gimli::{DW_LANG_C_plus_plus, DW_LANG_Rust, DwLang};
     let rust = || {

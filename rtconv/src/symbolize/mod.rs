@@ -36,7 +36,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use addresses::{Lookup, Named, Query, Session, name_batch};
+pub use addresses::{BatchSaid, Lookup, Named, Query, Session, name_batch};
 pub use files::{ModuleError, ModuleFiles, Search, debuginfod_caches, hex};
 pub use index::{MAX_BYTES as MAX_INDEX_BYTES, root_in_cache_home};
 

@@ -7,8 +7,9 @@
 use std::path::Path;
 use std::process::Command;
 
+use ringtrace_format::test_util::DumpBuilder;
 use ringtrace_format::{Record, RingInfo};
-use ringtrace_tests::{DumpBuilder, binary, record_workload_with, run, scratch, venv, workspace_root};
+use ringtrace_tests::{binary, record_workload_with, run, scratch, venv, workspace_root};
 
 fn python() -> Command {
     Command::new(venv("python"))

@@ -1,16 +1,17 @@
 //! Archives made by the zstd tools people use (multi-frame, pzstd).
 
-use ringtrace_tests::{hostile, scratch};
+use ringtrace_tests::scratch;
 
 use crate::hostile::{compress, dump, rtconv, stderr};
+use crate::shapes;
 
 #[test]
 fn every_frame_of_a_concatenated_or_pzstd_archive_is_read() {
     let dir = scratch("hostile-frames");
     let dump = dump(&dir);
-    let tar = hostile::tar_of(&[("a.rtd", &dump), ("b.rtd", &dump), ("c.rtd", &dump)]);
+    let tar = shapes::tar_of(&[("a.rtd", &dump), ("b.rtd", &dump), ("c.rtd", &dump)]);
     // Split after the first entry, each part compressed on its own.
-    let (first, rest) = tar.split_at(hostile::after_first_entry(&dump));
+    let (first, rest) = tar.split_at(shapes::after_first_entry(&dump));
     for (program, ending) in [("zstd", "tar.zst"), ("gzip", "tar.gz")] {
         let (one, two) = (dir.join(format!("one.{ending}")), dir.join(format!("two.{ending}")));
         compress(program, &["-c"], first, &one);

@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use ringtrace_format::test_util::DumpBuilder;
 use ringtrace_format::{Record, RingInfo};
-use ringtrace_tests::{DumpBuilder, binary, convert, parse_chrome, record_workload_with, run, scratch, venv};
+use ringtrace_tests::{binary, convert, parse_chrome, record_workload_with, run, scratch, venv};
 
 /// Decodes a Perfetto trace, checks how it uses sequences and interning,
 /// and prints one JSON line per slice: [tid, name, ts, dur, depth, file, line, annotations].

@@ -1,8 +1,7 @@
 //! Names for a batch of addresses from DWARF in one sweep over each
 //! compilation unit they fall in: the answers `addr2line`'s `Context` gives
-//! (the [`dwarf`](super::dwarf) backend's per-address lookups), in about
-//! half the instructions the addr2line crate's own CLI takes (0.92 G
-//! against 1.78 G for 10,000 addresses of ripgrep, docs/PERFORMANCE.md).
+//! (the [`dwarf`](super::dwarf) backend's per-address lookups), in far fewer
+//! instructions than the addr2line crate's own CLI takes (docs/PERFORMANCE.md).
 //!
 //! `addr2line` parses a unit's function list in one walk over its entries,
 //! then walks each function an address falls in again for its inline tree,

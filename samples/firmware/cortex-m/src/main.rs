@@ -1,4 +1,4 @@
-//! A Cortex-M firmware that records spans, run by tests/tests/firmware.rs on
+//! A Cortex-M firmware that records spans, run by tests/tests/external_tools/firmware.rs on
 //! QEMU's `mps2-an385` (Cortex-M3, 25 MHz, built for thumbv7m) and `microbit`
 //! (Cortex-M0, built for thumbv6m: Thumb-1 code). Known truth for the test:
 //! - `fib` (code address, named from DWARF) `ROUNDS × 177` times: fib(10) makes

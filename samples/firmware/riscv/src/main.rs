@@ -1,5 +1,5 @@
 //! A RISC-V (rv32imac) firmware that records spans, run on QEMU's `virt`
-//! board by tests/tests/firmware.rs. The same known truth as the Cortex-M
+//! board by tests/tests/external_tools/firmware.rs. The same known truth as the Cortex-M
 //! sample: `fib` `ROUNDS × 177` times nested 10 deep, `middle` `ROUNDS` times
 //! holding three `leaf`s each, `loop` (a pulse) `ROUNDS - 1` intervals, and
 //! the machine timer interrupt (every 1 ms of the CLINT's 10 MHz `mtime`)

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use ringtrace_format::{Module, Record, RingInfo};
 
-use crate::DumpBuilder;
+use ringtrace_format::test_util::DumpBuilder;
 
 /// One thread whose `n` spans each hold the next: nesting `n` deep, two keys
 /// alternating (no modules: the keys stay unnamed addresses).

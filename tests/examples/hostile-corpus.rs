@@ -1,15 +1,18 @@
-//! Writes the hostile corpus (`ringtrace_tests::hostile`) into a folder, to
+//! Writes the hostile corpus (the end-to-end tests' `shapes`) into a folder, to
 //! try a build of rtconv on it by hand:
 //!
 //! ```text
-//! cargo run --release -p ringtrace-tests --bin hostile-corpus -- DIR [SEED.rtd] [--small]
+//! cargo run --release -p ringtrace-tests --example hostile-corpus -- DIR [SEED.rtd] [--small]
 //! ```
 //!
 //! `SEED.rtd` is the real dump the archives carry (default: a small synthetic
 //! one); `--small` writes the shapes at the sizes the tests use instead of the
 //! sizes issue 14 reported. Each file is printed with what it is.
 
-use ringtrace_tests::hostile::{Scale, many_keys, write_corpus};
+#[path = "../tests/shapes.rs"]
+mod shapes;
+
+use shapes::{Scale, many_keys, write_corpus};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
