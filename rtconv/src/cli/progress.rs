@@ -2,7 +2,7 @@
 //! `--quiet`), with each diagnostic printed above it as it comes.
 
 use std::io::IsTerminal;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rtconv::batch::{Observer, Summary};
@@ -10,18 +10,23 @@ use rtconv::convert::Diagnostic;
 
 use super::diag;
 
-/// The observer every batch command runs with.
+/// The observer every batch command runs with (one batch after another:
+/// `rtconv diff` runs one per side).
 pub struct Progress {
     /// Whether to draw a bar at all.
     shown: bool,
-    /// The bar, made when the batch starts and knows its size.
-    bar: OnceLock<indicatif::ProgressBar>,
+    /// The running batch's bar, made when it starts and knows its size.
+    bar: Mutex<Option<indicatif::ProgressBar>>,
 }
 
 impl Progress {
     /// A bar unless `quiet` or stderr is not a terminal.
     pub fn new(quiet: bool) -> Self {
-        Progress { shown: !quiet && std::io::stderr().is_terminal(), bar: OnceLock::new() }
+        Progress { shown: !quiet && std::io::stderr().is_terminal(), bar: Mutex::new(None) }
+    }
+
+    fn bar(&self) -> std::sync::MutexGuard<'_, Option<indicatif::ProgressBar>> {
+        self.bar.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -30,7 +35,7 @@ impl Observer for Progress {
         if !self.shown {
             return;
         }
-        self.bar.get_or_init(|| {
+        *self.bar() = Some({
             let bar = indicatif::ProgressBar::new(total_bytes);
             let style = indicatif::ProgressStyle::with_template(
                 "{spinner} [{elapsed_precise}] {bar:30} {binary_bytes}/{binary_total_bytes} \
@@ -44,21 +49,21 @@ impl Observer for Progress {
     }
 
     fn diagnostic(&self, diagnostic: Diagnostic) {
-        match self.bar.get() {
+        match &*self.bar() {
             Some(bar) => bar.suspend(|| diag::print(&diagnostic)),
             None => diag::print(&diagnostic),
         }
     }
 
     fn advance(&self, consumed_bytes: u64, summary: &Summary) {
-        if let Some(bar) = self.bar.get() {
+        if let Some(bar) = &*self.bar() {
             bar.set_position(consumed_bytes);
             bar.set_message(format!("{} dumps, {} failed", summary.converted + summary.salvaged, summary.failed));
         }
     }
 
     fn finish(&self) {
-        if let Some(bar) = self.bar.get() {
+        if let Some(bar) = self.bar().take() {
             bar.finish_and_clear();
         }
     }
