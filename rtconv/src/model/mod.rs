@@ -29,7 +29,7 @@ mod walk;
 pub(crate) mod test_dumps;
 
 pub(crate) use address::module_of;
-pub use address::{Location, ModuleRanges, locate};
+pub use address::{Location, locate};
 pub use filter::{Filter, Filtered, NamePattern, Selection, TimeRange, parse_duration_ns};
 pub(crate) use load::not_a_dump_hint;
 pub use load::{LoadError, decode, open};
@@ -38,5 +38,5 @@ pub use names::{Frame, Names, Source, SpanName};
 pub use start_order::{ThreadSpans, Threads};
 pub use timebase::{RateOrigin, Timebase, TimebaseError};
 pub use timeline::{Anomalies, Ending, MAX_DEPTH, RecorderCost, SpanNs, Timeline};
-pub use trace::{Clock, DladdrName, ModuleEntry, PackedFrame, PackedKey, Process, SiteTable, ThreadTrace, Trace};
+pub use trace::{Clock, ModuleEntry, Process, ThreadTrace, Trace};
 pub use walk::{Arrival, DEEPER, LostChildren, Visit};

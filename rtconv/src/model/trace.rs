@@ -25,19 +25,19 @@ pub struct Trace<'a> {
     /// The module table, in the dump's order.
     pub modules: Vec<ModuleEntry>,
     /// The modules' address ranges, sorted for lookups ([`locate`](super::locate)).
-    pub module_ranges: super::address::ModuleRanges,
+    pub(crate) module_ranges: super::address::ModuleRanges,
     /// One entry per ring.
     pub threads: Vec<ThreadTrace<'a>>,
     /// Every distinct span key of every ring, sorted.
     pub keys: Vec<u64>,
     /// The site section, copied.
-    pub sites: Option<SiteTable>,
+    pub(crate) sites: Option<SiteTable>,
     /// The recorder's measured per-span costs, per clock mode.
     pub calibration: Vec<Calibration>,
     /// What `dladdr` said about each code-address key at dump time.
-    pub dladdr: HashMap<u64, DladdrName>,
+    pub(crate) dladdr: HashMap<u64, DladdrName>,
     /// Names packed into the dump by `rtconv pack`, by key.
-    pub packed: HashMap<u64, PackedKey>,
+    pub(crate) packed: HashMap<u64, PackedKey>,
     /// Per thread, spans the `-finstrument-functions` hooks could not record.
     pub unbalanced: Vec<ringtrace_format::Unbalanced>,
     /// Set when the file is damaged or cut short: everything from its offset on is lost.
@@ -59,7 +59,7 @@ pub struct Clock {
 
 /// The site section: the recorder's static call-site descriptors.
 #[derive(Debug, Clone)]
-pub struct SiteTable {
+pub(crate) struct SiteTable {
     /// The runtime address of the first descriptor.
     pub base: u64,
     /// The descriptors' bytes, in the target's byte order.
@@ -68,7 +68,7 @@ pub struct SiteTable {
 
 /// One `dladdr` result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DladdrName {
+pub(crate) struct DladdrName {
     /// Module path.
     pub module: PathBuf,
     /// Mangled symbol name, empty if the loader knew none.
@@ -79,7 +79,7 @@ pub struct DladdrName {
 
 /// A key's name from the dump's names section (`rtconv pack`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PackedKey {
+pub(crate) struct PackedKey {
     /// How it was named where it was packed.
     pub source: ringtrace_format::NameSource,
     /// At least one frame, innermost first.
@@ -88,7 +88,7 @@ pub struct PackedKey {
 
 /// One frame of a [`PackedKey`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PackedFrame {
+pub(crate) struct PackedFrame {
     /// Function name as the backend gave it (possibly mangled), or a label.
     pub function: String,
     /// Source file, when known.
@@ -162,7 +162,7 @@ pub struct ThreadTrace<'a> {
     pub nested: bool,
     /// Whether its span records' keys carry their depth (format 1.4), and
     /// whether nesting follows it.
-    pub key_depth: KeyDepth,
+    pub(crate) key_depth: KeyDepth,
     /// The counter at dump time: where open spans end.
     pub(super) dump_ticks: u64,
     /// The ring's records are compact: 12 bytes, 32-bit keys and counter readings

@@ -28,7 +28,7 @@ use super::SpanName;
 use super::index_format::{self, Contents, View};
 
 /// The largest index file read or written.
-pub const MAX_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_BYTES: u64 = 256 << 20;
 
 /// The index root in the user's cache directory: `$XDG_CACHE_HOME/ringtrace`,
 /// else `$HOME/.cache/ringtrace` (each only if absolute); `None` when there

@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 pub use addresses::{BatchSaid, Lookup, Named, Query, Session, name_batch};
 pub use files::{ModuleError, ModuleFiles, Search, debuginfod_caches, hex};
-pub use index::{MAX_BYTES as MAX_INDEX_BYTES, root_in_cache_home};
+pub use index::root_in_cache_home;
 
 use crate::model::{Location, Names, Source, SpanName, Trace, locate};
 
