@@ -7,7 +7,8 @@
 //! ```
 //! use ringtrace_format::test_util::DumpBuilder;
 //! let (mut w, keys) = DumpBuilder::new("server").sites(0x1000, &[("parse", "a.rs", 3)]).start();
-//! w.ring(&ringtrace_format::RingInfo { tid: 1, capacity: 4, written: 0, dropped: 0, aux: 0, flags: 0, name: b"t" }, &[], &[]).unwrap();
+//! let ring = ringtrace_format::RingInfo { tid: 1, capacity: 4, written: 0, dropped: 0, aux: 0, flags: 0, name: b"t" };
+//! w.ring(&ring, &[], &[]).unwrap();
 //! let bytes = w.finish().unwrap().0;
 //! assert_eq!(keys, [0x1000]);
 //! assert!(ringtrace_format::Dump::parse(&bytes).is_ok());

@@ -62,7 +62,7 @@ fn table<'py>(
     opts.search.debuginfod_caches = symbolize::debuginfod_caches();
     opts.demangle = demangle;
     if symbol_index {
-        opts.index = symbolize::root_in_cache_home();
+        opts.index = symbolize::index_user_root();
     }
     if let Some(order) = symbolizer {
         opts.order = Some(order.iter().map(|s| backend(s)).collect::<PyResult<_>>()?);

@@ -516,7 +516,7 @@ impl NamingArgs {
                 })
                 .collect()
         });
-        let index = if self.no_symbol_index { None } else { index_root() };
+        let index = if self.no_symbol_index { None } else { symbolize::index_user_root() };
         // A knob for comparing the two DWARF readers (tests/tests/symbolize_compat.rs), not an option.
         let dwarf_reader = match std::env::var_os("RTCONV_DWARF_READER") {
             Some(v) if v == "addr2line" => DwarfReader::Addr2line,
@@ -530,15 +530,6 @@ impl NamingArgs {
             index,
             dwarf_reader,
         }
-    }
-}
-
-/// The symbol index's root: `$RTCONV_SYMBOL_INDEX` (`off` or empty: none), else the user's
-/// cache directory (`$XDG_CACHE_HOME/ringtrace`).
-fn index_root() -> Option<PathBuf> {
-    match std::env::var_os("RTCONV_SYMBOL_INDEX") {
-        Some(v) => (v != "off" && !v.is_empty()).then(|| PathBuf::from(v)),
-        None => symbolize::root_in_cache_home(),
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! One file per build and naming style, `ROOT/BUILD-ID/names.v1` (or
 //! `names-demangled.v1`); ROOT is [`Options::index`](super::Options::index),
-//! which the command line sets to `$RTCONV_SYMBOL_INDEX` (`off` turns the
-//! index off), else [`root_in_cache_home`].
+//! which the command line and the Python package set to [`user_root`]
+//! (`$RTCONV_SYMBOL_INDEX`, else the user's cache directory).
 //! It grows with what is asked: a run looks every address up in the file,
 //! parses DWARF only for the ones it lacks, and writes the union back. The
 //! build-id is trusted as debuginfod and perf's build-id cache trust it: a
@@ -14,10 +14,11 @@
 //! user's own and writable by no one else; the file is opened without
 //! following a symbolic link, must be a regular file with one link, owned by
 //! the user, and is checked field by field (`index_format.rs`). A file
-//! that fails is said (a warning handed back, not printed) and replaced. Writers never write in place: each
-//! writes a new file and renames it over the old one, so concurrent runs
-//! leave one complete file (the last), never a mix; what a concurrent run
-//! added and the last one did not see is parsed again later.
+//! that fails is said (a warning handed back, not printed) and replaced.
+//! Writers never write in place: each writes a new file and renames it over
+//! the old one, so concurrent runs leave one complete file (the last), never
+//! a mix; what a concurrent run added and the last one did not see is parsed
+//! again later.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -30,10 +31,15 @@ use super::index_format::{self, Contents, View};
 /// The largest index file read or written.
 pub(crate) const MAX_BYTES: u64 = 256 << 20;
 
-/// The index root in the user's cache directory: `$XDG_CACHE_HOME/ringtrace`,
-/// else `$HOME/.cache/ringtrace` (each only if absolute); `None` when there
-/// is neither.
-pub fn root_in_cache_home() -> Option<PathBuf> {
+/// The index root a user's run of rtconv keeps its index in, for a program
+/// to put in [`Options::index`](super::Options::index) (`rtconv` and the
+/// Python package do): `$RTCONV_SYMBOL_INDEX` (`off` or empty: no index),
+/// else `$XDG_CACHE_HOME/ringtrace`, else `$HOME/.cache/ringtrace` (each
+/// only if absolute); `None` when there is nowhere to put it.
+pub fn user_root() -> Option<PathBuf> {
+    if let Some(v) = std::env::var_os("RTCONV_SYMBOL_INDEX") {
+        return (v != "off" && !v.is_empty()).then(|| PathBuf::from(v));
+    }
     let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .and_then(absolute)

@@ -38,12 +38,12 @@ use std::path::{Path, PathBuf};
 
 pub use addresses::{BatchSaid, Lookup, Named, Query, Session, name_batch};
 pub use files::{ModuleError, ModuleFiles, Search, debuginfod_caches, hex};
-pub use index::root_in_cache_home;
+pub use index::user_root as index_user_root;
 
 use crate::model::{Location, Names, Source, SpanName, Trace, locate};
 
 /// How to name keys. The default reads no environment and keeps no index:
-/// a command line decides those ([`debuginfod_caches`], [`root_in_cache_home`]).
+/// a program decides those ([`debuginfod_caches`], [`index_user_root`]).
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Where binaries are.
