@@ -3,8 +3,10 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::model::Names;
-use crate::model::{self, Anomalies, Filter, Filtered, LoadError, MAX_DEPTH, Timebase, TimebaseError, Timeline, Trace};
+use crate::io::FileBytes;
+use crate::model::{
+    self, Anomalies, Filter, Filtered, LoadError, MAX_DEPTH, Names, Timebase, TimebaseError, Timeline, Trace,
+};
 use crate::render;
 use crate::stats::{self, View};
 use crate::symbolize;
@@ -104,14 +106,14 @@ impl Report {
     }
 
     /// Adds an error if the file `bytes` came from shrank while it was read ([`shrinking`]).
-    pub fn note_shrinking(&mut self, path: &Path, bytes: &crate::io::FileBytes) {
+    pub fn note_shrinking(&mut self, path: &Path, bytes: &FileBytes) {
         self.diagnostics.extend(shrinking(path, bytes));
     }
 }
 
 /// The error for a file that shrank while it was read (another process cut
 /// it short), if `bytes`, read from `path`, did.
-pub fn shrinking(path: &Path, bytes: &crate::io::FileBytes) -> Option<Diagnostic> {
+pub fn shrinking(path: &Path, bytes: &FileBytes) -> Option<Diagnostic> {
     bytes.shrank().then(|| Diagnostic {
         level: Level::Error,
         message: format!(
@@ -402,7 +404,7 @@ pub fn convert_many(
     }
     let Format::Chrome(chrome) = format else { return Err(ConvertError::MergeFormat) };
     let cache = symbolize::Cache::default();
-    let files: Vec<crate::io::FileBytes> = paths.iter().map(|p| model::open(p)).collect::<Result<_, _>>()?;
+    let files: Vec<FileBytes> = paths.iter().map(|p| model::open(p)).collect::<Result<_, _>>()?;
     let prepared: Vec<Prepared<'_>> =
         paths.iter().zip(&files).map(|(p, bytes)| prepare(p, bytes, opts, &cache)).collect::<Result<_, _>>()?;
     let timelines: Vec<Timeline<'_>> =

@@ -10,8 +10,7 @@ use std::path::Path;
 use ringtrace_format::{Calibration, DumpReason, RateSource};
 use serde_json::{Value, json};
 
-use crate::model::Source;
-use crate::model::{self, LoadError, Losses, Process, RateOrigin, Timebase, Trace};
+use crate::model::{self, LoadError, Losses, Process, RateOrigin, Source, Timebase, Trace};
 use crate::symbolize::{self, Naming};
 
 /// Reads the dump at `path`, names its keys and describes it.

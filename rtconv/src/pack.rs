@@ -27,8 +27,7 @@ use std::path::{Path, PathBuf};
 use ringtrace_format::layout::END_SECTION_SIZE;
 use ringtrace_format::{Dump, NameEntry, NameFrame, NameSource, SectionKind, Writer};
 
-use crate::model;
-use crate::model::Source;
+use crate::model::{self, Source};
 use crate::symbolize::{self, Options, Problem};
 
 /// What packing one dump did.

@@ -5,8 +5,7 @@
 //! but it needs no binary at all.
 
 use super::demangled;
-use crate::model::Trace;
-use crate::model::{Source, SpanName};
+use crate::model::{Source, SpanName, Trace};
 
 /// The function the loader found for `key`, if it found one.
 pub fn resolve(trace: &Trace, key: u64, demangle: bool) -> Option<SpanName> {

@@ -5,8 +5,7 @@
 //! so `--no-demangle` applies to them as to names read from a binary.
 
 use super::demangled;
-use crate::model::Trace;
-use crate::model::{Frame, Source, SpanName};
+use crate::model::{Frame, Source, SpanName, Trace};
 
 /// The packed name of `key`, if the dump has one.
 pub fn resolve(trace: &Trace, key: u64, demangle: bool) -> Option<SpanName> {

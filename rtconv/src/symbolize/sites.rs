@@ -2,8 +2,7 @@
 
 use ringtrace_format::decode_site;
 
-use crate::model::Trace;
-use crate::model::{Source, SpanName};
+use crate::model::{Source, SpanName, Trace};
 
 /// The site descriptor at `offset` in the trace's site section.
 pub fn resolve(trace: &Trace, offset: usize) -> Option<SpanName> {
