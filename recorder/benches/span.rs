@@ -287,12 +287,9 @@ fn interleaved(rounds: usize, chunks: usize) {
 /// A random cycle through `len` slots: each load misses the cache.
 fn pointer_cycle(len: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..len).collect();
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = ringtrace_format::test_util::XorShift(0x9E37_79B9_7F4A_7C15);
     for i in (1..len).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        order.swap(i, (x % (i as u64 + 1)) as usize);
+        order.swap(i, rng.below(i as u64 + 1) as usize);
     }
     let mut next = vec![0; len];
     for w in 0..len {

@@ -43,13 +43,10 @@ fn inline_addresses(subject: &Path, count: usize) -> Vec<u64> {
     candidates.sort_unstable();
     candidates.dedup();
     // A fixed pseudo-random spread over the whole binary.
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rng = ringtrace_format::test_util::XorShift(0x9e37_79b9_7f4a_7c15);
     let mut pick = Vec::new();
     while pick.len() < count * 3 && !candidates.is_empty() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        pick.push(candidates.swap_remove((state % candidates.len() as u64) as usize));
+        pick.push(candidates.swap_remove(rng.below(candidates.len() as u64) as usize));
     }
     let dwarf_only = rtconv::symbolize::Options {
         order: Some(vec![rtconv::model::Source::Dwarf]),

@@ -166,13 +166,8 @@ fn payloads_damaged_behind_a_valid_checksum_never_panic() {
         .map(Result::unwrap)
         .map(|s| (s.offset as usize, s.payload.len()))
         .collect();
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rng = ringtrace_format::test_util::XorShift(0x2545_f491_4f6c_dd1d);
+    let mut next = || rng.next();
     let path = dir.join("damaged.rtd");
     let mut outcomes = std::collections::BTreeMap::new();
     for &(offset, len) in &sections {

@@ -18,7 +18,7 @@ const ADDRESS_SPACE: u64 = 1 << 30;
 
 /// rtconv with `args`, stdin closed, its address space capped at
 /// [`ADDRESS_SPACE`], killed if it runs for ten minutes (a hang).
-pub(crate) fn rtconv(args: &[&str]) -> Output {
+pub(crate) fn bounded_rtconv(args: &[&str]) -> Output {
     rtconv_reading(args, Stdio::null())
 }
 
@@ -105,7 +105,7 @@ fn a_dump_followed_by_768_mib_of_zeros_is_read_to_its_end_marker_only() {
     assert!(std::fs::metadata(&bomb).unwrap().len() < 8 << 20);
 
     let out_dir = dir.join("out");
-    let out = rtconv(&["batch", bomb.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+    let out = bounded_rtconv(&["batch", bomb.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("big.rtd: the bytes after the dump's end marker were ignored"), "{err}");
@@ -121,7 +121,7 @@ fn a_dump_larger_than_max_dump_size_is_skipped_and_named() {
     let out_dir = dir.join("out");
     let limit = (dump.len() - 1).to_string();
     let args = ["batch", archive.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap(), "--max-dump-size", &limit];
-    let out = rtconv(&args);
+    let out = bounded_rtconv(&args);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "nothing converted: {err}");
     assert_eq!(err.matches("is larger than --max-dump-size").count(), 2, "{err}");
@@ -129,7 +129,7 @@ fn a_dump_larger_than_max_dump_size_is_skipped_and_named() {
     // At its exact size it fits.
     let limit = dump.len().to_string();
     let args = ["batch", archive.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap(), "--max-dump-size", &limit];
-    assert_eq!(rtconv(&args).status.code(), Some(0));
+    assert_eq!(bounded_rtconv(&args).status.code(), Some(0));
 }
 
 #[test]
@@ -140,7 +140,7 @@ fn an_archive_with_no_dump_is_a_named_failure() {
     let links = dir.join("links.tar");
     std::fs::write(&links, shapes::links_only_tar()).unwrap();
     for archive in [&empty, &links] {
-        let out = rtconv(&["batch", archive.to_str().unwrap(), "--out-dir", dir.join("out").to_str().unwrap()]);
+        let out = bounded_rtconv(&["batch", archive.to_str().unwrap(), "--out-dir", dir.join("out").to_str().unwrap()]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{err}");
         let line = format!("rtconv: error: {}: holds no dump", archive.display());
@@ -160,14 +160,14 @@ fn fifos_and_devices_are_refused_without_waiting() {
 
     // Named directly: each refused with what it is (and the FIFO not waited on for a writer).
     for (file, what) in [(&fifo, "a FIFO"), (&dumps.join("random.rtd"), "a character device")] {
-        let out = rtconv(&["convert", file.to_str().unwrap(), "-o", dir.join("x.json").to_str().unwrap()]);
+        let out = bounded_rtconv(&["convert", file.to_str().unwrap(), "-o", dir.join("x.json").to_str().unwrap()]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains(&format!("{}: cannot read: {what}, not a regular file", file.display())), "{err}");
     }
     // Inside a directory of a batch: refused, the good dump still converted.
     let out_dir = dir.join("out");
-    let out = rtconv(&["batch", dumps.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+    let out = bounded_rtconv(&["batch", dumps.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("fifo.rtd: cannot read: a FIFO, not a regular file"), "{err}");
@@ -176,7 +176,7 @@ fn fifos_and_devices_are_refused_without_waiting() {
     // And the archive itself must be a regular file.
     let fake = dir.join("pipe.tar");
     shapes::mkfifo(&fake);
-    let out = rtconv(&["batch", fake.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+    let out = bounded_rtconv(&["batch", fake.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
     assert!(stderr(&out).contains("pipe.tar: cannot read: a FIFO, not a regular file"), "{}", stderr(&out));
 }
 
@@ -227,7 +227,8 @@ fn links_and_fifos_planted_in_the_output_directory_are_replaced_not_written_thro
     std::fs::hard_link(&secret, out_dir.join("a.json")).unwrap();
     shapes::mkfifo(&out_dir.join("b.json"));
     let (a, b) = (dir.join("a.rtd"), dir.join("b.rtd"));
-    let out = rtconv(&["batch", a.to_str().unwrap(), b.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+    let out =
+        bounded_rtconv(&["batch", a.to_str().unwrap(), b.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read(&secret).unwrap(), b"not yours");
     for name in ["a.json", "b.json"] {
@@ -269,7 +270,7 @@ fn a_hundred_thousand_modules_are_looked_up_by_address_and_reported_in_a_few_lin
     let dir = scratch("hostile-modules");
     let path = dir.join("m.rtd");
     std::fs::write(&path, shapes::many_modules(100_000)).unwrap();
-    let out = rtconv(&["convert", path.to_str().unwrap(), "-f", "folded"]);
+    let out = bounded_rtconv(&["convert", path.to_str().unwrap(), "-f", "folded"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "names missing: {err}");
     assert!(err.lines().count() <= 25, "{} lines:\n{err}", err.lines().count());
@@ -305,7 +306,7 @@ fn stats_over_many_keys_and_many_threads_keep_small_accumulators() {
         std::fs::write(&path, shapes::many_keys(threads, keys)).unwrap();
         let mut all = vec!["stats", path.to_str().unwrap(), "--format", "csv", "--symbolizer", "dladdr"];
         all.extend(args);
-        let out = rtconv(&all);
+        let out = bounded_rtconv(&all);
         let err = stderr(&out);
         assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{err}");
         let csv = String::from_utf8(out.stdout).unwrap();
@@ -356,7 +357,7 @@ fn ftrace_text_of_deep_nesting_grows_with_the_spans_not_with_the_square_of_the_d
     let n = 20_000u64;
     let path = dir.join("deep.rtd");
     std::fs::write(&path, shapes::nested(n)).unwrap();
-    let out = rtconv(&["convert", path.to_str().unwrap(), "-f", "ftrace", "--symbolizer", "dladdr"]);
+    let out = bounded_rtconv(&["convert", path.to_str().unwrap(), "-f", "ftrace", "--symbolizer", "dladdr"]);
     let err = stderr(&out);
     assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{err}");
     assert!(err.contains("nested deeper than 512 levels"), "{err}");
@@ -392,13 +393,13 @@ fn names_with_control_characters_still_make_well_formed_svg_and_folded_lines() {
     let dir = scratch("hostile-control");
     let path = dir.join("ctl.rtd");
     std::fs::write(&path, shapes::control_names()).unwrap();
-    let svg = rtconv(&["convert", path.to_str().unwrap(), "-f", "flamegraph"]);
+    let svg = bounded_rtconv(&["convert", path.to_str().unwrap(), "-f", "flamegraph"]);
     assert_eq!(svg.status.code(), Some(0), "{}", stderr(&svg));
     // XML 1.0 allows no control character but tab, line feed and carriage return.
     let text = String::from_utf8(svg.stdout).unwrap();
     assert!(text.chars().all(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r')), "control characters in the SVG");
     assert!(text.contains("a_b_[31m_c_d"), "the name is there, its control characters replaced");
-    let folded = rtconv(&["convert", path.to_str().unwrap(), "-f", "folded"]);
+    let folded = bounded_rtconv(&["convert", path.to_str().unwrap(), "-f", "folded"]);
     assert_eq!(String::from_utf8(folded.stdout).unwrap(), "t_;a_b_[31m_c_d 10\n");
 }
 
@@ -409,7 +410,7 @@ fn stacks_and_trees_of_deep_nesting_merge_what_lies_below_512_levels() {
     let path = dir.join("deep.rtd");
     std::fs::write(&path, shapes::nested(n)).unwrap();
     let dump = path.to_str().unwrap();
-    let folded = rtconv(&["convert", dump, "-f", "folded", "--symbolizer", "dladdr"]);
+    let folded = bounded_rtconv(&["convert", dump, "-f", "folded", "--symbolizer", "dladdr"]);
     assert!(folded.status.code().is_some_and(|c| c == 0 || c == 3), "{}", stderr(&folded));
     let text = String::from_utf8(folded.stdout).unwrap();
     // One line per depth down to 512, one for everything below; the weights still add up to
@@ -419,13 +420,13 @@ fn stacks_and_trees_of_deep_nesting_merge_what_lies_below_512_levels() {
     assert_eq!(weights, 4 * n);
     let deepest = text.lines().find(|l| l.contains(";[deeper] ")).expect("a [deeper] frame");
     assert_eq!(deepest.split(';').count(), 1 + 512 + 1, "thread, 512 levels, [deeper]");
-    let tree = rtconv(&["stats", dump, "--tree", "-f", "csv", "--symbolizer", "dladdr"]);
+    let tree = bounded_rtconv(&["stats", dump, "--tree", "-f", "csv", "--symbolizer", "dladdr"]);
     assert!(tree.status.code().is_some_and(|c| c == 0 || c == 3), "{}", stderr(&tree));
     let csv = String::from_utf8(tree.stdout).unwrap();
     assert_eq!(csv.lines().count(), 1 + 513);
     let merged = csv.lines().find(|l| l.contains(";[deeper],")).expect("a [deeper] node");
     assert_eq!(merged.split(',').nth(2), Some(&*(n - 512).to_string()), "every deeper span, merged: {merged}");
-    let svg = rtconv(&["convert", dump, "-f", "flamegraph", "--symbolizer", "dladdr"]);
+    let svg = bounded_rtconv(&["convert", dump, "-f", "flamegraph", "--symbolizer", "dladdr"]);
     assert!(svg.status.code().is_some_and(|c| c == 0 || c == 3), "{}", stderr(&svg));
 }
 
@@ -439,7 +440,7 @@ fn a_module_recorded_as_a_2_gib_sparse_file_is_inspected_not_read_whole() {
     assert_eq!(code, 3);
     assert!(peak < 256 << 10, "peak RSS {peak} KiB");
     // Under the 1 GiB address space, a 2 GiB file can be neither mapped nor read whole.
-    let out = rtconv(&["convert", dump.to_str().unwrap(), "-f", "folded"]);
+    let out = bounded_rtconv(&["convert", dump.to_str().unwrap(), "-f", "folded"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("libhuge.so"), "the module is named: {err}");
@@ -479,7 +480,7 @@ fn a_symbolic_link_named_with_o_is_followed_and_stays_a_link() {
     std::fs::write(dir.join("elsewhere/real.json"), b"old").unwrap();
     std::os::unix::fs::symlink("elsewhere/real.json", dir.join("link.json")).unwrap();
     let (d, link) = (dir.join("d.rtd"), dir.join("link.json"));
-    let out = rtconv(&["convert", d.to_str().unwrap(), "-o", link.to_str().unwrap()]);
+    let out = bounded_rtconv(&["convert", d.to_str().unwrap(), "-o", link.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
     assert!(std::fs::read_to_string(dir.join("elsewhere/real.json")).unwrap().starts_with("{\"traceEvents\""));
@@ -550,7 +551,7 @@ fn every_class_of_the_hostile_corpus_ends_with_a_status_and_a_line_naming_the_in
             ]
         };
         for args in runs {
-            let run = rtconv(&args); // ends with a status (no signal, no hang) within the address-space cap
+            let run = bounded_rtconv(&args); // ends with a status (no signal, no hang) within the address-space cap
             let (code, err) = (run.status.code().unwrap(), stderr(&run));
             let named = err.lines().any(|l| l.starts_with("rtconv: ") && l.contains(name));
             assert!(code == 0 || named, "{what}: {args:?} exit {code} without a line naming {name}:\n{err}");
@@ -562,7 +563,7 @@ fn every_class_of_the_hostile_corpus_ends_with_a_status_and_a_line_naming_the_in
     // All of it as one batch: the FIFO and the device refused, the rest converted; nothing
     // written outside the out dir, nothing changed in the corpus.
     let all = dir.join("all");
-    let run = rtconv(&["batch", corpus.to_str().unwrap(), "--out-dir", all.to_str().unwrap()]);
+    let run = bounded_rtconv(&["batch", corpus.to_str().unwrap(), "--out-dir", all.to_str().unwrap()]);
     assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
     assert_eq!(tree(&corpus), corpus_files);
     assert_eq!(names_in(&dir), ["all", "corpus", "out"]);
@@ -577,11 +578,11 @@ fn jobs_are_capped_and_no_more_workers_start_than_there_are_dumps() {
         std::fs::write(dumps.join(name), shapes::control_names()).unwrap();
     }
     let (d, out) = (dumps.to_str().unwrap(), dir.join("out"));
-    let too_many = rtconv(&["batch", d, "--out-dir", out.to_str().unwrap(), "-j", "100000"]);
+    let too_many = bounded_rtconv(&["batch", d, "--out-dir", out.to_str().unwrap(), "-j", "100000"]);
     assert_eq!(too_many.status.code(), Some(2));
     assert!(stderr(&too_many).contains("100000 is not in 1..=1024"), "{}", stderr(&too_many));
     // 1024 workers' stacks (2 MiB each) would not fit the 1 GiB cap; three dumps need three.
-    let most = rtconv(&["batch", d, "--out-dir", out.to_str().unwrap(), "-j", "1024"]);
+    let most = bounded_rtconv(&["batch", d, "--out-dir", out.to_str().unwrap(), "-j", "1024"]);
     let err = stderr(&most);
     assert_eq!(most.status.code(), Some(0), "{err}");
     assert!(!err.contains("cannot start"), "{err}");

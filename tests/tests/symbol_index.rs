@@ -16,7 +16,7 @@ use ringtrace_tests::{
 };
 
 /// `rtconv ARGS` with its index under `root` (`None`: off).
-fn rtconv(root: Option<&Path>, args: &[&str]) -> Command {
+fn indexed(root: Option<&Path>, args: &[&str]) -> Command {
     let mut cmd = ringtrace_tests::rtconv();
     cmd.args(args);
     if let Some(root) = root {
@@ -42,7 +42,7 @@ fn without_dwarf(cmd: &mut Command) -> String {
 
 /// `rtconv symbolize -f -i -C -e BIN ADDRESSES...`: (stdout, stderr).
 fn symbolize(root: Option<&Path>, bin: &Path, addresses: &[String]) -> (String, String) {
-    output(rtconv(root, &["symbolize", "-f", "-i", "-C", "-e"]).arg(bin).args(addresses))
+    output(indexed(root, &["symbolize", "-f", "-i", "-C", "-e"]).arg(bin).args(addresses))
 }
 
 /// Overwrites `bin`'s `.debug_info` with zeros of the same size: its build-id stays.
@@ -90,13 +90,13 @@ fn a_second_run_answers_from_the_index_without_the_dwarf() {
     assert!(cold.contains("main"), "{cold}");
     zero_debug_info(&s.exe);
     // Without the index the DWARF is gone: the names are poorer.
-    let without = without_dwarf(rtconv(None, &["symbolize", "-f", "-i", "-C", "-e"]).arg(&s.exe).args(&s.addresses));
+    let without = without_dwarf(indexed(None, &["symbolize", "-f", "-i", "-C", "-e"]).arg(&s.exe).args(&s.addresses));
     assert_ne!(without, cold, "zeroing .debug_info did not change the names: the test proves nothing");
     // With it: the same answers, as arguments and as queries piped one by one.
     let (warm, stderr) = symbolize(Some(&s.root), &s.exe, &s.addresses);
     assert_eq!(warm, cold);
     assert!(stderr.is_empty(), "{stderr}");
-    let mut child = rtconv(Some(&s.root), &["symbolize", "-f", "-i", "-C", "-e"])
+    let mut child = indexed(Some(&s.root), &["symbolize", "-f", "-i", "-C", "-e"])
         .arg(&s.exe)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -110,7 +110,7 @@ fn a_second_run_answers_from_the_index_without_the_dwarf() {
     // --no-symbol-index: neither read nor written.
     let other = s.dir.join("other");
     let off = without_dwarf(
-        rtconv(Some(&other), &["symbolize", "--no-symbol-index", "-f", "-i", "-C", "-e"])
+        indexed(Some(&other), &["symbolize", "--no-symbol-index", "-f", "-i", "-C", "-e"])
             .arg(&s.exe)
             .args(&s.addresses),
     );
@@ -139,7 +139,7 @@ fn convert_names_a_dump_from_the_index_of_its_build() {
     let dump = ringtrace_tests::record_workload_with(&exe, &dir, "w", &[]);
     let root = dir.join("index");
     let chrome = |root: Option<&Path>| {
-        let mut cmd = rtconv(root, &["convert", "-o", "-"]);
+        let mut cmd = indexed(root, &["convert", "-o", "-"]);
         cmd.arg(&dump);
         let json = if root.is_some() { output(&mut cmd).0 } else { without_dwarf(&mut cmd) };
         let mut names: Vec<String> = ringtrace_tests::parse_chrome(&json).events.into_iter().map(|e| e.name).collect();
@@ -243,7 +243,7 @@ fn concurrent_writers_leave_one_sound_index() {
         .addresses
         .chunks(quarter)
         .map(|part| {
-            rtconv(Some(&s.root), &["symbolize", "-f", "-i", "-C", "-e"])
+            indexed(Some(&s.root), &["symbolize", "-f", "-i", "-C", "-e"])
                 .arg(&s.exe)
                 .args(part)
                 .stdin(Stdio::null())

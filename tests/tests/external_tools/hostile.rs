@@ -2,7 +2,7 @@
 
 use ringtrace_tests::scratch;
 
-use crate::hostile::{compress, dump, rtconv, stderr};
+use crate::hostile::{bounded_rtconv, compress, dump, stderr};
 use crate::shapes;
 
 #[test]
@@ -21,7 +21,7 @@ fn every_frame_of_a_concatenated_or_pzstd_archive_is_read() {
         bytes.extend(std::fs::read(&two).unwrap());
         std::fs::write(&joined, bytes).unwrap();
         let out_dir = dir.join(format!("out-{program}"));
-        let out = rtconv(&["batch", joined.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+        let out = bounded_rtconv(&["batch", joined.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         for name in ["a.json", "b.json", "c.json"] {
             assert!(out_dir.join(name).is_file(), "{program}: {name} missing: {}", stderr(&out));
@@ -33,7 +33,7 @@ fn every_frame_of_a_concatenated_or_pzstd_archive_is_read() {
     let skippable = std::fs::read(&pz).unwrap();
     assert_eq!(&skippable[..4], &[0x50, 0x2a, 0x4d, 0x18], "pzstd starts with a skippable frame");
     let out_dir = dir.join("out-pzstd");
-    let out = rtconv(&["batch", pz.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
+    let out = bounded_rtconv(&["batch", pz.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 3);
 }
