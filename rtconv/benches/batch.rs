@@ -60,7 +60,8 @@ fn batch(c: &mut Criterion) {
                     || drop(std::fs::remove_dir_all(dir.join("out"))),
                     |()| {
                         let said = std::sync::Mutex::new(Vec::new());
-                        let summary = convert_all(&[dir.join("in")], format, &dir.join("out"), &opts, &said);
+                        let summary =
+                            convert_all(&[dir.join("in")], format, &dir.join("out"), &opts, &said).expect("out dir");
                         assert_eq!(summary.converted, DUMPS as u64, "{said:?}");
                     },
                     criterion::BatchSize::PerIteration,

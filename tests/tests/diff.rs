@@ -8,18 +8,14 @@ use std::path::Path;
 
 use ringtrace_format::test_util::DumpBuilder;
 use ringtrace_format::{IoSink, Record, RingInfo, Writer};
-use ringtrace_tests::{binary, record_workload_with, run, scratch};
+use ringtrace_tests::{binary, record_workload_with, rtconv_run, scratch};
 
 /// `rtconv diff BASE NEW ARGS…`: exit status, stdout, stderr.
 pub(crate) fn diff(base: &Path, new: &Path, args: &[&str]) -> (i32, String, String) {
     let mut all = vec!["diff", base.to_str().unwrap(), new.to_str().unwrap()];
     all.extend_from_slice(args);
-    let out = run(&binary("rtconv"), &all);
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (code, stdout, stderr) = rtconv_run(&all);
+    (code, stdout, stderr.join("\n"))
 }
 
 /// The JSON rows by function.

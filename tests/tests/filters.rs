@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ringtrace_tests::{binary, convert, parse_chrome, record_workload_with, run, scratch, stats_rows, workload_calls};
+use ringtrace_tests::{
+    binary, convert, parse_chrome, record_workload_with, rtconv_ok, run, scratch, stats_rows, workload_calls,
+};
 
 /// Calls per function from `rtconv stats --format json` with `args`, and its stderr.
 fn calls(dump: &Path, args: &[&str]) -> (BTreeMap<String, u64>, String) {
@@ -63,8 +65,8 @@ fn filters_keep_what_the_call_tree_says() {
         calls(&dump, &["--thread", "fib-0", "--thread", "main"]).0,
         expect(&[("workload::fib", 465), ("main done", 1)])
     );
-    let info = run(&binary("rtconv"), &["info", dump.to_str().unwrap(), "-f", "json"]);
-    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let info: serde_json::Value =
+        serde_json::from_str(&rtconv_ok(&["info", dump.to_str().unwrap(), "-f", "json"])).unwrap();
     let tids: Vec<String> = info[0]["threads"]
         .as_array()
         .unwrap()
@@ -166,8 +168,8 @@ fn batch_and_every_output_apply_the_filters() {
         assert!(trace.events.iter().all(|e| e.name == "tokenize"));
     }
     // Merged stats over both dumps.
-    let merged = run(&binary("rtconv"), &["stats", dumps.to_str().unwrap(), "-f", "json", "-q", "-N", "fib"]);
-    let json: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    let merged = rtconv_ok(&["stats", dumps.to_str().unwrap(), "-f", "json", "-q", "-N", "fib"]);
+    let json: serde_json::Value = serde_json::from_str(&merged).unwrap();
     let names: Vec<&str> =
         json[0]["functions"].as_array().unwrap().iter().map(|r| r["function"].as_str().unwrap()).collect();
     assert!(!names.is_empty() && !names.contains(&"workload::fib"), "{names:?}");

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use object::{Object, ObjectSymbol};
-use ringtrace_tests::{binary, build_side_workspace, parse_chrome, run, scratch};
+use ringtrace_tests::{build_side_workspace, parse_chrome, rtconv_run, scratch};
 
 fn build(off: bool) -> PathBuf {
     let target = if off { "freestanding-off" } else { "freestanding" };
@@ -59,9 +59,9 @@ fn a_program_without_an_os_records_and_dumps_through_a_byte_sink() {
     assert_eq!(rings.len(), 1);
     assert!(rings[0].windows(2).any(|w| w[1].exit < w[0].exit), "the counter wrapped between two records");
 
-    let conv = run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "--exe", exe.to_str().unwrap()]);
-    assert!(conv.status.success() && conv.stderr.is_empty(), "{}", String::from_utf8_lossy(&conv.stderr));
-    let trace = parse_chrome(&String::from_utf8(conv.stdout).unwrap());
+    let (code, json, stderr) = rtconv_run(&["convert", dump.to_str().unwrap(), "--exe", exe.to_str().unwrap()]);
+    assert!(code == 0 && stderr.is_empty(), "{stderr:?}");
+    let trace = parse_chrome(&json);
     let events: Vec<(&str, i64, i64)> = trace.events.iter().map(|e| (e.name.as_str(), e.ts_ns, e.dur_ns)).collect();
     // Four rounds: the pulse interval ending at the next pass (none after the last), the
     // named span, and its three leaves named from DWARF; 100 ns per counter read.

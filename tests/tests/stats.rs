@@ -5,15 +5,13 @@
 use std::collections::BTreeMap;
 
 use ringtrace_tests::{
-    at_least, at_most, binary, convert, record_workload_timed, record_workload_with, run, scratch, workload_calls,
+    at_least, at_most, binary, convert, record_workload_timed, record_workload_with, rtconv_ok, scratch, workload_calls,
 };
 
 fn stats(dump: &std::path::Path, args: &[&str]) -> String {
     let mut all = vec!["stats", dump.to_str().unwrap()];
     all.extend_from_slice(args);
-    let out = run(&binary("rtconv"), &all);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
+    rtconv_ok(&all)
 }
 
 #[test]

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use ringtrace_tests::{
-    binary, convert, copy_executable, must_run, parse_chrome, record_workload_with, run, scratch, without_rust_hash,
+    binary, convert, copy_executable, must_run, parse_chrome, record_workload_with, rtconv_ok, run, scratch,
+    without_rust_hash,
 };
 
 fn names(json: &str) -> BTreeMap<String, usize> {
@@ -134,9 +135,7 @@ fn compressed_debug_sections_are_read() {
 fn info_reports_how_keys_were_named() {
     let dir = scratch("info");
     let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &[]);
-    let out = run(&binary("rtconv"), &["info", dump.to_str().unwrap()]);
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = rtconv_ok(&["info", dump.to_str().unwrap()]);
     // 4 site keys (sleeper round, sleep, parse_batch, main done), 3 code keys (fib, tokenize, checksum).
     assert!(
         text.contains(

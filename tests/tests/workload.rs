@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ringtrace_tests::{
-    ChromeTrace, Event, at_least, at_most, binary, fib_calls, parse_chrome, record_workload_timed, run, scratch,
+    ChromeTrace, Event, at_least, at_most, binary, fib_calls, parse_chrome, record_workload_timed, rtconv_ok, scratch,
 };
 
 const FIB_N: u32 = 18;
@@ -20,9 +20,7 @@ fn record_and_convert(test: &str) -> (ChromeTrace, Vec<u64>) {
     let args = ["--fib", &fib, "--rounds", &rounds, "--lines", &lines, "--sleep-ms", &sleep];
     let (dump, rounds) = record_workload_timed(&binary("workload"), &dir, "workload.rtd", &args);
     let json = dir.join("workload.json");
-    let out =
-        run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "-f", "chrome", "-o", json.to_str().unwrap()]);
-    assert!(out.status.success(), "rtconv failed: {}", String::from_utf8_lossy(&out.stderr));
+    rtconv_ok(&["convert", dump.to_str().unwrap(), "-f", "chrome", "-o", json.to_str().unwrap()]);
     (parse_chrome(&std::fs::read_to_string(&json).unwrap()), rounds)
 }
 

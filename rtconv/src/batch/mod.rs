@@ -232,22 +232,20 @@ pub fn extension(format: Format) -> &'static str {
 }
 
 /// `rtconv batch`: converts every dump of `args` into `format`, one output
-/// per dump in `out_dir` (created if needed), named after it.
+/// per dump in `out_dir` (created if needed), named after it. `Err`: the
+/// directory cannot be made (nothing was read).
 pub fn convert_all(
     args: &[PathBuf],
     format: Format,
     out_dir: &Path,
     opts: &Options,
     observer: &dyn Observer,
-) -> Summary {
-    if let Err(e) = std::fs::create_dir_all(out_dir) {
-        observer.diagnostic(Diagnostic::error(format!("cannot create {}: {e}", out_dir.display())));
-        return Summary { failed: 1, ..Summary::default() };
-    }
+) -> std::io::Result<Summary> {
+    std::fs::create_dir_all(out_dir)?;
     let cache = symbolize::Cache::default();
     let mut namer = naming::Namer::default();
     let label = move |name: &str| namer.name(name, extension(format));
-    run(args, opts, observer, label, |name, file_name, bytes| {
+    Ok(run(args, opts, observer, label, |name, file_name, bytes| {
         // Written beside its name and renamed into place when complete: whatever
         // is planted under that name (a hard link, a FIFO, a symbolic link) is replaced.
         let target = out_dir.join(&file_name);
@@ -287,7 +285,7 @@ pub fn convert_all(
                 Outcome::Failed
             }
         }
-    })
+    }))
 }
 
 /// `rtconv export` and `rtconv batch -f parquet`: every dump of `args` into

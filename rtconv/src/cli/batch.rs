@@ -17,19 +17,25 @@ use super::{diag, exit};
 pub fn run(args: BatchArgs) -> ExitCode {
     let opts = args.run.options(args.symbols.options(), args.filter.filter());
     let progress = Progress::new(args.run.quiet);
-    let summary = match (&args.out_dir, args.format) {
+    match (&args.out_dir, args.format) {
         (Some(out_dir), BatchFormatArg::Parquet) => {
-            return export(&args.inputs, out_dir, args.host.as_deref(), &opts, &progress);
+            export(&args.inputs, out_dir, args.host.as_deref(), &opts, &progress)
         }
         (Some(out_dir), BatchFormatArg::Trace(format)) => {
-            let summary =
-                rtconv::batch::convert_all(&args.inputs, format_of(format, &args.chrome), out_dir, &opts, &progress);
-            say_converted("batch", &summary, out_dir);
-            summary
+            let format = format_of(format, &args.chrome);
+            match rtconv::batch::convert_all(&args.inputs, format, out_dir, &opts, &progress) {
+                Ok(summary) => {
+                    say_converted("batch", &summary, out_dir);
+                    ExitCode::from(exit::of_summary(&summary))
+                }
+                Err(e) => {
+                    diag::error(&format!("cannot create {}: {e}", out_dir.display()));
+                    ExitCode::FAILURE
+                }
+            }
         }
-        (None, _) => return pack(&args.inputs, &opts),
-    };
-    ExitCode::from(exit::of_summary(&summary))
+        (None, _) => pack(&args.inputs, &opts),
+    }
 }
 
 /// `rtconv export`.

@@ -47,7 +47,7 @@ struct Open {
 }
 
 /// Per dump: its functions' names and files, each once, as dictionary values.
-struct Names {
+struct NameColumns {
     /// Per key index: its name's index in `functions`.
     of_key: Vec<i32>,
     functions: Arc<StringArray>,
@@ -57,8 +57,8 @@ struct Names {
     lines: Vec<Option<u32>>,
 }
 
-impl Names {
-    fn new(tl: &Timeline<'_>) -> Names {
+impl NameColumns {
+    fn new(tl: &Timeline<'_>) -> NameColumns {
         let mut index: HashMap<&str, i32> = HashMap::new();
         let mut file_index: HashMap<String, i32> = HashMap::new();
         let (mut names, mut file_of, mut files, mut lines, mut of_key) =
@@ -79,7 +79,7 @@ impl Names {
             });
             of_key.push(id);
         }
-        Names {
+        NameColumns {
             of_key,
             functions: Arc::new(StringArray::from(names)),
             file_of,
@@ -96,7 +96,7 @@ pub fn write(
     dump: &DumpColumns,
     emit: &mut dyn FnMut(RecordBatch) -> Result<(), super::ExportError>,
 ) -> Result<Anomalies, super::ExportError> {
-    let names = Names::new(tl);
+    let names = NameColumns::new(tl);
     let thread_names: Arc<StringArray> = Arc::new(StringArray::from_iter_values(
         tl.trace.threads.iter().map(|t| if t.name.is_empty() { format!("thread {}", t.tid) } else { t.name.clone() }),
     ));
@@ -176,7 +176,7 @@ fn realtime(tl: &Timeline<'_>, mono_ns: i64) -> i64 {
 fn batch_of(
     rows: &mut Columns,
     dump: &DumpColumns,
-    names: &Names,
+    names: &NameColumns,
     thread_names: &Arc<StringArray>,
 ) -> Result<RecordBatch, super::ExportError> {
     let c = std::mem::take(rows);

@@ -106,10 +106,7 @@ pub(crate) fn map_file(path: &Path, pages: Pages) -> io::Result<FileBytes> {
     // is read instead; with the guard off, the fault ends the process, as
     // the program that left it off chose.
     let mapped = unsafe { options.map(&file) }.ok().and_then(|map| {
-        let guard = match super::shrink_guard::is_on() {
-            true => Some(Guard::register(&map)?),
-            false => None,
-        };
+        let guard = if super::shrink_guard::is_on() { Some(Guard::register(&map)?) } else { None };
         Some(FileBytes(Held::Mapped { guard, map }))
     });
     match mapped {

@@ -75,10 +75,10 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    /// Guards `bytes` (a file mapping), or `None` if the guard is off or
-    /// every slot is taken.
+    /// Guards `bytes` (a file mapping; the guard is on), or `None` if every
+    /// slot is taken.
     pub(crate) fn register(bytes: &[u8]) -> Option<Guard> {
-        if !is_on() || bytes.is_empty() {
+        if bytes.is_empty() {
             return None;
         }
         for (slot, entry) in TABLE.iter().enumerate() {
@@ -168,10 +168,11 @@ fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::
     let handler = previous.sa_sigaction;
     // SAFETY: the kernel passes a valid siginfo.
     let sent = unsafe { (*info).si_code } <= 0; // by kill, tgkill or sigqueue; above 0: a fault
-    if handler == libc::SIG_DFL || (handler == libc::SIG_IGN && !sent) {
+    if handler == libc::SIG_IGN && sent {
+        // Ignored, as it would have been without us.
+    } else if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
         // The default action (a fault cannot be ignored: it would repeat forever).
         default_action(signal);
-    } else if handler == libc::SIG_IGN {
     } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
         // SAFETY: an SA_SIGINFO action's handler has this signature; it gets what the kernel gave us.
         let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =

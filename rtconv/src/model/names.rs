@@ -96,48 +96,31 @@ impl Source {
 
 /// Every key's name, found by binary search among the trace's sorted keys:
 /// a key costs its slot (a [`SpanName`] and the key), not a hash table's
-/// entry with its spare capacity. A key that is not the trace's is never
-/// stored.
+/// entry with its spare capacity. A key that is not the trace's has none.
 #[derive(Debug, Default)]
 pub struct Names {
     keys: Vec<u64>,
-    names: Vec<Option<SpanName>>,
+    names: Vec<SpanName>,
 }
 
 impl Names {
-    /// Empty slots for `keys`, which are sorted and distinct (`Trace::keys`).
-    pub fn new(keys: &[u64]) -> Self {
+    /// `names[i]` names `keys[i]`; the keys are sorted and distinct
+    /// (`Trace::keys`), and there are as many names as keys.
+    pub fn new(keys: Vec<u64>, names: Vec<SpanName>) -> Self {
         debug_assert!(keys.is_sorted_by(|a, b| a < b), "keys sorted and distinct");
-        Names { keys: keys.to_vec(), names: keys.iter().map(|_| None).collect() }
+        debug_assert_eq!(keys.len(), names.len(), "a name per key");
+        Names { keys, names }
     }
 
-    fn slot(&self, key: u64) -> Option<usize> {
-        self.keys.binary_search(&key).ok()
-    }
-
-    /// The name of `key`, if it has one (after `symbolize`, every key of the trace has).
+    /// The name of `key`, if it is one of the trace's.
     pub fn get(&self, key: u64) -> Option<&SpanName> {
-        self.slot(key).and_then(|i| self.names[i].as_ref())
-    }
-
-    /// Names `key` (a key not in the table is ignored).
-    pub fn insert(&mut self, key: u64, name: SpanName) {
-        if let Some(i) = self.slot(key) {
-            self.names[i] = Some(name);
-        }
-    }
-
-    /// Names `key` with `name()` unless it has a name already.
-    pub fn or_insert_with(&mut self, key: u64, name: impl FnOnce() -> SpanName) {
-        if let Some(i) = self.slot(key) {
-            self.names[i].get_or_insert_with(name);
-        }
+        self.keys.binary_search(&key).ok().and_then(|i| self.names.get(i))
     }
 
     /// How many keys each backend named, and how many none did.
     pub fn counts(&self) -> Vec<(Source, usize)> {
         let mut counts: BTreeMap<Source, usize> = BTreeMap::new();
-        for n in self.names.iter().flatten() {
+        for n in &self.names {
             *counts.entry(n.source).or_default() += 1;
         }
         counts.into_iter().collect()

@@ -124,17 +124,18 @@ impl Session {
         let address = module.layout.file_address(&self.lookup, query.address)?;
         let mut name = [None];
         each_backend(&opts.backends(), &mut name, |backend, _| {
-            let debug = module.files.debug.clone().unwrap_or_else(|| module.files.binary.clone());
             vec![match backend {
                 Source::Dwarf => module.dwarf_name(address, opts, warnings),
                 Source::Symtab => {
+                    let debug = module.files.debug.as_deref().unwrap_or(&module.files.binary);
                     let table = module.symtab.get_or_insert_with(|| {
-                        symtab::Table::open(&debug).map_err(|e| warnings.push(e.to_string())).ok()
+                        symtab::Table::open(debug).map_err(|e| warnings.push(e.to_string())).ok()
                     });
                     table.as_ref().and_then(|t| t.name(address, opts.demangle))
                 }
                 Source::Addr2line => opts.addr2line.as_ref().and_then(|program| {
-                    match external::resolve(program, &debug, &[address], opts.demangle) {
+                    let debug = module.files.debug.as_deref().unwrap_or(&module.files.binary);
+                    match external::resolve(program, debug, &[address], opts.demangle) {
                         Ok(mut names) => names.pop().flatten(),
                         Err(e) => {
                             warnings.push(e.to_string());
@@ -154,12 +155,17 @@ impl Session {
     /// could not be written.
     pub fn finish(mut self) -> Vec<String> {
         let mut notes = std::mem::take(&mut self.notes);
+        self.save_indexes(&mut notes);
+        notes
+    }
+
+    /// Writes what each module's index gained (once: an index saved has nothing left to add).
+    fn save_indexes(&mut self, notes: &mut Vec<String>) {
         for module in self.modules.values_mut().filter_map(|m| m.as_mut().ok()) {
-            if let Some(ix) = &mut module.index {
-                ix.save(&mut notes);
+            if let Some(ix) = module.index.take().as_mut() {
+                ix.save(notes);
             }
         }
-        notes
     }
 
     fn open(&mut self, path: &Path) -> Result<Module, String> {
@@ -208,12 +214,7 @@ impl Module {
 impl Drop for Session {
     /// A session dropped without [`finish`](Session::finish) still saves what it added.
     fn drop(&mut self) {
-        let mut unsaid = Vec::new();
-        for module in self.modules.values_mut().filter_map(|m| m.as_mut().ok()) {
-            if let Some(ix) = &mut module.index {
-                ix.save(&mut unsaid);
-            }
-        }
+        self.save_indexes(&mut Vec::new());
     }
 }
 

@@ -333,11 +333,7 @@ pub fn symbolize(trace: &Trace, opts: &Options, cache: &Cache) -> Naming {
         named_by.dedup();
         problems.push(Problem { kind, keys: in_module.len(), named_otherwise, named_by });
     }
-    let mut table = Names::new(&trace.keys);
-    for (&(key, _), name) in queries.iter().zip(named) {
-        table.insert(key, name);
-    }
-    Naming { names: table, files, problems, warnings: cache.unsaid(warnings) }
+    Naming { names: Names::new(trace.keys.clone(), named), files, problems, warnings: cache.unsaid(warnings) }
 }
 
 /// The name of a key no backend named: `??` and where it points.

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use ringtrace_format::test_util::DumpBuilder;
 use ringtrace_format::{Record, RingInfo};
-use ringtrace_tests::{binary, record_workload_with, run, scratch, venv, workspace_root};
+use ringtrace_tests::{binary, record_workload_with, rtconv_ok, rtconv_run, run, scratch, venv, workspace_root};
 
 fn python() -> Command {
     Command::new(venv("python"))
@@ -17,10 +17,9 @@ fn python() -> Command {
 
 /// `tests/python/check_export.py`, which must pass: its summary line.
 fn check(tables: &Path, stats_of: &Path, dumps: usize) -> String {
-    let stats = run(&binary("rtconv"), &["stats", stats_of.to_str().unwrap(), "-f", "json", "-q"]);
-    assert!(stats.status.success(), "{}", String::from_utf8_lossy(&stats.stderr));
+    let stats = rtconv_ok(&["stats", stats_of.to_str().unwrap(), "-f", "json", "-q"]);
     let json = tables.with_extension("stats.json");
-    std::fs::write(&json, &stats.stdout).unwrap();
+    std::fs::write(&json, stats).unwrap();
     let out = python()
         .arg(workspace_root().join("tests/python/check_export.py"))
         .arg(tables)
@@ -68,8 +67,8 @@ fn duckdb_over_the_tables_answers_as_stats_merged() {
         "3 930.0 2.0 h1 h1"
     );
     // The functions table holds each dump's own stats figures.
-    let per_dump = run(&binary("rtconv"), &["stats", dumps.join("b.rtd").to_str().unwrap(), "-f", "json", "-q"]);
-    let json: serde_json::Value = serde_json::from_slice(&per_dump.stdout).unwrap();
+    let per_dump = rtconv_ok(&["stats", dumps.join("b.rtd").to_str().unwrap(), "-f", "json", "-q"]);
+    let json: serde_json::Value = serde_json::from_str(&per_dump).unwrap();
     let fib = json[0]["functions"].as_array().unwrap().iter().find(|f| f["function"] == "workload::fib").unwrap();
     assert_eq!(
         duckdb(&format!(
@@ -101,9 +100,9 @@ fn a_bad_dump_is_named_and_the_others_are_exported() {
     let good = record_workload_with(&binary("workload"), &dumps, "good.rtd", &["--rounds", "2"]);
     std::fs::write(dumps.join("bad.rtd"), b"not a ringtrace dump at all").unwrap();
     let tables = dir.join("tables");
-    let out = run(&binary("rtconv"), &["export", dumps.to_str().unwrap(), "-o", tables.to_str().unwrap(), "-q"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "some converted, one failed: {stderr}");
+    let (code, _, stderr) = rtconv_run(&["export", dumps.to_str().unwrap(), "-o", tables.to_str().unwrap(), "-q"]);
+    let stderr = stderr.join("\n");
+    assert_eq!(code, 3, "some converted, one failed: {stderr}");
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("rtconv: error:")).collect();
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(errors[0].contains("bad.rtd"), "{stderr}");
@@ -126,8 +125,7 @@ fn a_span_cut_at_its_parents_end_and_an_open_one_are_flagged() {
     let dump = dir.join("flags.rtd");
     std::fs::write(&dump, w.finish().unwrap().0).unwrap();
     let tables = dir.join("tables");
-    let out = run(&binary("rtconv"), &["export", dump.to_str().unwrap(), "-o", tables.to_str().unwrap(), "-q"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    rtconv_ok(&["export", dump.to_str().unwrap(), "-o", tables.to_str().unwrap(), "-q"]);
     let spans = format!("read_parquet('{}/spans/*.parquet')", tables.display());
     let row = |tid: u32, function: &str| {
         duckdb(&format!(

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use ringtrace_tests::{binary, record_workload_with, run, scratch, venv, workspace_root};
+use ringtrace_tests::{binary, record_workload_with, rtconv_ok, scratch, venv, workspace_root};
 
 /// The `ringtrace` package, built once per test run and installed into a
 /// directory of its own (not the shared venv): the directory to put on PYTHONPATH.
@@ -63,10 +63,9 @@ fn dumps(dir: &Path) -> (PathBuf, Vec<PathBuf>, PathBuf) {
         .iter()
         .map(|(name, rounds)| record_workload_with(&binary("workload"), &dumps, name, &["--rounds", rounds]))
         .collect();
-    let stats = run(&binary("rtconv"), &["stats", dumps.to_str().unwrap(), "-f", "json", "-q"]);
-    assert!(stats.status.success(), "{}", String::from_utf8_lossy(&stats.stderr));
+    let stats = rtconv_ok(&["stats", dumps.to_str().unwrap(), "-f", "json", "-q"]);
     let json = dir.join("stats.json");
-    std::fs::write(&json, &stats.stdout).unwrap();
+    std::fs::write(&json, stats).unwrap();
     (dumps, files, json)
 }
 
@@ -75,8 +74,7 @@ fn the_python_reader_gives_the_export_tables_and_duckdb_answers_as_stats() {
     let dir = scratch("fleet-reader");
     let (dumps, files, stats) = dumps(&dir);
     let exported = dir.join("exported");
-    let out = run(&binary("rtconv"), &["export", dumps.to_str().unwrap(), "-o", exported.to_str().unwrap(), "-q"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    rtconv_ok(&["export", dumps.to_str().unwrap(), "-o", exported.to_str().unwrap(), "-q"]);
     let checked = with_package("python")
         .arg(workspace_root().join("tests/python/check_reader.py"))
         .arg(&stats)

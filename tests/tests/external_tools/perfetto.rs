@@ -17,7 +17,7 @@ use std::process::Command;
 
 use ringtrace_format::test_util::DumpBuilder;
 use ringtrace_format::{Record, RingInfo};
-use ringtrace_tests::{binary, convert, parse_chrome, record_workload_with, run, scratch, venv};
+use ringtrace_tests::{binary, convert, parse_chrome, record_workload_with, rtconv_ok, scratch, venv};
 
 /// Decodes a Perfetto trace, checks how it uses sequences and interning,
 /// and prints one JSON line per slice: [tid, name, ts, dur, depth, file, line, annotations].
@@ -109,8 +109,7 @@ fn slices(trace: &Path) -> Vec<serde_json::Value> {
 }
 
 fn convert_to(dump: &Path, to: &Path) {
-    let out = run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "-o", to.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    rtconv_ok(&["convert", dump.to_str().unwrap(), "-o", to.to_str().unwrap()]);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ringtrace_tests::{binary, convert, record_workload_with, run, scratch, stats_rows, tool};
+use ringtrace_tests::{binary, convert, record_workload_with, rtconv_ok, scratch, stats_rows, tool};
 
 /// `go tool pprof ARGS PROFILE`'s stdout.
 fn pprof(profile: &Path, args: &[&str]) -> String {
@@ -37,8 +37,7 @@ fn go_tool_pprof_reads_what_stats_says() {
     let dir = scratch("pprof");
     let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &["--rounds", "4", "--sleep-ms", "2"]);
     let profile = dir.join("w.pb.gz");
-    let out = run(&binary("rtconv"), &["convert", dump.to_str().unwrap(), "-o", profile.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    rtconv_ok(&["convert", dump.to_str().unwrap(), "-o", profile.to_str().unwrap()]);
     assert_eq!(&std::fs::read(&profile).unwrap()[..2], [0x1f, 0x8b], "gzipped once");
     let (rows, _) = stats_rows(&dump, &[]);
     let times = top(&profile, "self");
@@ -70,8 +69,8 @@ fn go_tool_pprof_reads_what_stats_says() {
     assert_eq!(from_pprof, from_folded);
     // The mapping: the program's build-id, as `rtconv info` has it.
     let raw = pprof(&profile, &["-raw"]);
-    let info = run(&binary("rtconv"), &["info", dump.to_str().unwrap(), "-f", "json"]);
-    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let info: serde_json::Value =
+        serde_json::from_str(&rtconv_ok(&["info", dump.to_str().unwrap(), "-f", "json"])).unwrap();
     let main = info[0]["modules"]
         .as_array()
         .unwrap()
