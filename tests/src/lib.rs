@@ -2,6 +2,7 @@
 //! and read Chrome JSON back into plain spans.
 
 pub mod fuzz_support;
+pub mod wall_clock;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

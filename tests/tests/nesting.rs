@@ -1,7 +1,7 @@
 //! Nesting never depends on a tie of timestamps: the `tree` sample records a
 //! known call tree with its counter cut to steps of 2^20 ticks (most spans
 //! start and end on the same tick), with the fine counter, and under
-//! `qemu-aarch64` (a 62.5 MHz counter moving in 1 µs steps); every output —
+//! `qemu-aarch64` (a counter moving in 1 µs steps); every output —
 //! the call tree of `stats`, the ftrace function graph, Chrome B/E events and
 //! systrace — shows the tree the program made, thread by thread, because
 //! rtconv nests by the depth each record's key carries and the ring's order.

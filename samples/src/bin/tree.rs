@@ -1,8 +1,8 @@
 //! A known call tree, for the nesting test: `tree fine|coarse OUT`.
 //!
 //! Records, with a counter that is either the default one (`fine`) or the
-//! same counter cut to steps of 2^20 ticks (`coarse`: 0.5 ms at 2 GHz, 17 ms
-//! at the 62.5 MHz of `qemu-aarch64`), so that most spans start and end on
+//! same counter cut to steps of 2^20 ticks (`coarse`: 0.5 ms at 2 GHz, 1 ms
+//! at the 1 GHz of `qemu-aarch64` 10), so that most spans start and end on
 //! the same tick:
 //!
 //! - on the main thread, 50 times: `root` calling `a` 3 times (each calling
