@@ -246,6 +246,8 @@ code_enum!(
         /// Streamed while the program ran (since 1.3): the file grows chunk by chunk and is
         /// readable at every section boundary.
         Stream = 6, "stream";
+        /// Read out of a core file by `rtconv` (since 1.5): the rings as the process left them.
+        Core = 7, "core file";
     }
 );
 

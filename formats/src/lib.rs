@@ -40,6 +40,7 @@
 extern crate std;
 
 mod crc;
+pub mod directory;
 mod error;
 pub mod extent;
 pub mod layout;
