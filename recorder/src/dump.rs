@@ -163,6 +163,9 @@ fn dump<W: Write>(out: W, reason: DumpReason) -> io::Result<DumpStats> {
     // Held for the whole dump: dumps are serialised, and a thread starting
     // its first span waits (once) until this one is written.
     let mut rings = thread::lock_registry();
+    if let Some(&latest) = anchors.last() {
+        crate::directory::set_latest(latest);
+    }
     let mut buf: Vec<Record> = Vec::new();
     let mut written_exited = Vec::new();
     let mut code_keys = BTreeSet::new();

@@ -116,6 +116,8 @@ pub mod capi;
 #[cfg(not(loom))]
 pub mod clock;
 #[cfg(all(feature = "std", not(loom)))]
+mod directory;
+#[cfg(all(feature = "std", not(loom)))]
 mod dump;
 #[cfg(all(feature = "c-api", not(loom)))]
 pub mod hooks;

@@ -33,6 +33,17 @@ pub const OPEN_DEPTH: usize = 64;
 const DEPTH_BITS: u32 = 8;
 const DEPTH_MASK: u64 = (1 << DEPTH_BITS) - 1;
 
+/// The addresses of an open-span stack's state (see [`OpenStack::addresses`]).
+#[cfg(all(feature = "std", not(loom)))]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpenAddresses {
+    pub state: usize,
+    pub entries: usize,
+    pub capacity: usize,
+}
+
+/// One open span: {key, enter ticks}, two record words (the directory's layout).
+#[repr(C)]
 #[derive(Debug)]
 struct Entry {
     key: AtomicWord,
@@ -94,6 +105,17 @@ impl OpenStack {
         let state = own_load(&self.state);
         // Release: a reader that saw an entry a later push rewrites sees this pop.
         publish!(self.state, word(((state >> DEPTH_BITS) + 1) << DEPTH_BITS | depth));
+    }
+
+    /// Where the stack's state and entries live, for the ring directory:
+    /// (state, entries, how many entries).
+    #[cfg(all(feature = "std", not(loom)))]
+    pub(crate) fn addresses(&self) -> OpenAddresses {
+        OpenAddresses {
+            state: &self.state as *const AtomicWord as usize,
+            entries: self.entries.as_ptr() as usize,
+            capacity: OPEN_DEPTH,
+        }
     }
 
     /// Copies the open spans, outermost first, into `out`; returns how many,

@@ -172,6 +172,17 @@ pub struct Ring {
     drained: AtomicWord,
 }
 
+/// The addresses of a ring's slots and counters (see [`Ring::addresses`]).
+#[cfg(all(feature = "std", not(loom)))]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RingAddresses {
+    pub slots: usize,
+    pub head: usize,
+    pub dropped: usize,
+    pub aux: usize,
+    pub drained: usize,
+}
+
 /// What a [`Ring::drain`] copied: records `first..first + copied` of the ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Drained {
@@ -255,6 +266,18 @@ impl Ring {
     #[cfg(all(feature = "std", not(loom)))]
     pub(crate) fn slots(&self) -> &'static [Slot] {
         self.slots
+    }
+
+    /// Where the ring's state lives, for the ring directory.
+    #[cfg(all(feature = "std", not(loom)))]
+    pub(crate) fn addresses(&self) -> RingAddresses {
+        RingAddresses {
+            slots: self.slots.as_ptr() as usize,
+            head: &self.head as *const AtomicWord as usize,
+            dropped: &self.dropped as *const AtomicWord as usize,
+            aux: &self.aux as *const AtomicWord as usize,
+            drained: &self.drained as *const AtomicWord as usize,
+        }
     }
 
     /// Capacity in records.

@@ -15,9 +15,9 @@ use std::vec::Vec;
 
 use ringtrace_format::Anchor;
 
-use crate::os;
 use crate::ring::{Mode, Slot};
 use crate::track::Track;
+use crate::{directory, os};
 
 /// Default ring capacity in records (24 bytes each): 1.5 MiB per thread.
 pub const DEFAULT_RING_RECORDS: usize = 1 << 16;
@@ -75,6 +75,8 @@ pub(crate) struct ThreadRing {
     pub id: u64,
     /// Drained by the running stream (made while one ran).
     pub streamed: bool,
+    /// Its entry in the ring directory, linked while it is registered.
+    pub entry: directory::Entry,
 }
 
 /// The next [`ThreadRing::id`].
@@ -84,7 +86,9 @@ fn next_ring_id() -> u64 {
 }
 
 impl Drop for ThreadRing {
+    /// Runs only under the registry lock: a ring is dropped by its removal from the registry.
     fn drop(&mut self) {
+        directory::unlink(self);
         let slots: *const [Slot] = self.track.ring().slots();
         // SAFETY: the slots were allocated as a `Box<[Slot]>` and leaked in
         // `current_thread_ring`; the ring, their only user, is being dropped.
@@ -126,6 +130,7 @@ impl Drop for ExitMark {
         // SAFETY: the pointer, if set, is a registered ThreadRing; it is freed
         // only by a dump after it sees `exited`, which is set just below.
         if let Some(t) = unsafe { self.0.get().as_ref() } {
+            t.entry.mark_exited();
             t.exited.store(true, Ordering::Release);
         }
     }
@@ -243,9 +248,10 @@ pub fn context_track(name: &str) -> &'static Track {
         exited: AtomicBool::new(false),
         id: next_ring_id(),
         streamed: false,
+        entry: directory::Entry::new(),
     });
     let track: *const Track = &t.track;
-    lock_registry().push(t);
+    register(t);
     // SAFETY: the ThreadRing is boxed (it does not move) and registered; a
     // dump frees only rings marked exited, which this one never is.
     unsafe { &*track }
@@ -326,10 +332,11 @@ fn register_current_thread() -> &'static Track {
         exited: AtomicBool::new(false),
         id: next_ring_id(),
         streamed,
+        entry: directory::Entry::new(),
     });
     let track: *const Track = &t.track;
     let ptr: *const ThreadRing = &*t;
-    lock_registry().push(t);
+    register(t);
     CURRENT.with(|c| c.set(track));
     // During thread teardown the mark may already be gone: the ring then is
     // never marked exited and stays registered (no use-after-free, one leak).
@@ -382,6 +389,19 @@ fn process_default() -> RingConfig {
     RingConfig { records, mode }
 }
 
+/// Adds `t` to the registry and its entry to the ring directory, with a
+/// fresh latest anchor (a few µs, once per thread), so a core of a run whose
+/// threads came and went has the counter's rate.
+fn register(t: Box<ThreadRing>) {
+    let anchor = os::anchor();
+    let mut rings = lock_registry();
+    rings.push(t);
+    if let Some(t) = rings.last() {
+        directory::link(t);
+    }
+    directory::set_latest(anchor);
+}
+
 #[expect(clippy::vec_box, reason = "see REGISTRY")]
 pub(crate) fn lock_registry() -> MutexGuard<'static, Vec<Box<ThreadRing>>> {
     // A panic while holding the lock cannot leave the list half-updated.
@@ -392,7 +412,11 @@ pub(crate) fn lock_registry() -> MutexGuard<'static, Vec<Box<ThreadRing>>> {
 /// Called implicitly by the first span of the process; call it earlier to
 /// make the rate derivation span the whole run.
 pub fn start() {
-    START.get_or_init(os::anchor);
+    START.get_or_init(|| {
+        let anchor = os::anchor();
+        directory::set_clock(&crate::clock::info(), anchor);
+        anchor
+    });
 }
 
 pub(crate) fn start_anchor() -> Option<Anchor> {

@@ -69,6 +69,12 @@ impl Track {
         (wide(self.too_deep.load(Ordering::Relaxed)), wide(self.abandoned.load(Ordering::Relaxed)))
     }
 
+    /// The addresses of the (too deep, abandoned) counts, for the ring directory.
+    #[cfg(all(feature = "std", not(loom)))]
+    pub(crate) fn unrecorded_addresses(&self) -> (usize, usize) {
+        (&self.too_deep as *const AtomicWord as usize, &self.abandoned as *const AtomicWord as usize)
+    }
+
     /// A span began: note it as open. Returns the token for [`end`](Self::end).
     #[inline(always)]
     pub fn begin(&self, key: u64, enter: u64) -> u64 {
