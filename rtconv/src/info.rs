@@ -74,6 +74,8 @@ pub struct ThreadDescription {
     pub record_bytes: u8,
     /// What the thread did not record whole.
     pub losses: Losses,
+    /// The names of its spans open at dump time, outermost first: its call path then.
+    pub open: Vec<String>,
 }
 
 /// The clock part of a [`Description`].
@@ -165,6 +167,10 @@ impl Description {
                     lost: t.lost(),
                     record_bytes: if t.compact { 12 } else { 24 },
                     losses: trace.thread_losses(i),
+                    open: t
+                        .open_keys()
+                        .map(|k| naming.names.get(k).map_or_else(|| format!("{k:#x}"), |n| n.name.clone()))
+                        .collect(),
                 })
                 .collect(),
             open: trace.threads.iter().map(|t| t.open_count()).sum(),
@@ -312,7 +318,7 @@ impl Description {
             })).collect::<Vec<_>>(),
             "threads": self.threads.iter().map(|t| json!({
                 "tid": t.tid, "name": t.name, "spans": t.spans, "lost": t.lost, "record_bytes": t.record_bytes,
-                "losses": t.losses.to_json(),
+                "losses": t.losses.to_json(), "open": t.open,
             })).collect::<Vec<_>>(),
             "spans": self.spans(),
             "open": self.open,

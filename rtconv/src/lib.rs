@@ -66,6 +66,7 @@
 
 pub mod batch;
 pub mod convert;
+pub mod core_file;
 pub mod diff;
 #[cfg(feature = "parquet")]
 pub mod export;

@@ -248,6 +248,14 @@ pub enum LoadError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A core file without readable rings.
+    #[error("{}: {source}", path.display())]
+    Core {
+        /// The core.
+        path: PathBuf,
+        /// Why no rings were read.
+        source: crate::core_file::CoreError,
+    },
     /// The file header is unusable, so nothing can be salvaged.
     #[error("{}: {source}{hint}", path.display())]
     Header {
@@ -263,8 +271,18 @@ pub enum LoadError {
 
 /// Maps the dump at `path` (a regular file; anything else is refused);
 /// [`decode`] then reads it.
+///
+/// An ELF core file is read for the rings it holds ([`crate::core_file`])
+/// and yields them as a dump.
 pub fn open(path: &Path) -> Result<FileBytes, LoadError> {
-    map_file(path, Pages::Populate).map_err(|source| LoadError::Io { path: path.into(), source })
+    let bytes = map_file(path, Pages::Populate).map_err(|source| LoadError::Io { path: path.into(), source })?;
+    if !crate::core_file::is_core(&bytes) {
+        return Ok(bytes);
+    }
+    let file_time = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    crate::core_file::to_dump(path, &bytes, file_time)
+        .map(|core| FileBytes::from_vec(core.bytes))
+        .map_err(|source| LoadError::Core { path: path.into(), source })
 }
 
 /// Decodes the dump in `bytes` (read from `path`). A damaged or truncated

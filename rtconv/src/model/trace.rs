@@ -318,6 +318,11 @@ impl ThreadTrace<'_> {
         self.open.len()
     }
 
+    /// The keys of the spans open at dump time, outermost first: the thread's call path then.
+    pub fn open_keys(&self) -> impl Iterator<Item = u64> + '_ {
+        self.open.iter().rev().map(|o| o.key)
+    }
+
     /// Calls `f` with every span, finished ones in the order they ended (each
     /// argument record attached to the span after it), then the open ones,
     /// innermost first, ending at the dump (or at their own start, if they

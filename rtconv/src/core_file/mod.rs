@@ -1,0 +1,213 @@
+//! Rings out of a core file: a process that died without writing a dump
+//! (killed, aborted, crashed where no handler could run, stopped with
+//! `gcore`) still held its rings in memory, and its core holds that memory.
+//!
+//! Design constraints:
+//! - One model: the core's rings are written as an ordinary dump (in
+//!   memory), which every command then reads as it reads a dump. Its reason
+//!   is `core`; a spans open at the crash end at the core's last timestamp.
+//! - The recorder's ring directory (`ringtrace_format::directory`) is found
+//!   through the `ringtrace_directory` symbol of a mapped file whose build-id
+//!   matches the core's, at its load bias; without such a file, by scanning
+//!   the core's memory for the directory's magic.
+//! - The core is untrusted: every address is read through
+//!   [`elf_core::Core::read`], lengths are checked against the ring limits
+//!   before anything is sized by them, the entry list is followed at most
+//!   [`MAX_ENTRIES`](ringtrace_format::directory::MAX_ENTRIES) steps and never
+//!   through an entry twice.
+//!
+//! # Example
+//!
+//! ```no_run
+//! let bytes = std::fs::read("core")?;
+//! if rtconv::core_file::is_core(&bytes) {
+//!     let dump = rtconv::core_file::to_dump(std::path::Path::new("core"), &bytes, None)?;
+//!     let trace = rtconv::model::decode(std::path::Path::new("core"), &dump.bytes)?;
+//!     println!("{} threads", trace.threads.len());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod elf_core;
+mod modules;
+mod rings;
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use ringtrace_format::{Anchor, ClockInfo, CounterKind, DumpReason, IoSink, MetaInfo, Module, RateSource, Writer};
+
+use elf_core::Core;
+pub use elf_core::CoreFormatError;
+
+/// Whether `bytes` are an ELF core file.
+pub fn is_core(bytes: &[u8]) -> bool {
+    elf_core::is_core(bytes)
+}
+
+/// A core's rings as a dump, and what the reading had to assume or leave out.
+pub struct CoreDump {
+    /// The dump's bytes.
+    pub bytes: Vec<u8>,
+    /// The thread that took the fatal signal and the signal, if the core says.
+    pub fatal: Option<(u32, u16)>,
+    /// What was estimated or could not be read (one line each).
+    pub notes: Vec<String>,
+}
+
+/// Why a core yields no rings at all.
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    /// The core's ELF structure is unusable.
+    #[error("{0}")]
+    Format(#[from] CoreFormatError),
+    /// No ring directory: the program did not link ringtrace, or the page holding it is not in the core.
+    #[error(
+        "no ringtrace ring directory in this core: the program was not linked with ringtrace 0.2 or later (no `ringtrace_directory` symbol in its files), or the core leaves out its data pages (coredump_filter)"
+    )]
+    NoDirectory,
+    /// The directory is there but unreadable.
+    #[error("the ring directory at {address:#x}: {source}")]
+    Directory {
+        /// Where it was found.
+        address: u64,
+        /// What is wrong.
+        source: ringtrace_format::directory::DirectoryError,
+    },
+    /// The in-memory dump could not be written (cannot happen with a `Vec`; kept for the types).
+    #[error("cannot write the dump: {0}")]
+    Write(String),
+}
+
+/// Reads the rings of the core `bytes` (read from `path`; `file_time`, the
+/// core's modification time, dates the crash when nothing better does) and
+/// writes them as a dump.
+pub fn to_dump(path: &Path, bytes: &[u8], file_time: Option<SystemTime>) -> Result<CoreDump, CoreError> {
+    let core = Core::parse(bytes)?;
+    let mut notes = Vec::new();
+    if core.missing_bytes > 0 {
+        notes.push(format!(
+            "the core leaves out {} bytes of the process's memory (cut short, or left out by RLIMIT_CORE or coredump_filter)",
+            core.missing_bytes
+        ));
+    }
+    let modules = modules::of(&core);
+    let (address, how) = rings::find_directory(&core, &modules).ok_or(CoreError::NoDirectory)?;
+    let found = rings::read(&core, address).map_err(|source| CoreError::Directory { address, source })?;
+    if how == rings::Found::Scan {
+        notes.push(format!(
+            "{}: no file with the core's build-id names `ringtrace_directory`; found the directory by its magic at {address:#x}",
+            path.display()
+        ));
+    }
+    notes.extend(found.notes.iter().cloned());
+
+    let last_ticks = found.rings.iter().filter_map(|r| r.last_ticks()).max();
+    let anchors = anchors(&found.clock, found.start, found.latest, last_ticks, file_time, &mut notes);
+
+    let mut w = Writer::new(IoSink(Vec::new()), 8).map_err(write_error)?;
+    w.meta(&MetaInfo {
+        pid: core.pid,
+        reason: DumpReason::Core,
+        producer: b"ringtrace",
+        producer_version: b"(read from a core by rtconv)",
+        process_name: &core.name,
+    })
+    .map_err(write_error)?;
+    w.clock(&found.clock, &anchors).map_err(write_error)?;
+    let table: Vec<Module<'_>> = modules
+        .iter()
+        .map(|m| Module {
+            start: m.start,
+            end: m.end,
+            bias: m.bias,
+            flags: if m.is_main { ringtrace_format::layout::MODULE_FLAG_MAIN } else { 0 },
+            build_id: &m.build_id,
+            path: &m.path,
+        })
+        .collect();
+    w.modules(&table).map_err(write_error)?;
+    if let Some((base, sites)) = rings::sites(&core, &modules, found.sites) {
+        w.sites(base, &sites).map_err(write_error)?;
+    }
+    let mut unbalanced = Vec::new();
+    for ring in &found.rings {
+        w.ring(&ring.info(), &ring.records, &ring.open).map_err(write_error)?;
+        if ring.too_deep + ring.abandoned > 0 {
+            unbalanced.push(ringtrace_format::Unbalanced {
+                tid: ring.tid,
+                too_deep: ring.too_deep,
+                abandoned: ring.abandoned,
+            });
+        }
+    }
+    if !unbalanced.is_empty() {
+        w.unbalanced(&unbalanced).map_err(write_error)?;
+    }
+    let bytes = w.finish().map_err(write_error)?.0;
+    let fatal = core.threads.first().filter(|t| t.signal != 0).map(|t| (t.tid, t.signal));
+    Ok(CoreDump { bytes, fatal, notes })
+}
+
+fn write_error(e: ringtrace_format::WriteError<std::io::Error>) -> CoreError {
+    CoreError::Write(e.to_string())
+}
+
+/// The dump's anchors: the start anchor, the latest one if later, and one at
+/// the core's last timestamp (where the spans open at the crash end), placed
+/// by the best rate known — the anchors', else the nominal one, else the
+/// run's ticks over its wall-clock time up to the core file's time.
+fn anchors(
+    clock: &ClockInfo,
+    start: Option<Anchor>,
+    latest: Option<Anchor>,
+    last_ticks: Option<u64>,
+    file_time: Option<SystemTime>,
+    notes: &mut Vec<String>,
+) -> Vec<Anchor> {
+    let Some(start) = start else {
+        notes.push("the core has no time anchor: spans are placed by counter ticks only".into());
+        return Vec::new();
+    };
+    let mut out = vec![start];
+    if let Some(l) = latest.filter(|l| l.mono_ns >= start.mono_ns + 1_000_000 && l.ticks > start.ticks) {
+        out.push(l);
+    }
+    let Some(last) = last_ticks.filter(|&t| t > out.last().map_or(0, |a| a.ticks)) else { return out };
+    // Nanoseconds per tick, as (ns, ticks).
+    let rate = if let [first, l] = out[..] {
+        Some((l.mono_ns - first.mono_ns, l.ticks - first.ticks))
+    } else if clock.nominal_hz > 0 {
+        Some((1_000_000_000, clock.nominal_hz))
+    } else {
+        let file_ns = file_time
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .and_then(|d| u64::try_from(d.as_nanos()).ok());
+        let estimate = file_ns.filter(|&ns| ns > start.real_ns).map(|ns| (ns - start.real_ns, last - start.ticks));
+        if estimate.is_some() {
+            notes.push(
+                "the counter's rate is estimated from the run's ticks and the core file's time (the recorder took one anchor only): durations may be off by the time the core took to write".into(),
+            );
+        }
+        estimate
+    };
+    let Some((ns, ticks)) = rate.filter(|&(ns, ticks)| ns > 0 && ticks > 0) else { return out };
+    let base = *out.last().unwrap_or(&start);
+    let elapsed = (u128::from(last - base.ticks) * u128::from(ns) / u128::from(ticks)) as u64;
+    out.push(Anchor {
+        ticks: last,
+        mono_ns: base.mono_ns.saturating_add(elapsed),
+        real_ns: base.real_ns.saturating_add(elapsed),
+    });
+    out
+}
+
+/// The clock section of a directory's words.
+pub(crate) fn clock_info(counter: u64, bits: u64, nominal_hz: u64, source: u64) -> ClockInfo {
+    ClockInfo {
+        counter: CounterKind::from_code(counter as u32),
+        counter_bits: bits.clamp(1, 64) as u32,
+        nominal_hz,
+        rate_source: RateSource::from_code(source as u32),
+    }
+}

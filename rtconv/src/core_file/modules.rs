@@ -1,0 +1,91 @@
+//! The core's module table: its mapped ELF files (`NT_FILE`), each with its
+//! address range, load bias and build-id, read from the ELF headers the core
+//! holds (the kernel dumps every ELF file's first page) or from the file.
+
+use object::elf;
+use object::read::elf::{FileHeader, ProgramHeader};
+use object::{Endianness, Object};
+
+use super::elf_core::Core;
+
+/// A mapped ELF file.
+#[derive(Clone, Debug)]
+pub(crate) struct CoreModule {
+    pub start: u64,
+    pub end: u64,
+    pub bias: u64,
+    pub build_id: Vec<u8>,
+    pub path: Vec<u8>,
+    pub is_main: bool,
+}
+
+/// The ELF headers of a file's first page: (lowest PT_LOAD address rounded
+/// down to its alignment, build-id if its note lies in the page).
+fn headers(page: &[u8]) -> Option<(u64, Vec<u8>)> {
+    let header = elf::FileHeader64::<Endianness>::parse(page).ok()?;
+    let endian = header.endian().ok()?;
+    let phdrs = header.program_headers(endian, page).ok()?;
+    let lowest = phdrs
+        .iter()
+        .filter(|p| p.p_type(endian) == elf::PT_LOAD)
+        .map(|p| p.p_vaddr(endian) & !(p.p_align(endian).max(4096) - 1))
+        .min()?;
+    let mut build_id = Vec::new();
+    for p in phdrs {
+        if let Ok(Some(mut notes)) = p.notes(endian, page) {
+            while let Ok(Some(note)) = notes.next() {
+                if note.name() == b"GNU" && note.n_type(endian) == elf::NT_GNU_BUILD_ID {
+                    build_id = note.desc().to_vec();
+                }
+            }
+        }
+    }
+    Some((lowest, build_id))
+}
+
+/// The module table: one entry per mapped ELF file, the main program marked
+/// (the file whose range holds `AT_ENTRY`).
+pub(crate) fn of(core: &Core<'_>) -> Vec<CoreModule> {
+    let mut out: Vec<CoreModule> = Vec::new();
+    for m in &core.mappings {
+        if let Some(existing) = out.iter_mut().find(|e| e.path == m.path) {
+            existing.start = existing.start.min(m.start);
+            existing.end = existing.end.max(m.end);
+            continue;
+        }
+        if m.offset != 0 {
+            continue; // a file's later mappings join its first (offset 0) one above
+        }
+        let from_core = core.read(m.start, 4096.min(m.end - m.start)).and_then(headers);
+        let from_file = || {
+            let bytes = std::fs::read(path_of(&m.path)).ok()?;
+            let (lowest, _) = headers(bytes.get(..4096.min(bytes.len()))?)?;
+            let id = object::File::parse(&*bytes).ok()?.build_id().ok().flatten().unwrap_or_default().to_vec();
+            Some((lowest, id))
+        };
+        let Some((lowest, mut build_id)) = from_core.or_else(from_file) else { continue };
+        if build_id.is_empty()
+            && let Some((_, id)) = from_file()
+        {
+            build_id = id;
+        }
+        out.push(CoreModule {
+            start: m.start,
+            end: m.end,
+            bias: m.start.wrapping_sub(lowest),
+            build_id,
+            path: m.path.clone(),
+            is_main: false,
+        });
+    }
+    if let Some(main) = out.iter_mut().find(|m| (m.start..m.end).contains(&core.entry)) {
+        main.is_main = true;
+    }
+    out
+}
+
+/// A path's bytes as a path.
+pub(crate) fn path_of(b: &[u8]) -> &std::path::Path {
+    use std::os::unix::ffi::OsStrExt;
+    std::path::Path::new(std::ffi::OsStr::from_bytes(b))
+}

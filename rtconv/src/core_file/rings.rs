@@ -1,0 +1,226 @@
+//! The ring directory in a core, and the rings it lists.
+
+use std::collections::HashSet;
+
+use object::{Object, ObjectSection, ObjectSymbol};
+use ringtrace_format::directory::{
+    self, DirectoryError, ENTRY_WORDS, MAGIC, MAX_ENTRIES, OPEN_DEPTH_BITS, STATE_EXITED, dir, entry,
+};
+use ringtrace_format::layout::{RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED};
+use ringtrace_format::{Anchor, ClockInfo, Record, RingInfo};
+
+use super::elf_core::Core;
+use super::modules::{CoreModule, path_of};
+
+/// The largest ring a recorder makes (2^28 records), and a thread name's longest.
+const MAX_CAPACITY: u64 = 1 << 28;
+const MAX_NAME: u64 = 4096;
+const MAX_OPEN: u64 = 4096;
+const MAX_SITES: u64 = 64 << 20;
+
+/// How the directory was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// Through the `ringtrace_directory` symbol of a mapped file with the core's build-id.
+    Symbol,
+    /// By its magic, scanning the core's memory.
+    Scan,
+}
+
+/// The directory's address: by symbol, else by scanning.
+pub(crate) fn find_directory(core: &Core<'_>, modules: &[CoreModule]) -> Option<(u64, Found)> {
+    let mut ordered: Vec<&CoreModule> = modules.iter().collect();
+    ordered.sort_by_key(|m| !m.is_main);
+    for m in ordered {
+        let Ok(bytes) = std::fs::read(path_of(&m.path)) else { continue };
+        let Ok(file) = object::File::parse(&*bytes) else { continue };
+        if file.build_id().ok().flatten().unwrap_or_default() != m.build_id.as_slice() {
+            continue; // another build than the one that ran
+        }
+        let symbol = file.symbols().chain(file.dynamic_symbols()).find(|s| s.name() == Ok(directory::SYMBOL));
+        if let Some(s) = symbol {
+            let address = s.address().wrapping_add(m.bias);
+            if core.read(address, 8) == Some(&MAGIC[..]) {
+                return Some((address, Found::Symbol));
+            }
+        }
+    }
+    scan(core).map(|a| (a, Found::Scan))
+}
+
+/// The first 8-aligned place holding the magic and version 1.
+fn scan(core: &Core<'_>) -> Option<u64> {
+    for (base, bytes) in core.present() {
+        let mut at = 0;
+        while let Some(i) = memchr::memmem::find(&bytes[at..], &MAGIC) {
+            let offset = at + i;
+            let address = base + offset as u64;
+            if address.is_multiple_of(8) && core.word(address + 8) == Some(directory::VERSION) {
+                return Some(address);
+            }
+            at = offset + 1;
+        }
+    }
+    None
+}
+
+/// One ring read out of the core.
+pub(crate) struct CoreRing {
+    pub tid: u64,
+    name: Vec<u8>,
+    capacity: u64,
+    written: u64,
+    dropped: u64,
+    aux: u64,
+    flags: u32,
+    pub records: Vec<Record>,
+    pub open: Vec<(u64, u64)>,
+    pub too_deep: u64,
+    pub abandoned: u64,
+}
+
+impl CoreRing {
+    pub(crate) fn info(&self) -> RingInfo<'_> {
+        RingInfo {
+            tid: self.tid,
+            capacity: self.capacity,
+            written: self.written,
+            dropped: self.dropped,
+            aux: self.aux,
+            flags: self.flags,
+            name: &self.name,
+        }
+    }
+
+    /// The latest counter reading in the ring: its last exit or its innermost open span's entry.
+    pub(crate) fn last_ticks(&self) -> Option<u64> {
+        let exits = self.records.iter().rev().take(4).map(|r| r.exit);
+        exits.chain(self.open.last().map(|o| o.1)).max()
+    }
+}
+
+/// What the directory holds.
+pub(crate) struct Rings {
+    pub clock: ClockInfo,
+    pub start: Option<Anchor>,
+    pub latest: Option<Anchor>,
+    /// The site section's (address, length).
+    pub sites: (u64, u64),
+    pub rings: Vec<CoreRing>,
+    pub notes: Vec<String>,
+}
+
+/// Reads the directory at `address` and every ring it lists.
+pub(crate) fn read(core: &Core<'_>, address: u64) -> Result<Rings, DirectoryError> {
+    let word = |i: usize| core.word(address + 8 + 8 * i as u64);
+    let magic: [u8; 8] = core.read(address, 8).and_then(|b| b.try_into().ok()).unwrap_or_default();
+    let header = directory::header(magic, word)?;
+    if header.pointer_bytes != 8 || header.record_word_bytes != 8 {
+        return Err(DirectoryError::BadField {
+            field: "pointer size (this core is 64-bit)",
+            found: header.pointer_bytes,
+        });
+    }
+    let w = |i: usize| word(i).unwrap_or(0);
+    let clock = super::clock_info(w(dir::COUNTER), w(dir::COUNTER_BITS), w(dir::NOMINAL_HZ), w(dir::RATE_SOURCE));
+    let start = (w(dir::START_SET) == 1).then(|| Anchor {
+        ticks: w(dir::START_TICKS),
+        mono_ns: w(dir::START_MONO_NS),
+        real_ns: w(dir::START_REAL_NS),
+    });
+    let seq = w(dir::LATEST_SEQ);
+    let latest = (seq != 0 && seq.is_multiple_of(2)).then(|| Anchor {
+        ticks: w(dir::LATEST_TICKS),
+        mono_ns: w(dir::LATEST_MONO_NS),
+        real_ns: w(dir::LATEST_REAL_NS),
+    });
+    let mut out =
+        Rings { clock, start, latest, sites: (w(dir::SITES), w(dir::SITES_LEN)), rings: Vec::new(), notes: Vec::new() };
+    let mut seen = HashSet::new();
+    let mut next = w(dir::FIRST);
+    while next != 0 {
+        if seen.len() >= MAX_ENTRIES || !seen.insert(next) {
+            out.notes.push(format!("the ring directory's list loops back to the entry at {next:#x}: stopped there"));
+            break;
+        }
+        let e: Vec<Option<u64>> = (0..ENTRY_WORDS).map(|i| core.word(next + 8 * i as u64)).collect();
+        let Some(e) = e.into_iter().collect::<Option<Vec<u64>>>() else {
+            out.notes.push(format!(
+                "the ring directory's entry at {next:#x} is not in the core: the rings after it are lost"
+            ));
+            break;
+        };
+        match ring(core, &e) {
+            Ok(r) => out.rings.push(r),
+            Err(why) => {
+                out.notes.push(format!("thread {}'s ring (entry at {next:#x}): {why}; left out", e[entry::TID]))
+            }
+        }
+        next = e[entry::NEXT];
+    }
+    // The recorder links each ring first: the list is newest first; a dump lists rings oldest first.
+    out.rings.reverse();
+    Ok(out)
+}
+
+/// One entry's ring, or why it cannot be read.
+fn ring(core: &Core<'_>, e: &[u64]) -> Result<CoreRing, String> {
+    let at =
+        |i: usize, what: &str| core.word(e[i]).ok_or_else(|| format!("its {what} at {:#x} is not in the core", e[i]));
+    let capacity = e[entry::CAPACITY];
+    if !capacity.is_power_of_two() || capacity > MAX_CAPACITY {
+        return Err(format!("its capacity {capacity} is not a power of two up to 2^28"));
+    }
+    let name_len = e[entry::NAME_LEN].min(MAX_NAME);
+    let name = core.read(e[entry::NAME], name_len).map(<[u8]>::to_vec).unwrap_or_default();
+    let head = at(entry::HEAD, "record count")?;
+    let drained = at(entry::DRAINED, "drained count")?;
+    let flags = e[entry::FLAGS] as u32;
+    let exited = e[entry::STATE] == STATE_EXITED;
+    let stop = flags & RING_FLAG_STOP_WHEN_FULL != 0;
+    let first = directory::kept_from(head, capacity, drained, stop, !exited);
+    let bytes = core
+        .read(e[entry::SLOTS], capacity * 24)
+        .ok_or_else(|| format!("its {capacity} slots at {:#x} are not (all) in the core", e[entry::SLOTS]))?;
+    let slot = |n: u64| {
+        let b = &bytes[(n & (capacity - 1)) as usize * 24..][..24];
+        Record { key: core.endian_u64(b), enter: core.endian_u64(&b[8..]), exit: core.endian_u64(&b[16..]) }
+    };
+    let records = (first..head).map(slot).collect();
+    let open_state = at(entry::OPEN_STATE, "open-span state")?;
+    let depth = (open_state & ((1 << OPEN_DEPTH_BITS) - 1)).min(e[entry::OPEN_CAPACITY]).min(MAX_OPEN);
+    let open = match core.read(e[entry::OPEN_ENTRIES], depth * 16) {
+        Some(b) => b.chunks_exact(16).map(|p| (core.endian_u64(p), core.endian_u64(&p[8..]))).collect(),
+        None => Vec::new(),
+    };
+    Ok(CoreRing {
+        tid: e[entry::TID],
+        name,
+        capacity,
+        written: head,
+        dropped: at(entry::DROPPED, "dropped count")?,
+        aux: at(entry::AUX, "argument count")?,
+        flags: flags | if exited { RING_FLAG_THREAD_EXITED } else { 0 },
+        records,
+        open,
+        too_deep: at(entry::TOO_DEEP, "too-deep count").unwrap_or(0),
+        abandoned: at(entry::ABANDONED, "abandoned count").unwrap_or(0),
+    })
+}
+
+/// The site descriptors: from the core, else from the file that maps them (their `ringtrace_sites` section).
+pub(crate) fn sites(core: &Core<'_>, modules: &[CoreModule], (base, len): (u64, u64)) -> Option<(u64, Vec<u8>)> {
+    if base == 0 || len == 0 || len > MAX_SITES {
+        return None;
+    }
+    if let Some(b) = core.read(base, len) {
+        return Some((base, b.to_vec()));
+    }
+    let m = modules.iter().find(|m| (m.start..m.end).contains(&base))?;
+    let bytes = std::fs::read(path_of(&m.path)).ok()?;
+    let file = object::File::parse(&*bytes).ok()?;
+    let section = file.section_by_name("ringtrace_sites")?;
+    let data = section.data().ok()?;
+    let skip = usize::try_from(base.wrapping_sub(m.bias).checked_sub(section.address())?).ok()?;
+    Some((base, data.get(skip..skip.checked_add(usize::try_from(len).ok()?)?)?.to_vec()))
+}
