@@ -7,10 +7,14 @@
  *   fn FUNCTION ENTERS EXITS       (addresses in hex, as the program saw them)
  *   call SITE FUNCTION CALLS
  *
+ * With REFERENCE_HOOKS_ON_SIGNAL set it also writes them when the program takes SIGABRT or SIGSEGV,
+ * before the signal kills it (for a program made to crash: the counts at the crash).
+ *
  * Link it into the instrumented program together with a libringtrace.a whose own hooks are weak
  * (objcopy --weaken-symbol). Its functions are never instrumented themselves, whatever the flags.
  * One thread only. */
 #define NOT_TRACED __attribute__((no_instrument_function))
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +76,20 @@ NOT_TRACED __attribute__((destructor)) static void write_counts(void) {
             fprintf(f, "call %lx %lx %lu\n", (unsigned long)e->site, (unsigned long)e->fn, e->enters);
     }
     fclose(f);
+}
+
+/* Writes the counts, then lets the signal take its default course (a core, for the tests). The
+ * program is stopped in its own code when it raises the signal: stdio is safe to use here. */
+NOT_TRACED static void on_fatal_signal(int sig) {
+    write_counts();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+NOT_TRACED __attribute__((constructor)) static void catch_fatal_signals(void) {
+    if (!getenv("REFERENCE_HOOKS_ON_SIGNAL")) return;
+    signal(SIGABRT, on_fatal_signal);
+    signal(SIGSEGV, on_fatal_signal);
 }
 
 #ifdef __cplusplus

@@ -146,7 +146,7 @@ fn library_with_weak_hooks(dir: &Path) -> PathBuf {
 
 /// Links `objects` (sources or archives) with the C library: with the
 /// reference hooks in front of it, or (`reference` false) alone.
-fn link(dir: &Path, out: &str, objects: &[PathBuf], flags: &[&str], reference: bool) -> PathBuf {
+pub(crate) fn link(dir: &Path, out: &str, objects: &[PathBuf], flags: &[&str], reference: bool) -> PathBuf {
     let exe = dir.join(out);
     let cpp = objects.iter().any(|o| o.extension().is_some_and(|e| e == "cpp"));
     let mut cmd = tool(if cpp { "c++" } else { "cc" });

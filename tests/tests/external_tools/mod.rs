@@ -1,10 +1,11 @@
 //! The tests that need tools beyond Rust and a C compiler — emulators, a
-//! browser, Python's data engines, Go, LLVM, groff, CMake, zstd — which
+//! browser, Python's data engines, Go, LLVM, gdb, groff, CMake, zstd — which
 //! `tests/setup` installs. Leave them out with `--skip external_tools::`.
 
 mod aarch64;
 mod c_install;
 mod cli;
+mod cores;
 mod diff;
 mod export;
 mod firmware;

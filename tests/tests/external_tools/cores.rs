@@ -1,0 +1,223 @@
+//! Rings read out of core files, checked against gdb reading the same core:
+//! a real C program (Lua) aborted deep in its own calls, its core written by
+//! the kernel; and a multi-threaded Rust program stopped by `gcore`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use object::{Object, ObjectSymbol};
+use ringtrace_tests::{convert, rtconv, scratch, tool, workspace_root};
+
+use crate::longjmp::link;
+
+/// A frame of a gdb backtrace.
+#[derive(Debug)]
+struct Frame {
+    function: String,
+    /// The source file gdb gives, if any.
+    file: String,
+}
+
+/// Every thread's backtrace in `core` as gdb prints it (`thread apply all bt`), by thread id,
+/// innermost frame first.
+fn gdb_backtraces(exe: &Path, core: &Path) -> BTreeMap<u64, Vec<Frame>> {
+    let out = tool("gdb").args(["-batch", "-nx", "-ex", "thread apply all bt"]).arg(exe).arg(core).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let thread = regex::Regex::new(r"^Thread \d+ \(.*LWP (\d+)").unwrap();
+    let frame = regex::Regex::new(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\S+) \(.*?\)(?: at (\S+):\d+)?").unwrap();
+    let mut out: BTreeMap<u64, Vec<Frame>> = BTreeMap::new();
+    let mut current = None;
+    for line in text.lines() {
+        if let Some(c) = thread.captures(line) {
+            current = Some(c[1].parse().unwrap());
+        } else if let (Some(tid), Some(c)) = (current, frame.captures(line)) {
+            let file = c.get(2).map_or("", |m| m.as_str()).to_string();
+            out.entry(tid).or_default().push(Frame { function: c[1].to_string(), file });
+        }
+    }
+    assert!(!out.is_empty(), "gdb printed no backtrace:\n{text}");
+    out
+}
+
+/// The kernel's core file pattern must name a file in the crashing process's directory.
+fn kernel_writes_core_files() {
+    let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap();
+    assert!(
+        !pattern.starts_with('|') && !pattern.contains('/'),
+        "the kernel hands cores to `{}` (/proc/sys/kernel/core_pattern), not to a file in the crashing \
+         program's directory: set it to `core` to run this test",
+        pattern.trim()
+    );
+}
+
+/// The one file named `core` or `core.*` in `dir`.
+fn core_in(dir: &Path) -> PathBuf {
+    let cores: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("core"))
+        .collect();
+    assert_eq!(cores.len(), 1, "one core in {}: {cores:?}", dir.display());
+    cores[0].clone()
+}
+
+/// Completed spans' names of a Chrome trace, by thread, in the order they ended (a child before a
+/// parent ending on the same nanosecond): the ring's order.
+fn completed(json: &str) -> Vec<(u64, Vec<String>)> {
+    let doc: serde_json::Value = serde_json::from_str(json).unwrap();
+    let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1000.0).round() as i64;
+    let mut spans: Vec<(u64, i64, i64, String)> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["args"]["open"] != true)
+        .map(|e| {
+            let (start, end) = (ns(&e["ts"]), ns(&e["ts"]) + ns(&e["dur"]));
+            (e["tid"].as_u64().unwrap(), end, -start, e["name"].as_str().unwrap().to_string())
+        })
+        .collect();
+    spans.sort();
+    let mut out: Vec<(u64, Vec<String>)> = Vec::new();
+    for (tid, _, _, name) in spans {
+        match out.last_mut() {
+            Some((t, names)) if *t == tid => names.push(name),
+            _ => out.push((tid, vec![name])),
+        }
+    }
+    out
+}
+
+fn info_json(path: &Path) -> serde_json::Value {
+    let out = rtconv().args(["info", "--format", "json"]).arg(path).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()[0].clone()
+}
+
+#[test]
+fn lua_aborted_deep_in_its_calls_leaves_a_core_whose_open_spans_are_gdbs_backtrace() {
+    kernel_writes_core_files();
+    let dir = scratch("cores-lua");
+    let lib = PathBuf::from(env!("RINGTRACE_TESTS_LUA_LIB_DIR")).join("liblua5.4.a");
+    let include = format!("-I{}", env!("RINGTRACE_TESTS_LUA_INCLUDE_DIR"));
+    let driver = workspace_root().join("tests/c/lua_crash.c");
+    let exe = link(&dir, "lua_crash", &[driver, lib], &[&include, "-finstrument-functions"], true);
+    let script = workspace_root().join("tests/c/crash.lua");
+
+    // Twice, with the same arguments' lengths and environment and no address randomisation, so
+    // both runs make the same calls: once aborting (a core), once writing a dump instead.
+    let run = |mode: &str| {
+        Command::new("sh")
+            .args(["-c", "ulimit -c unlimited && exec setarch -R \"$@\"", "sh"])
+            .arg(&exe)
+            .arg(&script)
+            .arg(mode)
+            .arg(dir.join("lua.rtd"))
+            .current_dir(&*dir)
+            .env("REFERENCE_HOOKS_ON_SIGNAL", "1")
+            .env("REFERENCE_HOOKS_OUT", dir.join(format!("counts.{mode}")))
+            .output()
+            .unwrap()
+    };
+    let aborted = run("abort");
+    assert_eq!(aborted.status.signal(), Some(libc::SIGABRT), "{}", String::from_utf8_lossy(&aborted.stderr));
+    let core = core_in(&dir);
+    let written = run("write");
+    assert_eq!(written.status.code(), Some(0), "{}", String::from_utf8_lossy(&written.stderr));
+
+    // The call path at the crash: the thread's open spans, outermost first, are gdb's frames.
+    let info = info_json(&core);
+    assert_eq!(info["process"]["reason"], "core file");
+    let threads = info["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1);
+    let open: Vec<String> = threads[0]["open"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect();
+    // gdb's frames of the program's own functions: defined in it, and not the reference hooks'
+    // (never instrumented), outermost first.
+    let data = std::fs::read(&exe).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let defined: BTreeSet<String> =
+        file.symbols().filter(|s| s.is_definition()).filter_map(|s| s.name().ok().map(str::to_string)).collect();
+    let backtraces = gdb_backtraces(&exe, &core);
+    assert_eq!(backtraces.len(), 1, "{backtraces:?}");
+    let frames: Vec<String> = backtraces
+        .into_values()
+        .next()
+        .unwrap()
+        .into_iter()
+        .rev()
+        .filter(|f| defined.contains(&f.function) && f.function != "_start" && !f.file.ends_with("reference_hooks.c"))
+        .map(|f| f.function)
+        .collect();
+    assert_eq!(open, frames, "open spans against gdb's backtrace (outermost first)");
+    assert_eq!(open.last().map(String::as_str), Some("crash"));
+
+    // Every call that returned before the crash, by the reference hooks' count (written from the
+    // SIGABRT): in the ring, or overwritten; the ring keeps its capacity less the two oldest slots
+    // a record being written may have torn.
+    let counts = std::fs::read_to_string(dir.join("counts.abort")).unwrap();
+    let exits: u64 = counts
+        .lines()
+        .filter_map(|l| l.strip_prefix("fn "))
+        .map(|l| l.split(' ').nth(2).unwrap().parse::<u64>().unwrap())
+        .sum();
+    let losses = &threads[0]["losses"];
+    let kept = threads[0]["spans"].as_u64().unwrap() - open.len() as u64;
+    assert_eq!(kept, 65_536 - 2);
+    assert_eq!(losses["overwritten"].as_u64().unwrap(), exits - kept, "{losses}");
+
+    // The completed spans are the last of the identical run's, which wrote a dump where this one died.
+    let (code, core_json, stderr) = convert(&core, &["-o", "-"]);
+    assert_eq!(code, 0, "{stderr:?}");
+    let (code, dump_json, stderr) = convert(&dir.join("lua.rtd"), &["-o", "-"]);
+    assert_eq!(code, 0, "{stderr:?}");
+    let (from_core, from_dump) = (completed(&core_json), completed(&dump_json));
+    assert_eq!(from_core.len(), 1);
+    let (core_names, dump_names) = (&from_core[0].1, &from_dump[0].1);
+    assert_eq!(core_names.len() as u64, kept);
+    assert_eq!(dump_names.len(), 65_536);
+    assert!(dump_names.ends_with(core_names), "the core's spans are the dump's last {kept}");
+}
+
+#[test]
+fn a_rust_program_stopped_by_gcore_shows_every_thread_inside_its_spans_as_gdb_does() {
+    let dir = scratch("cores-gcore");
+    let exe = ringtrace_tests::binary("stuck");
+    let mut child = Command::new(&exe)
+        .arg("3")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut ready).unwrap();
+    assert_eq!(ready.trim(), "ready");
+    let core = dir.join("core");
+    let status = tool("gcore").arg("-o").arg(dir.join("core")).arg(child.id().to_string()).output().unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let core = core.with_extension(child.id().to_string());
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let info = info_json(&core);
+    let backtraces = gdb_backtraces(&exe, &core);
+    let threads = info["threads"].as_array().unwrap();
+    let names: BTreeSet<&str> = threads.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, BTreeSet::from(["stuck-0", "stuck-1", "stuck-2"]), "every recording thread");
+    for t in threads {
+        let tid = t["tid"].as_u64().unwrap();
+        let open: Vec<&str> = t["open"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        // gdb's frames in the sample's own traced functions (its closures are not traced), outermost first.
+        let frames: Vec<String> = backtraces[&tid]
+            .iter()
+            .rev()
+            .filter(|f| f.file.ends_with("stuck.rs") && f.function.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            .map(|f| format!("stuck::{}", f.function))
+            .collect();
+        assert_eq!(open, frames, "thread {tid}: open spans against gdb's backtrace");
+        let levels = t["name"].as_str().unwrap()["stuck-".len()..].parse::<usize>().unwrap() + 1;
+        assert_eq!(open.len(), levels + 2, "outer, {levels} × middle, inner");
+        // Before descending, outer made 10 finished spans per level.
+        assert_eq!(t["spans"].as_u64().unwrap(), (10 * levels + open.len()) as u64);
+    }
+}
