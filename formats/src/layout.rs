@@ -10,7 +10,7 @@ pub const ENDIAN_PROBE: u32 = 0x0102_0304;
 /// The major version this crate writes. A reader accepts every major up to this one.
 pub const VERSION_MAJOR: u16 = 1;
 /// The minor version this crate writes. Minor versions only append fields and section kinds.
-pub const VERSION_MINOR: u16 = 4;
+pub const VERSION_MINOR: u16 = 5;
 /// The format versions this crate reads, oldest and newest major.
 pub const SUPPORTED_MAJORS: (u16, u16) = (1, 1);
 
@@ -88,6 +88,8 @@ pub enum SectionKind {
     Names,
     /// One more time anchor, written while a stream runs (since 1.3).
     Anchor,
+    /// How the process ended, for a dump read out of a core (since 1.5).
+    Crash,
     /// The end marker: the last section of a complete dump.
     End,
     /// A kind this reader does not know (written by a newer minor version).
@@ -108,6 +110,7 @@ impl SectionKind {
             SectionKind::Unbalanced => 8,
             SectionKind::Names => 9,
             SectionKind::Anchor => 10,
+            SectionKind::Crash => 11,
             SectionKind::End => 0xFFFF_FFFF,
             SectionKind::Unknown(code) => code,
         }
@@ -126,6 +129,7 @@ impl SectionKind {
             8 => SectionKind::Unbalanced,
             9 => SectionKind::Names,
             10 => SectionKind::Anchor,
+            11 => SectionKind::Crash,
             0xFFFF_FFFF => SectionKind::End,
             other => SectionKind::Unknown(other),
         }
@@ -144,6 +148,7 @@ impl SectionKind {
             SectionKind::Unbalanced => "unbalanced",
             SectionKind::Names => "names",
             SectionKind::Anchor => "anchor",
+            SectionKind::Crash => "crash",
             SectionKind::End => "end",
             SectionKind::Unknown(_) => "unknown",
         }

@@ -244,6 +244,7 @@ fn section_what(kind: SectionKind) -> &'static str {
         SectionKind::Dladdr => "dladdr section",
         SectionKind::Names => "names section",
         SectionKind::Anchor => "anchor section",
+        SectionKind::Crash => "crash section",
         SectionKind::End => "end marker",
         SectionKind::Unknown(_) => "section of unknown kind",
     }
@@ -281,6 +282,17 @@ pub enum SectionData<'a> {
     Dladdr(DladdrTable<'a>),
     /// Names of keys, packed by `rtconv pack` (since 1.2).
     Names(NamesTable<'a>),
+    /// How the process ended (since 1.5): the thread that took the fatal
+    /// signal, the signal (0: none, as for a core `gcore` took), and what
+    /// reading the core had to estimate or leave out, one line each.
+    Crash {
+        /// The thread that took the signal (0 if none did).
+        tid: u64,
+        /// The signal's number, 0 if none.
+        signal: u32,
+        /// UTF-8 lines.
+        notes: &'a [u8],
+    },
     /// The end marker.
     End,
     /// A section kind this reader does not know; skip it.
@@ -433,6 +445,12 @@ impl<'a> Section<'a> {
                 } else {
                     SectionData::Ring(info, records, open)
                 }
+            }
+            SectionKind::Crash => {
+                let tid = c.u64("tid")?;
+                let signal = c.u32("signal")?;
+                let notes = c.str("notes")?;
+                SectionData::Crash { tid, signal, notes }
             }
             SectionKind::Sites => {
                 let base = c.u64("base")?;

@@ -409,6 +409,16 @@ impl<S: Sink> Writer<S> {
         self.end_section()
     }
 
+    /// Writes the crash section (since 1.5): the thread that took the fatal
+    /// signal, the signal (0: none), and notes, one line each.
+    pub fn crash(&mut self, tid: u64, signal: u32, notes: &[u8]) -> WResult<(), S::Error> {
+        self.begin_section(SectionKind::Crash, 8 + 4 + str_len(notes))?;
+        self.u64(tid)?;
+        self.u32(signal)?;
+        self.bytes(notes)?;
+        self.end_section()
+    }
+
     /// Writes the dladdr table.
     pub fn dladdr(&mut self, entries: &[DladdrEntry<'_>]) -> WResult<(), S::Error> {
         let n = u32::try_from(entries.len()).map_err(|_| WriteError::TooLarge { field: "dladdr" })?;

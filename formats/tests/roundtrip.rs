@@ -96,6 +96,7 @@ fn sample_dump(rings: u64) -> Vec<u8> {
     w.dladdr(&[DladdrEntry { key: 0x1234, symbol_address: 0x1200, module: b"/bin/server", symbol: b"handle" }])
         .unwrap();
     w.unbalanced(&[Unbalanced { tid: 101, too_deep: 45, abandoned: 6 }]).unwrap();
+    w.crash(101, 11, b"a note\nanother").unwrap();
     w.finish().unwrap().0
 }
 
@@ -119,6 +120,7 @@ struct Seen {
     calibration: Vec<Calibration>,
     dladdr: Vec<(u64, u64, Vec<u8>, Vec<u8>)>,
     unbalanced: Vec<Unbalanced>,
+    crash: Option<(u64, u32, Vec<u8>)>,
 }
 
 fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
@@ -154,6 +156,7 @@ fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
                     d.iter().map(|e| (e.key, e.symbol_address, e.module.to_vec(), e.symbol.to_vec())).collect()
             }
             SectionData::Unbalanced(u) => seen.unbalanced = u.iter().collect(),
+            SectionData::Crash { tid, signal, notes } => seen.crash = Some((tid, signal, notes.to_vec())),
             SectionData::RingChunk(info, chunk, recs, open) => seen.chunks.push((
                 chunk.stream,
                 chunk.first,
@@ -198,6 +201,7 @@ fn check_round_trip(rings: u64) {
     );
     assert_eq!(seen.dladdr, [(0x1234, 0x1200, b"/bin/server".to_vec(), b"handle".to_vec())]);
     assert_eq!(seen.unbalanced, [Unbalanced { tid: 101, too_deep: 45, abandoned: 6 }]);
+    assert_eq!(seen.crash, Some((101, 11, b"a note\nanother".to_vec())));
     assert_eq!(seen.kinds.first(), Some(&SectionKind::Meta));
     assert!(seen.kinds.contains(&SectionKind::Unknown(77)), "unknown sections are passed over, not fatal");
     assert_eq!(seen.kinds.last(), Some(&SectionKind::End));

@@ -184,6 +184,11 @@ fn prepare<'a>(
         };
         report.push(Level::Error, message);
     }
+    if let Some(crash) = &trace.crash {
+        for note in &crash.notes {
+            report.push(Level::Warning, format!("{shown}: {note}"));
+        }
+    }
     if !trace.skipped_sections.is_empty() {
         report.push(
             Level::Warning,

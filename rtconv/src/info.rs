@@ -57,6 +57,8 @@ pub struct Description {
     pub problems: Vec<String>,
     /// What naming found worth saying that lost nothing (the symbol index could not be used).
     pub warnings: Vec<String>,
+    /// How the process ended, for rings read out of a core.
+    pub crash: Option<model::Crash>,
 }
 
 /// One thread of a [`Description`].
@@ -183,7 +185,13 @@ impl Description {
             damage: trace.damage.as_ref().map(ToString::to_string),
             problems: naming.problems.iter().map(ToString::to_string).collect(),
             warnings: naming.warnings.clone(),
+            crash: trace.crash.clone(),
         }
+    }
+
+    /// The name of thread `tid`, if it recorded.
+    fn thread_name(&self, tid: u64) -> Option<&str> {
+        self.threads.iter().find(|t| t.tid == tid).map(|t| t.name.as_str())
     }
 
     /// Spans in the dump, over all threads.
@@ -197,6 +205,21 @@ impl Description {
         let Process { name, pid, producer, reason } = &self.process;
         let reason = reason.map_or("unknown", DumpReason::label);
         writeln!(out, "process    {name} (pid {pid}), written by {producer}, reason: {reason}")?;
+        if let Some(crash) = &self.crash {
+            match (crash.tid, crash.signal_name()) {
+                (0, _) => writeln!(out, "crash      no thread took a fatal signal (a core taken from a live process)")?,
+                (tid, name) => writeln!(
+                    out,
+                    "crash      thread {tid} ({}) took signal {} ({})",
+                    self.thread_name(tid).unwrap_or("not recording"),
+                    crash.signal,
+                    name.unwrap_or("unknown")
+                )?,
+            }
+            for note in &crash.notes {
+                writeln!(out, "note       {note}")?;
+            }
+        }
         match &self.clock {
             Some(c) => {
                 write!(out, "clock      {}, {} bits; ", c.counter, c.bits)?;
@@ -334,6 +357,13 @@ impl Description {
             })).collect::<Vec<_>>(),
             "damage": self.damage,
             "problems": self.problems,
+            "crash": self.crash.as_ref().map(|c| json!({
+                "tid": (c.tid != 0).then_some(c.tid),
+                "thread": self.thread_name(c.tid),
+                "signal": (c.signal != 0).then_some(c.signal),
+                "signal_name": c.signal_name(),
+                "notes": c.notes,
+            })),
         })
     }
 }

@@ -9,9 +9,9 @@ use object::Endianness;
 use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader};
 
-/// One loaded segment: `memsz` bytes at `vaddr`, of which the first
-/// `present` are in the file at `offset` (fewer than `memsz` when the kernel
-/// left pages out or the core was cut short).
+/// One loaded segment at `vaddr`, of which the first `present` bytes are in
+/// the file at `offset` (none of a read-only file mapping the kernel left
+/// out; fewer than declared when the core was cut short).
 #[derive(Clone, Copy, Debug)]
 struct Segment {
     vaddr: u64,
@@ -49,8 +49,8 @@ pub(crate) struct Core<'a> {
     pub mappings: Vec<Mapping>,
     /// `AT_ENTRY`: the main program's entry point, 0 if unknown.
     pub entry: u64,
-    /// Bytes of memory the segments declare but the file does not hold.
-    pub missing_bytes: u64,
+    /// Bytes the segments say the file holds but it does not: the core was cut short.
+    pub cut_bytes: u64,
 }
 
 /// Whether `bytes` start like an ELF core file (of any class): `e_type` is `ET_CORE`.
@@ -99,13 +99,15 @@ impl<'a> Core<'a> {
             name: Vec::new(),
             mappings: Vec::new(),
             entry: 0,
-            missing_bytes: 0,
+            cut_bytes: 0,
         };
         for ph in headers {
             if ph.p_type(endian) == elf::PT_LOAD {
-                let (offset, filesz, memsz) = (ph.p_offset(endian), ph.p_filesz(endian), ph.p_memsz(endian));
+                // A segment's memory past `p_filesz` was left out by design (read-only file pages,
+                // coredump_filter); past the file's end, by a cut (RLIMIT_CORE, a full disk).
+                let (offset, filesz) = (ph.p_offset(endian), ph.p_filesz(endian));
                 let in_file = (bytes.len() as u64).saturating_sub(offset).min(filesz);
-                core.missing_bytes += memsz.saturating_sub(in_file);
+                core.cut_bytes += filesz - in_file;
                 core.segments.push(Segment {
                     vaddr: ph.p_vaddr(endian),
                     offset: usize::try_from(offset).unwrap_or(usize::MAX),

@@ -85,10 +85,10 @@ pub enum CoreError {
 pub fn to_dump(path: &Path, bytes: &[u8], file_time: Option<SystemTime>) -> Result<CoreDump, CoreError> {
     let core = Core::parse(bytes)?;
     let mut notes = Vec::new();
-    if core.missing_bytes > 0 {
+    if core.cut_bytes > 0 {
         notes.push(format!(
-            "the core leaves out {} bytes of the process's memory (cut short, or left out by RLIMIT_CORE or coredump_filter)",
-            core.missing_bytes
+            "the core is cut short: {} bytes of memory it declares are not in the file (RLIMIT_CORE, or a full disk)",
+            core.cut_bytes
         ));
     }
     let modules = modules::of(&core);
@@ -144,8 +144,10 @@ pub fn to_dump(path: &Path, bytes: &[u8], file_time: Option<SystemTime>) -> Resu
     if !unbalanced.is_empty() {
         w.unbalanced(&unbalanced).map_err(write_error)?;
     }
-    let bytes = w.finish().map_err(write_error)?.0;
     let fatal = core.threads.first().filter(|t| t.signal != 0).map(|t| (t.tid, t.signal));
+    let (tid, signal) = fatal.map_or((0, 0), |(tid, signal)| (u64::from(tid), u32::from(signal)));
+    w.crash(tid, signal, notes.join("\n").as_bytes()).map_err(write_error)?;
+    let bytes = w.finish().map_err(write_error)?.0;
     Ok(CoreDump { bytes, fatal, notes })
 }
 
@@ -176,8 +178,17 @@ fn anchors(
     let Some(last) = last_ticks.filter(|&t| t > out.last().map_or(0, |a| a.ticks)) else { return out };
     // Nanoseconds per tick, as (ns, ticks).
     let rate = if let [first, l] = out[..] {
-        Some((l.mono_ns - first.mono_ns, l.ticks - first.ticks))
+        let ns = l.mono_ns - first.mono_ns;
+        notes.push(format!(
+            "the counter's rate is the recorder's two anchors' ({:.1} ms apart), carried on to the core's last timestamp",
+            ns as f64 / 1e6
+        ));
+        Some((ns, l.ticks - first.ticks))
     } else if clock.nominal_hz > 0 {
+        notes.push(
+            "the counter's rate is its nominal one, carried on from the start anchor to the core's last timestamp"
+                .into(),
+        );
         Some((1_000_000_000, clock.nominal_hz))
     } else {
         let file_ns = file_time

@@ -310,6 +310,7 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
         unbalanced: Vec::new(),
         damage: None,
         skipped_sections: Vec::new(),
+        crash: None,
     };
     let mut keys = rustc_hash::FxHashSet::default();
     let mut unwrap: Option<CounterUnwrap> = None;
@@ -397,6 +398,10 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
                 {
                     clock.anchors.push(anchor);
                 }
+            }
+            SectionData::Crash { tid, signal, notes } => {
+                let notes = lossy(notes).lines().map(str::to_owned).collect();
+                trace.crash = Some(super::Crash { tid, signal, notes });
             }
             SectionData::Sites { base, bytes } => trace.sites = Some(SiteTable { base, bytes: bytes.to_vec() }),
             SectionData::Calibration(c) => trace.calibration = c.iter().collect(),

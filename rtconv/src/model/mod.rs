@@ -38,5 +38,5 @@ pub use names::{Frame, Names, Source, SpanName};
 pub use start_order::{ThreadSpans, Threads};
 pub use timebase::{RateOrigin, Timebase, TimebaseError};
 pub use timeline::{Anomalies, Ending, MAX_DEPTH, RecorderCost, SpanNs, Timeline};
-pub use trace::{Clock, ModuleEntry, Process, ThreadTrace, Trace};
+pub use trace::{Clock, Crash, ModuleEntry, Process, ThreadTrace, Trace};
 pub use walk::{Arrival, DEEPER, LostChildren, Visit};

@@ -44,6 +44,60 @@ pub struct Trace<'a> {
     pub damage: Option<ReadError>,
     /// Section kinds this reader did not know and skipped.
     pub skipped_sections: Vec<u32>,
+    /// How the process ended, for a dump read out of a core.
+    pub crash: Option<Crash>,
+}
+
+/// How a process whose rings were read out of its core ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Crash {
+    /// The thread that took the fatal signal (0 if none did: a core `gcore` took).
+    pub tid: u64,
+    /// The signal's number, 0 if none.
+    pub signal: u32,
+    /// What reading the core had to estimate or leave out, one line each.
+    pub notes: Vec<String>,
+}
+
+impl Crash {
+    /// The signal's name (`SIGSEGV`), if it is one Linux defines.
+    pub fn signal_name(&self) -> Option<&'static str> {
+        const NAMES: [&str; 32] = [
+            "",
+            "SIGHUP",
+            "SIGINT",
+            "SIGQUIT",
+            "SIGILL",
+            "SIGTRAP",
+            "SIGABRT",
+            "SIGBUS",
+            "SIGFPE",
+            "SIGKILL",
+            "SIGUSR1",
+            "SIGSEGV",
+            "SIGUSR2",
+            "SIGPIPE",
+            "SIGALRM",
+            "SIGTERM",
+            "SIGSTKFLT",
+            "SIGCHLD",
+            "SIGCONT",
+            "SIGSTOP",
+            "SIGTSTP",
+            "SIGTTIN",
+            "SIGTTOU",
+            "SIGURG",
+            "SIGXCPU",
+            "SIGXFSZ",
+            "SIGVTALRM",
+            "SIGPROF",
+            "SIGWINCH",
+            "SIGIO",
+            "SIGPWR",
+            "SIGSYS",
+        ];
+        NAMES.get(self.signal as usize).copied().filter(|n| !n.is_empty())
+    }
 }
 
 /// The clock section: what the counter is and where it stood against the

@@ -131,6 +131,9 @@ fn lua_aborted_deep_in_its_calls_leaves_a_core_whose_open_spans_are_gdbs_backtra
     assert_eq!(info["process"]["reason"], "core file");
     let threads = info["threads"].as_array().unwrap();
     assert_eq!(threads.len(), 1);
+    // The thread that took the signal, as the kernel's NT_PRSTATUS note says and the process knew it.
+    assert_eq!(info["crash"]["signal_name"], "SIGABRT", "{}", info["crash"]);
+    assert_eq!(info["crash"]["tid"], threads[0]["tid"]);
     let open: Vec<String> = threads[0]["open"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect();
     // gdb's frames of the program's own functions: defined in it, and not the reference hooks'
     // (never instrumented), outermost first.
@@ -201,6 +204,8 @@ fn a_rust_program_stopped_by_gcore_shows_every_thread_inside_its_spans_as_gdb_do
 
     let info = info_json(&core);
     let backtraces = gdb_backtraces(&exe, &core);
+    // gcore stops a live process: no thread took a fatal signal.
+    assert_eq!(info["crash"]["signal"], serde_json::Value::Null, "{}", info["crash"]);
     let threads = info["threads"].as_array().unwrap();
     let names: BTreeSet<&str> = threads.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, BTreeSet::from(["stuck-0", "stuck-1", "stuck-2"]), "every recording thread");
