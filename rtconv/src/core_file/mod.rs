@@ -132,7 +132,14 @@ pub fn to_dump(path: &Path, bytes: &[u8], file_time: Option<SystemTime>) -> Resu
     }
     let mut unbalanced = Vec::new();
     for ring in &found.rings {
-        w.ring(&ring.info(), &ring.records, &ring.open).map_err(write_error)?;
+        w.begin_ring(&ring.info(), ring.kept(), ring.open.len() as u64).map_err(write_error)?;
+        for r in ring.records() {
+            w.record(&r).map_err(write_error)?;
+        }
+        for &(key, enter) in &ring.open {
+            w.open_span(key, enter).map_err(write_error)?;
+        }
+        w.end_section().map_err(write_error)?;
         if ring.too_deep + ring.abandoned > 0 {
             unbalanced.push(ringtrace_format::Unbalanced {
                 tid: ring.tid,

@@ -64,8 +64,8 @@ fn scan(core: &Core<'_>) -> Option<u64> {
     None
 }
 
-/// One ring read out of the core.
-pub(crate) struct CoreRing {
+/// One ring read out of the core; its records stay in the core's bytes.
+pub(crate) struct CoreRing<'a> {
     pub tid: u64,
     name: Vec<u8>,
     capacity: u64,
@@ -73,13 +73,17 @@ pub(crate) struct CoreRing {
     dropped: u64,
     aux: u64,
     flags: u32,
-    pub records: Vec<Record>,
+    /// The ring's slots, as the core holds them.
+    slots: &'a [u8],
+    little_endian: bool,
+    /// The first record kept.
+    first: u64,
     pub open: Vec<(u64, u64)>,
     pub too_deep: u64,
     pub abandoned: u64,
 }
 
-impl CoreRing {
+impl CoreRing<'_> {
     pub(crate) fn info(&self) -> RingInfo<'_> {
         RingInfo {
             tid: self.tid,
@@ -92,26 +96,46 @@ impl CoreRing {
         }
     }
 
-    /// The latest counter reading in the ring: its last exit or its innermost open span's entry.
+    /// Record `n` of the ring (`first <= n < written`).
+    fn record(&self, n: u64) -> Record {
+        let at = (n & (self.capacity - 1)) as usize * 24;
+        let word = |i: usize| {
+            let b: [u8; 8] = self.slots[at + 8 * i..at + 8 * i + 8].try_into().unwrap_or_default();
+            if self.little_endian { u64::from_le_bytes(b) } else { u64::from_be_bytes(b) }
+        };
+        Record { key: word(0), enter: word(1), exit: word(2) }
+    }
+
+    /// How many records are kept.
+    pub(crate) fn kept(&self) -> u64 {
+        self.written - self.first
+    }
+
+    /// The records kept, oldest first.
+    pub(crate) fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        (self.first..self.written).map(|n| self.record(n))
+    }
+
+    /// The latest counter reading in the ring: its last exits or its innermost open span's entry.
     pub(crate) fn last_ticks(&self) -> Option<u64> {
-        let exits = self.records.iter().rev().take(4).map(|r| r.exit);
-        exits.chain(self.open.last().map(|o| o.1)).max()
+        let last = self.written.saturating_sub(4).max(self.first)..self.written;
+        last.map(|n| self.record(n).exit).chain(self.open.last().map(|o| o.1)).max()
     }
 }
 
 /// What the directory holds.
-pub(crate) struct Rings {
+pub(crate) struct Rings<'a> {
     pub clock: ClockInfo,
     pub start: Option<Anchor>,
     pub latest: Option<Anchor>,
     /// The site section's (address, length).
     pub sites: (u64, u64),
-    pub rings: Vec<CoreRing>,
+    pub rings: Vec<CoreRing<'a>>,
     pub notes: Vec<String>,
 }
 
 /// Reads the directory at `address` and every ring it lists.
-pub(crate) fn read(core: &Core<'_>, address: u64) -> Result<Rings, DirectoryError> {
+pub(crate) fn read<'a>(core: &Core<'a>, address: u64) -> Result<Rings<'a>, DirectoryError> {
     let word = |i: usize| core.word(address + 8 + 8 * i as u64);
     let magic: [u8; 8] = core.read(address, 8).and_then(|b| b.try_into().ok()).unwrap_or_default();
     let header = directory::header(magic, word)?;
@@ -164,7 +188,7 @@ pub(crate) fn read(core: &Core<'_>, address: u64) -> Result<Rings, DirectoryErro
 }
 
 /// One entry's ring, or why it cannot be read.
-fn ring(core: &Core<'_>, e: &[u64]) -> Result<CoreRing, String> {
+fn ring<'a>(core: &Core<'a>, e: &[u64]) -> Result<CoreRing<'a>, String> {
     let at =
         |i: usize, what: &str| core.word(e[i]).ok_or_else(|| format!("its {what} at {:#x} is not in the core", e[i]));
     let capacity = e[entry::CAPACITY];
@@ -179,14 +203,9 @@ fn ring(core: &Core<'_>, e: &[u64]) -> Result<CoreRing, String> {
     let exited = e[entry::STATE] == STATE_EXITED;
     let stop = flags & RING_FLAG_STOP_WHEN_FULL != 0;
     let first = directory::kept_from(head, capacity, drained, stop, !exited);
-    let bytes = core
+    let slots = core
         .read(e[entry::SLOTS], capacity * 24)
         .ok_or_else(|| format!("its {capacity} slots at {:#x} are not (all) in the core", e[entry::SLOTS]))?;
-    let slot = |n: u64| {
-        let b = &bytes[(n & (capacity - 1)) as usize * 24..][..24];
-        Record { key: core.endian_u64(b), enter: core.endian_u64(&b[8..]), exit: core.endian_u64(&b[16..]) }
-    };
-    let records = (first..head).map(slot).collect();
     let open_state = at(entry::OPEN_STATE, "open-span state")?;
     let depth = (open_state & ((1 << OPEN_DEPTH_BITS) - 1)).min(e[entry::OPEN_CAPACITY]).min(MAX_OPEN);
     let open = match core.read(e[entry::OPEN_ENTRIES], depth * 16) {
@@ -201,7 +220,9 @@ fn ring(core: &Core<'_>, e: &[u64]) -> Result<CoreRing, String> {
         dropped: at(entry::DROPPED, "dropped count")?,
         aux: at(entry::AUX, "argument count")?,
         flags: flags | if exited { RING_FLAG_THREAD_EXITED } else { 0 },
-        records,
+        slots,
+        little_endian: core.endian == object::Endianness::Little,
+        first,
         open,
         too_deep: at(entry::TOO_DEEP, "too-deep count").unwrap_or(0),
         abandoned: at(entry::ABANDONED, "abandoned count").unwrap_or(0),

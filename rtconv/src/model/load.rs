@@ -275,8 +275,13 @@ pub enum LoadError {
 /// An ELF core file is read for the rings it holds ([`crate::core_file`])
 /// and yields them as a dump.
 pub fn open(path: &Path) -> Result<FileBytes, LoadError> {
-    let bytes = map_file(path, Pages::Populate).map_err(|source| LoadError::Io { path: path.into(), source })?;
-    if !crate::core_file::is_core(&bytes) {
+    let io = |source| LoadError::Io { path: path.into(), source };
+    // A dump's every page is read (populated up front); a core's few (its rings), as touched.
+    let mut head = [0u8; 64];
+    let peeked = crate::io::open_regular(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).map_err(io)?;
+    let core = crate::core_file::is_core(&head[..peeked]);
+    let bytes = map_file(path, if core { Pages::OnDemand } else { Pages::Populate }).map_err(io)?;
+    if !core {
         return Ok(bytes);
     }
     let file_time = std::fs::metadata(path).and_then(|m| m.modified()).ok();
