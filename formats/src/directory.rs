@@ -203,6 +203,8 @@ pub fn header(magic: [u8; 8], mut words: impl FnMut(usize) -> Option<u64>) -> Re
 pub const fn kept_from(head: u64, capacity: u64, drained: u64, stop_when_full: bool, writer_may_run: bool) -> u64 {
     let oldest = head.saturating_sub(capacity);
     if stop_when_full {
+        // A drained count past `head` is not the recorder's: keep nothing rather than read past it.
+        let drained = if drained < head { drained } else { head };
         return if drained > oldest { drained } else { oldest };
     }
     if writer_may_run { head.saturating_sub(capacity.saturating_sub(2)) } else { oldest }

@@ -283,15 +283,17 @@ pub enum SectionData<'a> {
     /// Names of keys, packed by `rtconv pack` (since 1.2).
     Names(NamesTable<'a>),
     /// How the process ended (since 1.5): the thread that took the fatal
-    /// signal, the signal (0: none, as for a core `gcore` took), and what
-    /// reading the core had to estimate or leave out, one line each.
+    /// signal, the signal (0: none, as for a core `gcore` took), what
+    /// reading the core had to estimate, and what it could not read.
     Crash {
         /// The thread that took the signal (0 if none did).
         tid: u64,
         /// The signal's number, 0 if none.
         signal: u32,
-        /// UTF-8 lines.
+        /// What was estimated or assumed, UTF-8 lines.
         notes: &'a [u8],
+        /// What the core lacks or could not be read (lost rings, a cut), UTF-8 lines.
+        losses: &'a [u8],
     },
     /// The end marker.
     End,
@@ -450,7 +452,8 @@ impl<'a> Section<'a> {
                 let tid = c.u64("tid")?;
                 let signal = c.u32("signal")?;
                 let notes = c.str("notes")?;
-                SectionData::Crash { tid, signal, notes }
+                let losses = c.str("losses")?;
+                SectionData::Crash { tid, signal, notes, losses }
             }
             SectionKind::Sites => {
                 let base = c.u64("base")?;

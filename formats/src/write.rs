@@ -410,12 +410,14 @@ impl<S: Sink> Writer<S> {
     }
 
     /// Writes the crash section (since 1.5): the thread that took the fatal
-    /// signal, the signal (0: none), and notes, one line each.
-    pub fn crash(&mut self, tid: u64, signal: u32, notes: &[u8]) -> WResult<(), S::Error> {
-        self.begin_section(SectionKind::Crash, 8 + 4 + str_len(notes))?;
+    /// signal, the signal (0: none), what was estimated and what was lost,
+    /// each as lines.
+    pub fn crash(&mut self, tid: u64, signal: u32, notes: &[u8], losses: &[u8]) -> WResult<(), S::Error> {
+        self.begin_section(SectionKind::Crash, 8 + 4 + str_len(notes) + str_len(losses))?;
         self.u64(tid)?;
         self.u32(signal)?;
         self.bytes(notes)?;
+        self.bytes(losses)?;
         self.end_section()
     }
 

@@ -96,7 +96,7 @@ fn sample_dump(rings: u64) -> Vec<u8> {
     w.dladdr(&[DladdrEntry { key: 0x1234, symbol_address: 0x1200, module: b"/bin/server", symbol: b"handle" }])
         .unwrap();
     w.unbalanced(&[Unbalanced { tid: 101, too_deep: 45, abandoned: 6 }]).unwrap();
-    w.crash(101, 11, b"a note\nanother").unwrap();
+    w.crash(101, 11, b"a note\nanother", b"a loss").unwrap();
     w.finish().unwrap().0
 }
 
@@ -120,7 +120,7 @@ struct Seen {
     calibration: Vec<Calibration>,
     dladdr: Vec<(u64, u64, Vec<u8>, Vec<u8>)>,
     unbalanced: Vec<Unbalanced>,
-    crash: Option<(u64, u32, Vec<u8>)>,
+    crash: Option<(u64, u32, Vec<u8>, Vec<u8>)>,
 }
 
 fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
@@ -156,7 +156,9 @@ fn read_all(bytes: &[u8]) -> (Seen, Option<ReadError>) {
                     d.iter().map(|e| (e.key, e.symbol_address, e.module.to_vec(), e.symbol.to_vec())).collect()
             }
             SectionData::Unbalanced(u) => seen.unbalanced = u.iter().collect(),
-            SectionData::Crash { tid, signal, notes } => seen.crash = Some((tid, signal, notes.to_vec())),
+            SectionData::Crash { tid, signal, notes, losses } => {
+                seen.crash = Some((tid, signal, notes.to_vec(), losses.to_vec()))
+            }
             SectionData::RingChunk(info, chunk, recs, open) => seen.chunks.push((
                 chunk.stream,
                 chunk.first,
@@ -201,7 +203,7 @@ fn check_round_trip(rings: u64) {
     );
     assert_eq!(seen.dladdr, [(0x1234, 0x1200, b"/bin/server".to_vec(), b"handle".to_vec())]);
     assert_eq!(seen.unbalanced, [Unbalanced { tid: 101, too_deep: 45, abandoned: 6 }]);
-    assert_eq!(seen.crash, Some((101, 11, b"a note\nanother".to_vec())));
+    assert_eq!(seen.crash, Some((101, 11, b"a note\nanother".to_vec(), b"a loss".to_vec())));
     assert_eq!(seen.kinds.first(), Some(&SectionKind::Meta));
     assert!(seen.kinds.contains(&SectionKind::Unknown(77)), "unknown sections are passed over, not fatal");
     assert_eq!(seen.kinds.last(), Some(&SectionKind::End));

@@ -188,6 +188,9 @@ fn prepare<'a>(
         for note in &crash.notes {
             report.push(Level::Warning, format!("{shown}: {note}"));
         }
+        for loss in &crash.losses {
+            report.push(Level::Error, format!("{shown}: {loss}"));
+        }
     }
     if !trace.skipped_sections.is_empty() {
         report.push(
@@ -253,7 +256,7 @@ fn check_timeline(timeline: &Timeline<'_>, anomalies: Anomalies, calibrated: boo
             format!("{shown}: the dump holds no calibration (an older recorder?); the figures are not calibrated"),
         );
     }
-    for u in trace.unbalanced.iter().filter(|u| u.too_deep + u.abandoned > 0) {
+    for u in trace.unbalanced.iter().filter(|u| u.too_deep > 0 || u.abandoned > 0) {
         let thread = trace.threads.iter().find(|t| t.tid == u.tid).map_or("", |t| t.name.as_str());
         report.push(
             Level::Warning,
@@ -295,11 +298,11 @@ fn check_timeline(timeline: &Timeline<'_>, anomalies: Anomalies, calibrated: boo
     }
     report.spans += if timeline.selection.is_some() { anomalies.filtered.kept } else { timeline.span_count() };
     report.threads += trace.threads.len();
-    let lost: u64 = trace.threads.iter().map(|t| t.lost()).sum();
-    report.lost_spans += lost;
+    let lost: u64 = trace.threads.iter().map(|t| t.lost()).fold(0, u64::saturating_add);
+    report.lost_spans = report.lost_spans.saturating_add(lost);
     if lost > 0 {
-        let overwritten: u64 = trace.threads.iter().map(|t| t.overwritten()).sum();
-        let dropped: u64 = trace.threads.iter().map(|t| t.dropped).sum();
+        let overwritten: u64 = trace.threads.iter().map(|t| t.overwritten()).fold(0, u64::saturating_add);
+        let dropped: u64 = trace.threads.iter().map(|t| t.dropped).fold(0, u64::saturating_add);
         report.push(
             Level::Warning,
             format!(

@@ -176,8 +176,8 @@ impl Description {
                 })
                 .collect(),
             open: trace.threads.iter().map(|t| t.open_count()).sum(),
-            overwritten: trace.threads.iter().map(|t| t.overwritten()).sum(),
-            dropped: trace.threads.iter().map(|t| t.dropped).sum(),
+            overwritten: trace.threads.iter().map(|t| t.overwritten()).fold(0, u64::saturating_add),
+            dropped: trace.threads.iter().map(|t| t.dropped).fold(0, u64::saturating_add),
             losses: trace.losses(),
             named_by: sources.map(|s| (s, counts.iter().find(|c| c.0 == s).map_or(0, |c| c.1))).collect(),
             packed: packed.into_iter().collect(),
@@ -218,6 +218,9 @@ impl Description {
             }
             for note in &crash.notes {
                 writeln!(out, "note       {note}")?;
+            }
+            for loss in &crash.losses {
+                writeln!(out, "lost       {loss}")?;
             }
         }
         match &self.clock {
@@ -263,7 +266,7 @@ impl Description {
             self.dropped
         )?;
         let Losses { unwound, too_deep, abandoned, .. } = self.losses;
-        if unwound + too_deep + abandoned > 0 {
+        if unwound > 0 || too_deep > 0 || abandoned > 0 {
             writeln!(
                 out,
                 "           {unwound} unwound (left by a longjmp or an exception without their exit; they end where \
@@ -363,6 +366,7 @@ impl Description {
                 "signal": (c.signal != 0).then_some(c.signal),
                 "signal_name": c.signal_name(),
                 "notes": c.notes,
+                "losses": c.losses,
             })),
         })
     }

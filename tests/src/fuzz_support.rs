@@ -67,3 +67,33 @@ pub fn export_tables(
     assert!(built.is_none_or(|(f, d)| f && d), "a table that did not fit its schema: {}", path.display());
     Ok(())
 }
+
+/// A core file's rings, read with no file it names opened, converted into
+/// every output format: `None` if rtconv refused it as a core, else how many
+/// formats converted (the others were refused with an error).
+pub fn convert_core(bytes: &[u8]) -> Option<usize> {
+    use rtconv::core_file::{Files, to_dump};
+    let core = to_dump(bytes, None, Files::Ignore).ok()?;
+    let opts = rtconv::symbolize::Options {
+        order: Some(vec![rtconv::model::Source::Site]),
+        ..rtconv::symbolize::Options::default()
+    };
+    let cache = rtconv::symbolize::Cache::default();
+    let path = std::path::Path::new("fuzz.core");
+    let converted = formats()
+        .into_iter()
+        .filter(|&format| {
+            rtconv::convert::convert_bytes(
+                path,
+                &core.bytes,
+                format,
+                &opts,
+                &Default::default(),
+                &cache,
+                &mut std::io::sink(),
+            )
+            .is_ok()
+        })
+        .count();
+    Some(converted)
+}

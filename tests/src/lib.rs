@@ -1,6 +1,7 @@
 //! Helpers for the end-to-end tests: build the real binaries once, run them,
 //! and read Chrome JSON back into plain spans.
 
+pub mod core_image;
 pub mod fuzz_support;
 pub mod wall_clock;
 

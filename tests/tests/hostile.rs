@@ -588,3 +588,93 @@ fn jobs_are_capped_and_no_more_workers_start_than_there_are_dumps() {
     assert!(!err.contains("cannot start"), "{err}");
     assert_eq!(names_in(&out), ["a.json", "b.json", "c.json"]);
 }
+
+#[test]
+fn cores_that_lie_lose_only_what_they_lie_about_each_with_one_line() {
+    let dir = scratch("hostile-cores");
+    // (shape, exit status, the one error line's words, threads converted)
+    let expected: [(&str, i32, &str, usize); 9] = [
+        ("good.core", 0, "", 2),
+        ("name.core", 0, "", 2),
+        ("no-ringtrace.core", 1, "no ringtrace ring directory in this core", 0),
+        ("cut.core", 3, "thread 2's ring (entry at 0x", 1),
+        ("outside.core", 3, "the ring directory's entry at 0xdead0000 is not in the core", 0),
+        ("cycle.core", 3, "the ring directory's list loops back", 2),
+        ("capacity.core", 3, "its 134217728 slots at 0x", 1),
+        ("overlap.core", 3, "its slots overlap those of thread 2's ring", 1),
+        ("counts.core", 3, "argument records of 20 written", 1),
+    ];
+    let shapes = shapes::cores::all();
+    assert_eq!(shapes.len(), expected.len());
+    for (name, status, words, threads) in expected {
+        let bytes = &shapes.iter().find(|s| s.0 == name).unwrap().1;
+        let core = dir.join(name);
+        std::fs::write(&core, bytes).unwrap();
+        let json = dir.join(format!("{name}.json"));
+        let out = bounded_rtconv(&["convert", core.to_str().unwrap(), "-o", json.to_str().unwrap()]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(status), "{name}: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("rtconv: error:")).collect();
+        let ring_errors: Vec<&&str> = errors.iter().filter(|l| !l.contains("the core is cut short")).collect();
+        if words.is_empty() {
+            assert!(errors.is_empty(), "{name}: {err}");
+        } else {
+            assert_eq!(ring_errors.len(), 1, "{name}: one line for what it lies about: {err}");
+            assert!(ring_errors[0].contains(name) && ring_errors[0].contains(words), "{name}: {err}");
+        }
+        if status != 1 {
+            let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+            let tids: std::collections::BTreeSet<u64> = trace["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["ph"] == "X")
+                .map(|e| e["tid"].as_u64().unwrap())
+                .collect();
+            assert_eq!(tids.len(), threads, "{name}: the rings it does not lie about are converted: {err}");
+        }
+    }
+    // The good core's rings, as laid out: thread 1 kept 16 - 2 slots of its 20 spans (the two oldest may
+    // be torn by a writer that was running) and shows its two open spans; thread 2 all 5.
+    let info = bounded_rtconv(&["info", "--format", "json", dir.join("good.core").to_str().unwrap()]);
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let threads = info[0]["threads"].as_array().unwrap();
+    assert_eq!(threads[0]["spans"], 14 + 2);
+    assert_eq!(threads[0]["losses"]["overwritten"], 6);
+    assert_eq!(threads[0]["open"].as_array().unwrap().len(), 2);
+    assert_eq!(threads[1]["spans"], 5);
+    assert_eq!(info[0]["crash"]["signal_name"], "SIGABRT");
+}
+
+#[test]
+fn cores_in_directories_and_archives_are_batched_like_dumps() {
+    let dir = scratch("hostile-core-batch");
+    let good = shapes::cores::two_rings().core(1, 6, "hand-made");
+    let fleet = dir.join("fleet");
+    std::fs::create_dir_all(fleet.join("host-a")).unwrap();
+    std::fs::write(fleet.join("host-a/core.1234"), &good).unwrap();
+    std::fs::write(fleet.join("host-a/app.core"), &good).unwrap();
+    std::fs::write(fleet.join("host-a/notes.txt"), b"not a core").unwrap();
+    let archive = dir.join("fleet.tar");
+    std::fs::write(&archive, shapes::tar_of(&[("host-b/core", &good), ("host-b/readme", b"skipped")])).unwrap();
+    let out_dir = dir.join("out");
+    let out = bounded_rtconv(&[
+        "batch",
+        fleet.to_str().unwrap(),
+        archive.to_str().unwrap(),
+        "--out-dir",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("3 converted"), "{err}");
+    let mut names: Vec<String> =
+        std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names.len(), 3, "{names:?}");
+    for name in names {
+        let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(out_dir.join(&name)).unwrap()).unwrap();
+        let spans = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count();
+        assert_eq!(spans, 14 + 2 + 5, "{name}: both rings, the open spans too");
+    }
+}

@@ -252,6 +252,9 @@ pub fn write_corpus(dir: &Path, seed: &[u8], scale: Scale) -> Vec<(PathBuf, &'st
     put("modules.rtd", &many_modules(scale.modules), "many modules");
     put("control.rtd", &control_names(), "names with control characters");
     put("huge-module.rtd", &huge_module(&dir.join("libhuge.so"), scale.module_file), "a huge module file");
+    for (name, bytes, what) in cores::all() {
+        put(name, &bytes, what);
+    }
     let fifo = dir.join("fifo.rtd");
     mkfifo(&fifo);
     corpus.push((fifo, "a FIFO named like a dump"));
@@ -259,4 +262,70 @@ pub fn write_corpus(dir: &Path, seed: &[u8], scale: Scale) -> Vec<(PathBuf, &'st
     std::os::unix::fs::symlink("/dev/urandom", &device).unwrap();
     corpus.push((device, "a link to a device"));
     corpus
+}
+
+/// Hand-made core files (see `ringtrace_tests::core_image`): a good one of
+/// two rings, and the ways a core can lie, each with what rtconv must say.
+pub mod cores {
+    use ringtrace_format::Record;
+    use ringtrace_format::directory::{dir, entry};
+    use ringtrace_tests::core_image::{Image, RingSpec};
+
+    /// Two rings: thread 1's (16 slots) has written 20 spans, 2 open; thread 2's 5.
+    pub fn two_rings() -> Image {
+        let spans = |n: u64, key: u64| -> Vec<Record> {
+            (0..n).map(|i| Record { key: key + (i % 3) * 16, enter: 2_000 + i * 100, exit: 2_050 + i * 100 }).collect()
+        };
+        let (a, b) = (spans(20, 0x40_1000), spans(5, 0x40_2000));
+        Image::new(&[
+            RingSpec {
+                tid: 1,
+                name: "main",
+                capacity: 16,
+                records: &a,
+                open: &[(0x40_3000, 1_500), (0x40_3010, 1_900)],
+            },
+            RingSpec { tid: 2, name: "worker", capacity: 16, records: &b, open: &[] },
+        ])
+    }
+
+    /// Every shape: file name, core bytes, what it is.
+    pub fn all() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+        let core = |image: &Image| image.core(1, 6, "hand-made");
+        let good = two_rings();
+        let mut out = vec![("good.core", core(&good), "a core of two rings")];
+        let zeros = vec![0u8; 4096];
+        out.push((
+            "no-ringtrace.core",
+            ringtrace_tests::core_image::core_file(&[(0x1000, &zeros)], 1, 11, "plain"),
+            "a core of a program without ringtrace",
+        ));
+        let whole = core(&good);
+        let cut = whole.len() - 16 * 24 / 2; // inside thread 2's slots, the image's last bytes
+        out.push(("cut.core", whole[..cut].to_vec(), "a core cut short"));
+        let mut outside = two_rings();
+        outside.set_dir(dir::FIRST, 0xdead_0000);
+        out.push(("outside.core", core(&outside), "a directory pointing outside the core"));
+        let mut cycle = two_rings();
+        // The list is newest first (thread 2, then 1): thread 1's entry points back at thread 2's.
+        let first = cycle.address(cycle.entries[1]);
+        cycle.set_entry(0, entry::NEXT, first);
+        out.push(("cycle.core", core(&cycle), "a list of entries that loops"));
+        let mut capacity = two_rings();
+        capacity.set_entry(0, entry::CAPACITY, 1 << 27);
+        out.push(("capacity.core", core(&capacity), "a capacity that lies"));
+        let mut overlap = two_rings();
+        let slots = overlap.address(overlap.slots[0]);
+        overlap.set_entry(1, entry::SLOTS, slots);
+        out.push(("overlap.core", core(&overlap), "two rings over the same slots"));
+        let mut counts = two_rings();
+        let aux = counts.entries[0] + 8 * entry::AUX;
+        let aux_at = u64::from_le_bytes(counts.bytes[aux..aux + 8].try_into().unwrap());
+        counts.put((aux_at - ringtrace_tests::core_image::BASE) as usize, 1 << 40);
+        out.push(("counts.core", core(&counts), "a ring whose counts contradict each other"));
+        let mut name = two_rings();
+        name.set_entry(0, entry::NAME_LEN, 1 << 40);
+        out.push(("name.core", core(&name), "a thread name's length that lies"));
+        out
+    }
 }

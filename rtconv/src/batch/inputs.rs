@@ -2,8 +2,9 @@
 //! and tar archives (`.tar`, `.tar.gz`/`.tgz`, `.tar.zst`) read as streams,
 //! entry by entry, without unpacking anything to disk.
 //!
-//! Dumps are the regular files named `*.rtd` (in directories and archives; a
-//! file named on the command line is taken whatever its name); FIFOs,
+//! Dumps are the regular files named `*.rtd`, and core files named `core`,
+//! `core.*` or `*.core`, whose rings are read as a dump (in directories and
+//! archives; a file named on the command line is taken whatever its name); FIFOs,
 //! devices and sockets are refused, named. A dump in an archive is read when
 //! its turn comes, section by section up to its end marker
 //! ([`DumpExtent`]), sized by the data that arrives and capped at
@@ -18,6 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ringtrace_format::extent::{DumpExtent, Step};
+
+use crate::core_file::is_core_name;
 
 /// The largest zstd window an archive may ask for: 128 MiB (zstd's default
 /// limit for decoders is the same order; larger windows need `--long` on purpose).
@@ -66,8 +69,22 @@ pub fn archive_kind(path: &Path) -> Option<Compression> {
     }
 }
 
+/// Whether a file name or an archive entry's path names a dump or a core.
 fn is_dump_name(name: &str) -> bool {
-    name.to_ascii_lowercase().ends_with(".rtd")
+    name.to_ascii_lowercase().ends_with(".rtd") || is_core_entry(name)
+}
+
+/// Whether a file name or an archive entry's path names a core file.
+fn is_core_entry(path: &str) -> bool {
+    is_core_name(path.rsplit('/').next().unwrap_or(path))
+}
+
+/// A file's bytes as the batch's item: a core's rings as a dump.
+fn dump_item(name: String, bytes: Bytes, file_time: Option<std::time::SystemTime>, note: Option<String>) -> Item {
+    match crate::core_file::dump_of(bytes, file_time) {
+        Ok(bytes) => Item::Dump { name, bytes, note },
+        Err(e) => Item::Unreadable { name, reason: e.to_string() },
+    }
 }
 
 /// Expands the command line's inputs, in order: a directory into its dumps
@@ -203,7 +220,8 @@ fn read_file(path: &Path, consumed: &AtomicU64) -> Item {
     match crate::io::map_file(path, crate::io::Pages::Populate) {
         Ok(bytes) => {
             consumed.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-            Item::Dump { name, bytes, note: None }
+            let file_time = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+            dump_item(name, bytes, file_time, None)
         }
         Err(e) => Item::Unreadable { name, reason: format!("cannot read: {e}") },
     }
@@ -319,6 +337,16 @@ fn read_dump(entry: &mut impl Read, limit: u64) -> Result<(Vec<u8>, bool), Strin
     }
 }
 
+/// An archive entry whole (a core: it has no end marker), up to `limit` bytes.
+fn read_whole(entry: &mut impl Read, limit: u64) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    entry.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|e| format!("cannot read the entry: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("the core is larger than --max-dump-size ({limit} bytes); raise it to read this core"));
+    }
+    Ok(bytes)
+}
+
 /// Sends the dumps of one archive, entry by entry; false if the consumer stopped.
 fn read_archive(
     path: &Path,
@@ -380,6 +408,17 @@ fn each_dump(reader: impl Read, archive_name: &str, max_dump_size: u64, send: &m
         }
         let name = format!("{archive_name}!{entry_name}");
         dumps += 1;
+        if is_core_entry(&entry_name) {
+            let mtime = entry.header().mtime().ok().map(|s| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s));
+            let item = match read_whole(&mut entry, max_dump_size) {
+                Ok(bytes) => dump_item(name, Bytes::from_vec(bytes), mtime, None),
+                Err(reason) => Item::Unreadable { name, reason },
+            };
+            if !send(item) {
+                return false;
+            }
+            continue;
+        }
         let item = match read_dump(&mut entry, max_dump_size) {
             Ok((bytes, trailing)) => {
                 let note = trailing.then(|| format!("{name}: the bytes after the dump's end marker were ignored"));
@@ -392,7 +431,9 @@ fn each_dump(reader: impl Read, archive_name: &str, max_dump_size: u64, send: &m
         }
     }
     if dumps == 0 {
-        return send(unreadable("holds no dump (no regular file named *.rtd); give an archive of dumps".to_string()));
+        return send(unreadable(
+            "holds no dump (no regular file named *.rtd, core or core.*); give an archive of dumps".to_string(),
+        ));
     }
     true
 }

@@ -107,7 +107,7 @@ impl<'a> Core<'a> {
                 // coredump_filter); past the file's end, by a cut (RLIMIT_CORE, a full disk).
                 let (offset, filesz) = (ph.p_offset(endian), ph.p_filesz(endian));
                 let in_file = (bytes.len() as u64).saturating_sub(offset).min(filesz);
-                core.cut_bytes += filesz - in_file;
+                core.cut_bytes = core.cut_bytes.saturating_add(filesz - in_file);
                 core.segments.push(Segment {
                     vaddr: ph.p_vaddr(endian),
                     offset: usize::try_from(offset).unwrap_or(usize::MAX),

@@ -21,7 +21,7 @@
 //! ```no_run
 //! let bytes = std::fs::read("core")?;
 //! if rtconv::core_file::is_core(&bytes) {
-//!     let dump = rtconv::core_file::to_dump(std::path::Path::new("core"), &bytes, None)?;
+//!     let dump = rtconv::core_file::to_dump(&bytes, None, rtconv::core_file::Files::Read)?;
 //!     let trace = rtconv::model::decode(std::path::Path::new("core"), &dump.bytes)?;
 //!     println!("{} threads", trace.threads.len());
 //! }
@@ -32,13 +32,14 @@ mod elf_core;
 mod modules;
 mod rings;
 
-use std::path::Path;
 use std::time::SystemTime;
 
 use ringtrace_format::{Anchor, ClockInfo, CounterKind, DumpReason, IoSink, MetaInfo, Module, RateSource, Writer};
 
+use crate::io::FileBytes;
 use elf_core::Core;
 pub use elf_core::CoreFormatError;
+pub use modules::Files;
 
 /// Whether `bytes` are an ELF core file.
 pub fn is_core(bytes: &[u8]) -> bool {
@@ -51,8 +52,23 @@ pub struct CoreDump {
     pub bytes: Vec<u8>,
     /// The thread that took the fatal signal and the signal, if the core says.
     pub fatal: Option<(u32, u16)>,
-    /// What was estimated or could not be read (one line each).
+    /// What was estimated (one line each).
     pub notes: Vec<String>,
+    /// What could not be read (one line each).
+    pub losses: Vec<String>,
+}
+
+/// `bytes` as a dump: a core's rings written as one, anything else as it is.
+pub fn dump_of(bytes: FileBytes, file_time: Option<SystemTime>) -> Result<FileBytes, CoreError> {
+    if !is_core(&bytes) {
+        return Ok(bytes);
+    }
+    to_dump(&bytes, file_time, Files::Read).map(|core| FileBytes::from_vec(core.bytes))
+}
+
+/// Whether a file's name is one cores are given: `core`, `core.PID`, `NAME.core`.
+pub fn is_core_name(name: &str) -> bool {
+    name == "core" || name.starts_with("core.") || name.ends_with(".core")
 }
 
 /// Why a core yields no rings at all.
@@ -63,7 +79,7 @@ pub enum CoreError {
     Format(#[from] CoreFormatError),
     /// No ring directory: the program did not link ringtrace, or the page holding it is not in the core.
     #[error(
-        "no ringtrace ring directory in this core: the program was not linked with ringtrace 0.2 or later (no `ringtrace_directory` symbol in its files), or the core leaves out its data pages (coredump_filter)"
+        "no ringtrace ring directory in this core: the program does not link ringtrace (or links one older than the ring directory), or the core leaves out its data pages (/proc/PID/coredump_filter bit 0); give its dump instead, or a core of a program linked with this ringtrace"
     )]
     NoDirectory,
     /// The directory is there but unreadable.
@@ -79,28 +95,27 @@ pub enum CoreError {
     Write(String),
 }
 
-/// Reads the rings of the core `bytes` (read from `path`; `file_time`, the
+/// Reads the rings of the core `bytes` (`file_time`, the
 /// core's modification time, dates the crash when nothing better does) and
 /// writes them as a dump.
-pub fn to_dump(path: &Path, bytes: &[u8], file_time: Option<SystemTime>) -> Result<CoreDump, CoreError> {
+pub fn to_dump(bytes: &[u8], file_time: Option<SystemTime>, files: Files) -> Result<CoreDump, CoreError> {
     let core = Core::parse(bytes)?;
-    let mut notes = Vec::new();
+    let (mut notes, mut losses) = (Vec::new(), Vec::new());
     if core.cut_bytes > 0 {
-        notes.push(format!(
+        losses.push(format!(
             "the core is cut short: {} bytes of memory it declares are not in the file (RLIMIT_CORE, or a full disk)",
             core.cut_bytes
         ));
     }
-    let modules = modules::of(&core);
-    let (address, how) = rings::find_directory(&core, &modules).ok_or(CoreError::NoDirectory)?;
+    let modules = modules::of(&core, files);
+    let (address, how) = rings::find_directory(&core, &modules, files).ok_or(CoreError::NoDirectory)?;
     let found = rings::read(&core, address).map_err(|source| CoreError::Directory { address, source })?;
     if how == rings::Found::Scan {
         notes.push(format!(
-            "{}: no file with the core's build-id names `ringtrace_directory`; found the directory by its magic at {address:#x}",
-            path.display()
+            "no file with the core's build-id names `ringtrace_directory`; found the directory by its magic at {address:#x}"
         ));
     }
-    notes.extend(found.notes.iter().cloned());
+    losses.extend(found.losses.iter().cloned());
 
     let last_ticks = found.rings.iter().filter_map(|r| r.last_ticks()).max();
     let anchors = anchors(&found.clock, found.start, found.latest, last_ticks, file_time, &mut notes);
@@ -127,7 +142,7 @@ pub fn to_dump(path: &Path, bytes: &[u8], file_time: Option<SystemTime>) -> Resu
         })
         .collect();
     w.modules(&table).map_err(write_error)?;
-    if let Some((base, sites)) = rings::sites(&core, &modules, found.sites) {
+    if let Some((base, sites)) = rings::sites(&core, &modules, found.sites, files) {
         w.sites(base, &sites).map_err(write_error)?;
     }
     let mut unbalanced = Vec::new();
@@ -140,7 +155,7 @@ pub fn to_dump(path: &Path, bytes: &[u8], file_time: Option<SystemTime>) -> Resu
             w.open_span(key, enter).map_err(write_error)?;
         }
         w.end_section().map_err(write_error)?;
-        if ring.too_deep + ring.abandoned > 0 {
+        if ring.too_deep > 0 || ring.abandoned > 0 {
             unbalanced.push(ringtrace_format::Unbalanced {
                 tid: ring.tid,
                 too_deep: ring.too_deep,
@@ -153,9 +168,9 @@ pub fn to_dump(path: &Path, bytes: &[u8], file_time: Option<SystemTime>) -> Resu
     }
     let fatal = core.threads.first().filter(|t| t.signal != 0).map(|t| (t.tid, t.signal));
     let (tid, signal) = fatal.map_or((0, 0), |(tid, signal)| (u64::from(tid), u32::from(signal)));
-    w.crash(tid, signal, notes.join("\n").as_bytes()).map_err(write_error)?;
+    w.crash(tid, signal, notes.join("\n").as_bytes(), losses.join("\n").as_bytes()).map_err(write_error)?;
     let bytes = w.finish().map_err(write_error)?.0;
-    Ok(CoreDump { bytes, fatal, notes })
+    Ok(CoreDump { bytes, fatal, notes, losses })
 }
 
 fn write_error(e: ringtrace_format::WriteError<std::io::Error>) -> CoreError {
@@ -179,23 +194,14 @@ fn anchors(
         return Vec::new();
     };
     let mut out = vec![start];
-    if let Some(l) = latest.filter(|l| l.mono_ns >= start.mono_ns + 1_000_000 && l.ticks > start.ticks) {
+    if let Some(l) = latest.filter(|l| l.mono_ns >= start.mono_ns.saturating_add(1_000_000) && l.ticks > start.ticks) {
         out.push(l);
     }
     let Some(last) = last_ticks.filter(|&t| t > out.last().map_or(0, |a| a.ticks)) else { return out };
     // Nanoseconds per tick, as (ns, ticks).
     let rate = if let [first, l] = out[..] {
-        let ns = l.mono_ns - first.mono_ns;
-        notes.push(format!(
-            "the counter's rate is the recorder's two anchors' ({:.1} ms apart), carried on to the core's last timestamp",
-            ns as f64 / 1e6
-        ));
-        Some((ns, l.ticks - first.ticks))
+        Some((l.mono_ns - first.mono_ns, l.ticks - first.ticks))
     } else if clock.nominal_hz > 0 {
-        notes.push(
-            "the counter's rate is its nominal one, carried on from the start anchor to the core's last timestamp"
-                .into(),
-        );
         Some((1_000_000_000, clock.nominal_hz))
     } else {
         let file_ns = file_time

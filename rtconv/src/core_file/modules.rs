@@ -45,7 +45,7 @@ fn headers(page: &[u8]) -> Option<(u64, Vec<u8>)> {
 
 /// The module table: one entry per mapped ELF file, the main program marked
 /// (the file whose range holds `AT_ENTRY`).
-pub(crate) fn of(core: &Core<'_>) -> Vec<CoreModule> {
+pub(crate) fn of(core: &Core<'_>, files: Files) -> Vec<CoreModule> {
     let mut out: Vec<CoreModule> = Vec::new();
     for m in &core.mappings {
         if let Some(existing) = out.iter_mut().find(|e| e.path == m.path) {
@@ -56,9 +56,9 @@ pub(crate) fn of(core: &Core<'_>) -> Vec<CoreModule> {
         if m.offset != 0 {
             continue; // a file's later mappings join its first (offset 0) one above
         }
-        let from_core = core.read(m.start, 4096.min(m.end - m.start)).and_then(headers);
+        let from_core = core.read(m.start, 4096.min(m.end.saturating_sub(m.start))).and_then(headers);
         let from_file = || {
-            let bytes = std::fs::read(path_of(&m.path)).ok()?;
+            let bytes = files.map(&m.path)?;
             let (lowest, _) = headers(bytes.get(..4096.min(bytes.len()))?)?;
             let id = object::File::parse(&*bytes).ok()?.build_id().ok().flatten().unwrap_or_default().to_vec();
             Some((lowest, id))
@@ -82,6 +82,27 @@ pub(crate) fn of(core: &Core<'_>) -> Vec<CoreModule> {
         main.is_main = true;
     }
     out
+}
+
+/// Whether the files a core names are read (its modules' ELF headers when the
+/// core lacks them, the directory's symbol, the site section), and how: mapped,
+/// regular files only, so a path naming a device or a FIFO is refused unread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Files {
+    /// Read them.
+    Read,
+    /// Read nothing but the core (the fuzzer; a core from elsewhere).
+    Ignore,
+}
+
+impl Files {
+    /// The file at `path`, mapped, if files are read and it is a regular file.
+    pub(crate) fn map(self, path: &[u8]) -> Option<crate::io::FileBytes> {
+        match self {
+            Files::Read => crate::io::map_file(path_of(path), crate::io::Pages::OnDemand).ok(),
+            Files::Ignore => None,
+        }
+    }
 }
 
 /// A path's bytes as a path.

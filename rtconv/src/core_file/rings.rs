@@ -10,7 +10,7 @@ use ringtrace_format::layout::{RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED
 use ringtrace_format::{Anchor, ClockInfo, Record, RingInfo};
 
 use super::elf_core::Core;
-use super::modules::{CoreModule, path_of};
+use super::modules::{CoreModule, Files};
 
 /// The largest ring a recorder makes (2^28 records), and a thread name's longest.
 const MAX_CAPACITY: u64 = 1 << 28;
@@ -28,11 +28,11 @@ pub(crate) enum Found {
 }
 
 /// The directory's address: by symbol, else by scanning.
-pub(crate) fn find_directory(core: &Core<'_>, modules: &[CoreModule]) -> Option<(u64, Found)> {
+pub(crate) fn find_directory(core: &Core<'_>, modules: &[CoreModule], files: Files) -> Option<(u64, Found)> {
     let mut ordered: Vec<&CoreModule> = modules.iter().collect();
     ordered.sort_by_key(|m| !m.is_main);
     for m in ordered {
-        let Ok(bytes) = std::fs::read(path_of(&m.path)) else { continue };
+        let Some(bytes) = files.map(&m.path) else { continue };
         let Ok(file) = object::File::parse(&*bytes) else { continue };
         if file.build_id().ok().flatten().unwrap_or_default() != m.build_id.as_slice() {
             continue; // another build than the one that ran
@@ -54,8 +54,9 @@ fn scan(core: &Core<'_>) -> Option<u64> {
         let mut at = 0;
         while let Some(i) = memchr::memmem::find(&bytes[at..], &MAGIC) {
             let offset = at + i;
-            let address = base + offset as u64;
-            if address.is_multiple_of(8) && core.word(address + 8) == Some(directory::VERSION) {
+            let address = base.wrapping_add(offset as u64);
+            let version = address.checked_add(8).and_then(|a| core.word(a));
+            if address.is_multiple_of(8) && version == Some(directory::VERSION) {
                 return Some(address);
             }
             at = offset + 1;
@@ -131,12 +132,13 @@ pub(crate) struct Rings<'a> {
     /// The site section's (address, length).
     pub sites: (u64, u64),
     pub rings: Vec<CoreRing<'a>>,
-    pub notes: Vec<String>,
+    /// What could not be read, one line each.
+    pub losses: Vec<String>,
 }
 
 /// Reads the directory at `address` and every ring it lists.
 pub(crate) fn read<'a>(core: &Core<'a>, address: u64) -> Result<Rings<'a>, DirectoryError> {
-    let word = |i: usize| core.word(address + 8 + 8 * i as u64);
+    let word = |i: usize| address.checked_add(8 + 8 * i as u64).and_then(|a| core.word(a));
     let magic: [u8; 8] = core.read(address, 8).and_then(|b| b.try_into().ok()).unwrap_or_default();
     let header = directory::header(magic, word)?;
     if header.pointer_bytes != 8 || header.record_word_bytes != 8 {
@@ -158,26 +160,33 @@ pub(crate) fn read<'a>(core: &Core<'a>, address: u64) -> Result<Rings<'a>, Direc
         mono_ns: w(dir::LATEST_MONO_NS),
         real_ns: w(dir::LATEST_REAL_NS),
     });
-    let mut out =
-        Rings { clock, start, latest, sites: (w(dir::SITES), w(dir::SITES_LEN)), rings: Vec::new(), notes: Vec::new() };
+    let mut out = Rings {
+        clock,
+        start,
+        latest,
+        sites: (w(dir::SITES), w(dir::SITES_LEN)),
+        rings: Vec::new(),
+        losses: Vec::new(),
+    };
     let mut seen = HashSet::new();
     let mut next = w(dir::FIRST);
     while next != 0 {
         if seen.len() >= MAX_ENTRIES || !seen.insert(next) {
-            out.notes.push(format!("the ring directory's list loops back to the entry at {next:#x}: stopped there"));
+            out.losses.push(format!("the ring directory's list loops back to the entry at {next:#x}: stopped there"));
             break;
         }
-        let e: Vec<Option<u64>> = (0..ENTRY_WORDS).map(|i| core.word(next + 8 * i as u64)).collect();
+        let e: Vec<Option<u64>> =
+            (0..ENTRY_WORDS).map(|i| next.checked_add(8 * i as u64).and_then(|a| core.word(a))).collect();
         let Some(e) = e.into_iter().collect::<Option<Vec<u64>>>() else {
-            out.notes.push(format!(
+            out.losses.push(format!(
                 "the ring directory's entry at {next:#x} is not in the core: the rings after it are lost"
             ));
             break;
         };
-        match ring(core, &e) {
+        match ring(core, &e).and_then(|r| apart(r, &out.rings)) {
             Ok(r) => out.rings.push(r),
             Err(why) => {
-                out.notes.push(format!("thread {}'s ring (entry at {next:#x}): {why}; left out", e[entry::TID]))
+                out.losses.push(format!("thread {}'s ring (entry at {next:#x}): {why}; left out", e[entry::TID]))
             }
         }
         next = e[entry::NEXT];
@@ -185,6 +194,18 @@ pub(crate) fn read<'a>(core: &Core<'a>, address: u64) -> Result<Rings<'a>, Direc
     // The recorder links each ring first: the list is newest first; a dump lists rings oldest first.
     out.rings.reverse();
     Ok(out)
+}
+
+/// `r`, if its slots share no byte with those of the rings read before it.
+fn apart<'a>(r: CoreRing<'a>, before: &[CoreRing<'a>]) -> Result<CoreRing<'a>, String> {
+    let span = |x: &CoreRing<'_>| {
+        let start = x.slots.as_ptr() as usize;
+        start..start + x.slots.len()
+    };
+    match before.iter().find(|b| span(b).start < span(&r).end && span(&r).start < span(b).end) {
+        Some(b) => Err(format!("its slots overlap those of thread {}'s ring", b.tid)),
+        None => Ok(r),
+    }
 }
 
 /// One entry's ring, or why it cannot be read.
@@ -198,6 +219,10 @@ fn ring<'a>(core: &Core<'a>, e: &[u64]) -> Result<CoreRing<'a>, String> {
     let name_len = e[entry::NAME_LEN].min(MAX_NAME);
     let name = core.read(e[entry::NAME], name_len).map(<[u8]>::to_vec).unwrap_or_default();
     let head = at(entry::HEAD, "record count")?;
+    let aux = at(entry::AUX, "argument count")?;
+    if aux > head {
+        return Err(format!("it counts {aux} argument records of {head} written"));
+    }
     let drained = at(entry::DRAINED, "drained count")?;
     let flags = e[entry::FLAGS] as u32;
     let exited = e[entry::STATE] == STATE_EXITED;
@@ -218,7 +243,7 @@ fn ring<'a>(core: &Core<'a>, e: &[u64]) -> Result<CoreRing<'a>, String> {
         capacity,
         written: head,
         dropped: at(entry::DROPPED, "dropped count")?,
-        aux: at(entry::AUX, "argument count")?,
+        aux,
         flags: flags | if exited { RING_FLAG_THREAD_EXITED } else { 0 },
         slots,
         little_endian: core.endian == object::Endianness::Little,
@@ -230,7 +255,12 @@ fn ring<'a>(core: &Core<'a>, e: &[u64]) -> Result<CoreRing<'a>, String> {
 }
 
 /// The site descriptors: from the core, else from the file that maps them (their `ringtrace_sites` section).
-pub(crate) fn sites(core: &Core<'_>, modules: &[CoreModule], (base, len): (u64, u64)) -> Option<(u64, Vec<u8>)> {
+pub(crate) fn sites(
+    core: &Core<'_>,
+    modules: &[CoreModule],
+    (base, len): (u64, u64),
+    files: Files,
+) -> Option<(u64, Vec<u8>)> {
     if base == 0 || len == 0 || len > MAX_SITES {
         return None;
     }
@@ -238,7 +268,7 @@ pub(crate) fn sites(core: &Core<'_>, modules: &[CoreModule], (base, len): (u64, 
         return Some((base, b.to_vec()));
     }
     let m = modules.iter().find(|m| (m.start..m.end).contains(&base))?;
-    let bytes = std::fs::read(path_of(&m.path)).ok()?;
+    let bytes = files.map(&m.path)?;
     let file = object::File::parse(&*bytes).ok()?;
     let section = file.section_by_name("ringtrace_sites")?;
     let data = section.data().ok()?;

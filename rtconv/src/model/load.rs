@@ -281,13 +281,8 @@ pub fn open(path: &Path) -> Result<FileBytes, LoadError> {
     let peeked = crate::io::open_regular(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).map_err(io)?;
     let core = crate::core_file::is_core(&head[..peeked]);
     let bytes = map_file(path, if core { Pages::OnDemand } else { Pages::Populate }).map_err(io)?;
-    if !core {
-        return Ok(bytes);
-    }
     let file_time = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    crate::core_file::to_dump(path, &bytes, file_time)
-        .map(|core| FileBytes::from_vec(core.bytes))
-        .map_err(|source| LoadError::Core { path: path.into(), source })
+    crate::core_file::dump_of(bytes, file_time).map_err(|source| LoadError::Core { path: path.into(), source })
 }
 
 /// Decodes the dump in `bytes` (read from `path`). A damaged or truncated
@@ -404,9 +399,9 @@ pub fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<Trace<'a>, LoadError> 
                     clock.anchors.push(anchor);
                 }
             }
-            SectionData::Crash { tid, signal, notes } => {
-                let notes = lossy(notes).lines().map(str::to_owned).collect();
-                trace.crash = Some(super::Crash { tid, signal, notes });
+            SectionData::Crash { tid, signal, notes, losses } => {
+                let lines = |b: &[u8]| lossy(b).lines().map(str::to_owned).collect();
+                trace.crash = Some(super::Crash { tid, signal, notes: lines(notes), losses: lines(losses) });
             }
             SectionData::Sites { base, bytes } => trace.sites = Some(SiteTable { base, bytes: bytes.to_vec() }),
             SectionData::Calibration(c) => trace.calibration = c.iter().collect(),

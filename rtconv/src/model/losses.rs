@@ -56,12 +56,13 @@ impl Losses {
 
 impl std::ops::AddAssign for Losses {
     fn add_assign(&mut self, o: Losses) {
-        self.overwritten += o.overwritten;
-        self.dropped += o.dropped;
-        self.unwound += o.unwound;
-        self.open += o.open;
-        self.too_deep += o.too_deep;
-        self.abandoned += o.abandoned;
+        // Saturating: the counts come from the dump, which may claim anything.
+        self.overwritten = self.overwritten.saturating_add(o.overwritten);
+        self.dropped = self.dropped.saturating_add(o.dropped);
+        self.unwound = self.unwound.saturating_add(o.unwound);
+        self.open = self.open.saturating_add(o.open);
+        self.too_deep = self.too_deep.saturating_add(o.too_deep);
+        self.abandoned = self.abandoned.saturating_add(o.abandoned);
     }
 }
 
@@ -71,8 +72,8 @@ impl Trace<'_> {
         let Some(t) = self.threads.get(index) else { return Losses::default() };
         let mut losses = ring_losses(t);
         for u in self.unbalanced.iter().filter(|u| u.tid == t.tid) {
-            losses.too_deep += u.too_deep;
-            losses.abandoned += u.abandoned;
+            losses.too_deep = losses.too_deep.saturating_add(u.too_deep);
+            losses.abandoned = losses.abandoned.saturating_add(u.abandoned);
         }
         losses
     }

@@ -55,8 +55,10 @@ pub struct Crash {
     pub tid: u64,
     /// The signal's number, 0 if none.
     pub signal: u32,
-    /// What reading the core had to estimate or leave out, one line each.
+    /// What reading the core had to estimate, one line each.
     pub notes: Vec<String>,
+    /// What the core lacks or could not be read, one line each.
+    pub losses: Vec<String>,
 }
 
 impl Crash {
