@@ -226,3 +226,42 @@ fn a_rust_program_stopped_by_gcore_shows_every_thread_inside_its_spans_as_gdb_do
         assert_eq!(t["spans"].as_u64().unwrap(), (10 * levels + open.len()) as u64);
     }
 }
+
+#[test]
+fn a_core_cut_short_by_rlimit_core_gives_the_rings_it_holds_and_names_the_others() {
+    kernel_writes_core_files();
+    let dir = scratch("cores-rlimit");
+    let exe = ringtrace_tests::binary("stuck");
+    // 3 MB: the program's data and the first thread's ring fit; its three rings (1.5 MiB each),
+    // its thread stacks and its libraries do not all.
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -c 3000 && exec \"$0\" 3"])
+        .arg(&exe)
+        .current_dir(&*dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut ready).unwrap();
+    assert_eq!(ready.trim(), "ready");
+    // SAFETY: a plain kill(2) of the child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGABRT) }, 0);
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGABRT));
+    let core = core_in(&dir);
+
+    let (code, json, stderr) = convert(&core, &["-o", "-"]);
+    assert_eq!(code, 3, "losses stated: {stderr:?}");
+    assert!(stderr.iter().any(|l| l.contains("the core is cut short")), "{stderr:?}");
+    let lost: Vec<&String> = stderr.iter().filter(|l| l.contains("are not (all) in the core; left out")).collect();
+    let trace: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let converted: BTreeSet<u64> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| e["tid"].as_u64().unwrap())
+        .collect();
+    assert!(!lost.is_empty(), "3 MB cannot hold three 1.5 MiB rings: {stderr:?}");
+    assert_eq!(converted.len() + lost.len(), 3, "every recording thread converted or named: {stderr:?}");
+}
