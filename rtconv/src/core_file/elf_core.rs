@@ -49,6 +49,10 @@ pub(crate) struct Core<'a> {
     pub mappings: Vec<Mapping>,
     /// `AT_ENTRY`: the main program's entry point, 0 if unknown.
     pub entry: u64,
+    /// `AT_PHDR`: where the main program's program headers are in memory, 0 if unknown.
+    pub phdr: u64,
+    /// `AT_EXECFN`: the address of the main program's path in memory, 0 if unknown.
+    pub execfn: u64,
     /// Bytes the segments say the file holds but it does not: the core was cut short.
     pub cut_bytes: u64,
 }
@@ -79,7 +83,9 @@ const NT_PRSTATUS: u32 = elf::NT_PRSTATUS.0;
 const NT_PRPSINFO: u32 = elf::NT_PRPSINFO.0;
 const NT_FILE: u32 = elf::NT_FILE.0;
 const NT_AUXV: u32 = elf::NT_AUXV.0;
+const AT_PHDR: u64 = 3;
 const AT_ENTRY: u64 = 9;
+const AT_EXECFN: u64 = 31;
 
 impl<'a> Core<'a> {
     /// Parses the headers and notes of a 64-bit core.
@@ -99,6 +105,8 @@ impl<'a> Core<'a> {
             name: Vec::new(),
             mappings: Vec::new(),
             entry: 0,
+            phdr: 0,
+            execfn: 0,
             cut_bytes: 0,
         };
         for ph in headers {
@@ -146,8 +154,12 @@ impl<'a> Core<'a> {
             NT_FILE => self.mappings = self.parse_files(desc).unwrap_or_default(),
             NT_AUXV => {
                 for pair in desc.chunks_exact(16) {
-                    if self.endian_u64(&pair[..8]) == AT_ENTRY {
-                        self.entry = self.endian_u64(&pair[8..]);
+                    let value = self.endian_u64(&pair[8..]);
+                    match self.endian_u64(&pair[..8]) {
+                        AT_ENTRY => self.entry = value,
+                        AT_PHDR => self.phdr = value,
+                        AT_EXECFN => self.execfn = value,
+                        _ => {}
                     }
                 }
             }
@@ -196,6 +208,14 @@ impl<'a> Core<'a> {
         }
         let start = s.offset.checked_add(usize::try_from(within).ok()?)?;
         self.bytes.get(start..start.checked_add(usize::try_from(len).ok()?)?)
+    }
+
+    /// At most `max` bytes of memory from `addr`: as many as the core holds there.
+    pub(crate) fn read_up_to(&self, addr: u64, max: u64) -> Option<&'a [u8]> {
+        let i = self.segments.partition_point(|s| s.vaddr <= addr).checked_sub(1)?;
+        let s = self.segments[i];
+        let within = addr - s.vaddr;
+        self.read(addr, s.present.checked_sub(within)?.min(max))
     }
 
     /// The 64-bit word at `addr`.

@@ -166,7 +166,9 @@ pub fn to_dump(bytes: &[u8], file_time: Option<SystemTime>, files: Files) -> Res
     if !unbalanced.is_empty() {
         w.unbalanced(&unbalanced).map_err(write_error)?;
     }
-    let fatal = core.threads.first().filter(|t| t.signal != 0).map(|t| (t.tid, t.signal));
+    // The kernel writes the thread that took the signal first (every thread carries the signal);
+    // qemu-user gives the signal to that thread alone.
+    let fatal = core.threads.iter().find(|t| t.signal != 0).map(|t| (t.tid, t.signal));
     let (tid, signal) = fatal.map_or((0, 0), |(tid, signal)| (u64::from(tid), u32::from(signal)));
     w.crash(tid, signal, notes.join("\n").as_bytes(), losses.join("\n").as_bytes()).map_err(write_error)?;
     let bytes = w.finish().map_err(write_error)?.0;

@@ -78,10 +78,39 @@ pub(crate) fn of(core: &Core<'_>, files: Files) -> Vec<CoreModule> {
             is_main: false,
         });
     }
+    if out.is_empty() {
+        // A core without NT_FILE (qemu-user writes none): the main program, from the auxiliary vector.
+        out.extend(main_from_auxv(core, files));
+    }
     if let Some(main) = out.iter_mut().find(|m| (m.start..m.end).contains(&core.entry)) {
         main.is_main = true;
     }
     out
+}
+
+/// The main program of a core that lists no mapped files: its path (`AT_EXECFN`, a string in the
+/// core's memory) and, from that file's program headers, its load bias (where `AT_PHDR` put them)
+/// and its range.
+fn main_from_auxv(core: &Core<'_>, files: Files) -> Option<CoreModule> {
+    let path = core.read_up_to(core.execfn, 4096)?.split(|&c| c == 0).next()?.to_vec();
+    let bytes = files.map(&path)?;
+    let header = elf::FileHeader64::<Endianness>::parse(&*bytes).ok()?;
+    let endian = header.endian().ok()?;
+    let phdrs = header.program_headers(endian, &*bytes).ok()?;
+    let loads: Vec<_> = phdrs.iter().filter(|p| p.p_type(endian) == elf::PT_LOAD).collect();
+    // Where the headers are at link time: the PT_PHDR entry, else the first segment's offset plus e_phoff.
+    let linked = match phdrs.iter().find(|p| p.p_type(endian) == elf::PT_PHDR) {
+        Some(p) => p.p_vaddr(endian),
+        None => {
+            let first = loads.iter().find(|p| p.p_offset(endian) == 0)?;
+            first.p_vaddr(endian).checked_add(header.e_phoff(endian))?
+        }
+    };
+    let bias = core.phdr.wrapping_sub(linked);
+    let start = loads.iter().map(|p| p.p_vaddr(endian)).min()?.wrapping_add(bias);
+    let end = loads.iter().map(|p| p.p_vaddr(endian).saturating_add(p.p_memsz(endian))).max()?.wrapping_add(bias);
+    let build_id = object::File::parse(&*bytes).ok()?.build_id().ok().flatten().unwrap_or_default().to_vec();
+    Some(CoreModule { start, end, bias, build_id, path, is_main: true })
 }
 
 /// Whether the files a core names are read (its modules' ELF headers when the

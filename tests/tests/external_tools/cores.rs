@@ -1,6 +1,8 @@
 //! Rings read out of core files, checked against gdb reading the same core:
 //! a real C program (Lua) aborted deep in its own calls, its core written by
-//! the kernel; and a multi-threaded Rust program stopped by `gcore`.
+//! the kernel; a multi-threaded Rust program stopped by `gcore`, and cut
+//! short by `RLIMIT_CORE`; the same program built for aarch64, aborting under
+//! `qemu-aarch64`, whose guest core qemu-user writes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::ExitStatusExt;
@@ -8,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use object::{Object, ObjectSymbol};
-use ringtrace_tests::{convert, rtconv, scratch, tool, workspace_root};
+use ringtrace_tests::{build_aarch64_sample, convert, rtconv, scratch, tool, workspace_root};
 
 use crate::longjmp::link;
 
@@ -23,7 +25,12 @@ struct Frame {
 /// Every thread's backtrace in `core` as gdb prints it (`thread apply all bt`), by thread id,
 /// innermost frame first.
 fn gdb_backtraces(exe: &Path, core: &Path) -> BTreeMap<u64, Vec<Frame>> {
-    let out = tool("gdb").args(["-batch", "-nx", "-ex", "thread apply all bt"]).arg(exe).arg(core).output().unwrap();
+    gdb_backtraces_with("gdb", exe, core)
+}
+
+/// As [`gdb_backtraces`], with the gdb program `gdb` (`gdb-multiarch` for another architecture's core).
+fn gdb_backtraces_with(gdb: &str, exe: &Path, core: &Path) -> BTreeMap<u64, Vec<Frame>> {
+    let out = tool(gdb).args(["-batch", "-nx", "-ex", "thread apply all bt"]).arg(exe).arg(core).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let thread = regex::Regex::new(r"^Thread \d+ \(.*LWP (\d+)").unwrap();
     let frame = regex::Regex::new(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\S+) \(.*?\)(?: at (\S+):\d+)?").unwrap();
@@ -203,28 +210,9 @@ fn a_rust_program_stopped_by_gcore_shows_every_thread_inside_its_spans_as_gdb_do
     child.wait().unwrap();
 
     let info = info_json(&core);
-    let backtraces = gdb_backtraces(&exe, &core);
     // gcore stops a live process: no thread took a fatal signal.
     assert_eq!(info["crash"]["signal"], serde_json::Value::Null, "{}", info["crash"]);
-    let threads = info["threads"].as_array().unwrap();
-    let names: BTreeSet<&str> = threads.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, BTreeSet::from(["stuck-0", "stuck-1", "stuck-2"]), "every recording thread");
-    for t in threads {
-        let tid = t["tid"].as_u64().unwrap();
-        let open: Vec<&str> = t["open"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-        // gdb's frames in the sample's own traced functions (its closures are not traced), outermost first.
-        let frames: Vec<String> = backtraces[&tid]
-            .iter()
-            .rev()
-            .filter(|f| f.file.ends_with("stuck.rs") && f.function.chars().all(|c| c.is_alphanumeric() || c == '_'))
-            .map(|f| format!("stuck::{}", f.function))
-            .collect();
-        assert_eq!(open, frames, "thread {tid}: open spans against gdb's backtrace");
-        let levels = t["name"].as_str().unwrap()["stuck-".len()..].parse::<usize>().unwrap() + 1;
-        assert_eq!(open.len(), levels + 2, "outer, {levels} × middle, inner");
-        // Before descending, outer made 10 finished spans per level.
-        assert_eq!(t["spans"].as_u64().unwrap(), (10 * levels + open.len()) as u64);
-    }
+    check_stuck_threads(&info, &gdb_backtraces(&exe, &core));
 }
 
 #[test]
@@ -264,4 +252,57 @@ fn a_core_cut_short_by_rlimit_core_gives_the_rings_it_holds_and_names_the_others
         .collect();
     assert!(!lost.is_empty(), "3 MB cannot hold three 1.5 MiB rings: {stderr:?}");
     assert_eq!(converted.len() + lost.len(), 3, "every recording thread converted or named: {stderr:?}");
+}
+
+/// Each thread's open spans in `info` against its backtrace in `backtraces`: the sample's own
+/// traced functions (its closures are not traced), outermost first.
+fn check_stuck_threads(info: &serde_json::Value, backtraces: &BTreeMap<u64, Vec<Frame>>) {
+    let threads = info["threads"].as_array().unwrap();
+    let names: BTreeSet<&str> = threads.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, BTreeSet::from(["stuck-0", "stuck-1", "stuck-2"]), "every recording thread");
+    for t in threads {
+        let tid = t["tid"].as_u64().unwrap();
+        let open: Vec<&str> = t["open"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let frames: Vec<String> = backtraces[&tid]
+            .iter()
+            .rev()
+            .filter(|f| f.file.ends_with("stuck.rs") && f.function.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            .map(|f| format!("stuck::{}", f.function))
+            .collect();
+        assert_eq!(open, frames, "thread {tid}: open spans against gdb's backtrace");
+        let levels = t["name"].as_str().unwrap()["stuck-".len()..].parse::<usize>().unwrap() + 1;
+        assert_eq!(open.len(), levels + 2, "outer, {levels} × middle, inner");
+        // Before descending, outer made 10 finished spans per level.
+        assert_eq!(t["spans"].as_u64().unwrap(), (10 * levels + open.len()) as u64);
+    }
+}
+
+#[test]
+fn an_aarch64_program_aborting_under_qemu_user_leaves_a_guest_core_read_as_gdb_reads_it() {
+    let exe = build_aarch64_sample("stuck");
+    let dir = scratch("cores-aarch64");
+    // Thread stuck-2 aborts from inside its spans once all three are in place; qemu-user writes the
+    // guest's core (qemu_stuck_DATE_PID.core: aarch64, no NT_FILE) into the working directory.
+    let run = Command::new("sh")
+        .args(["-c", "ulimit -c unlimited && exec timeout -s KILL 300 qemu-aarch64 \"$0\" 3 abort"])
+        .arg(&exe)
+        .current_dir(&*dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.signal(), Some(libc::SIGABRT), "{}", String::from_utf8_lossy(&run.stderr));
+    let cores: Vec<PathBuf> = std::fs::read_dir(&*dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("qemu_stuck_"))
+        .collect();
+    assert_eq!(cores.len(), 1, "{cores:?}");
+    let info = info_json(&cores[0]);
+    assert_eq!(info["clock"]["counter"], "CNTVCT_EL0");
+    let stuck_2 = info["threads"].as_array().unwrap().iter().find(|t| t["name"] == "stuck-2").unwrap();
+    assert_eq!(info["crash"]["tid"], stuck_2["tid"], "{}", info["crash"]);
+    assert_eq!(info["crash"]["signal_name"], "SIGABRT");
+    // The program was found from the core's auxiliary vector (qemu-user lists no mapped files).
+    assert_eq!(info["modules_loaded"], 1, "{}", info["modules"]);
+    check_stuck_threads(&info, &gdb_backtraces_with("gdb-multiarch", &exe, &cores[0]));
 }
