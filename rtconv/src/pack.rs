@@ -43,6 +43,9 @@ pub struct Report {
     pub problems: Vec<Problem>,
     /// What naming found worth saying that lost nothing (the symbol index could not be used).
     pub warnings: Vec<String>,
+    /// Where the packed dump went when it is not the input: a core stays as it is, and its rings,
+    /// packed, go to `CORE.rtd` beside it.
+    pub written_to: Option<PathBuf>,
 }
 
 /// Why a dump could not be packed.
@@ -74,10 +77,20 @@ pub enum PackError {
     },
 }
 
-/// Names the keys of the dump at `path` with `opts` and appends the names to it.
+/// Names the keys of the dump at `path` with `opts` and appends the names to it. A core file is
+/// left as it is: its rings, packed, are written to `PATH.rtd` beside it.
 pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
     // Only a regular file opens (one descriptor, checked with fstat); the packed dump keeps its mode.
     let bytes = model::open(path)?;
+    let from_core = model::is_core_file(path);
+    let target = match from_core {
+        true => {
+            let mut name = path.file_name().unwrap_or_default().to_os_string();
+            name.push(".rtd");
+            path.with_file_name(name)
+        }
+        false => path.to_path_buf(),
+    };
     let permissions =
         std::fs::metadata(path).map_err(|source| model::LoadError::Io { path: path.into(), source })?.permissions();
     let trace = model::decode(path, &bytes)?;
@@ -111,7 +124,8 @@ pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
         });
     };
     if already {
-        return Ok(Report { packed: 0, already: true, unnamed: 0, problems: Vec::new(), warnings: Vec::new() });
+        let (problems, warnings) = (Vec::new(), Vec::new());
+        return Ok(Report { packed: 0, already: true, unnamed: 0, problems, warnings, written_to: None });
     }
 
     let raw = Options { demangle: false, ..opts.clone() };
@@ -143,8 +157,15 @@ pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
         .collect();
     let entries: Vec<NameEntry> =
         names.iter().zip(&frames).map(|(&(key, source, _), frames)| NameEntry { key, source, frames }).collect();
-    write_beside(path, &bytes, &bytes[..end], &entries, permissions)?;
-    Ok(Report { packed: entries.len(), already: false, unnamed, problems: naming.problems, warnings: naming.warnings })
+    write_beside(&target, &bytes, &bytes[..end], &entries, permissions)?;
+    Ok(Report {
+        packed: entries.len(),
+        already: false,
+        unnamed,
+        problems: naming.problems,
+        warnings: naming.warnings,
+        written_to: from_core.then_some(target),
+    })
 }
 
 /// One frame as the format stores it: no file is empty, no line is 0.
@@ -153,7 +174,8 @@ fn frame<'a>(function: &'a str, file: &'a Option<String>, line: Option<u32>) -> 
 }
 
 /// Writes `kept` + the names section + an end marker to a new file beside
-/// `path` with the dump's `permissions`, then renames it over `path`.
+/// `path` with the dump's `permissions`, then renames it over `path` (the
+/// dump, or the packed dump of a core's rings).
 fn write_beside(
     path: &Path,
     source: &crate::io::FileBytes,

@@ -86,7 +86,13 @@ fn pack(inputs: &[PathBuf], opts: &Options) -> ExitCode {
                 for warning in &report.warnings {
                     diag::emit(&format!("rtconv: warning: {warning}"));
                 }
-                if report.already {
+                if let Some(to) = &report.written_to {
+                    eprintln!(
+                        "rtconv: {path}: a core, left as it is; its rings with {} names packed -> {}",
+                        report.packed,
+                        to.display()
+                    );
+                } else if report.already {
                     eprintln!("rtconv: {path}: packed already; unchanged");
                 } else if report.unnamed > 0 {
                     eprintln!(

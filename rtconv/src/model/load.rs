@@ -277,12 +277,22 @@ pub enum LoadError {
 pub fn open(path: &Path) -> Result<FileBytes, LoadError> {
     let io = |source| LoadError::Io { path: path.into(), source };
     // A dump's every page is read (populated up front); a core's few (its rings), as touched.
-    let mut head = [0u8; 64];
-    let peeked = crate::io::open_regular(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).map_err(io)?;
-    let core = crate::core_file::is_core(&head[..peeked]);
+    let core = peek_core(path).map_err(io)?;
     let bytes = map_file(path, if core { Pages::OnDemand } else { Pages::Populate }).map_err(io)?;
     let file_time = std::fs::metadata(path).and_then(|m| m.modified()).ok();
     crate::core_file::dump_of(bytes, file_time).map_err(|source| LoadError::Core { path: path.into(), source })
+}
+
+/// Whether the file at `path` starts as an ELF core file (its rings are read as a dump by [`open`]).
+pub fn is_core_file(path: &Path) -> bool {
+    peek_core(path).unwrap_or(false)
+}
+
+/// Whether the regular file at `path` starts as an ELF core file (its first 64 bytes read).
+fn peek_core(path: &Path) -> std::io::Result<bool> {
+    let mut head = [0u8; 64];
+    let n = std::io::Read::read(&mut crate::io::open_regular(path)?, &mut head)?;
+    Ok(crate::core_file::is_core(&head[..n]))
 }
 
 /// Decodes the dump in `bytes` (read from `path`). A damaged or truncated

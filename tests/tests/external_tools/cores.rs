@@ -187,6 +187,18 @@ fn lua_aborted_deep_in_its_calls_leaves_a_core_whose_open_spans_are_gdbs_backtra
     assert_eq!(core_names.len() as u64, kept);
     assert_eq!(dump_names.len(), 65_536);
     assert!(dump_names.ends_with(core_names), "the core's spans are the dump's last {kept}");
+
+    // Packed, the core's rings travel without the binary; the core itself is left as it was.
+    let before = std::fs::read(&core).unwrap();
+    let out = rtconv().arg("pack").arg(&core).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&core).unwrap(), before, "pack leaves a core as it is");
+    let mut packed = core.clone().into_os_string();
+    packed.push(".rtd");
+    let out = rtconv().args(["info", "--format", "json", "--symbolizer", "packed"]).arg(&packed).output().unwrap();
+    let packed_info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(packed_info[0]["threads"][0]["open"], threads[0]["open"], "named from the packed names alone");
+    assert_eq!(packed_info[0]["crash"], info["crash"]);
 }
 
 #[test]
