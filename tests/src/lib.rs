@@ -374,6 +374,13 @@ pub fn record_workload_timed(program: &Path, dir: &Path, name: &str, args: &[&st
     (dump, rounds.split_whitespace().map(|n| n.parse().unwrap()).collect())
 }
 
+/// The thread ids that have spans (`X` events) in a Chrome JSON trace.
+pub fn span_tids(json: &str) -> std::collections::BTreeSet<u64> {
+    let trace: serde_json::Value = serde_json::from_str(json).expect("Chrome JSON");
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    events.iter().filter(|e| e["ph"] == "X").filter_map(|e| e["tid"].as_u64()).collect()
+}
+
 /// The most a span measured inside an interval of `outside_ns` (by the
 /// monotonic clock) can show: the counter rate rtconv derives from a short
 /// run's anchors may be off by a few hundred ppm, and each time converts to

@@ -623,14 +623,7 @@ fn cores_that_lie_lose_only_what_they_lie_about_each_with_one_line() {
             assert!(ring_errors[0].contains(name) && ring_errors[0].contains(words), "{name}: {err}");
         }
         if status != 1 {
-            let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-            let tids: std::collections::BTreeSet<u64> = trace["traceEvents"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|e| e["ph"] == "X")
-                .map(|e| e["tid"].as_u64().unwrap())
-                .collect();
+            let tids = ringtrace_tests::span_tids(&std::fs::read_to_string(&json).unwrap());
             assert_eq!(tids.len(), threads, "{name}: the rings it does not lie about are converted: {err}");
         }
     }

@@ -96,6 +96,16 @@ fn completed(json: &str) -> Vec<(u64, Vec<String>)> {
     out
 }
 
+/// Starts the `stuck` sample through `command` and waits for its `ready` line: every thread is
+/// inside its spans. Its stdin stays open (closing it lets the sample end).
+fn ready(mut command: Command) -> std::process::Child {
+    let mut child = command.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    child
+}
+
 fn info_json(path: &Path) -> serde_json::Value {
     let out = rtconv().args(["info", "--format", "json"]).arg(path).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -205,15 +215,9 @@ fn lua_aborted_deep_in_its_calls_leaves_a_core_whose_open_spans_are_gdbs_backtra
 fn a_rust_program_stopped_by_gcore_shows_every_thread_inside_its_spans_as_gdb_does() {
     let dir = scratch("cores-gcore");
     let exe = ringtrace_tests::binary("stuck");
-    let mut child = Command::new(&exe)
-        .arg("3")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut ready).unwrap();
-    assert_eq!(ready.trim(), "ready");
+    let mut command = Command::new(&exe);
+    command.arg("3");
+    let mut child = ready(command);
     let core = dir.join("core");
     let status = tool("gcore").arg("-o").arg(dir.join("core")).arg(child.id().to_string()).output().unwrap();
     assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
@@ -234,17 +238,9 @@ fn a_core_cut_short_by_rlimit_core_gives_the_rings_it_holds_and_names_the_others
     let exe = ringtrace_tests::binary("stuck");
     // 3 MB: the program's data and the first thread's ring fit; its three rings (1.5 MiB each),
     // its thread stacks and its libraries do not all.
-    let mut child = Command::new("sh")
-        .args(["-c", "ulimit -c 3000 && exec \"$0\" 3"])
-        .arg(&exe)
-        .current_dir(&*dir)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut ready).unwrap();
-    assert_eq!(ready.trim(), "ready");
+    let mut command = Command::new("sh");
+    command.args(["-c", "ulimit -c 3000 && exec \"$0\" 3"]).arg(&exe).current_dir(&*dir);
+    let mut child = ready(command);
     // SAFETY: a plain kill(2) of the child this test started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGABRT) }, 0);
     assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGABRT));
@@ -254,14 +250,7 @@ fn a_core_cut_short_by_rlimit_core_gives_the_rings_it_holds_and_names_the_others
     assert_eq!(code, 3, "losses stated: {stderr:?}");
     assert!(stderr.iter().any(|l| l.contains("the core is cut short")), "{stderr:?}");
     let lost: Vec<&String> = stderr.iter().filter(|l| l.contains("are not (all) in the core; left out")).collect();
-    let trace: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let converted: BTreeSet<u64> = trace["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "X")
-        .map(|e| e["tid"].as_u64().unwrap())
-        .collect();
+    let converted = ringtrace_tests::span_tids(&json);
     assert!(!lost.is_empty(), "3 MB cannot hold three 1.5 MiB rings: {stderr:?}");
     assert_eq!(converted.len() + lost.len(), 3, "every recording thread converted or named: {stderr:?}");
 }
