@@ -14,6 +14,9 @@
 //! - Memory is bounded by the largest ring, not the dump: the file stays
 //!   mapped and rings are decoded one at a time ([`model::Threads`]) or
 //!   walked straight from the file ([`model::Timeline::walk`]).
+//! - A core file is a dump too: [`model::open`] reads the rings out of an
+//!   ELF core through the recorder's ring directory ([`core_file`]) and hands
+//!   them on as a dump, so every command reads cores as it reads dumps.
 //! - A library: it prints nothing and changes nothing in the process it is
 //!   loaded into. What went wrong comes back as values ([`convert::Report`],
 //!   [`symbolize::Naming`], a [`batch::Observer`]); the one process-wide

@@ -20,7 +20,14 @@ const _: () = assert!(
 );
 
 #[derive(Parser)]
-#[command(name = "rtconv", version = VERSION, about = "Convert ringtrace dumps into traces you can read")]
+#[command(
+    name = "rtconv",
+    version = VERSION,
+    about = "Convert ringtrace dumps into traces you can read",
+    after_help = "Wherever a dump is read, so is an ELF core file of a program that recorded with ringtrace: its rings \
+                  as the process left them, the spans open at the crash shown open (rtconv info names the thread \
+                  that took the fatal signal). `rtconv pack CORE` writes CORE.rtd and leaves the core as it is."
+)]
 pub(crate) struct Cli {
     /// When to color tables and diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never.
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]

@@ -5,13 +5,13 @@
 //! Design constraints:
 //! - One model: the core's rings are written as an ordinary dump (in
 //!   memory), which every command then reads as it reads a dump. Its reason
-//!   is `core`; a spans open at the crash end at the core's last timestamp.
+//!   is `core`; the spans open at the crash end at the core's last timestamp.
 //! - The recorder's ring directory (`ringtrace_format::directory`) is found
 //!   through the `ringtrace_directory` symbol of a mapped file whose build-id
 //!   matches the core's, at its load bias; without such a file, by scanning
 //!   the core's memory for the directory's magic.
-//! - The core is untrusted: every address is read through
-//!   [`elf_core::Core::read`], lengths are checked against the ring limits
+//! - The core is untrusted: an address is read only if one of the core's
+//!   segments holds all of it, lengths are checked against the ring limits
 //!   before anything is sized by them, the entry list is followed at most
 //!   [`MAX_ENTRIES`](ringtrace_format::directory::MAX_ENTRIES) steps and never
 //!   through an entry twice.
