@@ -1,6 +1,6 @@
 //! The ring directory in a core, and the rings it lists.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use object::{Object, ObjectSection, ObjectSymbol};
 use ringtrace_format::directory::{
@@ -169,6 +169,7 @@ pub(crate) fn read<'a>(core: &Core<'a>, address: u64) -> Result<Rings<'a>, Direc
         losses: Vec::new(),
     };
     let mut seen = HashSet::new();
+    let mut taken = Taken::new();
     let mut next = w(dir::FIRST);
     while next != 0 {
         if seen.len() >= MAX_ENTRIES || !seen.insert(next) {
@@ -183,7 +184,7 @@ pub(crate) fn read<'a>(core: &Core<'a>, address: u64) -> Result<Rings<'a>, Direc
             ));
             break;
         };
-        match ring(core, &e).and_then(|r| apart(r, &out.rings)) {
+        match ring(core, &e).and_then(|r| apart(r, &mut taken)) {
             Ok(r) => out.rings.push(r),
             Err(why) => {
                 out.losses.push(format!("thread {}'s ring (entry at {next:#x}): {why}; left out", e[entry::TID]))
@@ -196,16 +197,21 @@ pub(crate) fn read<'a>(core: &Core<'a>, address: u64) -> Result<Rings<'a>, Direc
     Ok(out)
 }
 
-/// `r`, if its slots share no byte with those of the rings read before it.
-fn apart<'a>(r: CoreRing<'a>, before: &[CoreRing<'a>]) -> Result<CoreRing<'a>, String> {
-    let span = |x: &CoreRing<'_>| {
-        let start = x.slots.as_ptr() as usize;
-        start..start + x.slots.len()
-    };
-    match before.iter().find(|b| span(b).start < span(&r).end && span(&r).start < span(b).end) {
-        Some(b) => Err(format!("its slots overlap those of thread {}'s ring", b.tid)),
-        None => Ok(r),
+/// The slot ranges of the rings accepted so far: start → (end, thread id). Disjoint, so the one
+/// with the greatest start below a new range's end is the only one that can overlap it.
+type Taken = BTreeMap<usize, (usize, u64)>;
+
+/// `r`, if its slots share no byte with those of the rings read before it (noted in `taken`).
+fn apart<'a>(r: CoreRing<'a>, taken: &mut Taken) -> Result<CoreRing<'a>, String> {
+    let start = r.slots.as_ptr() as usize;
+    let end = start + r.slots.len();
+    if let Some((_, &(before_end, tid))) = taken.range(..end).next_back()
+        && before_end > start
+    {
+        return Err(format!("its slots overlap those of thread {tid}'s ring"));
     }
+    taken.insert(start, (end, r.tid));
+    Ok(r)
 }
 
 /// One entry's ring, or why it cannot be read.
