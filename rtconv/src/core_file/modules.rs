@@ -2,6 +2,8 @@
 //! address range, load bias and build-id, read from the ELF headers the core
 //! holds (the kernel dumps every ELF file's first page) or from the file.
 
+use std::collections::HashMap;
+
 use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader};
 use object::{Endianness, Object};
@@ -47,8 +49,10 @@ fn headers(page: &[u8]) -> Option<(u64, Vec<u8>)> {
 /// (the file whose range holds `AT_ENTRY`).
 pub(crate) fn of(core: &Core<'_>, files: Files) -> Vec<CoreModule> {
     let mut out: Vec<CoreModule> = Vec::new();
+    // Each path's module, by index into `out`: a core may list very many mappings.
+    let mut by_path: HashMap<&[u8], usize> = HashMap::new();
     for m in &core.mappings {
-        if let Some(existing) = out.iter_mut().find(|e| e.path == m.path) {
+        if let Some(existing) = by_path.get(m.path.as_slice()).and_then(|&i| out.get_mut(i)) {
             existing.start = existing.start.min(m.start);
             existing.end = existing.end.max(m.end);
             continue;
@@ -69,6 +73,7 @@ pub(crate) fn of(core: &Core<'_>, files: Files) -> Vec<CoreModule> {
         {
             build_id = id;
         }
+        by_path.insert(&m.path, out.len());
         out.push(CoreModule {
             start: m.start,
             end: m.end,
