@@ -34,8 +34,9 @@ pub struct Directory {
     words: [AtomicUsize; DIR_WORDS],
 }
 
-/// The one directory, at the symbol rtconv looks up.
-#[unsafe(export_name = "ringtrace_directory")]
+/// The one directory, at the symbol rtconv looks up (with `off`, nothing records: no directory is
+/// exported, and the linker drops it with the rest of the recorder).
+#[cfg_attr(not(feature = "off"), unsafe(export_name = "ringtrace_directory"))]
 pub static DIRECTORY: Directory = Directory::new();
 
 impl Directory {
