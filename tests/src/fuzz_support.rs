@@ -85,7 +85,7 @@ pub fn convert_core(bytes: &[u8]) -> Option<usize> {
         .filter(|&format| {
             rtconv::convert::convert_bytes(
                 path,
-                &core.bytes,
+                &core,
                 format,
                 &opts,
                 &Default::default(),

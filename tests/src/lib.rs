@@ -268,6 +268,8 @@ pub struct Event {
     pub ts_ns: i64,
     /// Duration, ns.
     pub dur_ns: i64,
+    /// Still open when the dump was taken (`args.open`).
+    pub open: bool,
 }
 
 impl Event {
@@ -325,6 +327,7 @@ pub fn parse_chrome(text: &str) -> ChromeTrace {
                 tid: e["tid"].as_u64().expect("numeric tid"),
                 ts_ns: us_to_ns(&e["ts"]),
                 dur_ns: us_to_ns(&e["dur"]),
+                open: e["args"]["open"] == true,
             }),
             Some("M") if name == "thread_name" => {
                 let tid = e["tid"].as_u64().expect("numeric tid");
@@ -343,7 +346,8 @@ pub fn parse_chrome(text: &str) -> ChromeTrace {
                 let (begun, ts_ns) = open.get_mut(&tid).and_then(Vec::pop).expect("an E closes a B");
                 assert_eq!(begun, name, "E names the span it ends");
                 let end = us_to_ns(&e["ts"]);
-                trace.events.push(Event { name, tid, ts_ns, dur_ns: end - ts_ns });
+                let open = e["args"]["open"] == true;
+                trace.events.push(Event { name, tid, ts_ns, dur_ns: end - ts_ns, open });
             }
             other => panic!("unexpected event phase {other:?}"),
         }
@@ -374,11 +378,9 @@ pub fn record_workload_timed(program: &Path, dir: &Path, name: &str, args: &[&st
     (dump, rounds.split_whitespace().map(|n| n.parse().unwrap()).collect())
 }
 
-/// The thread ids that have spans (`X` events) in a Chrome JSON trace.
+/// The thread ids that have spans in a Chrome JSON trace.
 pub fn span_tids(json: &str) -> std::collections::BTreeSet<u64> {
-    let trace: serde_json::Value = serde_json::from_str(json).expect("Chrome JSON");
-    let events = trace["traceEvents"].as_array().expect("traceEvents");
-    events.iter().filter(|e| e["ph"] == "X").filter_map(|e| e["tid"].as_u64()).collect()
+    parse_chrome(json).events.iter().map(|e| e.tid).collect()
 }
 
 /// The most a span measured inside an interval of `outside_ns` (by the

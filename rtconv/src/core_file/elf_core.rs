@@ -5,9 +5,9 @@
 //! 64-bit cores only (x86_64, aarch64). Nothing here trusts the file: every
 //! read is bounds-checked, and a note that does not parse is skipped.
 
-use object::Endianness;
 use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader};
+use object::{Endian, Endianness};
 
 /// One loaded segment at `vaddr`, of which the first `present` bytes are in
 /// the file at `offset` (none of a read-only file mapping the kernel left
@@ -55,6 +55,13 @@ pub(crate) struct Core<'a> {
     pub execfn: u64,
     /// Bytes the segments say the file holds but it does not: the core was cut short.
     pub cut_bytes: u64,
+}
+
+/// The first 8 bytes of `b` (at least 8 long) as a `u64` in `endian`.
+pub(crate) fn u64_in(endian: Endianness, b: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&b[..8]);
+    endian.read_u64(word)
 }
 
 /// Whether `bytes` start like an ELF core file (of any class): `e_type` is `ET_CORE`.
@@ -135,8 +142,8 @@ impl<'a> Core<'a> {
         if name != b"CORE" {
             return;
         }
-        let u16_at = |at: usize| desc.get(at..at + 2).map(|b| self.endian_u16(b));
-        let u32_at = |at: usize| desc.get(at..at + 4).map(|b| self.endian_u32(b));
+        let u16_at = |at: usize| desc.get(at..at + 2).map(|b| self.endian.read_u16([b[0], b[1]]));
+        let u32_at = |at: usize| desc.get(at..at + 4).map(|b| self.endian.read_u32([b[0], b[1], b[2], b[3]]));
         match kind {
             NT_PRSTATUS => {
                 if let (Some(signal), Some(tid)) = (u16_at(12), u32_at(32)) {
@@ -182,20 +189,9 @@ impl<'a> Core<'a> {
         Some(out)
     }
 
-    fn endian_u16(&self, b: &[u8]) -> u16 {
-        let b = [b[0], b[1]];
-        if self.endian == Endianness::Little { u16::from_le_bytes(b) } else { u16::from_be_bytes(b) }
-    }
-
-    fn endian_u32(&self, b: &[u8]) -> u32 {
-        let b = [b[0], b[1], b[2], b[3]];
-        if self.endian == Endianness::Little { u32::from_le_bytes(b) } else { u32::from_be_bytes(b) }
-    }
-
+    /// The first 8 bytes of `b` as a `u64` in the core's byte order.
     pub(crate) fn endian_u64(&self, b: &[u8]) -> u64 {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(&b[..8]);
-        if self.endian == Endianness::Little { u64::from_le_bytes(a) } else { u64::from_be_bytes(a) }
+        u64_in(self.endian, b)
     }
 
     /// `len` bytes of memory at `addr`, if the core holds all of them.

@@ -22,7 +22,7 @@
 //! let bytes = std::fs::read("core")?;
 //! if rtconv::core_file::is_core(&bytes) {
 //!     let dump = rtconv::core_file::to_dump(&bytes, None, rtconv::core_file::Files::Read)?;
-//!     let trace = rtconv::model::decode(std::path::Path::new("core"), &dump.bytes)?;
+//!     let trace = rtconv::model::decode(std::path::Path::new("core"), &dump)?;
 //!     println!("{} threads", trace.threads.len());
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -46,24 +46,12 @@ pub fn is_core(bytes: &[u8]) -> bool {
     elf_core::is_core(bytes)
 }
 
-/// A core's rings as a dump, and what the reading had to assume or leave out.
-pub struct CoreDump {
-    /// The dump's bytes.
-    pub bytes: Vec<u8>,
-    /// The thread that took the fatal signal and the signal, if the core says.
-    pub fatal: Option<(u32, u16)>,
-    /// What was estimated (one line each).
-    pub notes: Vec<String>,
-    /// What could not be read (one line each).
-    pub losses: Vec<String>,
-}
-
 /// `bytes` as a dump: a core's rings written as one, anything else as it is.
 pub fn dump_of(bytes: FileBytes, file_time: Option<SystemTime>) -> Result<FileBytes, CoreError> {
     if !is_core(&bytes) {
         return Ok(bytes);
     }
-    to_dump(&bytes, file_time, Files::Read).map(|core| FileBytes::from_vec(core.bytes))
+    to_dump(&bytes, file_time, Files::Read).map(FileBytes::from_vec)
 }
 
 /// Whether a file's name is one cores are given: `core`, `core.PID`, `NAME.core`.
@@ -97,8 +85,9 @@ pub enum CoreError {
 
 /// Reads the rings of the core `bytes` (`file_time`, the
 /// core's modification time, dates the crash when nothing better does) and
-/// writes them as a dump.
-pub fn to_dump(bytes: &[u8], file_time: Option<SystemTime>, files: Files) -> Result<CoreDump, CoreError> {
+/// writes them as a dump, whose crash section says how the process ended and what the reading
+/// estimated or left out.
+pub fn to_dump(bytes: &[u8], file_time: Option<SystemTime>, files: Files) -> Result<Vec<u8>, CoreError> {
     let core = Core::parse(bytes)?;
     let (mut notes, mut losses) = (Vec::new(), Vec::new());
     if core.cut_bytes > 0 {
@@ -168,11 +157,10 @@ pub fn to_dump(bytes: &[u8], file_time: Option<SystemTime>, files: Files) -> Res
     }
     // The kernel writes the thread that took the signal first (every thread carries the signal);
     // qemu-user gives the signal to that thread alone.
-    let fatal = core.threads.iter().find(|t| t.signal != 0).map(|t| (t.tid, t.signal));
-    let (tid, signal) = fatal.map_or((0, 0), |(tid, signal)| (u64::from(tid), u32::from(signal)));
+    let fatal = core.threads.iter().find(|t| t.signal != 0);
+    let (tid, signal) = fatal.map_or((0, 0), |t| (u64::from(t.tid), u32::from(t.signal)));
     w.crash(tid, signal, notes.join("\n").as_bytes(), losses.join("\n").as_bytes()).map_err(write_error)?;
-    let bytes = w.finish().map_err(write_error)?.0;
-    Ok(CoreDump { bytes, fatal, notes, losses })
+    Ok(w.finish().map_err(write_error)?.0)
 }
 
 fn write_error(e: ringtrace_format::WriteError<std::io::Error>) -> CoreError {

@@ -9,7 +9,7 @@ use ringtrace_format::directory::{
 use ringtrace_format::layout::{RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED};
 use ringtrace_format::{Anchor, ClockInfo, Record, RingInfo};
 
-use super::elf_core::Core;
+use super::elf_core::{Core, u64_in};
 use super::modules::{CoreModule, Files};
 
 /// The largest ring a recorder makes (2^28 records), and a thread name's longest.
@@ -76,7 +76,7 @@ pub(crate) struct CoreRing<'a> {
     flags: u32,
     /// The ring's slots, as the core holds them.
     slots: &'a [u8],
-    little_endian: bool,
+    endian: object::Endianness,
     /// The first record kept.
     first: u64,
     pub open: Vec<(u64, u64)>,
@@ -100,10 +100,7 @@ impl CoreRing<'_> {
     /// Record `n` of the ring (`first <= n < written`).
     fn record(&self, n: u64) -> Record {
         let at = (n & (self.capacity - 1)) as usize * 24;
-        let word = |i: usize| {
-            let b: [u8; 8] = self.slots[at + 8 * i..at + 8 * i + 8].try_into().unwrap_or_default();
-            if self.little_endian { u64::from_le_bytes(b) } else { u64::from_be_bytes(b) }
-        };
+        let word = |i: usize| u64_in(self.endian, &self.slots[at + 8 * i..]);
         Record { key: word(0), enter: word(1), exit: word(2) }
     }
 
@@ -252,7 +249,7 @@ fn ring<'a>(core: &Core<'a>, e: &[u64]) -> Result<CoreRing<'a>, String> {
         aux,
         flags: flags | if exited { RING_FLAG_THREAD_EXITED } else { 0 },
         slots,
-        little_endian: core.endian == object::Endianness::Little,
+        endian: core.endian,
         first,
         open,
         too_deep: at(entry::TOO_DEEP, "too-deep count").unwrap_or(0),

@@ -73,24 +73,13 @@ fn core_in(dir: &Path) -> PathBuf {
 /// Completed spans' names of a Chrome trace, by thread, in the order they ended (a child before a
 /// parent ending on the same nanosecond): the ring's order.
 fn completed(json: &str) -> Vec<(u64, Vec<String>)> {
-    let doc: serde_json::Value = serde_json::from_str(json).unwrap();
-    let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1000.0).round() as i64;
-    let mut spans: Vec<(u64, i64, i64, String)> = doc["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "X" && e["args"]["open"] != true)
-        .map(|e| {
-            let (start, end) = (ns(&e["ts"]), ns(&e["ts"]) + ns(&e["dur"]));
-            (e["tid"].as_u64().unwrap(), end, -start, e["name"].as_str().unwrap().to_string())
-        })
-        .collect();
-    spans.sort();
+    let mut spans: Vec<_> = ringtrace_tests::parse_chrome(json).events.into_iter().filter(|e| !e.open).collect();
+    spans.sort_by(|a, b| (a.tid, a.end_ns(), -a.ts_ns, &a.name).cmp(&(b.tid, b.end_ns(), -b.ts_ns, &b.name)));
     let mut out: Vec<(u64, Vec<String>)> = Vec::new();
-    for (tid, _, _, name) in spans {
+    for e in spans {
         match out.last_mut() {
-            Some((t, names)) if *t == tid => names.push(name),
-            _ => out.push((tid, vec![name])),
+            Some((t, names)) if *t == e.tid => names.push(e.name),
+            _ => out.push((e.tid, vec![e.name])),
         }
     }
     out
