@@ -143,6 +143,29 @@ impl<'a> Dumper<'a> {
         Dumper { tracks, ..self }
     }
 
+    /// Lists the tracks in the ring directory (the exported `ringtrace_directory`), with the
+    /// clock and an anchor taken now, so a debugger's RAM image or a whole-machine core read
+    /// at any later instant — a HardFault, a watchdog, a lock-up — converts with `rtconv
+    /// convert --elf firmware.elf --memory ram.bin@0x20000000`, no dump written. Call it once,
+    /// at start-up, from one context, once the clock is configured (spans may already be
+    /// recording): it is not safe against itself (a track already listed is left as it is).
+    /// Each track is thread 1, 2, … as in [`write`](Self::write)'s dumps. It costs nothing
+    /// later: spans write what they wrote.
+    pub fn publish(&self)
+    where
+        'a: 'static,
+    {
+        let clock = (self.clock)();
+        let anchor = match self.anchors {
+            [first, ..] => *first,
+            [] => Anchor { ticks: (self.now)(), mono_ns: 0, real_ns: 0 },
+        };
+        crate::directory::set_clock(&clock, anchor);
+        for (tid, &(name, track)) in (1u64..).zip(self.tracks) {
+            crate::directory::link(track, tid, name);
+        }
+    }
+
     /// Writes the dump to `sink` and returns the sink.
     pub fn write<S: Sink>(&self, sink: S) -> Result<S, WriteError<S::Error>> {
         let was = crate::enabled();

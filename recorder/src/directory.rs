@@ -1,5 +1,5 @@
 //! The ring directory at the exported symbol `ringtrace_directory`, through
-//! which `rtconv` finds every ring in a core file.
+//! which `rtconv` finds every ring in a core file or a RAM image.
 //!
 //! Its layout is the format's ([`ringtrace_format::directory`], FORMAT.md
 //! "The ring directory"): a magic, then pointer-sized words — the counter,
@@ -9,23 +9,28 @@
 //! than it did: the directory changes only when a thread registers or exits,
 //! when a ring is freed, and when an anchor is taken.
 //!
+//! A hosted program links each thread's ring as the thread registers; a
+//! firmware links its tracks once, at start-up
+//! ([`Dumper::publish`](crate::bare::Dumper::publish)).
+//!
 //! # Consistent at every instant
 //!
-//! Entries are linked and unlinked only under the registry lock, each by
-//! one release store of a `next` or `FIRST` word, after the entry's own words
-//! are written: a snapshot taken at any instant sees the list without the
+//! Entries are linked and unlinked only under the registry lock (a
+//! firmware: by its one start-up call), each by one release store of a
+//! `next` or `FIRST` word, after the entry's own words are written: a snapshot taken at any instant sees the list without the
 //! entry or with it whole. The latest anchor is written under a sequence
 //! count (odd while it is being written). A core holds the memory as the
 //! stopped threads left it; on x86_64 stores become visible in program
-//! order, and release stores give the same on aarch64.
+//! order, and release stores give the same on aarch64; a halted
+//! single-core microcontroller's RAM holds every store it made.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use ringtrace_format::directory::{DIR_WORDS, ENTRY_WORDS, MAGIC, STATE_EXITED, STATE_LIVE, VERSION, dir, entry};
+use ringtrace_format::directory::{DIR_WORDS, ENTRY_WORDS, MAGIC, STATE_LIVE, VERSION, dir, entry};
 use ringtrace_format::{Anchor, ClockInfo};
 
 use crate::ring::Word;
-use crate::thread::ThreadRing;
+use crate::track::Track;
 
 /// The directory: [`MAGIC`], then [`DIR_WORDS`] words.
 #[repr(C)]
@@ -60,7 +65,7 @@ impl Directory {
     }
 }
 
-/// One ring's entry, kept in its [`ThreadRing`].
+/// One ring's entry, kept in its [`Track`].
 #[repr(C)]
 #[derive(Debug)]
 pub(crate) struct Entry {
@@ -78,12 +83,14 @@ impl Entry {
     }
 
     /// Marks the entry's thread exited: its ring is whole from now on.
+    #[cfg(feature = "std")]
     pub(crate) fn mark_exited(&self) {
-        self.set(entry::STATE, STATE_EXITED as usize);
+        self.set(entry::STATE, ringtrace_format::directory::STATE_EXITED as usize);
     }
 }
 
-/// States the counter, its rate and the start anchor: at the first span.
+/// States the counter, its rate and the start anchor: at the first span (a firmware: at
+/// [`Dumper::publish`](crate::bare::Dumper::publish)).
 pub(crate) fn set_clock(info: &ClockInfo, start: Anchor) {
     let d = &DIRECTORY;
     d.set(dir::COUNTER, u64::from(info.counter.code()));
@@ -101,6 +108,7 @@ pub(crate) fn set_clock(info: &ClockInfo, start: Anchor) {
 
 /// Keeps `anchor` as the latest: at each thread's first span and each dump.
 /// Callers hold the registry lock, so writers never overlap.
+#[cfg(feature = "std")]
 pub(crate) fn set_latest(anchor: Anchor) {
     let d = &DIRECTORY;
     let seq = d.words[dir::LATEST_SEQ].load(Ordering::Relaxed);
@@ -111,20 +119,25 @@ pub(crate) fn set_latest(anchor: Anchor) {
     d.words[dir::LATEST_SEQ].store((seq | 1) + 1, Ordering::Release);
 }
 
-/// Fills `t`'s entry and links it first in the list. `t` is boxed in the
-/// registry (its address is final) and the caller holds the registry lock.
-pub(crate) fn link(t: &ThreadRing) {
-    let e = &t.entry;
-    let ring = t.track.ring().addresses();
-    let open = t.track.open().addresses();
-    let (too_deep, abandoned) = t.track.unrecorded_addresses();
-    e.set(entry::STATE, STATE_LIVE as usize);
-    e.set(entry::TID, t.tid as usize);
-    e.set(entry::NAME, t.name.as_ptr() as usize);
-    e.set(entry::NAME_LEN, t.name.len());
+/// Fills `track`'s entry — thread `tid`, named `name`, `state` [`STATE_LIVE`] or
+/// [`STATE_EXITED`] — and links it first in the list, unless it is linked already. The
+/// track and the name stay where they are for as long as the entry is linked (a
+/// registered, boxed `ThreadRing`; a firmware's statics), and no other link or
+/// unlink runs meanwhile (the registry lock; a firmware's one start-up call).
+pub(crate) fn link(track: &Track, tid: u64, name: &[u8]) {
+    let e = track.entry();
+    if e.words[entry::STATE].load(Ordering::Relaxed) != 0 {
+        return; // linked: a second link would make the list a cycle
+    }
+    let ring = track.ring().addresses();
+    let open = track.open().addresses();
+    let (too_deep, abandoned) = track.unrecorded_addresses();
+    e.set(entry::TID, tid as usize);
+    e.set(entry::NAME, name.as_ptr() as usize);
+    e.set(entry::NAME_LEN, name.len());
     e.set(entry::SLOTS, ring.slots);
-    e.set(entry::CAPACITY, t.track.ring().capacity());
-    e.set(entry::FLAGS, t.track.ring().flags() as usize);
+    e.set(entry::CAPACITY, track.ring().capacity());
+    e.set(entry::FLAGS, track.ring().flags() as usize);
     e.set(entry::HEAD, ring.head);
     e.set(entry::DROPPED, ring.dropped);
     e.set(entry::AUX, ring.aux);
@@ -134,16 +147,18 @@ pub(crate) fn link(t: &ThreadRing) {
     e.set(entry::OPEN_CAPACITY, open.capacity);
     e.set(entry::TOO_DEEP, too_deep);
     e.set(entry::ABANDONED, abandoned);
+    e.set(entry::STATE, STATE_LIVE as usize);
     let first = &DIRECTORY.words[dir::FIRST];
     e.set(entry::NEXT, first.load(Ordering::Relaxed));
     first.store(e as *const Entry as usize, Ordering::Release);
 }
 
-/// Takes `t`'s entry out of the list, before its ring is freed. The caller
-/// holds the registry lock.
-pub(crate) fn unlink(t: &ThreadRing) {
-    let target = &t.entry as *const Entry as usize;
-    let next = t.entry.words[entry::NEXT].load(Ordering::Relaxed);
+/// Takes `track`'s entry out of the list, before its ring is freed. The
+/// caller holds the registry lock.
+#[cfg(feature = "std")]
+pub(crate) fn unlink(track: &Track) {
+    let target = track.entry() as *const Entry as usize;
+    let next = track.entry().words[entry::NEXT].load(Ordering::Relaxed);
     let mut link = &DIRECTORY.words[dir::FIRST];
     loop {
         let at = link.load(Ordering::Relaxed);

@@ -115,7 +115,7 @@ pub mod calibrate;
 pub mod capi;
 #[cfg(not(loom))]
 pub mod clock;
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(not(loom))]
 mod directory;
 #[cfg(all(feature = "std", not(loom)))]
 mod dump;

@@ -34,7 +34,7 @@ const DEPTH_BITS: u32 = 8;
 const DEPTH_MASK: u64 = (1 << DEPTH_BITS) - 1;
 
 /// The addresses of an open-span stack's state (see [`OpenStack::addresses`]).
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(not(loom))]
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OpenAddresses {
     pub state: usize,
@@ -109,7 +109,7 @@ impl OpenStack {
 
     /// Where the stack's state and entries live, for the ring directory:
     /// (state, entries, how many entries).
-    #[cfg(all(feature = "std", not(loom)))]
+    #[cfg(not(loom))]
     pub(crate) fn addresses(&self) -> OpenAddresses {
         OpenAddresses {
             state: &self.state as *const AtomicWord as usize,

@@ -173,7 +173,7 @@ pub struct Ring {
 }
 
 /// The addresses of a ring's slots and counters (see [`Ring::addresses`]).
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(not(loom))]
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RingAddresses {
     pub slots: usize,
@@ -269,7 +269,7 @@ impl Ring {
     }
 
     /// Where the ring's state lives, for the ring directory.
-    #[cfg(all(feature = "std", not(loom)))]
+    #[cfg(not(loom))]
     pub(crate) fn addresses(&self) -> RingAddresses {
         RingAddresses {
             slots: self.slots.as_ptr() as usize,

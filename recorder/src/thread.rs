@@ -75,8 +75,6 @@ pub(crate) struct ThreadRing {
     pub id: u64,
     /// Drained by the running stream (made while one ran).
     pub streamed: bool,
-    /// Its entry in the ring directory, linked while it is registered.
-    pub entry: directory::Entry,
 }
 
 /// The next [`ThreadRing::id`].
@@ -88,7 +86,7 @@ fn next_ring_id() -> u64 {
 impl Drop for ThreadRing {
     /// Runs only under the registry lock: a ring is dropped by its removal from the registry.
     fn drop(&mut self) {
-        directory::unlink(self);
+        directory::unlink(&self.track);
         let slots: *const [Slot] = self.track.ring().slots();
         // SAFETY: the slots were allocated as a `Box<[Slot]>` and leaked in
         // `current_thread_ring`; the ring, their only user, is being dropped.
@@ -130,7 +128,7 @@ impl Drop for ExitMark {
         // SAFETY: the pointer, if set, is a registered ThreadRing; it is freed
         // only by a dump after it sees `exited`, which is set just below.
         if let Some(t) = unsafe { self.0.get().as_ref() } {
-            t.entry.mark_exited();
+            t.track.entry().mark_exited();
             t.exited.store(true, Ordering::Release);
         }
     }
@@ -248,7 +246,6 @@ pub fn context_track(name: &str) -> &'static Track {
         exited: AtomicBool::new(false),
         id: next_ring_id(),
         streamed: false,
-        entry: directory::Entry::new(),
     });
     let track: *const Track = &t.track;
     register(t);
@@ -332,7 +329,6 @@ fn register_current_thread() -> &'static Track {
         exited: AtomicBool::new(false),
         id: next_ring_id(),
         streamed,
-        entry: directory::Entry::new(),
     });
     let track: *const Track = &t.track;
     let ptr: *const ThreadRing = &*t;
@@ -397,7 +393,7 @@ fn register(t: Box<ThreadRing>) {
     let mut rings = lock_registry();
     rings.push(t);
     if let Some(t) = rings.last() {
-        directory::link(t);
+        directory::link(&t.track, t.tid, t.name.as_bytes());
     }
     directory::set_latest(anchor);
 }

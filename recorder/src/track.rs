@@ -5,6 +5,7 @@ use core::sync::atomic::Ordering;
 
 use ringtrace_format::layout::key_depth_tag;
 
+use crate::directory::Entry;
 use crate::open::OpenStack;
 use crate::ring::{AtomicWord, Mode, Ring, Slot, own_load, wide, word};
 
@@ -17,6 +18,9 @@ pub struct Track {
     too_deep: AtomicWord,
     /// Spans whose exit hook never ran (a `longjmp` past them).
     abandoned: AtomicWord,
+    /// Its entry in the ring directory: filled and linked once the track is in place (a thread's
+    /// registration, a firmware's [`Dumper::publish`](crate::bare::Dumper::publish)).
+    entry: Entry,
 }
 
 impl Track {
@@ -32,6 +36,7 @@ impl Track {
             open: OpenStack::new(),
             too_deep: AtomicWord::new(0),
             abandoned: AtomicWord::new(0),
+            entry: Entry::new(),
         }
     }
 
@@ -43,6 +48,7 @@ impl Track {
             open: OpenStack::new(),
             too_deep: AtomicWord::new(0),
             abandoned: AtomicWord::new(0),
+            entry: Entry::new(),
         }
     }
 
@@ -70,9 +76,13 @@ impl Track {
     }
 
     /// The addresses of the (too deep, abandoned) counts, for the ring directory.
-    #[cfg(all(feature = "std", not(loom)))]
     pub(crate) fn unrecorded_addresses(&self) -> (usize, usize) {
         (&self.too_deep as *const AtomicWord as usize, &self.abandoned as *const AtomicWord as usize)
+    }
+
+    /// Its entry in the ring directory.
+    pub(crate) fn entry(&self) -> &Entry {
+        &self.entry
     }
 
     /// A span began: note it as open. Returns the token for [`end`](Self::end).

@@ -15,8 +15,12 @@ use crate::symbolize::{self, Naming};
 
 /// Reads the dump at `path`, names its keys and describes it.
 pub fn describe(path: &Path, opts: &symbolize::Options) -> Result<Description, LoadError> {
-    let bytes = model::open(path)?;
-    let trace = model::decode(path, &bytes)?;
+    describe_bytes(path, &model::open(path)?, opts)
+}
+
+/// Describes the dump in `bytes` (named `path`), naming its keys.
+pub fn describe_bytes(path: &Path, bytes: &[u8], opts: &symbolize::Options) -> Result<Description, LoadError> {
+    let trace = model::decode(path, bytes)?;
     let naming = symbolize::symbolize(&trace, opts, &symbolize::Cache::default());
     Ok(Description::new(&trace, &naming))
 }
@@ -207,7 +211,10 @@ impl Description {
         writeln!(out, "process    {name} (pid {pid}), written by {producer}, reason: {reason}")?;
         if let Some(crash) = &self.crash {
             match (crash.tid, crash.signal_name()) {
-                (0, _) => writeln!(out, "crash      no thread took a fatal signal (a core taken from a live process)")?,
+                (0, _) => writeln!(
+                    out,
+                    "crash      no thread took a fatal signal (a core of a live process, or a halted target's memory)"
+                )?,
                 (tid, name) => writeln!(
                     out,
                     "crash      thread {tid} ({}) took signal {} ({})",

@@ -97,7 +97,7 @@ pub(crate) enum Command {
 #[derive(clap::Args)]
 pub(crate) struct ConvertArgs {
     /// The dump(s) to convert; several are merged into one Chrome trace, aligned by their realtime anchors.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "memory", conflicts_with = "memory")]
     pub(crate) dumps: Vec<PathBuf>,
     /// Output format (default: what the -o name's extension says, else chrome).
     #[arg(short = 'f', long, value_enum)]
@@ -113,6 +113,29 @@ pub(crate) struct ConvertArgs {
     pub(crate) filter: FilterArgs,
     #[command(flatten)]
     pub(crate) symbols: SymbolArgs,
+    #[command(flatten)]
+    pub(crate) memory: MemoryArgs,
+}
+
+/// A firmware's RAM, read by a debugger, in place of a dump.
+#[derive(clap::Args)]
+pub(crate) struct MemoryArgs {
+    /// Read the rings out of a raw memory image instead of a dump: FILE@ADDRESS (e.g.
+    /// ram.bin@0x20000000), as a debugger saves it with the target halted; repeatable, one per
+    /// region. Needs --elf FIRMWARE.elf, which places the ring directory and supplies flash.
+    #[arg(long, value_name = "FILE@ADDR", value_parser = parse_image, requires = "exe")]
+    pub(crate) memory: Vec<(PathBuf, u64)>,
+    /// With --memory: the counter's rate in Hz, where the firmware did not state it.
+    #[arg(long, value_name = "HZ", requires = "memory", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) counter_hz: Option<u64>,
+}
+
+/// `--memory FILE@ADDRESS`: the address in hex with `0x`, or decimal.
+fn parse_image(text: &str) -> Result<(PathBuf, u64), String> {
+    let (file, address) = text
+        .rsplit_once('@')
+        .ok_or_else(|| format!("{text:?}: give FILE@ADDRESS, the address the image starts at (ram.bin@0x20000000)"))?;
+    Ok((PathBuf::from(file), parse_offset(address)?))
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -256,7 +279,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
 pub(crate) struct StatsArgs {
     /// The dump to summarize; with several, or a directory, glob or archive, the figures are
     /// merged over all of them, one table per program build-id.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "memory", conflicts_with = "memory")]
     pub(crate) dumps: Vec<PathBuf>,
     /// One table per thread instead of one over all threads.
     #[arg(long)]
@@ -286,6 +309,8 @@ pub(crate) struct StatsArgs {
     pub(crate) run: RunArgs,
     #[command(flatten)]
     pub(crate) symbols: SymbolArgs,
+    #[command(flatten)]
+    pub(crate) memory: MemoryArgs,
 }
 
 #[derive(clap::Args)]
@@ -345,7 +370,7 @@ pub(crate) fn diff_format_of(file_name: &str) -> Option<DiffFormatArg> {
 #[derive(clap::Args)]
 pub(crate) struct InfoArgs {
     /// The dumps to describe.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "memory", conflicts_with = "memory")]
     pub(crate) dumps: Vec<PathBuf>,
     /// Output form: text, or a JSON array with one object per dump (default: what the -o name's
     /// extension says, else text).
@@ -356,6 +381,8 @@ pub(crate) struct InfoArgs {
     pub(crate) output: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) symbols: SymbolArgs,
+    #[command(flatten)]
+    pub(crate) memory: MemoryArgs,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -443,8 +470,8 @@ fn parse_offset(text: &str) -> Result<u64, String> {
 /// Where the recorded binaries are, and how to name.
 #[derive(clap::Args)]
 pub(crate) struct SymbolArgs {
-    /// The main executable, when it is not at the path recorded in the dump.
-    #[arg(long, value_name = "PATH")]
+    /// The main executable, when it is not at the path recorded in the dump; a firmware's ELF file.
+    #[arg(long, visible_alias = "elf", value_name = "PATH")]
     pub(crate) exe: Option<PathBuf>,
     /// A directory of binaries and debug files, found by build-id (repeatable).
     #[arg(long, value_name = "DIR")]

@@ -8,7 +8,7 @@ use rtconv::model::Filter;
 use rtconv::stats::Output;
 use rtconv::symbolize;
 
-use super::args::{ConvertArgs, FormatArg, StatsArgs, StatsFormatArg, choose_format, format_of};
+use super::args::{ConvertArgs, FormatArg, MemoryArgs, StatsArgs, StatsFormatArg, choose_format, format_of};
 use super::args::{stats_format_of, trace_format_of};
 use super::diag::{self, When};
 use super::output::{self, Sink};
@@ -32,6 +32,42 @@ fn not_a_dump_file(path: &Path) -> Option<String> {
     ))
 }
 
+/// What a command reads: dump files, or a firmware's memory images read as one.
+pub enum Inputs<'a> {
+    /// Dumps (and cores), by path.
+    Dumps(&'a [PathBuf]),
+    /// A dump made of memory images: named after the first image in messages.
+    Memory(PathBuf, Vec<u8>),
+}
+
+impl Inputs<'_> {
+    /// The inputs' names, for messages.
+    fn names(&self) -> String {
+        match self {
+            Inputs::Dumps(dumps) => dumps.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+            Inputs::Memory(name, _) => name.display().to_string(),
+        }
+    }
+}
+
+/// The dump the memory images of `memory` hold, with the firmware `elf`: (the first image's
+/// path, the dump); `None` if no image is given. An error names the file that cannot be read.
+pub fn memory_dump(memory: &MemoryArgs, elf: Option<&Path>) -> Option<Result<(PathBuf, Vec<u8>), String>> {
+    let (first, _) = memory.memory.first()?;
+    let elf = elf?; // clap requires --elf with --memory
+    let read = |path: &Path| std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()));
+    let made = (|| {
+        let elf_bytes = read(elf)?;
+        let files: Vec<(u64, Vec<u8>)> =
+            memory.memory.iter().map(|(path, address)| Ok((*address, read(path)?))).collect::<Result<_, String>>()?;
+        let images: Vec<rtconv::core_file::Image<'_>> =
+            files.iter().map(|(address, bytes)| rtconv::core_file::Image { address: *address, bytes }).collect();
+        rtconv::core_file::memory_to_dump(elf, &elf_bytes, &images, memory.counter_hz)
+            .map_err(|e| format!("{} (with {}): {e}", first.display(), elf.display()))
+    })();
+    Some(made.map(|dump| (first.clone(), dump)))
+}
+
 /// `rtconv convert`.
 pub fn run(args: ConvertArgs) -> ExitCode {
     if let Some(hint) = args.dumps.iter().find_map(|d| not_a_dump_file(d)) {
@@ -42,7 +78,15 @@ pub fn run(args: ConvertArgs) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let format = format_of(format, &args.chrome);
-    convert_to(&args.dumps, format, args.output.as_deref(), args.symbols.options(), &args.filter.filter())
+    let inputs = match memory_dump(&args.memory, args.symbols.exe.as_deref()) {
+        Some(Ok((name, dump))) => Inputs::Memory(name, dump),
+        Some(Err(e)) => {
+            diag::error(&e);
+            return ExitCode::FAILURE;
+        }
+        None => Inputs::Dumps(&args.dumps),
+    };
+    convert_to(&inputs, format, args.output.as_deref(), args.symbols.options(), &args.filter.filter())
 }
 
 /// `rtconv stats`: one dump's tables, or figures merged over many.
@@ -60,6 +104,23 @@ pub fn run_stats(args: StatsArgs, color: When) -> ExitCode {
         clean: args.clean,
         color: output == Output::Table && output::file(args.output.as_deref()).is_none() && color.stdout(),
     };
+    match memory_dump(&args.memory, args.symbols.exe.as_deref()) {
+        Some(Ok((name, dump))) => {
+            let (symbols, filter) = (args.symbols.options(), args.filter.filter());
+            return convert_to(
+                &Inputs::Memory(name, dump),
+                Format::Stats(opts),
+                args.output.as_deref(),
+                symbols,
+                &filter,
+            );
+        }
+        Some(Err(e)) => {
+            diag::error(&e);
+            return ExitCode::FAILURE;
+        }
+        None => {}
+    }
     // One dump file (or one path that is no directory: refused as a dump, by name): its own
     // tables. Anything else: merged over every dump.
     if let [dump] = args.dumps.as_slice()
@@ -68,7 +129,7 @@ pub fn run_stats(args: StatsArgs, color: When) -> ExitCode {
         && rtconv::batch::archive_kind(dump).is_none()
     {
         return convert_to(
-            std::slice::from_ref(dump),
+            &Inputs::Dumps(std::slice::from_ref(dump)),
             Format::Stats(opts),
             args.output.as_deref(),
             args.symbols.options(),
@@ -81,9 +142,9 @@ pub fn run_stats(args: StatsArgs, color: When) -> ExitCode {
     super::batch::stats_all(&args.dumps, opts, &args.run, args.symbols.options(), args.filter.filter(), args.output)
 }
 
-/// Converts `dumps` into `format`, to `output` or stdout, and reports as `rtconv convert` does.
+/// Converts `inputs` into `format`, to `output` or stdout, and reports as `rtconv convert` does.
 pub fn convert_to(
-    dumps: &[PathBuf],
+    inputs: &Inputs<'_>,
     format: Format,
     output: Option<&Path>,
     opts: symbolize::Options,
@@ -94,7 +155,13 @@ pub fn convert_to(
         Ok(out) => out,
         Err(e) => return output::cannot_create(output, &e),
     };
-    let result = convert::convert_many(dumps, format, &opts, filter, &mut out);
+    let result = match inputs {
+        Inputs::Dumps(dumps) => convert::convert_many(dumps, format, &opts, filter, &mut out),
+        Inputs::Memory(name, dump) => {
+            let cache = symbolize::Cache::default();
+            convert::convert_bytes(name, dump, format, &opts, filter, &cache, &mut out)
+        }
+    };
     let result = match result {
         Ok(report) => out.finish().map(|()| report).map_err(ConvertError::Output),
         Err(e) => {
@@ -102,7 +169,7 @@ pub fn convert_to(
             Err(e)
         }
     };
-    let names = || dumps.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
+    let names = || inputs.names();
     match result {
         Ok(report) => {
             for d in &report.diagnostics {

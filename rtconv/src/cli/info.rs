@@ -18,6 +18,14 @@ pub fn run(args: InfoArgs) -> ExitCode {
         Ok(form) => form,
         Err(e) => return usage(&e),
     };
+    let memory = match super::convert::memory_dump(&args.memory, args.symbols.exe.as_deref()) {
+        Some(Ok(made)) => Some(made),
+        Some(Err(e)) => {
+            diag::error(&e);
+            return ExitCode::FAILURE;
+        }
+        None => None,
+    };
     let opts = args.symbols.options();
     let mut out = match Sink::open(args.output.as_deref()) {
         Ok(out) => out,
@@ -26,8 +34,13 @@ pub fn run(args: InfoArgs) -> ExitCode {
     let (mut described, mut failed, mut json) = (0, 0, Vec::new());
     let mut written = Ok(());
     let mut said = std::collections::HashSet::new();
-    for dump in &args.dumps {
-        match rtconv::info::describe(dump, &opts) {
+    // The dumps, or the one dump the memory images make.
+    let descriptions: Box<dyn Iterator<Item = _>> = match &memory {
+        Some((name, bytes)) => Box::new(std::iter::once(rtconv::info::describe_bytes(name, bytes, &opts))),
+        None => Box::new(args.dumps.iter().map(|dump| rtconv::info::describe(dump, &opts))),
+    };
+    for description in descriptions {
+        match description {
             Ok(d) => {
                 for warning in d.warnings.iter().filter(|w| said.insert(w.to_string())) {
                     diag::emit(&format!("rtconv: warning: {warning}"));

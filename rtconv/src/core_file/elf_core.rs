@@ -2,22 +2,17 @@
 //! space, its threads (`NT_PRSTATUS`), its process (`NT_PRPSINFO`), its
 //! mapped files (`NT_FILE`) and its auxiliary vector (`NT_AUXV`).
 //!
-//! 64-bit cores only (x86_64, aarch64). Nothing here trusts the file: every
-//! read is bounds-checked, and a note that does not parse is skipped.
+//! Both classes: a 64-bit process's core (x86_64, aarch64), and a whole
+//! machine's (QEMU's `dump-guest-memory`: 32-bit for a Cortex-M, 64-bit for
+//! rv64), which has no process, no mapped files and no auxiliary vector.
+//! Nothing here trusts the file: every read is bounds-checked, and a note
+//! that does not parse is skipped.
 
 use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader};
 use object::{Endian, Endianness};
 
-/// One loaded segment at `vaddr`, of which the first `present` bytes are in
-/// the file at `offset` (none of a read-only file mapping the kernel left
-/// out; fewer than declared when the core was cut short).
-#[derive(Clone, Copy, Debug)]
-struct Segment {
-    vaddr: u64,
-    offset: usize,
-    present: u64,
-}
+use super::memory::{Memory, word_in};
 
 /// A thread of the core, in note order: the kernel writes the thread that
 /// took the fatal signal first.
@@ -40,9 +35,10 @@ pub(crate) struct Mapping {
 
 /// A parsed core.
 pub(crate) struct Core<'a> {
-    bytes: &'a [u8],
     pub endian: Endianness,
-    segments: Vec<Segment>,
+    /// Bytes in the core's words and pointers: 4 (ELF32) or 8.
+    pub word_bytes: u64,
+    pub memory: Memory<'a>,
     pub threads: Vec<CoreThread>,
     pub pid: u32,
     pub name: Vec<u8>,
@@ -55,13 +51,9 @@ pub(crate) struct Core<'a> {
     pub execfn: u64,
     /// Bytes the segments say the file holds but it does not: the core was cut short.
     pub cut_bytes: u64,
-}
-
-/// The first 8 bytes of `b` (at least 8 long) as a `u64` in `endian`.
-pub(crate) fn u64_in(endian: Endianness, b: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&b[..8]);
-    endian.read_u64(word)
+    /// Whether it describes a process (`NT_PRPSINFO`): the kernel, gdb and qemu-user write one
+    /// for a process; QEMU's `dump-guest-memory` and gdb's `gcore` of a bare-metal target none.
+    has_process: bool,
 }
 
 /// Whether `bytes` start like an ELF core file (of any class): `e_type` is `ET_CORE`.
@@ -78,9 +70,6 @@ pub(crate) fn is_core(bytes: &[u8]) -> bool {
 /// Why a core cannot be read at all.
 #[derive(Debug, thiserror::Error)]
 pub enum CoreFormatError {
-    /// A 32-bit core.
-    #[error("a 32-bit core; rtconv reads 64-bit cores (x86_64, aarch64)")]
-    Elf32,
     /// The ELF headers do not parse.
     #[error("its ELF headers do not parse ({0})")]
     Headers(object::Error),
@@ -95,18 +84,22 @@ const AT_ENTRY: u64 = 9;
 const AT_EXECFN: u64 = 31;
 
 impl<'a> Core<'a> {
-    /// Parses the headers and notes of a 64-bit core.
+    /// Parses the headers and notes of a core of either class.
     pub(crate) fn parse(bytes: &'a [u8]) -> Result<Self, CoreFormatError> {
-        if bytes.get(4) == Some(&elf::ELFCLASS32.0) {
-            return Err(CoreFormatError::Elf32);
+        match bytes.get(4) {
+            Some(&c) if c == elf::ELFCLASS32.0 => Self::parse_as::<elf::FileHeader32<Endianness>>(bytes, 4),
+            _ => Self::parse_as::<elf::FileHeader64<Endianness>>(bytes, 8),
         }
-        let header = elf::FileHeader64::<Endianness>::parse(bytes).map_err(CoreFormatError::Headers)?;
+    }
+
+    fn parse_as<H: FileHeader<Endian = Endianness>>(bytes: &'a [u8], word_bytes: u64) -> Result<Self, CoreFormatError> {
+        let header = H::parse(bytes).map_err(CoreFormatError::Headers)?;
         let endian = header.endian().map_err(CoreFormatError::Headers)?;
         let headers = header.program_headers(endian, bytes).map_err(CoreFormatError::Headers)?;
         let mut core = Core {
-            bytes,
             endian,
-            segments: Vec::new(),
+            word_bytes,
+            memory: Memory::default(),
             threads: Vec::new(),
             pid: 0,
             name: Vec::new(),
@@ -115,26 +108,24 @@ impl<'a> Core<'a> {
             phdr: 0,
             execfn: 0,
             cut_bytes: 0,
+            has_process: false,
         };
         for ph in headers {
             if ph.p_type(endian) == elf::PT_LOAD {
                 // A segment's memory past `p_filesz` was left out by design (read-only file pages,
                 // coredump_filter); past the file's end, by a cut (RLIMIT_CORE, a full disk).
-                let (offset, filesz) = (ph.p_offset(endian), ph.p_filesz(endian));
+                let (offset, filesz) = (ph.p_offset(endian).into(), ph.p_filesz(endian).into());
                 let in_file = (bytes.len() as u64).saturating_sub(offset).min(filesz);
                 core.cut_bytes = core.cut_bytes.saturating_add(filesz - in_file);
-                core.segments.push(Segment {
-                    vaddr: ph.p_vaddr(endian),
-                    offset: usize::try_from(offset).unwrap_or(usize::MAX),
-                    present: in_file,
-                });
+                // `in_file` bytes from `offset` are in the file: both fit a usize.
+                let present = &bytes[offset.min(bytes.len() as u64) as usize..][..in_file as usize];
+                core.memory.add(ph.p_vaddr(endian).into(), present);
             } else if let Ok(Some(mut notes)) = ph.notes(endian, bytes) {
                 while let Ok(Some(note)) = notes.next() {
                     core.note(note.name(), note.n_type(endian).0, note.desc());
                 }
             }
         }
-        core.segments.sort_by_key(|s| s.vaddr);
         Ok(core)
     }
 
@@ -142,27 +133,36 @@ impl<'a> Core<'a> {
         if name != b"CORE" {
             return;
         }
-        let u16_at = |at: usize| desc.get(at..at + 2).map(|b| self.endian.read_u16([b[0], b[1]]));
-        let u32_at = |at: usize| desc.get(at..at + 4).map(|b| self.endian.read_u32([b[0], b[1], b[2], b[3]]));
+        let endian = self.endian;
+        let u16_at = |at: usize| desc.get(at..at + 2).map(|b| endian.read_u16([b[0], b[1]]));
+        let u32_at = |at: usize| desc.get(at..at + 4).map(|b| word_in(endian, b) as u32);
+        let wide = self.word_bytes == 8;
         match kind {
             NT_PRSTATUS => {
-                if let (Some(signal), Some(tid)) = (u16_at(12), u32_at(32)) {
+                // pr_cursig after the 12-byte siginfo; pr_pid after two signal masks of a word each.
+                let pid_at = if wide { 32 } else { 24 };
+                if let (Some(signal), Some(tid)) = (u16_at(12), u32_at(pid_at)) {
                     self.threads.push(CoreThread { tid, signal });
                 }
             }
             NT_PRPSINFO => {
-                if let Some(pid) = u32_at(24) {
+                self.has_process = true;
+                // After 4 bytes of state, pr_flag (a word), uid and gid (4 bytes each on 64-bit
+                // Linux, 2 on 32-bit), four ids, then the 16-byte name.
+                let (pid_at, name_at) = if wide { (24, 40) } else { (12, 28) };
+                if let Some(pid) = u32_at(pid_at) {
                     self.pid = pid;
                 }
-                if let Some(name) = desc.get(40..56) {
+                if let Some(name) = desc.get(name_at..name_at + 16) {
                     self.name = name.split(|&b| b == 0).next().unwrap_or_default().to_vec();
                 }
             }
             NT_FILE => self.mappings = self.parse_files(desc).unwrap_or_default(),
             NT_AUXV => {
-                for pair in desc.chunks_exact(16) {
-                    let value = self.endian_u64(&pair[8..]);
-                    match self.endian_u64(&pair[..8]) {
+                let w = self.word_bytes as usize;
+                for pair in desc.chunks_exact(2 * w) {
+                    let value = word_in(endian, &pair[w..]);
+                    match word_in(endian, &pair[..w]) {
                         AT_ENTRY => self.entry = value,
                         AT_PHDR => self.phdr = value,
                         AT_EXECFN => self.execfn = value,
@@ -174,14 +174,15 @@ impl<'a> Core<'a> {
         }
     }
 
-    /// `NT_FILE`: count, page size, count × (start, end, page offset), count names.
+    /// `NT_FILE`: count, page size, count × (start, end, page offset), count names; in words.
     fn parse_files(&self, desc: &[u8]) -> Option<Vec<Mapping>> {
-        let word = |i: usize| desc.get(i * 8..i * 8 + 8).map(|b| self.endian_u64(b));
+        let w = self.word_bytes as usize;
+        let word = |i: usize| desc.get(i * w..i * w + w).map(|b| word_in(self.endian, b));
         let count = usize::try_from(word(0)?).ok()?;
         let page = word(1)?;
-        let names_at = count.checked_mul(24)?.checked_add(16)?;
+        let names_at = count.checked_mul(3 * w)?.checked_add(2 * w)?;
         let mut names = desc.get(names_at..)?.split(|&b| b == 0);
-        let mut out = Vec::with_capacity(count.min(desc.len() / 24));
+        let mut out = Vec::with_capacity(count.min(desc.len() / (3 * w)));
         for i in 0..count {
             let (start, end, pages) = (word(2 + 3 * i)?, word(3 + 3 * i)?, word(4 + 3 * i)?);
             out.push(Mapping { start, end, offset: pages.saturating_mul(page), path: names.next()?.to_vec() });
@@ -189,41 +190,20 @@ impl<'a> Core<'a> {
         Some(out)
     }
 
-    /// The first 8 bytes of `b` as a `u64` in the core's byte order.
-    pub(crate) fn endian_u64(&self, b: &[u8]) -> u64 {
-        u64_in(self.endian, b)
-    }
-
     /// `len` bytes of memory at `addr`, if the core holds all of them.
     pub(crate) fn read(&self, addr: u64, len: u64) -> Option<&'a [u8]> {
-        let i = self.segments.partition_point(|s| s.vaddr <= addr).checked_sub(1)?;
-        let s = self.segments[i];
-        let within = addr - s.vaddr;
-        if within.checked_add(len)? > s.present {
-            return None;
-        }
-        let start = s.offset.checked_add(usize::try_from(within).ok()?)?;
-        self.bytes.get(start..start.checked_add(usize::try_from(len).ok()?)?)
+        self.memory.read(addr, len)
     }
 
     /// At most `max` bytes of memory from `addr`: as many as the core holds there.
     pub(crate) fn read_up_to(&self, addr: u64, max: u64) -> Option<&'a [u8]> {
-        let i = self.segments.partition_point(|s| s.vaddr <= addr).checked_sub(1)?;
-        let s = self.segments[i];
-        let within = addr - s.vaddr;
-        self.read(addr, s.present.checked_sub(within)?.min(max))
+        self.memory.read_up_to(addr, max)
     }
 
-    /// The 64-bit word at `addr`.
-    pub(crate) fn word(&self, addr: u64) -> Option<u64> {
-        self.read(addr, 8).map(|b| self.endian_u64(b))
-    }
-
-    /// Each segment's present bytes with its address, for a scan.
-    pub(crate) fn present(&self) -> impl Iterator<Item = (u64, &'a [u8])> + '_ {
-        self.segments.iter().filter_map(|s| {
-            let bytes = self.bytes.get(s.offset..s.offset.checked_add(usize::try_from(s.present).ok()?)?)?;
-            Some((s.vaddr, bytes))
-        })
+    /// Whether this is a whole machine's core (QEMU's `dump-guest-memory`, a debugger's `gcore`
+    /// of a bare-metal target) rather than a process's: no process note, no mapped files, no
+    /// auxiliary vector.
+    pub(crate) fn is_machine(&self) -> bool {
+        !self.has_process && self.mappings.is_empty() && self.entry == 0 && self.phdr == 0
     }
 }

@@ -1,6 +1,9 @@
 //! Rings out of a core file: a process that died without writing a dump
 //! (killed, aborted, crashed where no handler could run, stopped with
 //! `gcore`) still held its rings in memory, and its core holds that memory.
+//! So does a whole machine's core (QEMU's `dump-guest-memory`, gdb's `gcore`
+//! of a bare-metal target), and a firmware's RAM saved by a debugger
+//! ([`memory_to_dump`]).
 //!
 //! Design constraints:
 //! - One model: the core's rings are written as an ordinary dump (in
@@ -29,17 +32,25 @@
 //! ```
 
 mod elf_core;
+mod firmware;
+mod memory;
 mod modules;
 mod rings;
 
 use std::time::SystemTime;
 
-use ringtrace_format::{Anchor, ClockInfo, CounterKind, DumpReason, IoSink, MetaInfo, Module, RateSource, Writer};
+use ringtrace_format::layout::COMPACT_RECORD_SIZE;
+use ringtrace_format::{
+    Anchor, ClockInfo, CompactRecord, CounterKind, DumpReason, IoSink, MetaInfo, Module, RateSource, Writer,
+};
 
 use crate::io::FileBytes;
 use elf_core::Core;
 pub use elf_core::CoreFormatError;
+pub use firmware::{Image, memory_to_dump};
+use modules::CoreModule;
 pub use modules::Files;
+use rings::Snapshot;
 
 /// Whether `bytes` are an ELF core file.
 pub fn is_core(bytes: &[u8]) -> bool {
@@ -70,6 +81,17 @@ pub enum CoreError {
         "no ringtrace ring directory in this core: the program does not link ringtrace (or links one older than the ring directory), or the core leaves out its data pages (/proc/PID/coredump_filter bit 0); give its dump instead, or a core of a program linked with this ringtrace"
     )]
     NoDirectory,
+    /// The memory images leave out the ring directory.
+    #[error(
+        "the ring directory (at {address:#x}, `ringtrace_directory`) is not in the memory images: give an image of the RAM that holds it (--memory FILE@ADDRESS)"
+    )]
+    NotInImages {
+        /// Where the firmware keeps it.
+        address: u64,
+    },
+    /// A firmware's ELF file does not parse.
+    #[error("the firmware's ELF file does not parse ({0}); give the ELF the firmware was built as")]
+    Elf(String),
     /// The directory is there but unreadable.
     #[error("the ring directory at {address:#x}: {source}")]
     Directory {
@@ -89,36 +111,100 @@ pub enum CoreError {
 /// estimated or left out.
 pub fn to_dump(bytes: &[u8], file_time: Option<SystemTime>, files: Files) -> Result<Vec<u8>, CoreError> {
     let core = Core::parse(bytes)?;
-    let (mut notes, mut losses) = (Vec::new(), Vec::new());
+    let mut said = Said::default();
     if core.cut_bytes > 0 {
-        losses.push(format!(
+        said.losses.push(format!(
             "the core is cut short: {} bytes of memory it declares are not in the file (RLIMIT_CORE, or a full disk)",
             core.cut_bytes
         ));
     }
-    let modules = modules::of(&core, files);
-    let (address, how) = rings::find_directory(&core, &modules, files).ok_or(CoreError::NoDirectory)?;
-    let found = rings::read(&core, address).map_err(|source| CoreError::Directory { address, source })?;
-    if how == rings::Found::Scan {
-        notes.push(format!(
+    let snap = Snapshot { memory: &core.memory, endian: core.endian, called: "the core" };
+    let modules = if core.is_machine() {
+        said.notes
+            .push("a whole machine's core (no process, no mapped files): name its code with --exe FIRMWARE.elf".into());
+        vec![machine_module(&core)]
+    } else {
+        modules::of(&core, files)
+    };
+    let (address, how) = rings::find_directory(snap, &modules, files).ok_or(CoreError::NoDirectory)?;
+    if how == rings::Found::Scan && !core.is_machine() {
+        said.notes.push(format!(
             "no file with the core's build-id names `ringtrace_directory`; found the directory by its magic at {address:#x}"
         ));
     }
-    losses.extend(found.losses.iter().cloned());
+    // The kernel writes the thread that took the signal first (every thread carries the signal);
+    // qemu-user gives the signal to that thread alone. A machine's "threads" are its CPUs.
+    let fatal = core.threads.iter().find(|t| t.signal != 0).filter(|_| !core.is_machine());
+    let process = Process {
+        pid: core.pid,
+        name: &core.name,
+        fatal: fatal.map_or((0, 0), |t| (u64::from(t.tid), u32::from(t.signal))),
+        file_time,
+    };
+    write(snap, address, &modules, files, &process, None, said)
+}
+
+/// The one module of a whole machine's core: its code, loaded where its ELF file says (bias 0),
+/// anywhere in the address space (the whole 32-bit space; on a 64-bit machine, the core's memory).
+fn machine_module(core: &Core<'_>) -> CoreModule {
+    let end = if core.word_bytes == 4 { 1 << 32 } else { core.memory.span().map_or(0, |(_, end)| end) };
+    CoreModule { start: 0, end, bias: 0, build_id: Vec::new(), path: Vec::new(), is_main: true }
+}
+
+/// What the reading estimated (notes) and could not read (losses), one line each.
+#[derive(Default)]
+struct Said {
+    notes: Vec<String>,
+    losses: Vec<String>,
+}
+
+/// The process a snapshot is of.
+struct Process<'n> {
+    pid: u32,
+    name: &'n [u8],
+    /// The thread that took the fatal signal, and the signal; (0, 0) if none.
+    fatal: (u64, u32),
+    /// When the snapshot was taken, if known (a core file's modification time).
+    file_time: Option<SystemTime>,
+}
+
+/// Reads the directory at `address` of `snap` and writes its rings as a dump.
+fn write(
+    snap: Snapshot<'_, '_>,
+    address: u64,
+    modules: &[CoreModule],
+    files: Files,
+    process: &Process<'_>,
+    counter_hz: Option<u64>,
+    mut said: Said,
+) -> Result<Vec<u8>, CoreError> {
+    let found = rings::read(snap, address).map_err(|source| CoreError::Directory { address, source })?;
+    said.losses.extend(found.losses.iter().cloned());
+    let mut clock = found.clock;
+    if let Some(hz) = counter_hz {
+        clock.nominal_hz = hz;
+        clock.rate_source = RateSource::User;
+    }
+    // As a firmware's own dump: compact 12-byte records where the ring words are 32 bits, or the
+    // counter is.
+    let compact = found.record_word_bytes == 4 || clock.counter_bits <= 32;
+    if compact {
+        clock.counter_bits = clock.counter_bits.min(32);
+    }
 
     let last_ticks = found.rings.iter().filter_map(|r| r.last_ticks()).max();
-    let anchors = anchors(&found.clock, found.start, found.latest, last_ticks, file_time, &mut notes);
+    let anchors = anchors(&clock, found.start, found.latest, last_ticks, process.file_time, &mut said.notes);
 
-    let mut w = Writer::new(IoSink(Vec::new()), 8).map_err(write_error)?;
+    let mut w = Writer::new(IoSink(Vec::new()), found.pointer_bytes as u8).map_err(write_error)?;
     w.meta(&MetaInfo {
-        pid: core.pid,
+        pid: process.pid,
         reason: DumpReason::Core,
         producer: b"ringtrace",
-        producer_version: b"(read from a core by rtconv)",
-        process_name: &core.name,
+        producer_version: b"(read from memory by rtconv)",
+        process_name: process.name,
     })
     .map_err(write_error)?;
-    w.clock(&found.clock, &anchors).map_err(write_error)?;
+    w.clock(&clock, &anchors).map_err(write_error)?;
     let table: Vec<Module<'_>> = modules
         .iter()
         .map(|m| Module {
@@ -131,14 +217,24 @@ pub fn to_dump(bytes: &[u8], file_time: Option<SystemTime>, files: Files) -> Res
         })
         .collect();
     w.modules(&table).map_err(write_error)?;
-    if let Some((base, sites)) = rings::sites(&core, &modules, found.sites, files) {
+    if let Some((base, sites)) = rings::sites(snap, modules, found.sites, files) {
         w.sites(base, &sites).map_err(write_error)?;
     }
     let mut unbalanced = Vec::new();
     for ring in &found.rings {
-        w.begin_ring(&ring.info(), ring.kept(), ring.open.len() as u64).map_err(write_error)?;
-        for r in ring.records() {
-            w.record(&r).map_err(write_error)?;
+        if compact {
+            w.begin_ring_sized(&ring.info(), COMPACT_RECORD_SIZE, ring.kept(), ring.open.len() as u64)
+                .map_err(write_error)?;
+            for r in ring.records() {
+                // Truncation keeps what 32-bit slots held, as the firmware's own dump does.
+                let c = CompactRecord { key: r.key as u32, enter: r.enter as u32, exit: r.exit as u32 };
+                w.compact_record(&c).map_err(write_error)?;
+            }
+        } else {
+            w.begin_ring(&ring.info(), ring.kept(), ring.open.len() as u64).map_err(write_error)?;
+            for r in ring.records() {
+                w.record(&r).map_err(write_error)?;
+            }
         }
         for &(key, enter) in &ring.open {
             w.open_span(key, enter).map_err(write_error)?;
@@ -155,11 +251,8 @@ pub fn to_dump(bytes: &[u8], file_time: Option<SystemTime>, files: Files) -> Res
     if !unbalanced.is_empty() {
         w.unbalanced(&unbalanced).map_err(write_error)?;
     }
-    // The kernel writes the thread that took the signal first (every thread carries the signal);
-    // qemu-user gives the signal to that thread alone.
-    let fatal = core.threads.iter().find(|t| t.signal != 0);
-    let (tid, signal) = fatal.map_or((0, 0), |t| (u64::from(t.tid), u32::from(t.signal)));
-    w.crash(tid, signal, notes.join("\n").as_bytes(), losses.join("\n").as_bytes()).map_err(write_error)?;
+    let (tid, signal) = process.fatal;
+    w.crash(tid, signal, said.notes.join("\n").as_bytes(), said.losses.join("\n").as_bytes()).map_err(write_error)?;
     Ok(w.finish().map_err(write_error)?.0)
 }
 
@@ -208,11 +301,9 @@ fn anchors(
     let Some((ns, ticks)) = rate.filter(|&(ns, ticks)| ns > 0 && ticks > 0) else { return out };
     let base = *out.last().unwrap_or(&start);
     let elapsed = (u128::from(last - base.ticks) * u128::from(ns) / u128::from(ticks)) as u64;
-    out.push(Anchor {
-        ticks: last,
-        mono_ns: base.mono_ns.saturating_add(elapsed),
-        real_ns: base.real_ns.saturating_add(elapsed),
-    });
+    // A firmware states no wall-clock time (realtime 0): none is made up.
+    let real_ns = if base.real_ns == 0 { 0 } else { base.real_ns.saturating_add(elapsed) };
+    out.push(Anchor { ticks: last, mono_ns: base.mono_ns.saturating_add(elapsed), real_ns });
     out
 }
 

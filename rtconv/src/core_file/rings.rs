@@ -1,16 +1,35 @@
-//! The ring directory in a core, and the rings it lists.
+//! The ring directory in a snapshot (a core, RAM images), and the rings it lists.
 
 use std::collections::{BTreeMap, HashSet};
 
-use object::{Object, ObjectSection, ObjectSymbol};
+use object::{Endianness, Object, ObjectSection, ObjectSymbol};
 use ringtrace_format::directory::{
     self, DirectoryError, ENTRY_WORDS, MAGIC, MAX_ENTRIES, OPEN_DEPTH_BITS, STATE_EXITED, dir, entry,
 };
 use ringtrace_format::layout::{RING_FLAG_STOP_WHEN_FULL, RING_FLAG_THREAD_EXITED};
 use ringtrace_format::{Anchor, ClockInfo, Record, RingInfo};
 
-use super::elf_core::{Core, u64_in};
+use super::memory::{Memory, word_in};
 use super::modules::{CoreModule, Files};
+
+/// The memory a ring directory is read from, and what to call it in messages.
+#[derive(Clone, Copy)]
+pub(crate) struct Snapshot<'m, 'a> {
+    pub memory: &'m Memory<'a>,
+    pub endian: Endianness,
+    /// "the core", "the memory images".
+    pub called: &'static str,
+}
+
+impl<'a> Snapshot<'_, 'a> {
+    fn read(&self, address: u64, len: u64) -> Option<&'a [u8]> {
+        self.memory.read(address, len)
+    }
+
+    fn word(&self, address: u64, width: u64) -> Option<u64> {
+        self.memory.word(address, width, self.endian)
+    }
+}
 
 /// The largest ring a recorder makes (2^28 records), and a thread name's longest.
 const MAX_CAPACITY: u64 = 1 << 28;
@@ -28,7 +47,7 @@ pub(crate) enum Found {
 }
 
 /// The directory's address: by symbol, else by scanning.
-pub(crate) fn find_directory(core: &Core<'_>, modules: &[CoreModule], files: Files) -> Option<(u64, Found)> {
+pub(crate) fn find_directory(snap: Snapshot<'_, '_>, modules: &[CoreModule], files: Files) -> Option<(u64, Found)> {
     let mut ordered: Vec<&CoreModule> = modules.iter().collect();
     ordered.sort_by_key(|m| !m.is_main);
     for m in ordered {
@@ -37,35 +56,60 @@ pub(crate) fn find_directory(core: &Core<'_>, modules: &[CoreModule], files: Fil
         if file.build_id().ok().flatten().unwrap_or_default() != m.build_id.as_slice() {
             continue; // another build than the one that ran
         }
-        let symbol = file.symbols().chain(file.dynamic_symbols()).find(|s| s.name() == Ok(directory::SYMBOL));
-        if let Some(s) = symbol {
-            let address = s.address().wrapping_add(m.bias);
-            if core.read(address, 8) == Some(&MAGIC[..]) {
-                return Some((address, Found::Symbol));
-            }
+        if let Some(address) = symbol(&file).map(|a| a.wrapping_add(m.bias))
+            && snap.read(address, 8) == Some(&MAGIC[..])
+        {
+            return Some((address, Found::Symbol));
         }
     }
-    scan(core).map(|a| (a, Found::Scan))
+    scan(snap).map(|a| (a, Found::Scan))
 }
 
-/// The first 8-aligned place holding the magic and version 1.
-fn scan(core: &Core<'_>) -> Option<u64> {
-    for (base, bytes) in core.present() {
+/// The address of `ringtrace_directory` in `file`'s symbol tables.
+pub(crate) fn symbol(file: &object::File<'_>) -> Option<u64> {
+    let mut all = file.symbols().chain(file.dynamic_symbols());
+    all.find(|s| s.name() == Ok(directory::SYMBOL)).map(|s| s.address())
+}
+
+/// The 4-aligned place holding the magic and layout version 1 (in a 4- or 8-byte word) whose
+/// recording had begun (its start anchor set), else the first such place: a firmware's flash
+/// holds the directory's initial image too (the `.data` values copied to RAM at reset).
+pub(crate) fn scan(snap: Snapshot<'_, '_>) -> Option<u64> {
+    let mut first = None;
+    for (base, bytes) in snap.memory.regions() {
         let mut at = 0;
         while let Some(i) = memchr::memmem::find(&bytes[at..], &MAGIC) {
             let offset = at + i;
             let address = base.wrapping_add(offset as u64);
-            let version = address.checked_add(8).and_then(|a| core.word(a));
-            if address.is_multiple_of(8) && version == Some(directory::VERSION) {
-                return Some(address);
+            if address.is_multiple_of(4)
+                && let Some(w) = word_bytes(snap, address)
+            {
+                let start_set = address.checked_add(8 + w * dir::START_SET as u64).and_then(|a| snap.word(a, w));
+                if start_set == Some(1) {
+                    return Some(address);
+                }
+                first = first.or(Some(address));
             }
             at = offset + 1;
         }
     }
-    None
+    first
 }
 
-/// One ring read out of the core; its records stay in the core's bytes.
+/// The directory's word size, from its version and word-size words: 4 or 8; `None` if
+/// neither reads as layout version 1.
+fn word_bytes(snap: Snapshot<'_, '_>, address: u64) -> Option<u64> {
+    let at = |offset: u64, width| address.checked_add(offset).and_then(|a| snap.word(a, width));
+    if at(8, 4) == Some(directory::VERSION) && at(12, 4) == Some(4) {
+        Some(4)
+    } else if at(8, 8) == Some(directory::VERSION) {
+        Some(8)
+    } else {
+        None
+    }
+}
+
+/// One ring read out of a snapshot; its records stay in the snapshot's bytes.
 pub(crate) struct CoreRing<'a> {
     pub tid: u64,
     name: Vec<u8>,
@@ -74,9 +118,11 @@ pub(crate) struct CoreRing<'a> {
     dropped: u64,
     aux: u64,
     flags: u32,
-    /// The ring's slots, as the core holds them.
+    /// The ring's slots, as the snapshot holds them.
     slots: &'a [u8],
-    endian: object::Endianness,
+    endian: Endianness,
+    /// Bytes in a record word: 8 (24-byte records) or 4 (12-byte compact records).
+    pub word_bytes: u64,
     /// The first record kept.
     first: u64,
     pub open: Vec<(u64, u64)>,
@@ -99,8 +145,9 @@ impl CoreRing<'_> {
 
     /// Record `n` of the ring (`first <= n < written`).
     fn record(&self, n: u64) -> Record {
-        let at = (n & (self.capacity - 1)) as usize * 24;
-        let word = |i: usize| u64_in(self.endian, &self.slots[at + 8 * i..]);
+        let w = self.word_bytes as usize;
+        let at = (n & (self.capacity - 1)) as usize * 3 * w;
+        let word = |i: usize| word_in(self.endian, &self.slots[at + w * i..at + w * (i + 1)]);
         Record { key: word(0), enter: word(1), exit: word(2) }
     }
 
@@ -128,21 +175,23 @@ pub(crate) struct Rings<'a> {
     pub latest: Option<Anchor>,
     /// The site section's (address, length).
     pub sites: (u64, u64),
+    /// Bytes in a record word: 8, or 4 (a 32-bit target's rings).
+    pub record_word_bytes: u64,
+    /// Bytes in the target's pointers: 8 or 4.
+    pub pointer_bytes: u64,
     pub rings: Vec<CoreRing<'a>>,
     /// What could not be read, one line each.
     pub losses: Vec<String>,
 }
 
 /// Reads the directory at `address` and every ring it lists.
-pub(crate) fn read<'a>(core: &Core<'a>, address: u64) -> Result<Rings<'a>, DirectoryError> {
-    let word = |i: usize| address.checked_add(8 + 8 * i as u64).and_then(|a| core.word(a));
-    let magic: [u8; 8] = core.read(address, 8).and_then(|b| b.try_into().ok()).unwrap_or_default();
+pub(crate) fn read<'a>(snap: Snapshot<'_, 'a>, address: u64) -> Result<Rings<'a>, DirectoryError> {
+    let pw = word_bytes(snap, address).unwrap_or(8);
+    let word = |i: usize| address.checked_add(8 + pw * i as u64).and_then(|a| snap.word(a, pw));
+    let magic: [u8; 8] = snap.read(address, 8).and_then(|b| b.try_into().ok()).unwrap_or_default();
     let header = directory::header(magic, word)?;
-    if header.pointer_bytes != 8 || header.record_word_bytes != 8 {
-        return Err(DirectoryError::BadField {
-            field: "pointer size (this core is 64-bit)",
-            found: header.pointer_bytes,
-        });
+    if header.pointer_bytes != pw {
+        return Err(DirectoryError::BadField { field: "pointer size", found: header.pointer_bytes });
     }
     let w = |i: usize| word(i).unwrap_or(0);
     let clock = super::clock_info(w(dir::COUNTER), w(dir::COUNTER_BITS), w(dir::NOMINAL_HZ), w(dir::RATE_SOURCE));
@@ -162,6 +211,8 @@ pub(crate) fn read<'a>(core: &Core<'a>, address: u64) -> Result<Rings<'a>, Direc
         start,
         latest,
         sites: (w(dir::SITES), w(dir::SITES_LEN)),
+        record_word_bytes: header.record_word_bytes,
+        pointer_bytes: pw,
         rings: Vec::new(),
         losses: Vec::new(),
     };
@@ -174,14 +225,15 @@ pub(crate) fn read<'a>(core: &Core<'a>, address: u64) -> Result<Rings<'a>, Direc
             break;
         }
         let e: Vec<Option<u64>> =
-            (0..ENTRY_WORDS).map(|i| next.checked_add(8 * i as u64).and_then(|a| core.word(a))).collect();
+            (0..ENTRY_WORDS).map(|i| next.checked_add(pw * i as u64).and_then(|a| snap.word(a, pw))).collect();
         let Some(e) = e.into_iter().collect::<Option<Vec<u64>>>() else {
             out.losses.push(format!(
-                "the ring directory's entry at {next:#x} is not in the core: the rings after it are lost"
+                "the ring directory's entry at {next:#x} is not in {}: the rings after it are lost",
+                snap.called
             ));
             break;
         };
-        match ring(core, &e).and_then(|r| apart(r, &mut taken)) {
+        match ring(snap, &e, header.record_word_bytes).and_then(|r| apart(r, &mut taken)) {
             Ok(r) => out.rings.push(r),
             Err(why) => {
                 out.losses.push(format!("thread {}'s ring (entry at {next:#x}): {why}; left out", e[entry::TID]))
@@ -211,16 +263,17 @@ fn apart<'a>(r: CoreRing<'a>, taken: &mut Taken) -> Result<CoreRing<'a>, String>
     Ok(r)
 }
 
-/// One entry's ring, or why it cannot be read.
-fn ring<'a>(core: &Core<'a>, e: &[u64]) -> Result<CoreRing<'a>, String> {
-    let at =
-        |i: usize, what: &str| core.word(e[i]).ok_or_else(|| format!("its {what} at {:#x} is not in the core", e[i]));
+/// One entry's ring (of `rw`-byte record words), or why it cannot be read.
+fn ring<'a>(snap: Snapshot<'_, 'a>, e: &[u64], rw: u64) -> Result<CoreRing<'a>, String> {
+    let at = |i: usize, what: &str| {
+        snap.word(e[i], rw).ok_or_else(|| format!("its {what} at {:#x} is not in {}", e[i], snap.called))
+    };
     let capacity = e[entry::CAPACITY];
     if !capacity.is_power_of_two() || capacity > MAX_CAPACITY {
         return Err(format!("its capacity {capacity} is not a power of two up to 2^28"));
     }
     let name_len = e[entry::NAME_LEN].min(MAX_NAME);
-    let name = core.read(e[entry::NAME], name_len).map(<[u8]>::to_vec).unwrap_or_default();
+    let name = snap.read(e[entry::NAME], name_len).map(<[u8]>::to_vec).unwrap_or_default();
     let head = at(entry::HEAD, "record count")?;
     let aux = at(entry::AUX, "argument count")?;
     if aux > head {
@@ -231,13 +284,17 @@ fn ring<'a>(core: &Core<'a>, e: &[u64]) -> Result<CoreRing<'a>, String> {
     let exited = e[entry::STATE] == STATE_EXITED;
     let stop = flags & RING_FLAG_STOP_WHEN_FULL != 0;
     let first = directory::kept_from(head, capacity, drained, stop, !exited);
-    let slots = core
-        .read(e[entry::SLOTS], capacity * 24)
-        .ok_or_else(|| format!("its {capacity} slots at {:#x} are not (all) in the core", e[entry::SLOTS]))?;
+    let slots = snap
+        .read(e[entry::SLOTS], capacity * 3 * rw)
+        .ok_or_else(|| format!("its {capacity} slots at {:#x} are not (all) in {}", e[entry::SLOTS], snap.called))?;
     let open_state = at(entry::OPEN_STATE, "open-span state")?;
     let depth = (open_state & ((1 << OPEN_DEPTH_BITS) - 1)).min(e[entry::OPEN_CAPACITY]).min(MAX_OPEN);
-    let open = match core.read(e[entry::OPEN_ENTRIES], depth * 16) {
-        Some(b) => b.chunks_exact(16).map(|p| (core.endian_u64(p), core.endian_u64(&p[8..]))).collect(),
+    let pair = 2 * rw as usize;
+    let open = match snap.read(e[entry::OPEN_ENTRIES], depth * 2 * rw) {
+        Some(b) => b
+            .chunks_exact(pair)
+            .map(|p| (word_in(snap.endian, &p[..pair / 2]), word_in(snap.endian, &p[pair / 2..])))
+            .collect(),
         None => Vec::new(),
     };
     Ok(CoreRing {
@@ -249,7 +306,8 @@ fn ring<'a>(core: &Core<'a>, e: &[u64]) -> Result<CoreRing<'a>, String> {
         aux,
         flags: flags | if exited { RING_FLAG_THREAD_EXITED } else { 0 },
         slots,
-        endian: core.endian,
+        endian: snap.endian,
+        word_bytes: rw,
         first,
         open,
         too_deep: at(entry::TOO_DEEP, "too-deep count").unwrap_or(0),
@@ -257,9 +315,9 @@ fn ring<'a>(core: &Core<'a>, e: &[u64]) -> Result<CoreRing<'a>, String> {
     })
 }
 
-/// The site descriptors: from the core, else from the file that maps them (their `ringtrace_sites` section).
+/// The site descriptors: from the snapshot, else from the file that maps them (their `ringtrace_sites` section).
 pub(crate) fn sites(
-    core: &Core<'_>,
+    snap: Snapshot<'_, '_>,
     modules: &[CoreModule],
     (base, len): (u64, u64),
     files: Files,
@@ -267,7 +325,7 @@ pub(crate) fn sites(
     if base == 0 || len == 0 || len > MAX_SITES {
         return None;
     }
-    if let Some(b) = core.read(base, len) {
+    if let Some(b) = snap.read(base, len) {
         return Some((base, b.to_vec()));
     }
     let m = modules.iter().find(|m| (m.start..m.end).contains(&base))?;

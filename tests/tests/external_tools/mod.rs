@@ -9,6 +9,7 @@ mod cores;
 mod diff;
 mod export;
 mod firmware;
+mod firmware_ram;
 mod fleet;
 mod hostile;
 mod nesting;

@@ -10,7 +10,13 @@
 //!   (`rounds R irq N`).
 //!
 //! The whole recorder glue is the statics, `SysTick::start`, `install`, the
-//! two lines of the handler and the `Dumper` at the end.
+//! two lines of the handler, the `Dumper` published at start (so a RAM image
+//! read by a debugger converts) and written at the end.
+//!
+//! After a crash (tests/tests/external_tools/firmware_ram.rs): a debugger that
+//! sets `FAULT_AT` to N before the loop makes the Nth call of `fib` execute an
+//! undefined instruction; the HardFault handler spins, or with `DUMP_AT_FAULT`
+//! set writes `cortex-m-fault.rtd` and exits.
 #![no_std]
 #![no_main]
 
@@ -54,13 +60,45 @@ static IRQ_SLOTS: [Slot; 32] = [const { Slot::new() }; 32];
 static IRQ: Track = Track::new(&IRQ_SLOTS);
 static TRACKS: [(&[u8], &Track); 2] = [(b"main", &MAIN), (b"SysTick", &IRQ)];
 
+static DUMPER: Dumper<'static> = Dumper::new::<SysTick>(b"fw-cortex-m").tracks(&TRACKS);
+
 /// SysTick handler runs, counted apart from the recorder.
 static SYSTICKS: AtomicU32 = AtomicU32::new(0);
+
+/// The call of `fib` that faults (0: none), and whether the fault handler writes a dump;
+/// set by a debugger.
+#[unsafe(no_mangle)]
+static FAULT_AT: AtomicU32 = AtomicU32::new(0);
+#[unsafe(no_mangle)]
+static DUMP_AT_FAULT: AtomicU32 = AtomicU32::new(0);
+static FIB_CALLS: AtomicU32 = AtomicU32::new(0);
 
 #[inline(never)]
 fn fib(n: u32) -> u32 {
     let _span = ringtrace::span!(clock = SysTick);
+    let call = FIB_CALLS.load(Ordering::Relaxed) + 1;
+    FIB_CALLS.store(call, Ordering::Relaxed);
+    if call == FAULT_AT.load(Ordering::Relaxed) {
+        crash();
+    }
     if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
+}
+
+/// A deliberate fault: an undefined instruction (a UsageFault, escalated to HardFault).
+#[inline(never)]
+fn crash() {
+    // SAFETY: traps at once; the HardFault handler never returns here.
+    unsafe { core::arch::asm!("udf #0") };
+}
+
+#[exception]
+unsafe fn HardFault(_frame: &cortex_m_rt::ExceptionFrame) -> ! {
+    if DUMP_AT_FAULT.load(Ordering::Relaxed) != 0 {
+        exit(write_dump(c"cortex-m-fault.rtd"));
+    }
+    loop {
+        core::hint::spin_loop();
+    }
 }
 
 #[inline(never)]
@@ -112,6 +150,7 @@ fn main() -> ! {
     ringtrace::install(&MAIN);
     // SAFETY: privileged, on a Cortex-M, and nothing else uses SysTick.
     unsafe { SysTick::start(CORE_HZ / TICKS_PER_SECOND - 1, CORE_HZ) };
+    DUMPER.publish();
     let mut total = 0u32;
     for round in 0..ROUNDS {
         ringtrace::pulse!(clock = SysTick, "loop");
@@ -119,15 +158,20 @@ fn main() -> ! {
     }
     black_box(total);
 
-    let code = [image(&raw const __stext, &raw const __etext, b"fw-cortex-m")];
-    let dumper = Dumper::new::<SysTick>(b"fw-cortex-m").modules(&code).tracks(&TRACKS);
     let recorded = SYSTICKS.load(Ordering::Relaxed); // the dump pauses recording: later ones are not in it
-    let written = HostFile::create(c"cortex-m.rtd").map(|file| dumper.write(file).is_ok());
+    let written = write_dump(c"cortex-m.rtd");
     if let Some(mut console) = HostFile::console() {
         let _ = writeln!(console, "rounds {ROUNDS} irq {recorded}");
     }
-    exit(written == Some(true));
+    exit(written);
     halt()
+}
+
+/// Writes every track into the host file `name`, through semihosting; whether it was written.
+fn write_dump(name: &core::ffi::CStr) -> bool {
+    let code = [image(&raw const __stext, &raw const __etext, b"fw-cortex-m")];
+    let dumper = DUMPER.modules(&code);
+    HostFile::create(name).map(|file| dumper.write(file).is_ok()) == Some(true)
 }
 
 #[panic_handler]

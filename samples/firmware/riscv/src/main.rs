@@ -6,6 +6,11 @@
 //! recording `irq_work` into a track of its own as many times as it prints
 //! (`rounds R irq N`). Spans are timed by `mcycle`, or with the `mtime` feature
 //! by the CLINT's `mtime`.
+//!
+//! After a crash (tests/tests/external_tools/firmware_ram.rs): a debugger that
+//! sets `FAULT_AT` to N before the loop makes the Nth call of `fib` execute an
+//! illegal instruction; the exception handler spins, or with `DUMP_AT_FAULT`
+//! set writes `riscv-fault.rtd` and exits.
 #![no_std]
 #![no_main]
 
@@ -38,13 +43,45 @@ static IRQ_SLOTS: [Slot; 128] = [const { Slot::new() }; 128];
 static IRQ: Track = Track::new(&IRQ_SLOTS);
 static TRACKS: [(&[u8], &Track); 2] = [(b"main", &MAIN), (b"timer", &IRQ)];
 
+static DUMPER: Dumper<'static> = Dumper::new::<SpanClock>(b"fw-riscv").tracks(&TRACKS);
+
 /// Timer interrupts, counted apart from the recorder.
 static TIMER_RUNS: AtomicU32 = AtomicU32::new(0);
+
+/// The call of `fib` that faults (0: none), and whether the fault handler writes a dump;
+/// set by a debugger.
+#[unsafe(no_mangle)]
+static FAULT_AT: AtomicU32 = AtomicU32::new(0);
+#[unsafe(no_mangle)]
+static DUMP_AT_FAULT: AtomicU32 = AtomicU32::new(0);
+static FIB_CALLS: AtomicU32 = AtomicU32::new(0);
 
 #[inline(never)]
 fn fib(n: u32) -> u32 {
     let _span = ringtrace::span!(clock = SpanClock);
+    let call = FIB_CALLS.load(Ordering::Relaxed) + 1;
+    FIB_CALLS.store(call, Ordering::Relaxed);
+    if call == FAULT_AT.load(Ordering::Relaxed) {
+        crash();
+    }
     if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
+}
+
+/// A deliberate fault: an illegal instruction.
+#[inline(never)]
+fn crash() {
+    // SAFETY: traps at once; the exception handler never returns here.
+    unsafe { core::arch::asm!("unimp") };
+}
+
+#[riscv_rt::exception(riscv::interrupt::Exception::IllegalInstruction)]
+fn illegal_instruction(_frame: &riscv_rt::TrapFrame) -> ! {
+    if DUMP_AT_FAULT.load(Ordering::Relaxed) != 0 {
+        exit(write_dump(c"riscv-fault.rtd"));
+    }
+    loop {
+        core::hint::spin_loop();
+    }
 }
 
 #[inline(never)]
@@ -123,6 +160,7 @@ fn main() -> ! {
     unsafe {
         ringtrace::clock::Mtime::set(MTIME as usize, 10_000_000)
     };
+    DUMPER.publish();
     set_timer(mtime() + TIMER_PERIOD);
     // SAFETY: the handler above is installed by riscv-rt; enabling interrupts is this program's choice.
     unsafe {
@@ -136,15 +174,20 @@ fn main() -> ! {
     }
     black_box(total);
 
-    let code = [image(&raw const __stext, &raw const __etext, b"fw-riscv")];
-    let dumper = Dumper::new::<SpanClock>(b"fw-riscv").modules(&code).tracks(&TRACKS);
     let recorded = TIMER_RUNS.load(Ordering::Relaxed); // the dump pauses recording: later ones are not in it
-    let written = HostFile::create(c"riscv.rtd").map(|file| dumper.write(file).is_ok());
+    let written = write_dump(c"riscv.rtd");
     if let Some(mut console) = HostFile::console() {
         let _ = writeln!(console, "rounds {ROUNDS} irq {recorded}");
     }
-    exit(written == Some(true));
+    exit(written);
     halt()
+}
+
+/// Writes every track into the host file `name`, through semihosting; whether it was written.
+fn write_dump(name: &core::ffi::CStr) -> bool {
+    let code = [image(&raw const __stext, &raw const __etext, b"fw-riscv")];
+    let dumper = DUMPER.modules(&code);
+    HostFile::create(name).map(|file| dumper.write(file).is_ok()) == Some(true)
 }
 
 #[panic_handler]
