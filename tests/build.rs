@@ -5,6 +5,11 @@
 //!
 //! `-O1 -fno-inline`: every call the hooks see is a call in the machine code,
 //! so a call site names its caller (the tests' independent truth).
+//!
+//! Where `tests/setup` installed the aarch64 cross compiler
+//! (`aarch64-linux-gnu-gcc`), the same library for aarch64 Linux too, for the
+//! core test under `qemu-aarch64`; without it the variable is empty and that
+//! test says to run `tests/setup`.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -14,4 +19,31 @@ fn main() {
     let artifacts = lua_src::Build::new().opt_level("1").debug(true).build(lua_src::Lua54);
     println!("cargo:rustc-env=RINGTRACE_TESTS_LUA_LIB_DIR={}", artifacts.lib_dir().display());
     println!("cargo:rustc-env=RINGTRACE_TESTS_LUA_INCLUDE_DIR={}", artifacts.include_dir().display());
+
+    let cross = "aarch64-linux-gnu-gcc";
+    let has_cross =
+        std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(cross).is_file()));
+    println!("cargo:rerun-if-env-changed=PATH");
+    let aarch64 = has_cross.then(|| {
+        // Under qemu-user the heap's and stack's addresses vary from run to run, so Lua's string
+        // hash seed (made from them) is fixed here: two runs make the same calls.
+        // SAFETY: the build script is single-threaded here.
+        unsafe {
+            std::env::set_var(
+                "CFLAGS_aarch64_unknown_linux_gnu",
+                "-finstrument-functions -fno-inline -g -Dluai_makeseed(L)=1u",
+            )
+        };
+        let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").unwrap()).join("lua-aarch64");
+        let host = std::env::var("HOST").unwrap();
+        let built = lua_src::Build::new()
+            .target("aarch64-unknown-linux-gnu")
+            .host(&host)
+            .out_dir(&out)
+            .opt_level("1")
+            .debug(true)
+            .build(lua_src::Lua54);
+        built.lib_dir().display().to_string()
+    });
+    println!("cargo:rustc-env=RINGTRACE_TESTS_LUA_AARCH64_LIB_DIR={}", aarch64.unwrap_or_default());
 }

@@ -64,6 +64,32 @@ pub fn static_library() -> PathBuf {
     LIBRARY.get_or_init(|| build_side_workspace("recorder/capi/Cargo.toml", "capi", None, "libringtrace.a")).clone()
 }
 
+/// `libringtrace.a` for aarch64 Linux (glibc), built on first use in release mode into
+/// `target/capi-aarch64`, for C programs cross-compiled with `aarch64-linux-gnu-gcc`.
+pub fn static_library_aarch64() -> PathBuf {
+    const TARGET: &str = "aarch64-unknown-linux-gnu";
+    static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
+    LIBRARY
+        .get_or_init(|| {
+            let target = workspace_root().join("target").join("capi-aarch64");
+            let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["build", "--release", "--locked", "--target", TARGET, "--manifest-path"])
+                .arg(workspace_root().join("recorder/capi/Cargo.toml"))
+                .arg("--target-dir")
+                .arg(&target)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("cargo runs");
+            assert!(
+                out.status.success(),
+                "building the C library for {TARGET}:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            target.join(TARGET).join("release").join("libringtrace.a")
+        })
+        .clone()
+}
+
 /// Compiles C (`cc`) or C++ (`c++`, for a `.cpp` source) with `-g` and
 /// `flags`, against `recorder/include`, linked with [`static_library`];
 /// returns the executable.

@@ -31,7 +31,7 @@ pub fn run(args: InfoArgs) -> ExitCode {
         Ok(out) => out,
         Err(e) => return output::cannot_create(args.output.as_deref(), &e),
     };
-    let (mut described, mut failed, mut json) = (0, 0, Vec::new());
+    let (mut described, mut salvaged, mut failed, mut json) = (0, 0, 0, Vec::new());
     let mut written = Ok(());
     let mut said = std::collections::HashSet::new();
     // The dumps, or the one dump the memory images make.
@@ -44,6 +44,10 @@ pub fn run(args: InfoArgs) -> ExitCode {
             Ok(d) => {
                 for warning in d.warnings.iter().filter(|w| said.insert(w.to_string())) {
                     diag::emit(&format!("rtconv: warning: {warning}"));
+                }
+                // A core some of whose rings could not be read is described with them named: exit 3.
+                if d.crash.as_ref().is_some_and(|c| !c.losses.is_empty()) {
+                    salvaged += 1;
                 }
                 if form == InfoFormat::Json {
                     json.push(d.to_json());
@@ -74,6 +78,6 @@ pub fn run(args: InfoArgs) -> ExitCode {
     if let Err(e) = written.and_then(|()| out.finish()) {
         return output::write_failed(&e, &output::name(args.output.as_deref()));
     }
-    let summary = rtconv::batch::Summary { converted: described, failed, ..Default::default() };
+    let summary = rtconv::batch::Summary { converted: described - salvaged, salvaged, failed };
     ExitCode::from(exit::of_summary(&summary))
 }

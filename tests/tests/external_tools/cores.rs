@@ -2,7 +2,8 @@
 //! a real C program (Lua) aborted deep in its own calls, its core written by
 //! the kernel; a multi-threaded Rust program stopped by `gcore`, and cut
 //! short by `RLIMIT_CORE`; the same program built for aarch64, aborting under
-//! `qemu-aarch64`, whose guest core qemu-user writes.
+//! `qemu-aarch64`, whose guest core qemu-user writes; and the Lua crash built
+//! for aarch64 with the cross compiler, aborting under `qemu-aarch64`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::ExitStatusExt;
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use object::{Object, ObjectSymbol};
-use ringtrace_tests::{build_aarch64_sample, convert, rtconv, scratch, tool, workspace_root};
+use ringtrace_tests::{build_aarch64_sample, convert, rtconv, scratch, static_library_aarch64, tool, workspace_root};
 
 use crate::longjmp::link;
 
@@ -242,6 +243,11 @@ fn a_core_cut_short_by_rlimit_core_gives_the_rings_it_holds_and_names_the_others
     let converted = ringtrace_tests::span_tids(&json);
     assert!(!lost.is_empty(), "3 MB cannot hold three 1.5 MiB rings: {stderr:?}");
     assert_eq!(converted.len() + lost.len(), 3, "every recording thread converted or named: {stderr:?}");
+    // `info` describes what is there, names what is not in the crash section, and exits 3 too.
+    let out = rtconv().args(["info", "--format", "json"]).arg(&core).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info[0]["crash"]["losses"].as_array().unwrap().len(), lost.len() + 1, "{}", info[0]["crash"]);
 }
 
 /// Each thread's open spans in `info` against its backtrace in `backtraces`: the sample's own
@@ -295,4 +301,105 @@ fn an_aarch64_program_aborting_under_qemu_user_leaves_a_guest_core_read_as_gdb_r
     // The program was found from the core's auxiliary vector (qemu-user lists no mapped files).
     assert_eq!(info["modules_loaded"], 1, "{}", info["modules"]);
     check_stuck_threads(&info, &gdb_backtraces_with("gdb-multiarch", &exe, &cores[0]));
+}
+
+#[test]
+fn lua_built_for_aarch64_aborting_under_qemu_user_leaves_a_core_whose_open_spans_are_gdbs_backtrace() {
+    let lua = env!("RINGTRACE_TESTS_LUA_AARCH64_LIB_DIR");
+    assert!(
+        !lua.is_empty(),
+        "no aarch64-linux-gnu-gcc when the tests were built: run tests/setup, then build them again"
+    );
+    let dir = scratch("cores-lua-aarch64");
+    // Statically linked, so qemu-user and gdb need no aarch64 sysroot.
+    let exe = dir.join("lua_crash");
+    let status = tool("aarch64-linux-gnu-gcc")
+        .args(["-g", "-O1", "-finstrument-functions", "-static"])
+        .arg(format!("-I{}", Path::new(lua).parent().unwrap().join("include").display()))
+        .arg("-I")
+        .arg(workspace_root().join("recorder/include"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(workspace_root().join("tests/c/lua_crash.c"))
+        .arg(Path::new(lua).join("liblua5.4.a"))
+        .arg(static_library_aarch64())
+        .args(["-lpthread", "-ldl", "-lm", "-lrt"])
+        .stderr(std::process::Stdio::null()) // glibc's warnings about getaddrinfo & co. when static
+        .status()
+        .unwrap();
+    assert!(status.success(), "cross-linking lua_crash failed");
+    let script = workspace_root().join("tests/c/crash.lua");
+    // Twice, as on x86_64 (see lua_crash.c): once aborting (qemu-user writes the guest's core,
+    // qemu_lua_crash_DATE_PID.core), once writing a dump where the first died.
+    let run = |mode: &str| {
+        Command::new("sh")
+            .args(["-c", "ulimit -c unlimited && exec setarch -R timeout -s KILL 300 qemu-aarch64 \"$@\"", "sh"])
+            .arg(&exe)
+            .arg(&script)
+            .arg(mode)
+            .arg(dir.join("lua.rtd"))
+            .current_dir(&*dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let aborted = run("abort");
+    assert_eq!(aborted.status.signal(), Some(libc::SIGABRT), "{}", String::from_utf8_lossy(&aborted.stderr));
+    let written = run("write");
+    assert_eq!(written.status.code(), Some(0), "{}", String::from_utf8_lossy(&written.stderr));
+    let cores: Vec<PathBuf> = std::fs::read_dir(&*dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("qemu_lua_crash_"))
+        .collect();
+    assert_eq!(cores.len(), 1, "{cores:?}");
+    let core = &cores[0];
+
+    let info = info_json(core);
+    assert_eq!(info["crash"]["signal_name"], "SIGABRT", "{}", info["crash"]);
+    let threads = info["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1);
+    assert_eq!(info["crash"]["tid"], threads[0]["tid"]);
+    let open: Vec<String> = threads[0]["open"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect();
+    // gdb's frames with a source file (the static C library's have none), outermost first.
+    let backtraces = gdb_backtraces_with("gdb-multiarch", &exe, core);
+    let frames: Vec<String> = backtraces
+        .into_values()
+        .next()
+        .unwrap()
+        .into_iter()
+        .rev()
+        .filter(|f| !f.file.is_empty())
+        .map(|f| f.function)
+        .collect();
+    assert_eq!(open, frames, "open spans against gdb's backtrace (outermost first)");
+    assert_eq!(open.last().map(String::as_str), Some("crash"));
+
+    // The identical run's dump holds the same calls: as many written (kept + overwritten), and the
+    // core's completed spans are its last.
+    let dump_info = info_json(&dir.join("lua.rtd"));
+    let total = |t: &serde_json::Value| t["spans"].as_u64().unwrap() + t["losses"]["overwritten"].as_u64().unwrap();
+    assert_eq!(total(&threads[0]), total(&dump_info["threads"][0]));
+    let kept = threads[0]["spans"].as_u64().unwrap() - open.len() as u64;
+    assert_eq!(kept, 65_536 - 2);
+    let (code, core_json, stderr) = convert(core, &["-o", "-"]);
+    assert_eq!(code, 0, "{stderr:?}");
+    let (code, dump_json, stderr) = convert(&dir.join("lua.rtd"), &["-o", "-"]);
+    assert_eq!(code, 0, "{stderr:?}");
+    // Under qemu-user the counter moves in 1 µs steps (QEMU derives it from the host's clock), so
+    // many spans end at the same tick and their order is not in the times: per function, the core
+    // keeps as many as the dump or fewer, 2 fewer in all (the two oldest slots it leaves out).
+    let counts = |json: &str| {
+        let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
+        for name in completed(json).remove(0).1 {
+            *by_name.entry(name).or_default() += 1;
+        }
+        by_name
+    };
+    let (from_core, from_dump) = (counts(&core_json), counts(&dump_json));
+    assert_eq!(from_core.values().sum::<u64>(), kept);
+    assert_eq!(from_dump.values().sum::<u64>(), kept + 2);
+    for (name, n) in &from_core {
+        assert!(*n <= from_dump.get(name).copied().unwrap_or(0), "{name}: {n} in the core, more than the dump's");
+    }
 }
