@@ -21,9 +21,17 @@ fn main() {
     println!("cargo:rustc-env=RINGTRACE_TESTS_LUA_INCLUDE_DIR={}", artifacts.include_dir().display());
 
     let cross = "aarch64-linux-gnu-gcc";
-    let has_cross =
-        std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(cross).is_file()));
+    let path: Vec<std::path::PathBuf> = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
+    let found = path.iter().map(|dir| dir.join(cross)).find(|c| c.is_file());
     println!("cargo:rerun-if-env-changed=PATH");
+    // Built again when the compiler comes or goes: tests/setup may install it after a first build
+    // (`cargo clippy` runs before the tests). A missing file watched keeps this script running at
+    // every build until the compiler is there.
+    match &found {
+        Some(compiler) => println!("cargo:rerun-if-changed={}", compiler.display()),
+        None => path.iter().for_each(|dir| println!("cargo:rerun-if-changed={}", dir.join(cross).display())),
+    }
+    let has_cross = found.is_some();
     let aarch64 = has_cross.then(|| {
         // Under qemu-user the heap's and stack's addresses vary from run to run, so Lua's string
         // hash seed (made from them) is fixed here: two runs make the same calls.
