@@ -240,14 +240,23 @@ fn a_core_cut_short_by_rlimit_core_gives_the_rings_it_holds_and_names_the_others
     assert_eq!(code, 3, "losses stated: {stderr:?}");
     assert!(stderr.iter().any(|l| l.contains("the core is cut short")), "{stderr:?}");
     let lost: Vec<&String> = stderr.iter().filter(|l| l.contains("are not (all) in the core; left out")).collect();
+    // Where the cut also took a thread's heap arena, the directory's list breaks at the entry kept
+    // there, and the rings after it go unnamed (one line says so): which memory the kernel writes
+    // first follows the address layout, which changes from run to run.
+    let list_cut = stderr.iter().filter(|l| l.contains("is not in the core: the rings after it are lost")).count();
     let converted = ringtrace_tests::span_tids(&json);
-    assert!(!lost.is_empty(), "3 MB cannot hold three 1.5 MiB rings: {stderr:?}");
-    assert_eq!(converted.len() + lost.len(), 3, "every recording thread converted or named: {stderr:?}");
+    assert!(!lost.is_empty() || list_cut == 1, "3 MB cannot hold three 1.5 MiB rings: {stderr:?}");
+    let accounted = converted.len() + lost.len();
+    match list_cut {
+        0 => assert_eq!(accounted, 3, "every recording thread converted or named: {stderr:?}"),
+        _ => assert!(accounted < 3, "a broken list leaves a ring unnamed: {stderr:?}"),
+    }
     // `info` describes what is there, names what is not in the crash section, and exits 3 too.
     let out = rtconv().args(["info", "--format", "json"]).arg(&core).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(info[0]["crash"]["losses"].as_array().unwrap().len(), lost.len() + 1, "{}", info[0]["crash"]);
+    let losses = info[0]["crash"]["losses"].as_array().unwrap().len();
+    assert_eq!(losses, 1 + lost.len() + list_cut, "{}", info[0]["crash"]);
 }
 
 /// Each thread's open spans in `info` against its backtrace in `backtraces`: the sample's own
