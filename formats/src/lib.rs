@@ -49,6 +49,7 @@ pub mod read;
 pub mod site;
 #[cfg(feature = "test-util")]
 pub mod test_util;
+pub mod wire;
 mod write;
 
 pub use error::{ReadError, WriteError};

@@ -98,6 +98,52 @@ fn check_dump(dump: &Path, elf: &Path, printed: &str, prefix: &str, irq_track: &
     assert!(on(irq).all(|e| start <= e.ts_ns && e.end_ns() <= end), "interrupt spans outside [{start}, {end}]");
 }
 
+/// The bytes a span of `dump` takes in the wire encoding (`ringtrace_format::wire`), each
+/// track's records, in ring order, sent in frames of at most 1 KiB (what a firmware's
+/// streaming buffer holds), COBS framing and CRCs included; printed, and returned.
+fn wire_bytes_per_span(dump: &Path) -> f64 {
+    use ringtrace_format::wire::SpanEncoder;
+    use ringtrace_format::{Dump, SectionData};
+    let bytes = std::fs::read(dump).unwrap();
+    let dump = Dump::parse(&bytes).unwrap();
+    let mut bits = 64;
+    let (mut out, mut spans) = (ringtrace_format::IoSink(Vec::new()), 0usize);
+    for section in dump.sections() {
+        match section.unwrap().decode().unwrap() {
+            SectionData::Clock(clock, _) => bits = clock.counter_bits,
+            SectionData::Ring(info, records, _) => {
+                let mut enc = SpanEncoder::<1024>::new(info.tid, bits);
+                enc.begin(0);
+                for r in records.iter() {
+                    if !enc.push(&r) {
+                        enc.finish(&mut out).unwrap();
+                        enc.begin(0);
+                        assert!(enc.push(&r));
+                    }
+                    spans += 1;
+                }
+                enc.finish(&mut out).unwrap();
+            }
+            _ => {}
+        }
+    }
+    let per_span = out.0.len() as f64 / spans as f64;
+    eprintln!("{}: {spans} spans, {} bytes on the wire: {per_span:.2} bytes a span", dump_name(&bytes), out.0.len());
+    per_span
+}
+
+/// The process name of a dump, for messages.
+fn dump_name(bytes: &[u8]) -> String {
+    use ringtrace_format::{Dump, SectionData};
+    let dump = Dump::parse(bytes).unwrap();
+    dump.sections()
+        .find_map(|s| match s.ok()?.decode().ok()? {
+            SectionData::Meta(meta) => Some(String::from_utf8_lossy(meta.process_name).into_owned()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
 /// The main track's spans of a dump in start order — (name, duration) —
 /// and whether each holds the time of an interrupt span; and how many
 /// interrupt spans there are.
@@ -159,6 +205,9 @@ fn run_firmware(fw: &Firmware<'_>) -> (PathBuf, Scratch) {
     let dir = scratch(&format!("{package}-{target}-{}", features.unwrap_or("default")));
     let printed = run_on_qemu(qemu, machine, &elf, &dir);
     check_dump(&dir.join(dump), &elf, &printed, &package.replace('-', "_"), irq_track);
+    // Streamed, the same spans would take at most 6 bytes each on the wire.
+    let per_span = wire_bytes_per_span(&dir.join(dump));
+    assert!(per_span <= 6.0, "{per_span:.2} bytes a span on the wire");
     // With -icount, time follows the instruction count: a second run has the same spans with the
     // same durations — but for those an interrupt landed in, whose instruction can differ by a few
     // (RISC-V's mtime ticks every 100 ns of QEMU's virtual clock, whose phase at start is the host's).
