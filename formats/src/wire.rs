@@ -55,8 +55,12 @@ pub const FRAME_MAX: usize = 1024;
 pub const KIND_SPANS: u8 = 1;
 /// An info frame: the program, its counter, its tracks and its code (see [`Info`]).
 pub const KIND_INFO: u8 = 2;
+/// A piece of the program's site descriptors (see [`write_sites`]).
+pub const KIND_SITES: u8 = 3;
 /// The info frame's layout version.
 pub const INFO_VERSION: u64 = 1;
+/// The most bytes of site descriptors a stream carries.
+pub const SITES_MAX: u64 = 1 << 20;
 /// The most keys one frame defines.
 pub const FRAME_KEYS: usize = 32;
 
@@ -81,6 +85,8 @@ pub enum WireError {
     Tag(u64),
     /// An info frame of a layout this reader does not know.
     InfoVersion(u64),
+    /// A sites frame whose piece lies outside the section it states (or one over [`SITES_MAX`]).
+    Sites,
 }
 
 impl fmt::Display for WireError {
@@ -94,6 +100,7 @@ impl fmt::Display for WireError {
             WireError::KeyIndex(i) => write!(f, "key index {i}, not defined in the frame"),
             WireError::TooManyKeys => write!(f, "more than {FRAME_KEYS} keys defined in one frame"),
             WireError::Tag(t) => write!(f, "item tag {t}, which this reader does not know"),
+            WireError::Sites => write!(f, "a sites frame whose piece lies outside its section"),
             WireError::InfoVersion(v) => {
                 write!(f, "an info frame of layout {v}, this reader reads {INFO_VERSION}; use a newer rtconv")
             }
@@ -259,8 +266,8 @@ pub struct Info<'a> {
     pub clock: ClockInfo,
     /// A reading of the counter and the time it stands for (0: no wall clock).
     pub anchor: Anchor,
-    /// (track id, name) of each track that streams.
-    pub tracks: &'a [(u64, &'a [u8])],
+    /// (track id, ring flags as in a dump's ring section, name) of each track that streams.
+    pub tracks: &'a [(u64, u32, &'a [u8])],
     /// (start, end, path) of the code: a firmware's image, loaded where its ELF file says.
     pub code: Option<(u64, u64, &'a [u8])>,
 }
@@ -301,8 +308,8 @@ impl Info<'_> {
         }
         at = bytes(buf, at, self.process_name);
         at = at.and_then(|a| put_varint(buf, a, self.tracks.len() as u64));
-        for &(id, name) in self.tracks {
-            at = at.and_then(|a| put_varint(buf, a, id));
+        for &(id, flags, name) in self.tracks {
+            at = at.and_then(|a| put_varint(buf, a, id)).and_then(|a| put_varint(buf, a, u64::from(flags)));
             at = bytes(buf, at, name);
         }
         at = at.and_then(|a| put_varint(buf, a, u64::from(self.code.is_some())));
@@ -365,6 +372,7 @@ impl<'a> InfoFrame<'a> {
         let tracks_at = at;
         for _ in 0..track_count {
             get_varint(body, &mut at)?;
+            get_varint(body, &mut at)?;
             get_bytes(body, &mut at)?;
         }
         let tracks = &body[tracks_at..at];
@@ -375,32 +383,106 @@ impl<'a> InfoFrame<'a> {
         Ok(InfoFrame { process_name, clock, anchor, tracks, track_count, code })
     }
 
-    /// (track id, name) of each track.
-    pub fn tracks(&self) -> impl Iterator<Item = (u64, &'a [u8])> + 'a {
+    /// (track id, ring flags, name) of each track.
+    pub fn tracks(&self) -> impl Iterator<Item = (u64, u32, &'a [u8])> + 'a {
         let (tracks, mut at) = (self.tracks, 0);
         // Checked by `parse`: every entry reads.
-        (0..self.track_count)
-            .map_while(move |_| Some((get_varint(tracks, &mut at).ok()?, get_bytes(tracks, &mut at).ok()?)))
+        (0..self.track_count).map_while(move |_| {
+            let id = get_varint(tracks, &mut at).ok()?;
+            let flags = get_varint(tracks, &mut at).ok()? as u32;
+            Some((id, flags, get_bytes(tracks, &mut at).ok()?))
+        })
     }
 }
 
-/// Writes `data` COBS-encoded, then `0x00`, to `sink`, a block at a time.
+/// Writes the program's site descriptors (its `ringtrace_sites` section: `bytes` at `base`, what
+/// names its named spans and pulses) in sites frames of at most [`FRAME_MAX`] bytes, built in
+/// `scratch`: the section's address and length, then a piece's offset and bytes. Sent after the
+/// info frame, and again with it.
+pub fn write_sites<S: Sink>(
+    base: u64,
+    bytes: &[u8],
+    scratch: &mut [u8],
+    sink: &mut S,
+) -> Result<(), InfoError<S::Error>> {
+    let limit = scratch.len().min(FRAME_MAX).saturating_sub(4);
+    let mut offset = 0;
+    while offset < bytes.len() || (offset == 0 && bytes.is_empty()) {
+        scratch[0] = KIND_SITES;
+        let mut at = Some(1);
+        for v in [base, bytes.len() as u64, offset as u64] {
+            at = at.and_then(|a| put_varint(&mut scratch[..limit], a, v));
+        }
+        let at = at.ok_or(InfoError::TooLong)?;
+        let piece = (limit - at).min(bytes.len() - offset);
+        if piece == 0 && !bytes.is_empty() {
+            return Err(InfoError::TooLong);
+        }
+        scratch[at..at + piece].copy_from_slice(&bytes[offset..offset + piece]);
+        let len = at + piece;
+        let crc = crate::crc::hash(&scratch[..len]);
+        scratch[len..len + 4].copy_from_slice(&crc.to_le_bytes());
+        cobs_write(&scratch[..len + 4], sink).map_err(InfoError::Sink)?;
+        offset += piece;
+        if bytes.is_empty() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// A piece of the site descriptors.
+#[derive(Clone, Copy, Debug)]
+pub struct SitesFrame<'a> {
+    /// The section's address in the target.
+    pub base: u64,
+    /// The section's length in bytes (at most [`SITES_MAX`]).
+    pub len: u64,
+    /// Where this piece starts in it.
+    pub offset: u64,
+    /// The piece (within `len` from `offset`).
+    pub bytes: &'a [u8],
+}
+
+impl<'a> SitesFrame<'a> {
+    fn parse(body: &'a [u8]) -> Result<Self, WireError> {
+        let mut at = 0;
+        let (base, len, offset) = (get_varint(body, &mut at)?, get_varint(body, &mut at)?, get_varint(body, &mut at)?);
+        let bytes = &body[at..];
+        if len > SITES_MAX || offset.checked_add(bytes.len() as u64).is_none_or(|end| end > len) {
+            return Err(WireError::Sites);
+        }
+        Ok(SitesFrame { base, len, offset, bytes })
+    }
+}
+
+/// Writes `data` COBS-encoded, then `0x00`, to `sink`, a block at a time: up to 254 bytes
+/// without a zero behind a code byte of their count + 1, the zero that ends them implied (code
+/// 255: 254 bytes, no zero).
 fn cobs_write<S: Sink>(data: &[u8], sink: &mut S) -> Result<(), S::Error> {
     let mut rest = data;
     loop {
-        // The next block: up to 254 bytes without a zero, then its code byte.
-        let run = rest.iter().take(254).position(|&b| b == 0).unwrap_or(rest.len().min(254));
-        sink.write_all(&[run as u8 + 1])?;
-        sink.write_all(&rest[..run])?;
-        if run < rest.len() && rest[run] == 0 {
-            rest = &rest[run + 1..]; // the zero is the block's end
-            if rest.is_empty() {
-                sink.write_all(&[1])?; // a trailing zero: an empty last block
-                break;
+        match rest.iter().take(254).position(|&b| b == 0) {
+            Some(run) => {
+                sink.write_all(&[run as u8 + 1])?;
+                sink.write_all(&rest[..run])?;
+                rest = &rest[run + 1..];
+                if rest.is_empty() {
+                    sink.write_all(&[1])?; // the data's last byte was that zero: one more (empty) block
+                    break;
+                }
             }
-        } else {
-            rest = &rest[run..];
-            if rest.is_empty() {
+            None if rest.len() >= 254 => {
+                sink.write_all(&[255])?;
+                sink.write_all(&rest[..254])?;
+                rest = &rest[254..];
+                if rest.is_empty() {
+                    break;
+                }
+            }
+            None => {
+                sink.write_all(&[rest.len() as u8 + 1])?;
+                sink.write_all(rest)?;
                 break;
             }
         }
@@ -470,6 +552,8 @@ pub enum Frame<'a> {
     Spans(SpansFrame<'a>),
     /// The program, its counter, tracks and code.
     Info(InfoFrame<'a>),
+    /// A piece of the site descriptors.
+    Sites(SitesFrame<'a>),
 }
 
 impl<'a> Frame<'a> {
@@ -495,6 +579,7 @@ impl<'a> Frame<'a> {
                 Ok(Frame::Spans(SpansFrame { track, sent, dropped, base, items: &body[at..] }))
             }
             Some(&KIND_INFO) => InfoFrame::parse(&body[1..]).map(Frame::Info),
+            Some(&KIND_SITES) => SitesFrame::parse(&body[1..]).map(Frame::Sites),
             Some(&k) => Err(WireError::Kind(k)),
             None => Err(WireError::Crc),
         }
@@ -657,7 +742,7 @@ mod tests {
             process_name: b"fw",
             clock,
             anchor: Anchor { ticks: 99, mono_ns: 0, real_ns: 0 },
-            tracks: &[(1, b"main"), (2, b"SysTick")],
+            tracks: &[(1, 8, b"main"), (2, 0, b"SysTick")],
             code: Some((0x400, 0x3000, b"fw.elf")),
         };
         let (mut scratch, mut out) = ([0u8; 256], [0u8; 256]);
@@ -667,7 +752,7 @@ mod tests {
         let mut back = [0u8; FRAME_MAX + 8];
         let Ok(Frame::Info(got)) = Frame::decode(&written[..written.len() - 1], &mut back) else { panic!() };
         assert_eq!((got.process_name, got.clock, got.anchor, got.code), (&b"fw"[..], clock, info.anchor, info.code));
-        assert_eq!(got.tracks().collect::<Vec<_>>(), vec![(1, &b"main"[..]), (2, &b"SysTick"[..])]);
+        assert_eq!(got.tracks().collect::<Vec<_>>(), vec![(1, 8, &b"main"[..]), (2, 0, &b"SysTick"[..])]);
         let mut tiny = [0u8; 20];
         assert!(matches!(info.write(&mut tiny, &mut sink), Err(InfoError::TooLong)));
     }
@@ -694,5 +779,28 @@ mod tests {
         let mut scratch = [0u8; FRAME_MAX + 8];
         let (_, frame) = frames(&out[..n]).next().unwrap();
         assert!(matches!(Frame::decode(frame.unwrap(), &mut scratch), Err(WireError::Crc | WireError::Cobs)));
+    }
+}
+#[cfg(test)]
+mod cobs_shapes {
+    extern crate std;
+    use super::*;
+    use crate::SliceSink;
+
+    #[test]
+    fn every_place_of_a_zero_in_frames_up_to_300_bytes_comes_back() {
+        for len in 1..300usize {
+            for zero in 0..len {
+                let mut data = std::vec![7u8; len];
+                data[zero] = 0;
+                let mut out = [0u8; 1024];
+                let mut sink = SliceSink::new(&mut out);
+                cobs_write(&data, &mut sink).unwrap();
+                let w = sink.written();
+                let mut back = [0u8; 1024];
+                let n = cobs_decode(&w[..w.len() - 1], &mut back).unwrap();
+                assert_eq!(&back[..n], &data[..], "len {len} zero {zero}");
+            }
+        }
     }
 }

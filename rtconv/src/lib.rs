@@ -80,3 +80,4 @@ pub mod pack;
 pub mod render;
 pub mod stats;
 pub mod symbolize;
+pub mod wire_file;

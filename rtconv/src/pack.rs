@@ -82,7 +82,7 @@ pub enum PackError {
 pub fn pack(path: &Path, opts: &Options) -> Result<Report, PackError> {
     // Only a regular file opens (one descriptor, checked with fstat); the packed dump keeps its mode.
     let bytes = model::open(path)?;
-    let from_core = model::is_core_file(path);
+    let from_core = model::is_converted_file(path);
     let target = match from_core {
         true => {
             let mut name = path.file_name().unwrap_or_default().to_os_string();

@@ -71,7 +71,8 @@ pub fn archive_kind(path: &Path) -> Option<Compression> {
 
 /// Whether a file name or an archive entry's path names a dump or a core.
 fn is_dump_name(name: &str) -> bool {
-    name.to_ascii_lowercase().ends_with(".rtd") || is_core_entry(name)
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".rtd") || lower.ends_with(".rtw") || is_core_entry(name)
 }
 
 /// Whether a file name or an archive entry's path names a core file.
@@ -79,8 +80,14 @@ fn is_core_entry(path: &str) -> bool {
     is_core_name(path.rsplit('/').next().unwrap_or(path))
 }
 
-/// A file's bytes as the batch's item: a core's rings as a dump.
+/// A file's bytes as the batch's item: a core's rings, a wire stream's spans, as a dump.
 fn dump_item(name: String, bytes: Bytes, file_time: Option<std::time::SystemTime>, note: Option<String>) -> Item {
+    if crate::wire_file::is_wire(&bytes) {
+        return match crate::wire_file::to_dump(&bytes) {
+            Ok(dump) => Item::Dump { name, bytes: Bytes::from_vec(dump), note },
+            Err(e) => Item::Unreadable { name, reason: e.to_string() },
+        };
+    }
     match crate::core_file::dump_of(bytes, file_time) {
         Ok(bytes) => Item::Dump { name, bytes, note },
         Err(e) => Item::Unreadable { name, reason: e.to_string() },

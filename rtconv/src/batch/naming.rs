@@ -18,7 +18,7 @@ impl Namer {
     /// when the name is taken.
     pub fn name(&mut self, source: &str, ext: &str) -> String {
         let last = source.rsplit(['/', '\\', '!']).next().unwrap_or("");
-        let stem = last.strip_suffix(".rtd").or_else(|| last.strip_suffix(".RTD")).unwrap_or(last);
+        let stem = [".rtd", ".RTD", ".rtw", ".RTW"].iter().find_map(|s| last.strip_suffix(s)).unwrap_or(last);
         let mut clean: String =
             stem.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
         if clean.starts_with('.') {

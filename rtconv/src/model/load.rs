@@ -256,6 +256,14 @@ pub enum LoadError {
         /// Why no rings were read.
         source: crate::core_file::CoreError,
     },
+    /// A wire stream without readable spans.
+    #[error("{}: {source}", path.display())]
+    Wire {
+        /// The stream's file.
+        path: PathBuf,
+        /// Why no spans were read.
+        source: crate::wire_file::WireFileError,
+    },
     /// The file header is unusable, so nothing can be salvaged.
     #[error("{}: {source}{hint}", path.display())]
     Header {
@@ -273,14 +281,27 @@ pub enum LoadError {
 /// [`decode`] then reads it.
 ///
 /// An ELF core file is read for the rings it holds ([`crate::core_file`])
-/// and yields them as a dump.
+/// and yields them as a dump; so is a wire stream ([`crate::wire_file`]).
 pub fn open(path: &Path) -> Result<FileBytes, LoadError> {
     let io = |source| LoadError::Io { path: path.into(), source };
     // A dump's every page is read (populated up front); a core's few (its rings), as touched.
     let core = peek_core(path).map_err(io)?;
     let bytes = map_file(path, if core { Pages::OnDemand } else { Pages::Populate }).map_err(io)?;
     let file_time = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    if !core && crate::wire_file::is_wire(&bytes) {
+        let dump = crate::wire_file::to_dump(&bytes).map_err(|source| LoadError::Wire { path: path.into(), source })?;
+        return Ok(FileBytes::from_vec(dump));
+    }
     crate::core_file::dump_of(bytes, file_time).map_err(|source| LoadError::Core { path: path.into(), source })
+}
+
+/// Whether the file at `path` is read as something else than the dump it is not: a core file or
+/// a wire stream (see [`open`]).
+pub fn is_converted_file(path: &Path) -> bool {
+    let mut head = Vec::new();
+    let read = crate::io::open_regular(path)
+        .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, 64 << 10), &mut head));
+    is_core_file(path) || (read.is_ok() && crate::wire_file::is_wire(&head))
 }
 
 /// Whether the file at `path` starts as an ELF core file (its rings are read as a dump by [`open`]).

@@ -3,7 +3,7 @@
 //! every run gives the same times), its dump written to the host through
 //! semihosting, converted with names from the firmware's own DWARF.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use ringtrace_tests::{Scratch, build_firmware, parse_chrome, rtconv_ok, scratch, tool};
@@ -98,50 +98,141 @@ fn check_dump(dump: &Path, elf: &Path, printed: &str, prefix: &str, irq_track: &
     assert!(on(irq).all(|e| start <= e.ts_ns && e.end_ns() <= end), "interrupt spans outside [{start}, {end}]");
 }
 
-/// The bytes a span of `dump` takes in the wire encoding (`ringtrace_format::wire`), each
-/// track's records, in ring order, sent in frames of at most 1 KiB (what a firmware's
-/// streaming buffer holds), COBS framing and CRCs included; printed, and returned.
-fn wire_bytes_per_span(dump: &Path) -> f64 {
-    use ringtrace_format::wire::SpanEncoder;
-    use ringtrace_format::{Dump, SectionData};
+/// `dump` as a firmware would stream it in the wire encoding (`ringtrace_format::wire`): an info
+/// frame (its clock, anchor, tracks and code), then each track's records in ring order, in frames
+/// of at most 1 KiB (what a firmware's streaming buffer holds). Returns the stream and its bytes
+/// a span (COBS framing, CRCs and the info frame included), printed.
+fn wire_stream(dump: &Path) -> (Vec<u8>, f64) {
+    use ringtrace_format::wire::{Info, SpanEncoder};
+    use ringtrace_format::{Anchor, Dump, SectionData};
     let bytes = std::fs::read(dump).unwrap();
     let dump = Dump::parse(&bytes).unwrap();
-    let mut bits = 64;
-    let (mut out, mut spans) = (ringtrace_format::IoSink(Vec::new()), 0usize);
-    for section in dump.sections() {
-        match section.unwrap().decode().unwrap() {
-            SectionData::Clock(clock, _) => bits = clock.counter_bits,
-            SectionData::Ring(info, records, _) => {
-                let mut enc = SpanEncoder::<1024>::new(info.tid, bits);
-                enc.begin(0);
-                for r in records.iter() {
-                    if !enc.push(&r) {
-                        enc.finish(&mut out).unwrap();
-                        enc.begin(0);
-                        assert!(enc.push(&r));
-                    }
-                    spans += 1;
-                }
-                enc.finish(&mut out).unwrap();
+    let sections: Vec<SectionData<'_>> = dump.sections().map(|s| s.unwrap().decode().unwrap()).collect();
+    let mut out = ringtrace_format::IoSink(Vec::new());
+    let (mut clock, mut anchor, mut name, mut code, mut sites) = (None, Anchor::default(), &b""[..], None, None);
+    let mut tracks = Vec::new();
+    for section in &sections {
+        match section {
+            SectionData::Meta(meta) => name = meta.process_name,
+            SectionData::Clock(c, anchors) => {
+                clock = Some(*c);
+                anchor = anchors.iter().next().unwrap_or_default();
             }
+            SectionData::Modules(modules) => code = modules.iter().next().map(|m| (m.start, m.end, m.path)),
+            SectionData::Ring(info, _, _) => tracks.push((info.tid, info.flags, info.name)),
+            SectionData::Sites { base, bytes } => sites = Some((*base, *bytes)),
             _ => {}
         }
     }
+    let clock = clock.unwrap();
+    let info = Info { process_name: name, clock, anchor, tracks: &tracks, code };
+    info.write(&mut [0u8; 1024], &mut out).unwrap();
+    if let Some((base, bytes)) = sites {
+        ringtrace_format::wire::write_sites(base, bytes, &mut [0u8; 1024], &mut out).unwrap();
+    }
+    let mut spans = 0usize;
+    for section in &sections {
+        if let SectionData::Ring(info, records, _) = section {
+            let mut enc = SpanEncoder::<1024>::new(info.tid, clock.counter_bits);
+            enc.begin(0);
+            for r in records.iter() {
+                if !enc.push(&r) {
+                    enc.finish(&mut out).unwrap();
+                    enc.begin(0);
+                    assert!(enc.push(&r));
+                }
+                spans += 1;
+            }
+            enc.finish(&mut out).unwrap();
+        }
+    }
     let per_span = out.0.len() as f64 / spans as f64;
-    eprintln!("{}: {spans} spans, {} bytes on the wire: {per_span:.2} bytes a span", dump_name(&bytes), out.0.len());
-    per_span
+    let program = String::from_utf8_lossy(name);
+    eprintln!("{program}: {spans} spans, {} bytes on the wire: {per_span:.2} bytes a span", out.0.len());
+    (out.0, per_span)
 }
 
-/// The process name of a dump, for messages.
-fn dump_name(bytes: &[u8]) -> String {
-    use ringtrace_format::{Dump, SectionData};
-    let dump = Dump::parse(bytes).unwrap();
-    dump.sections()
-        .find_map(|s| match s.ok()?.decode().ok()? {
-            SectionData::Meta(meta) => Some(String::from_utf8_lossy(meta.process_name).into_owned()),
-            _ => None,
+/// Each thread's spans of a Chrome trace, by thread name: (name, start less the trace's first,
+/// duration), in start order.
+fn spans_by_thread(trace: &ringtrace_tests::ChromeTrace) -> BTreeMap<String, Vec<(String, i64, i64)>> {
+    let first = trace.events.iter().map(|e| e.ts_ns).min().unwrap_or(0);
+    let mut out: BTreeMap<String, Vec<(String, i64, i64)>> = BTreeMap::new();
+    for e in &trace.events {
+        let thread = trace.thread_names.get(&e.tid).cloned().unwrap_or_default();
+        out.entry(thread).or_default().push((e.name.clone(), e.ts_ns - first, e.dur_ns));
+    }
+    out.values_mut().for_each(|v| v.sort());
+    out
+}
+
+/// Streamed, a firmware's spans read back as its dump's: every span, named from the ELF, at the
+/// same times; a damaged frame is skipped, its spans counted as lost on the link, exit 3.
+fn check_stream(dump: &Path, elf: &Path, dir: &Path) {
+    let (stream, per_span) = wire_stream(dump);
+    assert!(per_span <= 6.0, "{per_span:.2} bytes a span on the wire");
+    let path = dir.join("stream.rtw");
+    std::fs::write(&path, &stream).unwrap();
+    let (from_dump, from_stream) = (chrome(dump, elf), chrome(&path, elf));
+    assert_eq!(spans_by_thread(&from_stream), spans_by_thread(&from_dump));
+    assert_eq!(from_stream.thread_names.len(), from_dump.thread_names.len());
+    // Packed, as a core is: STREAM.rtw.rtd beside it, named without the ELF; batched from a folder.
+    let out = ringtrace_tests::rtconv().arg("pack").arg(&path).arg("--exe").arg(elf).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let packed = dir.join("stream.rtw.rtd");
+    let args = [
+        "convert".as_ref(),
+        packed.as_os_str(),
+        "--symbolizer".as_ref(),
+        "packed,sites".as_ref(),
+        "-o".as_ref(),
+        "-".as_ref(),
+    ];
+    let (a, b) = (spans_by_thread(&parse_chrome(&rtconv_ok(&args))), spans_by_thread(&from_dump));
+    for (thread, spans) in &b {
+        let got = &a[thread];
+        let first = spans.iter().zip(got).find(|(x, y)| x != y);
+        assert!(
+            first.is_none() && got.len() == spans.len(),
+            "{thread}: {first:?}, {} against {}",
+            got.len(),
+            spans.len()
+        );
+    }
+    std::fs::remove_file(&packed).unwrap();
+    let batch = dir.join("batch");
+    let args = ["batch".as_ref(), dir.as_os_str(), "--exe".as_ref(), elf.as_os_str(), "-o".as_ref(), batch.as_os_str()];
+    rtconv_ok(&args);
+    let batched = parse_chrome(&std::fs::read_to_string(batch.join("stream.json")).unwrap());
+    assert_eq!(spans_by_thread(&batched), spans_by_thread(&from_dump));
+
+    // A byte of the first spans frame changed on the link: the main track's next frame says how
+    // many spans it held (a track's last frame lost would leave no frame to say so).
+    let mut damaged = stream.clone();
+    let mut scratch = vec![0u8; ringtrace_format::wire::FRAME_MAX + 8];
+    let (start, frame) = ringtrace_format::wire::frames(&stream)
+        .find(|(_, f)| {
+            let decoded = ringtrace_format::wire::Frame::decode(f.as_ref().unwrap(), &mut scratch);
+            matches!(decoded, Ok(ringtrace_format::wire::Frame::Spans(_)))
         })
-        .unwrap_or_default()
+        .unwrap();
+    damaged[start + frame.unwrap().len() / 2] ^= 0x5a;
+    std::fs::write(&path, &damaged).unwrap();
+    let out =
+        ringtrace_tests::rtconv().arg("convert").arg(&path).arg("--exe").arg(elf).args(["-o", "-"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("damaged frame(s) skipped"), "{stderr}");
+    let lost: usize = stderr
+        .lines()
+        .filter_map(|l| {
+            let said = " span(s) lost on the link (frames missing or damaged, or sent before the capture began)";
+            l.split(": ").find_map(|part| part.strip_suffix(said))
+        })
+        .map(|n| n.parse::<usize>().unwrap())
+        .sum();
+    let kept = parse_chrome(&String::from_utf8_lossy(&out.stdout)).events.len();
+    assert!(lost > 0, "{stderr}");
+    assert_eq!(kept + lost, from_dump.events.len(), "every span kept or counted lost: {stderr}");
 }
 
 /// The main track's spans of a dump in start order — (name, duration) —
@@ -205,9 +296,7 @@ fn run_firmware(fw: &Firmware<'_>) -> (PathBuf, Scratch) {
     let dir = scratch(&format!("{package}-{target}-{}", features.unwrap_or("default")));
     let printed = run_on_qemu(qemu, machine, &elf, &dir);
     check_dump(&dir.join(dump), &elf, &printed, &package.replace('-', "_"), irq_track);
-    // Streamed, the same spans would take at most 6 bytes each on the wire.
-    let per_span = wire_bytes_per_span(&dir.join(dump));
-    assert!(per_span <= 6.0, "{per_span:.2} bytes a span on the wire");
+    check_stream(&dir.join(dump), &elf, &dir);
     // With -icount, time follows the instruction count: a second run has the same spans with the
     // same durations — but for those an interrupt landed in, whose instruction can differ by a few
     // (RISC-V's mtime ticks every 100 ns of QEMU's virtual clock, whose phase at start is the host's).
