@@ -73,8 +73,8 @@ pub fn to_dump(bytes: &[u8]) -> Result<Vec<u8>, WireFileError> {
     let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
 
     let mut tracks: BTreeMap<u64, Track> = BTreeMap::new();
-    // The site descriptors, from the first section stated; (base, bytes, bytes filled).
-    let mut sites: Option<(u64, Vec<u8>, u64)> = None;
+    // The site descriptors, from the first section stated: (base, bytes, which bytes came).
+    let mut sites: Option<(u64, Vec<u8>, Vec<bool>)> = None;
     let (mut damaged, mut damaged_at) = (0u64, None);
     let mut all = frames(bytes);
     for (offset, frame) in all.by_ref() {
@@ -83,11 +83,12 @@ pub fn to_dump(bytes: &[u8]) -> Result<Vec<u8>, WireFileError> {
             Ok(Frame::Info(_)) => continue,
             Ok(Frame::Sites(piece)) => {
                 // Bounded by SITES_MAX, checked when the frame was decoded.
-                let (base, bytes, filled) = sites.get_or_insert_with(|| (piece.base, vec![0; piece.len as usize], 0));
-                if *base == piece.base && bytes.len() as u64 == piece.len {
-                    let at = piece.offset as usize;
-                    bytes[at..at + piece.bytes.len()].copy_from_slice(piece.bytes);
-                    *filled += piece.bytes.len() as u64;
+                let len = piece.len as usize;
+                let (base, bytes, came) = sites.get_or_insert_with(|| (piece.base, vec![0; len], vec![false; len]));
+                if *base == piece.base && bytes.len() == len {
+                    let range = piece.offset as usize..piece.offset as usize + piece.bytes.len();
+                    bytes[range.clone()].copy_from_slice(piece.bytes);
+                    came[range].fill(true);
                 }
                 continue;
             }
@@ -101,15 +102,13 @@ pub fn to_dump(bytes: &[u8]) -> Result<Vec<u8>, WireFileError> {
         // A track's first frame read counts from 0: spans sent before it were lost on the link, or
         // sent before the capture began.
         let next = t.next_sent.unwrap_or(0);
-        {
-            if spans.sent > next {
-                t.lost += spans.sent - next;
-            } else if spans.sent < next {
-                losses.push(format!(
-                    "track {}: a frame at byte {offset} restarts at span {} after {next}: the target restarted; its spans follow the earlier ones",
-                    spans.track, spans.sent
-                ));
-            }
+        if spans.sent > next {
+            t.lost = t.lost.saturating_add(spans.sent - next);
+        } else if spans.sent < next {
+            losses.push(format!(
+                "track {}: a frame at byte {offset} restarts at span {} after {next}: the target restarted; its spans follow the earlier ones",
+                spans.track, spans.sent
+            ));
         }
         let mut frame = spans;
         frame.base = match t.last_exit {
@@ -131,7 +130,7 @@ pub fn to_dump(bytes: &[u8]) -> Result<Vec<u8>, WireFileError> {
         }
         let read = (t.records.len() - before) as u64;
         t.last_exit = t.records.last().map(|r| r.exit).or(t.last_exit);
-        t.next_sent = Some(spans.sent + read);
+        t.next_sent = Some(spans.sent.saturating_add(read));
         t.dropped = t.dropped.max(spans.dropped);
     }
     if damaged > 0 {
@@ -154,11 +153,12 @@ pub fn to_dump(bytes: &[u8]) -> Result<Vec<u8>, WireFileError> {
             ));
         }
     }
-    // Pieces sent again with each info frame fill the same bytes: whole once as many came as it has.
-    if sites.as_ref().is_some_and(|(_, bytes, filled)| *filled < bytes.len() as u64) {
+    // Pieces sent again with each info frame fill the same bytes: whole once every byte came.
+    let whole = |came: &[bool]| came.iter().all(|&c| c);
+    if sites.as_ref().is_some_and(|(_, _, came)| !whole(came)) {
         losses.push("the site descriptors are not all in the stream: named spans they name show as ?? (0x…)".into());
     }
-    let sites = sites.filter(|(_, bytes, filled)| *filled >= bytes.len() as u64).map(|(base, bytes, _)| (base, bytes));
+    let sites = sites.filter(|(_, _, came)| whole(came)).map(|(base, bytes, _)| (base, bytes));
     write(&info, mask, &tracks, sites.as_ref(), &losses).map_err(|e| WireFileError::Write(e.to_string()))
 }
 

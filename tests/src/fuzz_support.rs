@@ -73,7 +73,17 @@ pub fn export_tables(
 /// formats converted (the others were refused with an error).
 pub fn convert_core(bytes: &[u8]) -> Option<usize> {
     use rtconv::core_file::{Files, to_dump};
-    let core = to_dump(bytes, None, Files::Ignore).ok()?;
+    convert_made(&to_dump(bytes, None, Files::Ignore).ok()?)
+}
+
+/// `bytes` read as a wire stream (`rtconv::wire_file`) and converted into every output format;
+/// how many formats converted, `None` if the stream yields no dump.
+pub fn convert_wire(bytes: &[u8]) -> Option<usize> {
+    convert_made(&rtconv::wire_file::to_dump(bytes).ok()?)
+}
+
+/// A dump rtconv made (from a core, a stream) converted into every output format: how many converted.
+fn convert_made(core: &[u8]) -> Option<usize> {
     let opts = rtconv::symbolize::Options {
         order: Some(vec![rtconv::model::Source::Site]),
         ..rtconv::symbolize::Options::default()
@@ -83,16 +93,8 @@ pub fn convert_core(bytes: &[u8]) -> Option<usize> {
     let converted = formats()
         .into_iter()
         .filter(|&format| {
-            rtconv::convert::convert_bytes(
-                path,
-                &core,
-                format,
-                &opts,
-                &Default::default(),
-                &cache,
-                &mut std::io::sink(),
-            )
-            .is_ok()
+            rtconv::convert::convert_bytes(path, core, format, &opts, &Default::default(), &cache, &mut std::io::sink())
+                .is_ok()
         })
         .count();
     Some(converted)

@@ -2,13 +2,13 @@
 //! smallest inputs of the fuzzing corpus (`corpus-*.rtd`, 907 inputs after
 //! `cargo fuzz cmin`, 2,532 coverage edges), and any input that ever made a
 //! target crash (`crash-WHAT.rtd`; none so far), and the core reader's seeds
-//! and findings (`*.core`), which convert through it. Every dump, as it is and
-//! with its checksums made right (as the fuzz targets try them), goes
+//! and findings (`*.core`) and the wire-stream reader's (`*.rtw`), which
+//! convert through them. Every dump, as it is and with its checksums made right (as the fuzz targets try them), goes
 //! through rtconv's decode path into every output format and `rtconv
 //! export`'s tables. None may panic; each either converts or is refused with
 //! an error.
 
-use ringtrace_tests::fuzz_support::{convert_core, export_tables, formats, with_checksums_fixed};
+use ringtrace_tests::fuzz_support::{convert_core, convert_wire, export_tables, formats, with_checksums_fixed};
 use ringtrace_tests::workspace_root;
 use rtconv::convert::convert_bytes;
 use rtconv::model::Source;
@@ -25,6 +25,14 @@ fn every_fuzzing_finding_converts_or_is_refused_without_a_panic() {
     let (mut converted, mut refused) = (0, 0);
     for input in &inputs {
         let raw = std::fs::read(input).unwrap();
+        if input.extension().is_some_and(|e| e == "rtw") {
+            // A seed of the wire-stream reader (read_wire) converts; a finding only must not panic.
+            let outcome = convert_wire(&raw);
+            if input.file_name().unwrap().to_string_lossy().starts_with("stream-") {
+                assert!(outcome.is_some_and(|n| n > 0), "{}: a stream that converts", input.display());
+            }
+            continue;
+        }
         if input.extension().is_some_and(|e| e == "core") {
             // A seed of the core-file reader (read_core) converts; a finding only must not panic.
             let outcome = convert_core(&raw);
