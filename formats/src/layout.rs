@@ -26,6 +26,13 @@ pub const SECTION_ALIGN: usize = 8;
 pub const RECORD_SIZE: usize = 24;
 /// Size of one compact span record (since 1.1): `u32 key`, `u32 enter`, `u32 exit`, for 32-bit targets.
 pub const COMPACT_RECORD_SIZE: usize = 12;
+
+/// Whether a ring whose record words are `record_word_bytes` long (a 32-bit target's are 4),
+/// timed by a counter of `counter_bits`, is written as compact records: the recorder's dumps
+/// and `rtconv`'s reading of a snapshot both decide so.
+pub const fn records_compact(record_word_bytes: usize, counter_bits: u32) -> bool {
+    record_word_bytes == 4 || counter_bits <= 32
+}
 /// The key of a compact argument record: `u32::MAX`, read as [`ARG_KEY`].
 pub const COMPACT_ARG_KEY: u32 = u32::MAX;
 /// The key of a wrap marker (since 1.1): not a span, only a counter reading

@@ -33,8 +33,8 @@
 //! let mut out = [0u8; 256];
 //! let mut sink = SliceSink::new(&mut out);
 //! enc.begin(0);
-//! assert!(enc.push(&Record { key: 0x0800_0101, enter: 1010, exit: 1500 }));
-//! assert!(enc.push(&Record { key: 0x0800_0101, enter: 1600, exit: 2000 }));
+//! enc.send(&Record { key: 0x0800_0101, enter: 1010, exit: 1500 }, &mut sink).unwrap();
+//! enc.send(&Record { key: 0x0800_0101, enter: 1600, exit: 2000 }, &mut sink).unwrap();
 //! enc.finish(&mut sink).unwrap();
 //!
 //! let mut scratch = [0u8; 256];
@@ -156,8 +156,6 @@ fn get_varint(b: &[u8], at: &mut usize) -> Result<u64, WireError> {
 pub struct SpanEncoder<const N: usize> {
     buf: [u8; N],
     len: usize,
-    /// Where the items start (after the header).
-    items: usize,
     keys: [u64; FRAME_KEYS],
     key_count: usize,
     track: u64,
@@ -168,16 +166,23 @@ pub struct SpanEncoder<const N: usize> {
     count: u64,
     /// Spans in the frames finished before it.
     sent: u64,
+    /// The target's dropped count the current frame states.
+    dropped: u64,
 }
 
 impl<const N: usize> SpanEncoder<N> {
-    /// An encoder for `track`, whose counter has `counter_bits` significant bits.
+    /// The largest a header (41 bytes), a span (30) and the CRC (4) take: any span fits an
+    /// empty frame of this many bytes.
+    pub const MIN_BUFFER: usize = 96;
+
+    /// An encoder for `track`, whose counter has `counter_bits` significant bits; its frames
+    /// begin with [`begin`](Self::begin).
     pub const fn new(track: u64, counter_bits: u32) -> Self {
+        const { assert!(N >= Self::MIN_BUFFER && N <= FRAME_MAX, "a frame buffer of 96 to FRAME_MAX bytes") };
         let mask = if counter_bits >= 64 { u64::MAX } else { (1u64 << counter_bits) - 1 };
         SpanEncoder {
             buf: [0; N],
             len: 0,
-            items: 0,
             keys: [0; FRAME_KEYS],
             key_count: 0,
             track,
@@ -185,6 +190,7 @@ impl<const N: usize> SpanEncoder<N> {
             last_exit: 0,
             count: 0,
             sent: 0,
+            dropped: 0,
         }
     }
 
@@ -193,14 +199,14 @@ impl<const N: usize> SpanEncoder<N> {
     pub fn begin(&mut self, dropped: u64) {
         self.key_count = 0;
         self.count = 0;
+        self.dropped = dropped;
         self.buf[0] = KIND_SPANS;
         let mut at = Some(1);
         for v in [self.track, self.sent, dropped, self.last_exit] {
             at = at.and_then(|a| put_varint(&mut self.buf, a, v));
         }
-        // N is at least 64 (checked by `push` failing otherwise): the header always fits.
+        // N is at least MIN_BUFFER (checked in `new`): the header fits.
         self.len = at.unwrap_or(N);
-        self.items = self.len;
     }
 
     /// Spans in the current frame.
@@ -237,6 +243,18 @@ impl<const N: usize> SpanEncoder<N> {
         self.last_exit = exit;
         self.count += 1;
         true
+    }
+
+    /// Adds `r` to the frame; when it is full, writes it to `sink` and begins the next (stating
+    /// the same dropped count) with `r`.
+    pub fn send<S: Sink>(&mut self, r: &Record, sink: &mut S) -> Result<(), S::Error> {
+        if !self.push(r) {
+            self.finish(sink)?;
+            self.begin(self.dropped);
+            let pushed = self.push(r);
+            debug_assert!(pushed, "a span fits an empty frame of MIN_BUFFER bytes");
+        }
+        Ok(())
     }
 
     /// Ends the frame: its CRC-32, COBS-encoded, then the `0x00` delimiter, to `sink`. A frame
@@ -664,21 +682,18 @@ mod tests {
     use super::*;
     use crate::SliceSink;
 
-    fn roundtrip(records: &[Record], bits: u32) -> (usize, [u8; 8192], usize) {
+    /// `records` encoded in 300-byte frames: (bytes written, the buffer).
+    fn roundtrip(records: &[Record], bits: u32) -> (usize, [u8; 8192]) {
         let mut out = [0u8; 8192];
         let mut sink = SliceSink::new(&mut out);
         let mut enc = SpanEncoder::<300>::new(3, bits);
         enc.begin(0);
         for r in records {
-            if !enc.push(r) {
-                enc.finish(&mut sink).unwrap();
-                enc.begin(0);
-                assert!(enc.push(r));
-            }
+            enc.send(r, &mut sink).unwrap();
         }
         enc.finish(&mut sink).unwrap();
         let n = sink.written().len();
-        (n, out, records.len())
+        (n, out)
     }
 
     #[test]
@@ -690,7 +705,7 @@ mod tests {
                 exit: i * 1500 + 10 + 1472,
             })
             .collect();
-        let (n, out, _) = roundtrip(&records, 64);
+        let (n, out) = roundtrip(&records, 64);
         let (mut got, mut scratch) = (Vec::new(), [0u8; FRAME_MAX + 8]);
         let mut frame_count = 0;
         for (_, frame) in frames(&out[..n]) {
@@ -713,7 +728,7 @@ mod tests {
             .iter()
             .map(|r| Record { key: r.key, enter: r.enter & 0xffff_ffff, exit: r.exit & 0xffff_ffff })
             .collect();
-        let (n, out, _) = roundtrip(&wrapped, 32);
+        let (n, out) = roundtrip(&wrapped, 32);
         // Joined mid-frame: the tail of an earlier frame, its delimiter, then whole frames.
         let mut stream = vec![0x55, 0x13, 0x07, 0x00];
         stream.extend_from_slice(&out[..n]);
@@ -774,7 +789,7 @@ mod tests {
     #[test]
     fn a_damaged_frame_fails_its_crc() {
         let records = [Record { key: 1, enter: 0, exit: 10 }];
-        let (n, mut out, _) = roundtrip(&records, 64);
+        let (n, mut out) = roundtrip(&records, 64);
         out[3] ^= 0x04;
         let mut scratch = [0u8; FRAME_MAX + 8];
         let (_, frame) = frames(&out[..n]).next().unwrap();

@@ -32,11 +32,7 @@ fn encode<const N: usize>(records: &[Record], bits: u32) -> Vec<u8> {
     let mut enc = SpanEncoder::<N>::new(9, bits);
     enc.begin(0);
     for r in records {
-        if !enc.push(r) {
-            enc.finish(&mut sink).unwrap();
-            enc.begin(0);
-            assert!(enc.push(r));
-        }
+        enc.send(r, &mut sink).unwrap();
     }
     enc.finish(&mut sink).unwrap();
     sink.0

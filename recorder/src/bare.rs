@@ -218,7 +218,7 @@ fn begin<S: Sink>(
     })?;
     // Compact records where the recorder's words are 32 bits (so are the
     // counter readings it kept), or where the counter is 32 bits or fewer.
-    let compact = core::mem::size_of::<Word>() == 4 || clock.counter_bits <= 32;
+    let compact = ringtrace_format::layout::records_compact(core::mem::size_of::<Word>(), clock.counter_bits);
     let mut clock = clock;
     if compact {
         clock.counter_bits = clock.counter_bits.min(32);

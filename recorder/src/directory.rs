@@ -17,8 +17,9 @@
 //!
 //! Entries are linked and unlinked only under the registry lock (a
 //! firmware: by its one start-up call), each by one release store of a
-//! `next` or `FIRST` word, after the entry's own words are written: a snapshot taken at any instant sees the list without the
-//! entry or with it whole. The latest anchor is written under a sequence
+//! `next` or `FIRST` word, after the entry's own words are written: a
+//! snapshot taken at any instant sees the list without the entry or with it
+//! whole. The latest anchor is written under a sequence
 //! count (odd while it is being written). A core holds the memory as the
 //! stopped threads left it; on x86_64 stores become visible in program
 //! order, and release stores give the same on aarch64; a halted
@@ -119,8 +120,8 @@ pub(crate) fn set_latest(anchor: Anchor) {
     d.words[dir::LATEST_SEQ].store((seq | 1) + 1, Ordering::Release);
 }
 
-/// Fills `track`'s entry — thread `tid`, named `name`, `state` [`STATE_LIVE`] or
-/// [`STATE_EXITED`] — and links it first in the list, unless it is linked already. The
+/// Fills `track`'s entry — thread `tid`, named `name`, [`STATE_LIVE`] — and links it first
+/// in the list, unless it is linked already. The
 /// track and the name stay where they are for as long as the entry is linked (a
 /// registered, boxed `ThreadRing`; a firmware's statics), and no other link or
 /// unlink runs meanwhile (the registry lock; a firmware's one start-up call).

@@ -65,7 +65,8 @@ pub fn to_dump(bytes: &[u8]) -> Result<Vec<u8>, WireFileError> {
     let mut scratch = vec![0u8; FRAME_MAX + 8];
     let mut losses = Vec::new();
     // The first info frame tells how to read every spans frame, those before it too.
-    let is_info = |f: &[u8]| matches!(Frame::decode(f, &mut vec![0u8; FRAME_MAX + 8]), Ok(Frame::Info(_)));
+    let mut probe = vec![0u8; FRAME_MAX + 8];
+    let mut is_info = |f: &[u8]| matches!(Frame::decode(f, &mut probe), Ok(Frame::Info(_)));
     let info_bytes = frames(bytes).find_map(|(_, f)| f.ok().filter(|f| is_info(f))).ok_or(WireFileError::NoInfo)?;
     let mut info_scratch = vec![0u8; FRAME_MAX + 8];
     let Ok(Frame::Info(info)) = Frame::decode(info_bytes, &mut info_scratch) else { return Err(WireFileError::NoInfo) };
@@ -251,11 +252,7 @@ mod tests {
         let mut enc = SpanEncoder::<128>::new(1, bits);
         enc.begin(0);
         for r in records {
-            if !enc.push(r) {
-                enc.finish(&mut sink).unwrap();
-                enc.begin(0);
-                assert!(enc.push(r));
-            }
+            enc.send(r, &mut sink).unwrap();
         }
         enc.finish(&mut sink).unwrap();
         sink.0

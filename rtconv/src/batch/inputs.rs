@@ -82,13 +82,7 @@ fn is_core_entry(path: &str) -> bool {
 
 /// A file's bytes as the batch's item: a core's rings, a wire stream's spans, as a dump.
 fn dump_item(name: String, bytes: Bytes, file_time: Option<std::time::SystemTime>, note: Option<String>) -> Item {
-    if crate::wire_file::is_wire(&bytes) {
-        return match crate::wire_file::to_dump(&bytes) {
-            Ok(dump) => Item::Dump { name, bytes: Bytes::from_vec(dump), note },
-            Err(e) => Item::Unreadable { name, reason: e.to_string() },
-        };
-    }
-    match crate::core_file::dump_of(bytes, file_time) {
+    match crate::model::dump_of(bytes, file_time) {
         Ok(bytes) => Item::Dump { name, bytes, note },
         Err(e) => Item::Unreadable { name, reason: e.to_string() },
     }

@@ -51,10 +51,10 @@ impl Inputs<'_> {
 }
 
 /// The dump the memory images of `memory` hold, with the firmware `elf`: (the first image's
-/// path, the dump); `None` if no image is given. An error names the file that cannot be read.
-pub fn memory_dump(memory: &MemoryArgs, elf: Option<&Path>) -> Option<Result<(PathBuf, Vec<u8>), String>> {
-    let (first, _) = memory.memory.first()?;
-    let elf = elf?; // clap requires --elf with --memory
+/// path, the dump); `None` if no image is given. An image or ELF that cannot be read, or holds
+/// no rings, is said in one line and ends the command (exit 1).
+pub fn memory_dump(memory: &MemoryArgs, elf: Option<&Path>) -> Result<Option<(PathBuf, Vec<u8>)>, ExitCode> {
+    let (Some((first, _)), Some(elf)) = (memory.memory.first(), elf) else { return Ok(None) }; // clap requires --elf
     let read = |path: &Path| std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()));
     let made = (|| {
         let elf_bytes = read(elf)?;
@@ -65,7 +65,13 @@ pub fn memory_dump(memory: &MemoryArgs, elf: Option<&Path>) -> Option<Result<(Pa
         rtconv::core_file::memory_to_dump(elf, &elf_bytes, &images, memory.counter_hz)
             .map_err(|e| format!("{} (with {}): {e}", first.display(), elf.display()))
     })();
-    Some(made.map(|dump| (first.clone(), dump)))
+    match made {
+        Ok(dump) => Ok(Some((first.clone(), dump))),
+        Err(e) => {
+            diag::error(&e);
+            Err(ExitCode::FAILURE)
+        }
+    }
 }
 
 /// `rtconv convert`.
@@ -79,12 +85,9 @@ pub fn run(args: ConvertArgs) -> ExitCode {
     };
     let format = format_of(format, &args.chrome);
     let inputs = match memory_dump(&args.memory, args.symbols.exe.as_deref()) {
-        Some(Ok((name, dump))) => Inputs::Memory(name, dump),
-        Some(Err(e)) => {
-            diag::error(&e);
-            return ExitCode::FAILURE;
-        }
-        None => Inputs::Dumps(&args.dumps),
+        Ok(Some((name, dump))) => Inputs::Memory(name, dump),
+        Ok(None) => Inputs::Dumps(&args.dumps),
+        Err(code) => return code,
     };
     convert_to(&inputs, format, args.output.as_deref(), args.symbols.options(), &args.filter.filter())
 }
@@ -105,21 +108,13 @@ pub fn run_stats(args: StatsArgs, color: When) -> ExitCode {
         color: output == Output::Table && output::file(args.output.as_deref()).is_none() && color.stdout(),
     };
     match memory_dump(&args.memory, args.symbols.exe.as_deref()) {
-        Some(Ok((name, dump))) => {
+        Ok(Some((name, dump))) => {
             let (symbols, filter) = (args.symbols.options(), args.filter.filter());
-            return convert_to(
-                &Inputs::Memory(name, dump),
-                Format::Stats(opts),
-                args.output.as_deref(),
-                symbols,
-                &filter,
-            );
+            let output = args.output.as_deref();
+            return convert_to(&Inputs::Memory(name, dump), Format::Stats(opts), output, symbols, &filter);
         }
-        Some(Err(e)) => {
-            diag::error(&e);
-            return ExitCode::FAILURE;
-        }
-        None => {}
+        Ok(None) => {}
+        Err(code) => return code,
     }
     // One dump file (or one path that is no directory: refused as a dump, by name): its own
     // tables. Anything else: merged over every dump.

@@ -19,12 +19,8 @@ pub fn run(args: InfoArgs) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let memory = match super::convert::memory_dump(&args.memory, args.symbols.exe.as_deref()) {
-        Some(Ok(made)) => Some(made),
-        Some(Err(e)) => {
-            diag::error(&e);
-            return ExitCode::FAILURE;
-        }
-        None => None,
+        Ok(memory) => memory,
+        Err(code) => return code,
     };
     let opts = args.symbols.options();
     let mut out = match Sink::open(args.output.as_deref()) {

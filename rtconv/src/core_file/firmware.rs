@@ -51,11 +51,13 @@ pub fn memory_to_dump(
         Some(a) => (a, Found::Symbol),
         None => (rings::scan(snap).ok_or(CoreError::NoDirectory)?, Found::Scan),
     };
-    // The directory's fixed part must come from an image: the ELF file holds only its initial
-    // values, which list no ring.
-    let fixed = 8 + 8 * ringtrace_format::directory::DIR_WORDS as u64;
-    let imaged = |a: u64| images.iter().any(|i| a >= i.address && a - i.address < i.bytes.len() as u64);
-    if !imaged(address) || !imaged(address.saturating_add(fixed / 2)) {
+    // The directory's fixed part (its magic and words, 4 bytes each at the least) must come from
+    // an image: the ELF file holds only its initial values, which list no ring.
+    let fixed = 8 + 4 * ringtrace_format::directory::DIR_WORDS as u64;
+    let in_an_image = images
+        .iter()
+        .any(|i| address.checked_sub(i.address).is_some_and(|at| at.saturating_add(fixed) <= i.bytes.len() as u64));
+    if !in_an_image {
         return Err(CoreError::NotInImages { address });
     }
     if how == Found::Scan {
@@ -64,11 +66,12 @@ pub fn memory_to_dump(
             elf_path.display()
         ));
     }
-    // The code: the file's executable segments, loaded where it says.
-    let code = file.segments().filter(is_code);
-    let (start, end) = code.fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s.address()), hi.max(s.address() + s.size())));
+    // The code: the file's executable segments, loaded where it says (none: an empty range).
+    let code = || file.segments().filter(is_code);
+    let start = code().map(|s| s.address()).min().unwrap_or(0);
+    let end = code().map(|s| s.address().saturating_add(s.size())).max().unwrap_or(0);
     let module = CoreModule {
-        start: start.min(end),
+        start,
         end,
         bias: 0,
         build_id: file.build_id().ok().flatten().unwrap_or_default().to_vec(),

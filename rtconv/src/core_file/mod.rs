@@ -44,7 +44,6 @@ use ringtrace_format::{
     Anchor, ClockInfo, CompactRecord, CounterKind, DumpReason, IoSink, MetaInfo, Module, RateSource, Writer,
 };
 
-use crate::io::FileBytes;
 use elf_core::Core;
 pub use elf_core::CoreFormatError;
 pub use firmware::{Image, memory_to_dump};
@@ -55,14 +54,6 @@ use rings::Snapshot;
 /// Whether `bytes` are an ELF core file.
 pub fn is_core(bytes: &[u8]) -> bool {
     elf_core::is_core(bytes)
-}
-
-/// `bytes` as a dump: a core's rings written as one, anything else as it is.
-pub fn dump_of(bytes: FileBytes, file_time: Option<SystemTime>) -> Result<FileBytes, CoreError> {
-    if !is_core(&bytes) {
-        return Ok(bytes);
-    }
-    to_dump(&bytes, file_time, Files::Read).map(FileBytes::from_vec)
 }
 
 /// Whether a file's name is one cores are given: `core`, `core.PID`, `NAME.core`.
@@ -187,7 +178,7 @@ fn write(
     }
     // As a firmware's own dump: compact 12-byte records where the ring words are 32 bits, or the
     // counter is.
-    let compact = found.record_word_bytes == 4 || clock.counter_bits <= 32;
+    let compact = ringtrace_format::layout::records_compact(found.record_word_bytes as usize, clock.counter_bits);
     if compact {
         clock.counter_bits = clock.counter_bits.min(32);
     }

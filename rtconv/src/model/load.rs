@@ -248,21 +248,13 @@ pub enum LoadError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// A core file without readable rings.
+    /// A core file or a wire stream without readable rings.
     #[error("{}: {source}", path.display())]
-    Core {
-        /// The core.
+    Converted {
+        /// The file.
         path: PathBuf,
         /// Why no rings were read.
-        source: crate::core_file::CoreError,
-    },
-    /// A wire stream without readable spans.
-    #[error("{}: {source}", path.display())]
-    Wire {
-        /// The stream's file.
-        path: PathBuf,
-        /// Why no spans were read.
-        source: crate::wire_file::WireFileError,
+        source: ConvertError,
     },
     /// The file header is unusable, so nothing can be salvaged.
     #[error("{}: {source}{hint}", path.display())]
@@ -288,11 +280,31 @@ pub fn open(path: &Path) -> Result<FileBytes, LoadError> {
     let core = peek_core(path).map_err(io)?;
     let bytes = map_file(path, if core { Pages::OnDemand } else { Pages::Populate }).map_err(io)?;
     let file_time = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    if !core && crate::wire_file::is_wire(&bytes) {
-        let dump = crate::wire_file::to_dump(&bytes).map_err(|source| LoadError::Wire { path: path.into(), source })?;
+    dump_of(bytes, file_time).map_err(|source| LoadError::Converted { path: path.into(), source })
+}
+
+/// Why a core file or a wire stream yields no dump.
+#[derive(Debug, thiserror::Error)]
+pub enum ConvertError {
+    /// The core's rings could not be read.
+    #[error(transparent)]
+    Core(#[from] crate::core_file::CoreError),
+    /// The stream's spans could not be read.
+    #[error(transparent)]
+    Wire(#[from] crate::wire_file::WireFileError),
+}
+
+/// A file's `bytes` as a dump: a core's rings ([`crate::core_file`]) or a wire stream's spans
+/// ([`crate::wire_file`]) written as one, a dump as it is. `file_time` dates a core's crash.
+pub fn dump_of(bytes: FileBytes, file_time: Option<std::time::SystemTime>) -> Result<FileBytes, ConvertError> {
+    if crate::core_file::is_core(&bytes) {
+        let dump = crate::core_file::to_dump(&bytes, file_time, crate::core_file::Files::Read)?;
         return Ok(FileBytes::from_vec(dump));
     }
-    crate::core_file::dump_of(bytes, file_time).map_err(|source| LoadError::Core { path: path.into(), source })
+    if crate::wire_file::is_wire(&bytes) {
+        return Ok(FileBytes::from_vec(crate::wire_file::to_dump(&bytes)?));
+    }
+    Ok(bytes)
 }
 
 /// Whether the file at `path` is read as something else than the dump it is not: a core file or

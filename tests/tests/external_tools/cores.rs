@@ -102,6 +102,20 @@ fn info_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()[0].clone()
 }
 
+/// `tests/c/lua_crash.c`'s `exe` run through `launcher` in `dir` (where its core and its dump,
+/// `lua.rtd`, land), core files unlimited, in `mode` (`abort` or `write`) on `tests/c/crash.lua`.
+fn lua_crash(launcher: &str, exe: &Path, dir: &Path, mode: &str) -> Command {
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", &format!("ulimit -c unlimited && exec {launcher} \"$@\""), "sh"])
+        .arg(exe)
+        .arg(workspace_root().join("tests/c/crash.lua"))
+        .arg(mode)
+        .arg(dir.join("lua.rtd"))
+        .current_dir(dir);
+    command
+}
+
 #[test]
 fn lua_aborted_deep_in_its_calls_leaves_a_core_whose_open_spans_are_gdbs_backtrace() {
     kernel_writes_core_files();
@@ -110,18 +124,11 @@ fn lua_aborted_deep_in_its_calls_leaves_a_core_whose_open_spans_are_gdbs_backtra
     let include = format!("-I{}", env!("RINGTRACE_TESTS_LUA_INCLUDE_DIR"));
     let driver = workspace_root().join("tests/c/lua_crash.c");
     let exe = link(&dir, "lua_crash", &[driver, lib], &[&include, "-finstrument-functions"], true);
-    let script = workspace_root().join("tests/c/crash.lua");
 
     // Twice, with the same arguments' lengths and environment and no address randomisation, so
     // both runs make the same calls: once aborting (a core), once writing a dump instead.
     let run = |mode: &str| {
-        Command::new("sh")
-            .args(["-c", "ulimit -c unlimited && exec setarch -R \"$@\"", "sh"])
-            .arg(&exe)
-            .arg(&script)
-            .arg(mode)
-            .arg(dir.join("lua.rtd"))
-            .current_dir(&*dir)
+        lua_crash("setarch -R", &exe, &dir, mode)
             .env("REFERENCE_HOOKS_ON_SIGNAL", "1")
             .env("REFERENCE_HOOKS_OUT", dir.join(format!("counts.{mode}")))
             .output()
@@ -337,21 +344,10 @@ fn lua_built_for_aarch64_aborting_under_qemu_user_leaves_a_core_whose_open_spans
         .status()
         .unwrap();
     assert!(status.success(), "cross-linking lua_crash failed");
-    let script = workspace_root().join("tests/c/crash.lua");
     // Twice, as on x86_64 (see lua_crash.c): once aborting (qemu-user writes the guest's core,
     // qemu_lua_crash_DATE_PID.core), once writing a dump where the first died.
-    let run = |mode: &str| {
-        Command::new("sh")
-            .args(["-c", "ulimit -c unlimited && exec setarch -R timeout -s KILL 300 qemu-aarch64 \"$@\"", "sh"])
-            .arg(&exe)
-            .arg(&script)
-            .arg(mode)
-            .arg(dir.join("lua.rtd"))
-            .current_dir(&*dir)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let launcher = "setarch -R timeout -s KILL 300 qemu-aarch64";
+    let run = |mode: &str| lua_crash(launcher, &exe, &dir, mode).stdin(std::process::Stdio::null()).output().unwrap();
     let aborted = run("abort");
     assert_eq!(aborted.status.signal(), Some(libc::SIGABRT), "{}", String::from_utf8_lossy(&aborted.stderr));
     let written = run("write");

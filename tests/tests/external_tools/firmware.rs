@@ -136,11 +136,7 @@ fn wire_stream(dump: &Path) -> (Vec<u8>, f64) {
             let mut enc = SpanEncoder::<1024>::new(info.tid, clock.counter_bits);
             enc.begin(0);
             for r in records.iter() {
-                if !enc.push(&r) {
-                    enc.finish(&mut out).unwrap();
-                    enc.begin(0);
-                    assert!(enc.push(&r));
-                }
+                enc.send(&r, &mut out).unwrap();
                 spans += 1;
             }
             enc.finish(&mut out).unwrap();
