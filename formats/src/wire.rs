@@ -57,6 +57,8 @@ pub const KIND_SPANS: u8 = 1;
 pub const KIND_INFO: u8 = 2;
 /// A piece of the program's site descriptors (see [`write_sites`]).
 pub const KIND_SITES: u8 = 3;
+/// The end of a track's stream: how many spans it sent and dropped in all (see [`write_end`]).
+pub const KIND_END: u8 = 4;
 /// The info frame's layout version.
 pub const INFO_VERSION: u64 = 1;
 /// The most bytes of site descriptors a stream carries.
@@ -212,6 +214,16 @@ impl<const N: usize> SpanEncoder<N> {
     /// Spans in the current frame.
     pub fn count(&self) -> u64 {
         self.count
+    }
+
+    /// Spans in the frames finished so far.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// The track the frames are of.
+    pub fn track(&self) -> u64 {
+        self.track
     }
 
     /// Adds `r` to the frame; `false` (the frame unchanged) if it does not fit: finish the
@@ -423,30 +435,69 @@ pub fn write_sites<S: Sink>(
     scratch: &mut [u8],
     sink: &mut S,
 ) -> Result<(), InfoError<S::Error>> {
-    let limit = scratch.len().min(FRAME_MAX).saturating_sub(4);
     let mut offset = 0;
-    while offset < bytes.len() || (offset == 0 && bytes.is_empty()) {
-        scratch[0] = KIND_SITES;
-        let mut at = Some(1);
-        for v in [base, bytes.len() as u64, offset as u64] {
-            at = at.and_then(|a| put_varint(&mut scratch[..limit], a, v));
-        }
-        let at = at.ok_or(InfoError::TooLong)?;
-        let piece = (limit - at).min(bytes.len() - offset);
-        if piece == 0 && !bytes.is_empty() {
-            return Err(InfoError::TooLong);
-        }
-        scratch[at..at + piece].copy_from_slice(&bytes[offset..offset + piece]);
-        let len = at + piece;
-        let crc = crate::crc::hash(&scratch[..len]);
-        scratch[len..len + 4].copy_from_slice(&crc.to_le_bytes());
-        cobs_write(&scratch[..len + 4], sink).map_err(InfoError::Sink)?;
-        offset += piece;
-        if bytes.is_empty() {
-            break;
+    loop {
+        offset = write_sites_piece(base, bytes, offset, scratch, sink)?;
+        if offset >= bytes.len() {
+            return Ok(());
         }
     }
-    Ok(())
+}
+
+/// Writes the one sites frame of `bytes` (at `base`) that starts at `offset`, as much as
+/// `scratch` holds; returns where the next piece starts (`bytes.len()` after the last).
+pub fn write_sites_piece<S: Sink>(
+    base: u64,
+    bytes: &[u8],
+    offset: usize,
+    scratch: &mut [u8],
+    sink: &mut S,
+) -> Result<usize, InfoError<S::Error>> {
+    let limit = scratch.len().min(FRAME_MAX).saturating_sub(4);
+    let offset = offset.min(bytes.len());
+    let mut at = scratch.first_mut().map(|k| *k = KIND_SITES).map(|()| 1);
+    for v in [base, bytes.len() as u64, offset as u64] {
+        at = at.and_then(|a| put_varint(&mut scratch[..limit], a, v));
+    }
+    let at = at.ok_or(InfoError::TooLong)?;
+    let piece = (limit - at).min(bytes.len() - offset);
+    if piece == 0 && offset < bytes.len() {
+        return Err(InfoError::TooLong);
+    }
+    scratch[at..at + piece].copy_from_slice(&bytes[offset..offset + piece]);
+    let len = at + piece;
+    let crc = crate::crc::hash(&scratch[..len]);
+    scratch[len..len + 4].copy_from_slice(&crc.to_le_bytes());
+    cobs_write(&scratch[..len + 4], sink).map_err(InfoError::Sink)?;
+    Ok(offset + piece)
+}
+
+/// Writes the end frame of `track`: it sent `sent` spans in all and dropped `dropped` (its
+/// buffer full). A reader that meets it knows the track's last frames came or were lost, and
+/// that nothing more of the track follows (the end of a live capture once every track ended).
+pub fn write_end<S: Sink>(track: u64, sent: u64, dropped: u64, sink: &mut S) -> Result<(), S::Error> {
+    let mut buf = [0u8; 1 + 3 * 10 + 4];
+    buf[0] = KIND_END;
+    let mut at = Some(1);
+    for v in [track, sent, dropped] {
+        at = at.and_then(|a| put_varint(&mut buf, a, v));
+    }
+    // Three varints of at most 10 bytes each fit.
+    let len = at.unwrap_or(1);
+    let crc = crate::crc::hash(&buf[..len]);
+    buf[len..len + 4].copy_from_slice(&crc.to_le_bytes());
+    cobs_write(&buf[..len + 4], sink)
+}
+
+/// An end frame: a track's totals (see [`write_end`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndFrame {
+    /// The track.
+    pub track: u64,
+    /// Spans it sent in all.
+    pub sent: u64,
+    /// Spans it dropped in all.
+    pub dropped: u64,
 }
 
 /// A piece of the site descriptors.
@@ -572,6 +623,8 @@ pub enum Frame<'a> {
     Info(InfoFrame<'a>),
     /// A piece of the site descriptors.
     Sites(SitesFrame<'a>),
+    /// A track's end, with its totals.
+    End(EndFrame),
 }
 
 impl<'a> Frame<'a> {
@@ -598,6 +651,13 @@ impl<'a> Frame<'a> {
             }
             Some(&KIND_INFO) => InfoFrame::parse(&body[1..]).map(Frame::Info),
             Some(&KIND_SITES) => SitesFrame::parse(&body[1..]).map(Frame::Sites),
+            Some(&KIND_END) => {
+                let mut at = 1;
+                let track = get_varint(body, &mut at)?;
+                let sent = get_varint(body, &mut at)?;
+                let dropped = get_varint(body, &mut at)?;
+                Ok(Frame::End(EndFrame { track, sent, dropped }))
+            }
             Some(&k) => Err(WireError::Kind(k)),
             None => Err(WireError::Crc),
         }

@@ -35,8 +35,10 @@ use ringtrace_format::layout::COMPACT_RECORD_SIZE;
 pub use ringtrace_format::{Anchor, ClockInfo, CounterKind, Module, RateSource, Record, Sink, SliceSink, WriteError};
 use ringtrace_format::{CompactRecord, DumpReason, MetaInfo, RingInfo, Writer};
 
+pub mod rtt;
 #[cfg(all(target_os = "none", any(target_arch = "arm", target_arch = "riscv32", target_arch = "riscv64")))]
 pub mod semihosting;
+pub mod stream;
 
 use crate::clock::Clock;
 use crate::open::OPEN_DEPTH;

@@ -352,6 +352,53 @@ pub fn convert_bytes(
     Ok(report)
 }
 
+/// Where a conversion written part by part stands: the part to write next, and the origin
+/// every part's times count from (set by the first).
+#[derive(Debug, Default)]
+pub struct Parts {
+    /// The next part's number.
+    pub next: u32,
+    origin_ns: Option<i64>,
+}
+
+/// How far before the first part's earliest span the parts' times count from: a span that
+/// arrives later but began earlier (a parent, an interrupted span) keeps its time, up to this.
+const PART_LEAD_NS: i64 = 3_600_000_000_000;
+
+/// Whether `format` can be written part by part, as a live capture arrives (Perfetto's
+/// protobuf, ftrace text); the others are written once, at its end.
+pub fn writes_parts(format: Format) -> bool {
+    matches!(format, Format::Perfetto | Format::Ftrace)
+}
+
+/// Writes the dump in `bytes` (a live capture's spans that came since the last part) as the
+/// next part of `format` (one that [`writes_parts`]) to `out`, times counted from the first
+/// part's origin.
+#[allow(clippy::too_many_arguments)]
+pub fn convert_part(
+    path: &Path,
+    bytes: &[u8],
+    format: Format,
+    opts: &symbolize::Options,
+    filter: &Filter,
+    cache: &symbolize::Cache,
+    parts: &mut Parts,
+    out: &mut dyn Write,
+) -> Result<Report, ConvertError> {
+    let Prepared { trace, names, timebase, mut report } = prepare(path, bytes, opts, cache)?;
+    let mut timeline = Timeline::new(&trace, &names, timebase).filtered(filter);
+    timeline.origin_ns = *parts.origin_ns.get_or_insert(timeline.origin_ns.saturating_sub(PART_LEAD_NS));
+    let part = parts.next;
+    parts.next = parts.next.saturating_add(1);
+    let written = match format {
+        Format::Ftrace => render::ftrace::write_part(&timeline, part == 0, out),
+        _ => render::perfetto::write_part(&timeline, part, out),
+    };
+    let found = written.and_then(|found| out.flush().map(|()| found)).map_err(ConvertError::Output)?;
+    check_timeline(&timeline, found, false, &mut report);
+    Ok(report)
+}
+
 /// Writes `timeline` in `format`; returns what its spans had wrong.
 fn render(timeline: &Timeline<'_>, format: Format, out: &mut dyn Write) -> io::Result<Anomalies> {
     match format {

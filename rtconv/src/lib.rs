@@ -75,6 +75,7 @@ pub mod diff;
 pub mod export;
 pub mod info;
 pub mod io;
+pub mod live;
 pub mod model;
 pub mod pack;
 pub mod render;

@@ -97,8 +97,15 @@ pub(crate) enum Command {
 #[derive(clap::Args)]
 pub(crate) struct ConvertArgs {
     /// The dump(s) to convert; several are merged into one Chrome trace, aligned by their realtime anchors.
+    /// A live capture: `-` (standard input), `tcp://HOST:PORT`, or a file with --follow.
     #[arg(required_unless_present = "memory", conflicts_with = "memory")]
     pub(crate) dumps: Vec<PathBuf>,
+    /// Read a wire stream file live, as it grows (as `tail -f` does), until the stream ends
+    /// (each track's end frame), or Ctrl-C. A live capture needs no flag from standard input
+    /// (`-`) or a TCP socket (`tcp://HOST:PORT`: a probe's RTT server, a serial port's TCP
+    /// bridge, QEMU's `-serial tcp:`). Perfetto and ftrace outputs are written as spans arrive.
+    #[arg(long)]
+    pub(crate) follow: bool,
     /// Output format (default: what the -o name's extension says, else chrome).
     #[arg(short = 'f', long, value_enum)]
     pub(crate) format: Option<FormatArg>,
@@ -278,9 +285,16 @@ fn parse_size(text: &str) -> Result<u64, String> {
 #[derive(clap::Args)]
 pub(crate) struct StatsArgs {
     /// The dump to summarize; with several, or a directory, glob or archive, the figures are
-    /// merged over all of them, one table per program build-id.
+    /// merged over all of them, one table per program build-id. A live capture: `-` (standard
+    /// input), `tcp://HOST:PORT`, or a file with --follow.
     #[arg(required_unless_present = "memory", conflicts_with = "memory")]
     pub(crate) dumps: Vec<PathBuf>,
+    /// Read a wire stream file live, as it grows (as `tail -f` does), until the stream ends
+    /// (each track's end frame), or Ctrl-C. A live capture needs no flag from standard input
+    /// (`-`) or a TCP socket (`tcp://HOST:PORT`: a probe's RTT server, a serial port's TCP
+    /// bridge, QEMU's `-serial tcp:`). Perfetto and ftrace outputs are written as spans arrive.
+    #[arg(long)]
+    pub(crate) follow: bool,
     /// One table per thread instead of one over all threads.
     #[arg(long)]
     pub(crate) per_thread: bool,

@@ -84,6 +84,14 @@ pub fn run(args: ConvertArgs) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let format = format_of(format, &args.chrome);
+    match super::live::source_of(&args.dumps, args.follow) {
+        Ok(Some(from)) => {
+            let output = args.output.as_deref();
+            return super::live::run(&from, args.follow, format, output, args.symbols.options(), &args.filter.filter());
+        }
+        Ok(None) => {}
+        Err(e) => return usage(&e),
+    }
     let inputs = match memory_dump(&args.memory, args.symbols.exe.as_deref()) {
         Ok(Some((name, dump))) => Inputs::Memory(name, dump),
         Ok(None) => Inputs::Dumps(&args.dumps),
@@ -107,6 +115,14 @@ pub fn run_stats(args: StatsArgs, color: When) -> ExitCode {
         clean: args.clean,
         color: output == Output::Table && output::file(args.output.as_deref()).is_none() && color.stdout(),
     };
+    match super::live::source_of(&args.dumps, args.follow) {
+        Ok(Some(from)) => {
+            let (symbols, filter) = (args.symbols.options(), args.filter.filter());
+            return super::live::run(&from, args.follow, Format::Stats(opts), args.output.as_deref(), symbols, &filter);
+        }
+        Ok(None) => {}
+        Err(e) => return usage(&e),
+    }
     match memory_dump(&args.memory, args.symbols.exe.as_deref()) {
         Ok(Some((name, dump))) => {
             let (symbols, filter) = (args.symbols.options(), args.filter.filter());

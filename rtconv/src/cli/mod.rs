@@ -11,6 +11,7 @@ pub mod diag;
 pub mod diff;
 pub mod exit;
 pub mod info;
+pub mod live;
 pub mod man;
 pub mod output;
 pub mod progress;

@@ -25,19 +25,27 @@ use crate::model::{Anomalies, SpanNs, Timeline};
 
 /// Writes `tl` as function_graph text; returns what its spans had wrong.
 pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
+    write_part(tl, true, out)
+}
+
+/// Writes `tl` as one part of a text written as a live capture arrives: the header only with
+/// the first part; each part's threads introduced by their context switch blocks.
+pub fn write_part(tl: &Timeline<'_>, first: bool, out: &mut dyn Write) -> io::Result<Anomalies> {
     let mut out = Text::new(out);
-    let found = write_threads(tl, &mut out)?;
+    let found = write_threads(tl, first, &mut out)?;
     out.flush()?;
     Ok(found)
 }
 
-fn write_threads(tl: &Timeline<'_>, out: &mut Text<'_>) -> io::Result<Anomalies> {
-    out.write_all(b"# tracer: function_graph\n#\n")?;
-    if let Some(selection) = &tl.selection {
-        writeln!(out, "# filter: {}\n#", selection.filter.describe())?;
+fn write_threads(tl: &Timeline<'_>, header: bool, out: &mut Text<'_>) -> io::Result<Anomalies> {
+    if header {
+        out.write_all(b"# tracer: function_graph\n#\n")?;
+        if let Some(selection) = &tl.selection {
+            writeln!(out, "# filter: {}\n#", selection.filter.describe())?;
+        }
+        out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
+        out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
     }
-    out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
-    out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
     // Each key's entry and leaf text, with the line's end: one copy per line.
     let (mut entries, mut leaves, mut unwound_leaves) = (Pieces::default(), Pieces::default(), Pieces::default());
     for k in 0..tl.keys.len() {

@@ -284,10 +284,22 @@ impl Fields {
 
 /// Writes `tl` as a Perfetto trace to `out`; returns what its spans had wrong.
 pub fn write(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
-    write_trace(tl, out)
+    write_trace(tl, None, out)
 }
 
-fn write_trace(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> {
+/// Writes `tl` as part `part` (0, 1, …) of a trace written as a live capture arrives: the parts
+/// one after another are one trace. Each part's packets are on sequences of their own (the
+/// part's number in the high bits of their ids), each thread's track keeps its uuid (its tid
+/// plus 2) in every part, and times count from the same origin (`tl.origin_ns`, which the
+/// caller keeps); trace_processor orders the packets by time.
+pub fn write_part(tl: &Timeline<'_>, part: u32, out: &mut dyn Write) -> io::Result<Anomalies> {
+    write_trace(tl, Some(part), out)
+}
+
+fn write_trace(tl: &Timeline<'_>, part: Option<u32>, out: &mut dyn Write) -> io::Result<Anomalies> {
+    // Sequence ids are 32 bits: a part's in the high 16 (parts past 65,535 reuse ids, each
+    // sequence starting with its state cleared).
+    let sequence_base = part.map_or(0, |p| u64::from(p % 0xffff + 1) << 16);
     let trace = tl.trace;
     let pid = u64::from(trace.process.pid);
     let mut packets = Packets {
@@ -312,7 +324,7 @@ fn write_trace(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> 
     track.uint(TRACK_UUID, process_uuid);
     track.message(TRACK_PROCESS, &process);
     let mut first = Message::default();
-    first.uint(SEQUENCE_ID, 1);
+    first.uint(SEQUENCE_ID, sequence_base + 1);
     first.message(TRACK_DESCRIPTOR, &track);
     packets.write(&first.0)?;
 
@@ -321,8 +333,11 @@ fn write_trace(tl: &Timeline<'_>, out: &mut dyn Write) -> io::Result<Anomalies> 
     let mut scratch = Message::default();
     while let Some(mut t) = threads.next() {
         let thread = &trace.threads[t.thread];
-        let uuid = t.thread as u64 + 2;
-        packets.start_sequence(uuid);
+        let (uuid, sequence) = match part {
+            Some(_) => (thread.tid.saturating_add(2), sequence_base + (t.thread as u64 + 2) % 0xffff),
+            None => (t.thread as u64 + 2, t.thread as u64 + 2),
+        };
+        packets.start_sequence(sequence);
         // The sequence's first packet: state cleared; the defaults (the track, the clock);
         // the annotations' names; the clock, at 0 on BOOTTIME's 0. Then the track's descriptor.
         let mut descriptor = Message::default();

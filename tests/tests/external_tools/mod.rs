@@ -10,6 +10,7 @@ mod diff;
 mod export;
 mod firmware;
 mod firmware_ram;
+mod firmware_stream;
 mod fleet;
 mod hostile;
 mod nesting;

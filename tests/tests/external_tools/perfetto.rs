@@ -102,7 +102,7 @@ for s in out: print(json.dumps(s))
 "#;
 
 /// The slices of a Perfetto trace, as [`CHECK`] prints them.
-fn slices(trace: &Path) -> Vec<serde_json::Value> {
+pub(super) fn slices(trace: &Path) -> Vec<serde_json::Value> {
     let out = Command::new(venv("python")).arg("-c").arg(CHECK).arg(trace).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()

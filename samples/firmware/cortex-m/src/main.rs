@@ -13,6 +13,13 @@
 //! two lines of the handler, the `Dumper` published at start (so a RAM image
 //! read by a debugger converts) and written at the end.
 //!
+//! With the `stream` feature (tests/tests/external_tools/firmware_stream.rs) it runs 200 rounds
+//! — 36,400 spans, nine times what its ring holds — and streams its spans while it runs, over
+//! the board's UART (CMSDK UART0), or over RTT (`_SEGGER_RTT`) when a debugger sets
+//! `STREAM_RTT`; after each round it waits for the link to take every full frame, or with
+//! `STREAM_WAIT` cleared only offers them (what does not fit is dropped, counted). At the end it
+//! prints its own counts (`rounds R irq N fib F dropped M I`) and sends each track's end frame.
+//!
 //! After a crash (tests/tests/external_tools/firmware_ram.rs): a debugger that
 //! sets `FAULT_AT` to N before the loop makes the Nth call of `fib` execute an
 //! undefined instruction; the HardFault handler spins, or with `DUMP_AT_FAULT`
@@ -30,13 +37,15 @@ use ringtrace::Track;
 use ringtrace::bare::semihosting::{HostFile, exit};
 use ringtrace::bare::{Dumper, image};
 use ringtrace::clock::SysTick;
-use ringtrace::ring::Slot;
+use ringtrace::ring::{Mode, Slot};
 
 /// Rounds of the main loop, and records the main ring holds: all of them
 /// (20 rounds of 182 spans), or on Armv6-M (QEMU's micro:bit, 16 KiB of
 /// RAM) 2 rounds in 512 records.
-#[cfg(target_has_atomic = "32")]
+#[cfg(all(target_has_atomic = "32", not(feature = "stream")))]
 const ROUNDS: u32 = 20;
+#[cfg(all(target_has_atomic = "32", feature = "stream"))]
+const ROUNDS: u32 = 200;
 #[cfg(target_has_atomic = "32")]
 const MAIN_RECORDS: usize = 4096;
 #[cfg(not(target_has_atomic = "32"))]
@@ -55,9 +64,12 @@ const TICKS_PER_SECOND: u32 = 1000;
 const TICKS_PER_SECOND: u32 = 4000;
 
 static MAIN_SLOTS: [Slot; MAIN_RECORDS] = [const { Slot::new() }; MAIN_RECORDS];
-static MAIN: Track = Track::new(&MAIN_SLOTS);
+/// A flight recorder's rings overwrite; a stream's stop when full (what the link did not take
+/// in time is dropped and counted, not overwritten unseen).
+const MODE: Mode = if cfg!(feature = "stream") { Mode::StopWhenFull } else { Mode::Overwrite };
+static MAIN: Track = Track::with_mode(&MAIN_SLOTS, MODE);
 static IRQ_SLOTS: [Slot; 32] = [const { Slot::new() }; 32];
-static IRQ: Track = Track::new(&IRQ_SLOTS);
+static IRQ: Track = Track::with_mode(&IRQ_SLOTS, MODE);
 static TRACKS: [(&[u8], &Track); 2] = [(b"main", &MAIN), (b"SysTick", &IRQ)];
 
 static DUMPER: Dumper<'static> = Dumper::new::<SysTick>(b"fw-cortex-m").tracks(&TRACKS);
@@ -139,6 +151,12 @@ fn SysTick() {
     black_box(irq_work(n));
 }
 
+/// One round of the main loop.
+fn one_round(round: u32) -> u32 {
+    ringtrace::pulse!(clock = SysTick, "loop");
+    fib(10).wrapping_add(middle(round)).wrapping_add(pair(round))
+}
+
 unsafe extern "C" {
     /// cortex-m-rt's linker script: the start and end of `.text`.
     static __stext: u8;
@@ -151,10 +169,18 @@ fn main() -> ! {
     // SAFETY: privileged, on a Cortex-M, and nothing else uses SysTick.
     unsafe { SysTick::start(CORE_HZ / TICKS_PER_SECOND - 1, CORE_HZ) };
     DUMPER.publish();
+    #[cfg(feature = "stream")]
+    stream::run(one_round);
+    #[cfg(not(feature = "stream"))]
+    run_and_dump()
+}
+
+/// The rounds, then the dump, written through semihosting.
+#[cfg(not(feature = "stream"))]
+fn run_and_dump() -> ! {
     let mut total = 0u32;
     for round in 0..ROUNDS {
-        ringtrace::pulse!(clock = SysTick, "loop");
-        total = total.wrapping_add(fib(10)).wrapping_add(middle(round)).wrapping_add(pair(round));
+        total = total.wrapping_add(one_round(round));
     }
     black_box(total);
 
@@ -172,6 +198,105 @@ fn write_dump(name: &core::ffi::CStr) -> bool {
     let code = [image(&raw const __stext, &raw const __etext, b"fw-cortex-m")];
     let dumper = DUMPER.modules(&code);
     HostFile::create(name).map(|file| dumper.write(file).is_ok()) == Some(true)
+}
+
+/// The stream: the rounds, then the counts and the end frames.
+#[cfg(feature = "stream")]
+mod stream {
+    use super::*;
+    use ringtrace::bare::rtt::Rtt;
+    use ringtrace::bare::stream::{Link, Streamer, UartLink};
+
+    /// Set by a debugger: stream over RTT instead of the UART.
+    #[unsafe(no_mangle)]
+    static STREAM_RTT: AtomicU32 = AtomicU32::new(0);
+    /// Cleared by a debugger: after each round only offer the link what is ready, never wait.
+    #[unsafe(no_mangle)]
+    static STREAM_WAIT: AtomicU32 = AtomicU32::new(1);
+    /// Rounds to run: a debugger may ask for more (a stream to cut in the middle).
+    #[unsafe(no_mangle)]
+    static STREAM_ROUNDS: AtomicU32 = AtomicU32::new(ROUNDS);
+    #[unsafe(no_mangle)]
+    static _SEGGER_RTT: Rtt<1024> = Rtt::new();
+
+    /// mps2-an385's CMSDK UART0: data, state (bit 0: transmit buffer full), control (bit 0:
+    /// transmit enabled) and the baud divider.
+    const UART0: usize = 0x4000_4000;
+
+    fn uart_put(b: u8) -> bool {
+        // SAFETY: UART0's registers on mps2-an385; this program is their one user.
+        unsafe {
+            if ((UART0 + 4) as *const u32).read_volatile() & 1 != 0 {
+                return false;
+            }
+            (UART0 as *mut u32).write_volatile(u32::from(b));
+        }
+        true
+    }
+
+    enum Either {
+        Rtt(ringtrace::bare::rtt::UpChannel<1024>),
+        Uart(UartLink<fn(u8) -> bool>),
+    }
+
+    impl Either {
+        /// Bytes the reader has not taken yet: a probe reads an RTT buffer when it polls.
+        fn unread(&self) -> usize {
+            match self {
+                Either::Rtt(up) => up.unread(),
+                Either::Uart(_) => 0,
+            }
+        }
+    }
+
+    impl Link for Either {
+        fn write(&mut self, bytes: &[u8]) -> usize {
+            match self {
+                Either::Rtt(up) => up.write(bytes),
+                Either::Uart(uart) => uart.write(bytes),
+            }
+        }
+    }
+
+    pub fn run(round: fn(u32) -> u32) -> ! {
+        let rounds = STREAM_ROUNDS.load(Ordering::Relaxed);
+        let link = if STREAM_RTT.load(Ordering::Relaxed) != 0 {
+            Either::Rtt(_SEGGER_RTT.init(c"ringtrace"))
+        } else {
+            // SAFETY: as in `uart_put`.
+            unsafe {
+                ((UART0 + 0x10) as *mut u32).write_volatile(16);
+                ((UART0 + 8) as *mut u32).write_volatile(1);
+            }
+            Either::Uart(UartLink(uart_put as fn(u8) -> bool))
+        };
+        let code = [image(&raw const __stext, &raw const __etext, b"fw-cortex-m")];
+        let mut streamer = Streamer::<_, 2>::new(DUMPER.modules(&code), link);
+        let wait = STREAM_WAIT.load(Ordering::Relaxed) != 0;
+        let mut total = 0u32;
+        for r in 0..rounds {
+            total = total.wrapping_add(round(r));
+            if wait {
+                while !streamer.poll() {}
+            } else {
+                streamer.poll();
+            }
+        }
+        black_box(total);
+        // The timer stopped: the counts are final, and nothing records after them.
+        // SAFETY: SysTick's control register; this program is its one user.
+        unsafe { (0xE000_E010 as *mut u32).write_volatile(0) };
+        let (irq, fib) = (SYSTICKS.load(Ordering::Relaxed), FIB_CALLS.load(Ordering::Relaxed));
+        let (main_dropped, irq_dropped) = (MAIN.ring().dropped(), IRQ.ring().dropped());
+        while !streamer.end() {}
+        // The end frames are on the link; exiting before the probe read them would lose them.
+        while streamer.link().unread() > 0 {}
+        if let Some(mut console) = HostFile::console() {
+            let _ = writeln!(console, "rounds {rounds} irq {irq} fib {fib} dropped {main_dropped} {irq_dropped}");
+        }
+        exit(true);
+        halt()
+    }
 }
 
 #[panic_handler]

@@ -7,6 +7,11 @@
 //! (`rounds R irq N`). Spans are timed by `mcycle`, or with the `mtime` feature
 //! by the CLINT's `mtime`.
 //!
+//! With the `stream` feature (tests/tests/external_tools/firmware_stream.rs) it runs 200 rounds
+//! and streams its spans while it runs, over the board's NS16550 UART, or over RTT
+//! (`_SEGGER_RTT`) when a debugger sets `STREAM_RTT`, as the Cortex-M sample does (its doc
+//! says how), printing `rounds R irq N fib F dropped M I` at the end.
+//!
 //! After a crash (tests/tests/external_tools/firmware_ram.rs): a debugger that
 //! sets `FAULT_AT` to N before the loop makes the Nth call of `fib` execute an
 //! illegal instruction; the exception handler spins, or with `DUMP_AT_FAULT`
@@ -22,10 +27,13 @@ use ringtrace::Track;
 
 use ringtrace::bare::semihosting::{HostFile, exit};
 use ringtrace::bare::{Dumper, image};
-use ringtrace::ring::Slot;
+use ringtrace::ring::{Mode, Slot};
 use riscv::interrupt::Interrupt;
 
+#[cfg(not(feature = "stream"))]
 const ROUNDS: u32 = 20;
+#[cfg(feature = "stream")]
+const ROUNDS: u32 = 200;
 /// The CLINT of QEMU's virt board: hart 0's `mtimecmp`, and `mtime`, at 10 MHz.
 const MTIMECMP: *mut u32 = 0x0200_4000 as *mut u32;
 const MTIME: *const u32 = 0x0200_BFF8 as *const u32;
@@ -38,9 +46,12 @@ type SpanClock = ringtrace::clock::Fast;
 type SpanClock = ringtrace::clock::Mtime;
 
 static MAIN_SLOTS: [Slot; 4096] = [const { Slot::new() }; 4096];
-static MAIN: Track = Track::new(&MAIN_SLOTS);
+/// A flight recorder's rings overwrite; a stream's stop when full (what the link did not take
+/// in time is dropped and counted, not overwritten unseen).
+const MODE: Mode = if cfg!(feature = "stream") { Mode::StopWhenFull } else { Mode::Overwrite };
+static MAIN: Track = Track::with_mode(&MAIN_SLOTS, MODE);
 static IRQ_SLOTS: [Slot; 128] = [const { Slot::new() }; 128];
-static IRQ: Track = Track::new(&IRQ_SLOTS);
+static IRQ: Track = Track::with_mode(&IRQ_SLOTS, MODE);
 static TRACKS: [(&[u8], &Track); 2] = [(b"main", &MAIN), (b"timer", &IRQ)];
 
 static DUMPER: Dumper<'static> = Dumper::new::<SpanClock>(b"fw-riscv").tracks(&TRACKS);
@@ -167,10 +178,24 @@ fn main() -> ! {
         riscv::register::mie::set_mtimer();
         riscv::interrupt::enable();
     }
+    #[cfg(feature = "stream")]
+    stream::run(one_round);
+    #[cfg(not(feature = "stream"))]
+    run_and_dump()
+}
+
+/// One round of the main loop.
+fn one_round(round: u32) -> u32 {
+    ringtrace::pulse!(clock = SpanClock, "loop");
+    fib(10).wrapping_add(middle(round)).wrapping_add(pair(round))
+}
+
+/// The rounds, then the dump, written through semihosting.
+#[cfg(not(feature = "stream"))]
+fn run_and_dump() -> ! {
     let mut total = 0u32;
     for round in 0..ROUNDS {
-        ringtrace::pulse!(clock = SpanClock, "loop");
-        total = total.wrapping_add(fib(10)).wrapping_add(middle(round)).wrapping_add(pair(round));
+        total = total.wrapping_add(one_round(round));
     }
     black_box(total);
 
@@ -188,6 +213,99 @@ fn write_dump(name: &core::ffi::CStr) -> bool {
     let code = [image(&raw const __stext, &raw const __etext, b"fw-riscv")];
     let dumper = DUMPER.modules(&code);
     HostFile::create(name).map(|file| dumper.write(file).is_ok()) == Some(true)
+}
+
+/// The stream: the rounds, then the counts and the end frames.
+#[cfg(feature = "stream")]
+mod stream {
+    use super::*;
+    use ringtrace::bare::rtt::Rtt;
+    use ringtrace::bare::stream::{Link, Streamer, UartLink};
+
+    /// Set by a debugger: stream over RTT instead of the UART.
+    #[unsafe(no_mangle)]
+    static STREAM_RTT: AtomicU32 = AtomicU32::new(0);
+    /// Cleared by a debugger: after each round only offer the link what is ready, never wait.
+    #[unsafe(no_mangle)]
+    static STREAM_WAIT: AtomicU32 = AtomicU32::new(1);
+    /// Rounds to run: a debugger may ask for more (a stream to cut in the middle).
+    #[unsafe(no_mangle)]
+    static STREAM_ROUNDS: AtomicU32 = AtomicU32::new(ROUNDS);
+    #[unsafe(no_mangle)]
+    static _SEGGER_RTT: Rtt<1024> = Rtt::new();
+
+    /// The virt board's NS16550: transmit holding register, and the line status register
+    /// (bit 5: the transmitter can take a byte).
+    const UART: usize = 0x1000_0000;
+
+    fn uart_put(b: u8) -> bool {
+        // SAFETY: the NS16550's registers on QEMU's virt board; this program is their one user.
+        unsafe {
+            if ((UART + 5) as *const u8).read_volatile() & 0x20 == 0 {
+                return false;
+            }
+            (UART as *mut u8).write_volatile(b);
+        }
+        true
+    }
+
+    enum Either {
+        Rtt(ringtrace::bare::rtt::UpChannel<1024>),
+        Uart(UartLink<fn(u8) -> bool>),
+    }
+
+    impl Either {
+        /// Bytes the reader has not taken yet: a probe reads an RTT buffer when it polls.
+        fn unread(&self) -> usize {
+            match self {
+                Either::Rtt(up) => up.unread(),
+                Either::Uart(_) => 0,
+            }
+        }
+    }
+
+    impl Link for Either {
+        fn write(&mut self, bytes: &[u8]) -> usize {
+            match self {
+                Either::Rtt(up) => up.write(bytes),
+                Either::Uart(uart) => uart.write(bytes),
+            }
+        }
+    }
+
+    pub fn run(round: fn(u32) -> u32) -> ! {
+        let rounds = STREAM_ROUNDS.load(Ordering::Relaxed);
+        let link = if STREAM_RTT.load(Ordering::Relaxed) != 0 {
+            Either::Rtt(_SEGGER_RTT.init(c"ringtrace"))
+        } else {
+            Either::Uart(UartLink(uart_put as fn(u8) -> bool))
+        };
+        let code = [image(&raw const __stext, &raw const __etext, b"fw-riscv")];
+        let mut streamer = Streamer::<_, 2>::new(DUMPER.modules(&code), link);
+        let wait = STREAM_WAIT.load(Ordering::Relaxed) != 0;
+        let mut total = 0u32;
+        for r in 0..rounds {
+            total = total.wrapping_add(round(r));
+            if wait {
+                while !streamer.poll() {}
+            } else {
+                streamer.poll();
+            }
+        }
+        black_box(total);
+        // The timer stopped: the counts are final, and nothing records after them.
+        riscv::interrupt::disable();
+        let (irq, fib) = (TIMER_RUNS.load(Ordering::Relaxed), FIB_CALLS.load(Ordering::Relaxed));
+        let (main_dropped, irq_dropped) = (MAIN.ring().dropped(), IRQ.ring().dropped());
+        while !streamer.end() {}
+        // The end frames are on the link; exiting before the probe read them would lose them.
+        while streamer.link().unread() > 0 {}
+        if let Some(mut console) = HostFile::console() {
+            let _ = writeln!(console, "rounds {rounds} irq {irq} fib {fib} dropped {main_dropped} {irq_dropped}");
+        }
+        exit(true);
+        halt()
+    }
 }
 
 #[panic_handler]

@@ -12,12 +12,18 @@
 //!   (a capture cut, or still being written) is left out and said.
 //! - The counter is unwrapped across frames, taking less than one counter
 //!   period between a track's frames.
+//! - Read whole ([`to_dump`]) or as it arrives ([`WireReader`], whose batches
+//!   [`dump_of`] writes as dumps: `rtconv convert --follow`, stdin, TCP).
+
+mod reader;
 
 use std::collections::BTreeMap;
 
 use ringtrace_format::layout::{MODULE_FLAG_MAIN, RING_FLAG_STOP_WHEN_FULL};
-use ringtrace_format::wire::{FRAME_MAX, Frame, InfoFrame, frames};
+use ringtrace_format::wire::{FRAME_MAX, Frame, frames};
 use ringtrace_format::{Anchor, ClockInfo, DumpReason, IoSink, MetaInfo, Module, Record, RingInfo, Writer};
+
+pub use reader::{Info, TrackState, WireReader};
 
 /// How far into a file a frame is looked for, to tell a stream from other files.
 const SNIFF: usize = 64 << 10;
@@ -46,130 +52,36 @@ pub enum WireFileError {
     Write(String),
 }
 
-/// One track's spans as read so far.
-#[derive(Default)]
-struct Track {
-    records: Vec<Record>,
-    /// The last exit, unwrapped.
-    last_exit: Option<u64>,
-    /// The `sent` the next frame should state.
-    next_sent: Option<u64>,
-    /// Spans the link lost: gaps in `sent`.
-    lost: u64,
-    /// Spans the target dropped, as its last frame says.
-    dropped: u64,
-}
-
 /// Reads the wire stream `bytes` and writes its spans as a dump.
 pub fn to_dump(bytes: &[u8]) -> Result<Vec<u8>, WireFileError> {
-    let mut scratch = vec![0u8; FRAME_MAX + 8];
-    let mut losses = Vec::new();
-    // The first info frame tells how to read every spans frame, those before it too.
-    let mut probe = vec![0u8; FRAME_MAX + 8];
-    let mut is_info = |f: &[u8]| matches!(Frame::decode(f, &mut probe), Ok(Frame::Info(_)));
-    let info_bytes = frames(bytes).find_map(|(_, f)| f.ok().filter(|f| is_info(f))).ok_or(WireFileError::NoInfo)?;
-    let mut info_scratch = vec![0u8; FRAME_MAX + 8];
-    let Ok(Frame::Info(info)) = Frame::decode(info_bytes, &mut info_scratch) else { return Err(WireFileError::NoInfo) };
-    let bits = info.clock.counter_bits;
-    let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let mut reader = WireReader::new();
+    reader.feed(bytes);
+    let tracks = reader.take();
+    dump_of(&reader, &tracks, &reader.losses(), true)
+}
 
-    let mut tracks: BTreeMap<u64, Track> = BTreeMap::new();
-    // The site descriptors, from the first section stated: (base, bytes, which bytes came).
-    let mut sites: Option<(u64, Vec<u8>, Vec<bool>)> = None;
-    let (mut damaged, mut damaged_at) = (0u64, None);
-    let mut all = frames(bytes);
-    for (offset, frame) in all.by_ref() {
-        let spans = match frame.and_then(|f| Frame::decode(f, &mut scratch)) {
-            Ok(Frame::Spans(spans)) => spans,
-            Ok(Frame::Info(_)) => continue,
-            Ok(Frame::Sites(piece)) => {
-                // Bounded by SITES_MAX, checked when the frame was decoded.
-                let len = piece.len as usize;
-                let (base, bytes, came) = sites.get_or_insert_with(|| (piece.base, vec![0; len], vec![false; len]));
-                if *base == piece.base && bytes.len() == len {
-                    let range = piece.offset as usize..piece.offset as usize + piece.bytes.len();
-                    bytes[range.clone()].copy_from_slice(piece.bytes);
-                    came[range].fill(true);
-                }
-                continue;
-            }
-            Err(_) => {
-                damaged += 1;
-                damaged_at.get_or_insert(offset);
-                continue;
-            }
-        };
-        let t = tracks.entry(spans.track).or_default();
-        // A track's first frame read counts from 0: spans sent before it were lost on the link, or
-        // sent before the capture began.
-        let next = t.next_sent.unwrap_or(0);
-        if spans.sent > next {
-            t.lost = t.lost.saturating_add(spans.sent - next);
-        } else if spans.sent < next {
-            losses.push(format!(
-                "track {}: a frame at byte {offset} restarts at span {} after {next}: the target restarted; its spans follow the earlier ones",
-                spans.track, spans.sent
-            ));
-        }
-        let mut frame = spans;
-        frame.base = match t.last_exit {
-            Some(last) => last.wrapping_add(spans.base.wrapping_sub(last) & mask),
-            None => spans.base,
-        };
-        let before = t.records.len();
-        for r in frame.records() {
-            match r {
-                Ok(r) => t.records.push(r),
-                Err(e) => {
-                    losses.push(format!(
-                        "track {}: the frame at byte {offset} stops reading at a bad item ({e}); its later spans are lost",
-                        spans.track
-                    ));
-                    break;
-                }
-            }
-        }
-        let read = (t.records.len() - before) as u64;
-        t.last_exit = t.records.last().map(|r| r.exit).or(t.last_exit);
-        t.next_sent = Some(spans.sent.saturating_add(read));
-        t.dropped = t.dropped.max(spans.dropped);
-    }
-    if damaged > 0 {
-        losses.push(format!(
-            "{damaged} damaged frame(s) skipped, the first at byte {}: their spans are counted as lost on the link",
-            damaged_at.unwrap_or(0)
-        ));
-    }
-    let tail = bytes.len() - all.rest();
-    if tail > 0 {
-        losses.push(format!(
-            "the stream ends inside a frame: its last {tail} bytes are not a whole frame (the capture was cut, or is still being written)"
-        ));
-    }
-    for (id, t) in &tracks {
-        if t.lost > 0 {
-            losses.push(format!(
-                "track {id}: {} span(s) lost on the link (frames missing or damaged, or sent before the capture began)",
-                t.lost
-            ));
-        }
-    }
-    // Pieces sent again with each info frame fill the same bytes: whole once every byte came.
-    let whole = |came: &[bool]| came.iter().all(|&c| c);
-    if sites.as_ref().is_some_and(|(_, _, came)| !whole(came)) {
-        losses.push("the site descriptors are not all in the stream: named spans they name show as ?? (0x…)".into());
-    }
-    let sites = sites.filter(|(_, _, came)| whole(came)).map(|(base, bytes, _)| (base, bytes));
-    write(&info, mask, &tracks, sites.as_ref(), &losses).map_err(|e| WireFileError::Write(e.to_string()))
+/// The dump of `tracks`' spans (each track's, by id: a batch taken from `reader`), read with
+/// the info `reader` has, stating `losses` (none: no crash section) and, if `dropped`, what
+/// each track's target dropped so far (a part of a live capture leaves that to its end).
+pub fn dump_of(
+    reader: &WireReader,
+    tracks: &BTreeMap<u64, Vec<Record>>,
+    losses: &[String],
+    dropped: bool,
+) -> Result<Vec<u8>, WireFileError> {
+    let info = reader.info().ok_or(WireFileError::NoInfo)?;
+    let anchor = reader.anchor().unwrap_or(info.anchor);
+    write(info, anchor, reader, tracks, losses, dropped).map_err(|e| WireFileError::Write(e.to_string()))
 }
 
 /// The dump of `tracks`, read with `info`.
 fn write(
-    info: &InfoFrame<'_>,
-    mask: u64,
-    tracks: &BTreeMap<u64, Track>,
-    sites: Option<&(u64, Vec<u8>)>,
+    info: &Info,
+    anchor: Anchor,
+    reader: &WireReader,
+    tracks: &BTreeMap<u64, Vec<Record>>,
     losses: &[String],
+    with_dropped: bool,
 ) -> Result<Vec<u8>, ringtrace_format::WriteError<std::io::Error>> {
     let mut w = Writer::new(IoSink(Vec::new()), 8)?;
     w.meta(&MetaInfo {
@@ -177,49 +89,40 @@ fn write(
         reason: DumpReason::Stream,
         producer: b"ringtrace",
         producer_version: b"(read from a wire stream by rtconv)",
-        process_name: info.process_name,
+        process_name: &info.process_name,
     })?;
-    // The exits are unwrapped: a 64-bit counter from here on. The anchor's reading is unwrapped
-    // to the one nearest the first span.
+    // The exits are unwrapped: a 64-bit counter from here on, the anchor placed on it.
     let clock = ClockInfo { counter_bits: 64, ..info.clock };
-    let first = tracks.values().filter_map(|t| t.records.first()).map(|r| r.exit).min();
-    let anchor = match first {
-        Some(first) => {
-            let ahead = info.anchor.ticks.wrapping_sub(first) & mask;
-            let ticks =
-                if ahead <= mask / 2 { first.wrapping_add(ahead) } else { first.wrapping_sub(mask - ahead + 1) };
-            Anchor { ticks, ..info.anchor }
-        }
-        None => info.anchor,
-    };
     w.clock(&clock, &[anchor])?;
-    let module = info.code.map(|(start, end, path)| Module {
-        start,
-        end,
+    let module = info.code.as_ref().map(|(start, end, path)| Module {
+        start: *start,
+        end: *end,
         bias: 0,
         flags: MODULE_FLAG_MAIN,
         build_id: &[],
         path,
     });
     w.modules(module.as_slice())?;
-    if let Some((base, bytes)) = sites {
-        w.sites(*base, bytes)?;
+    if let Some((base, bytes)) = reader.sites() {
+        w.sites(base, bytes)?;
     }
-    let named: BTreeMap<u64, (u32, &[u8])> = info.tracks().map(|(id, flags, name)| (id, (flags, name))).collect();
-    for (id, t) in tracks {
+    let named: BTreeMap<u64, (u32, &[u8])> =
+        info.tracks.iter().map(|(id, flags, name)| (*id, (*flags, name.as_slice()))).collect();
+    for (id, records) in tracks {
         let (flags, name) = named.get(id).copied().unwrap_or((0, b""));
-        let count = t.records.len() as u64;
+        let dropped = reader.tracks().get(id).filter(|_| with_dropped).map_or(0, |t| t.dropped);
+        let count = records.len() as u64;
         let ring = RingInfo {
             tid: *id,
             capacity: count.next_power_of_two().max(1),
             written: count,
-            dropped: t.dropped,
+            dropped,
             aux: 0,
             // The target's buffer drops what the link cannot take: a stop-when-full ring's way.
             flags: flags | RING_FLAG_STOP_WHEN_FULL,
             name,
         };
-        w.ring(&ring, &t.records, &[])?;
+        w.ring(&ring, records, &[])?;
     }
     if !losses.is_empty() {
         w.crash(0, 0, b"", losses.join("\n").as_bytes())?;
@@ -311,5 +214,39 @@ mod tests {
         assert!(matches!(to_dump(&bytes[first..]), Err(WireFileError::NoInfo)));
         assert!(!is_wire(b"RNGTRACE and the rest"));
         assert!(!is_wire(&[0x41; 5000]));
+    }
+
+    #[test]
+    fn a_stream_fed_a_byte_at_a_time_reads_as_it_does_whole_and_its_end_frame_counts_the_cut_tail() {
+        let records: Vec<Record> =
+            (0..300u64).map(|i| Record { key: 1 + i % 5, enter: i * 100, exit: i * 100 + 40 + i % 7 }).collect();
+        let mut bytes = stream(&records, 32);
+        ringtrace_format::wire::write_end(1, records.len() as u64, 9, &mut IoSink(&mut bytes)).unwrap();
+        let mut reader = WireReader::new();
+        let mut got = Vec::new();
+        for b in &bytes {
+            assert!(!reader.ended());
+            reader.feed(std::slice::from_ref(b));
+            got.extend(reader.take().into_values().flatten());
+        }
+        assert!(reader.ended(), "the end frame of the info frame's one track came");
+        assert_eq!(got, records);
+        assert!(reader.losses().is_empty(), "{:?}", reader.losses());
+        assert_eq!((reader.tracks()[&1].received, reader.tracks()[&1].dropped), (300, 9));
+
+        // The last spans frame lost: the end frame's total counts its spans.
+        let ends: Vec<usize> = bytes.iter().enumerate().filter(|(_, b)| **b == 0).map(|(i, _)| i + 1).collect();
+        let (from, to) = (ends[ends.len() - 3], ends[ends.len() - 2]);
+        let mut cut = bytes[..from].to_vec();
+        cut.extend_from_slice(&bytes[to..]);
+        let mut reader = WireReader::new();
+        reader.feed(&cut);
+        let kept = reader.tracks()[&1].received;
+        assert!(kept < 300);
+        let said = format!(
+            "track 1: {} span(s) lost on the link (frames missing or damaged, or sent before the capture began)",
+            300 - kept
+        );
+        assert_eq!(reader.losses(), vec![said]);
     }
 }
