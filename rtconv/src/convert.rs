@@ -192,6 +192,16 @@ fn prepare<'a>(
             report.push(Level::Error, format!("{shown}: {loss}"));
         }
     }
+    for t in trace.threads.iter().filter(|t| t.after_anchor > 0) {
+        report.push(
+            Level::Warning,
+            format!(
+                "{shown}: thread {} {:?}: {} span(s) ended after the dump's counter anchor was read (recorded while \
+                 the dump was taken); placed after the anchor, not a counter period before it",
+                t.tid, t.name, t.after_anchor
+            ),
+        );
+    }
     if !trace.skipped_sections.is_empty() {
         report.push(
             Level::Warning,

@@ -36,19 +36,22 @@ fn scan_ring<'a>(
     keys: &mut rustc_hash::FxHashSet<u64>,
 ) -> ThreadTrace<'a> {
     let compact = records.compact();
-    let (records, open, dump_ticks): (RecordSource<'a>, Vec<OpenSpan>, u64) = match unwrap {
-        Some(u) => (
-            RecordSource::Unwrapped(u.records(&records)),
-            open.iter().map(|(key, enter)| OpenSpan { key, enter: u.before_dump(enter), depth: 0 }).collect(),
-            u.dump_ticks(),
-        ),
+    let (records, open, dump_ticks, after_anchor): (RecordSource<'a>, Vec<OpenSpan>, u64, u64) = match unwrap {
+        Some(u) => {
+            let (records, after) = u.records(&records);
+            let open = open.iter().map(|(key, enter)| OpenSpan { key, enter: u.before_dump(enter), depth: 0 });
+            (RecordSource::Unwrapped(records), open.collect(), u.dump_ticks(), after)
+        }
         None => (
             RecordSource::File(records),
             open.iter().map(|(key, enter)| OpenSpan { key, enter, depth: 0 }).collect(),
             dump_ticks,
+            0,
         ),
     };
-    scan(info, records, open, dump_ticks, compact, keys)
+    let mut thread = scan(info, records, open, dump_ticks, compact, keys);
+    thread.after_anchor = after_anchor;
+    thread
 }
 
 /// A streamed ring as its chunks arrive: the last chunk's counts and open
@@ -214,6 +217,7 @@ fn scan<'a>(
         key_depth,
         dump_ticks,
         compact,
+        after_anchor: 0,
     }
 }
 

@@ -224,6 +224,9 @@ pub struct ThreadTrace<'a> {
     /// The ring's records are compact: 12 bytes, 32-bit keys and counter readings
     /// (a 32-bit target's, or a counter of 32 bits or fewer), unwrapped when read.
     pub compact: bool,
+    /// Spans of a narrow counter's ring that ended after the dump's anchor was read (recorded
+    /// while the dump was being taken): placed after it.
+    pub after_anchor: u64,
 }
 
 /// A span still running at dump time: its key and start.
