@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds each firmware sample three ways — the recorder as shipped (single-core, small-crc), with
-# its barriers (--no-default-features), and compiled out (--features off) — and prints, per
+# Builds each firmware sample four ways — the recorder as shipped (single-core, small-crc), with
+# its barriers (--no-default-features), compiled out (--features off), and streaming its spans
+# (--features stream: stop-when-full rings) — and prints, per
 # build: flash and RAM (`size`), the bytes of each instrumented function, and the instructions
 # one call of `leaf` executes on QEMU (counted by gdb, single-stepping; recording on, and also
 # switched off at run time), beside `pair`, the same work between two bare counter reads.
@@ -16,7 +17,7 @@ for fw in "fw-cortex-m thumbv7m-none-eabi qemu-system-arm lr -M mps2-an385 -cpu 
   package=$1 target=$2 qemu=$3 ret=$4; shift 4; machine=("$@")
   mask=""; [ "$ret" = ra ] && mask='set $mstatus = $mstatus & ~8'
   module=${package//-/_}
-  for build in "shipped:" "barriers:--no-default-features" "off:--features off"; do
+  for build in "shipped:" "barriers:--no-default-features" "off:--features off" "stream:--features stream"; do
     name=${build%%:*} flags=${build#*:}
     dir=target/fwcmp/$name
     # shellcheck disable=SC2086

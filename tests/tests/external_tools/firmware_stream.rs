@@ -217,6 +217,15 @@ fn uart(board: &Board<'_>) {
         assert_eq!(summary(&stderr), (counts.total(board.package), 0, 0), "{stderr}");
     }
     let expected = counts.per_name(board.package);
+    // What the link carried: the whole stream (info, sites, spans and end frames) a span.
+    let bytes = std::fs::metadata(&capture).unwrap().len();
+    let per_span = bytes as f64 / counts.total(board.package) as f64;
+    eprintln!(
+        "{}: {} spans streamed in {bytes} bytes: {per_span:.2} bytes a span",
+        board.target,
+        counts.total(board.package)
+    );
+    assert!(per_span <= 6.0, "{per_span:.2} bytes a span on the wire");
     assert_eq!(perfetto_counts(&pftrace), expected);
     assert_eq!(ftrace_counts(&std::fs::read_to_string(&ftrace).unwrap()), expected);
     // The parts written live are the spans the whole capture converts to: same threads, names,
@@ -458,6 +467,10 @@ fn rtt_exact(board: &Board<'_>) {
 /// spans, and rtconv's count of them is the firmware's; the rest all arrive.
 fn rtt_throttled(board: &Board<'_>) {
     let (counts, (received, lost, dropped), per_name) = rtt(board, false, 64);
+    eprintln!(
+        "{}: throttled RTT: {received} spans received, {dropped} dropped (the firmware says {})",
+        board.target, counts.dropped
+    );
     assert!(counts.dropped > 0, "a reader this slow makes the firmware drop spans");
     assert_eq!((dropped, lost), (counts.dropped, 0));
     assert_eq!(received + dropped, counts.total(board.package));
