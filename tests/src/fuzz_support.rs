@@ -77,8 +77,24 @@ pub fn convert_core(bytes: &[u8]) -> Option<usize> {
 }
 
 /// `bytes` read as a wire stream (`rtconv::wire_file`) and converted into every output format;
-/// how many formats converted, `None` if the stream yields no dump.
+/// how many formats converted, `None` if the stream yields no dump. Also read live
+/// ([`rtconv::live::Live`]), arriving in pieces (their size from the first byte), into the
+/// formats written in parts, a part after each piece.
 pub fn convert_wire(bytes: &[u8]) -> Option<usize> {
+    let piece = usize::from(bytes.first().copied().unwrap_or(1)).max(1);
+    let opts = rtconv::symbolize::Options {
+        order: Some(vec![rtconv::model::Source::Site]),
+        ..rtconv::symbolize::Options::default()
+    };
+    let filter = rtconv::model::Filter::default();
+    for format in [rtconv::convert::Format::Perfetto, rtconv::convert::Format::Ftrace] {
+        let mut live = rtconv::live::Live::new("fuzz-live".into(), format, &opts, &filter);
+        for chunk in bytes.chunks(piece) {
+            live.feed(chunk);
+            let _ = live.flush(&mut std::io::sink());
+        }
+        let _ = live.finish(false, &mut std::io::sink());
+    }
     convert_made(&rtconv::wire_file::to_dump(bytes).ok()?)
 }
 
