@@ -101,6 +101,24 @@ fn qemu(board: &Board<'_>, elf: &Path, dir: &Path, serial: &str) -> Command {
     cmd
 }
 
+/// The port QEMU (started with `-serial tcp:127.0.0.1:0,server=on,wait=on` and its stderr piped)
+/// waits for a connection on: its ready line says it. Returned with the rest of its stderr, which
+/// stays open while QEMU runs.
+fn listening_port(qemu: &mut Child) -> (String, BufReader<std::process::ChildStderr>) {
+    let mut stderr = BufReader::new(qemu.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "QEMU ended before listening");
+        // `… waiting for connection on: disconnected:tcp:127.0.0.1:PORT,server=on` (the last
+        // address on the line: the first is the command line's, port 0).
+        if let Some(at) = line.rfind("tcp:127.0.0.1:") {
+            let port = line[at + "tcp:127.0.0.1:".len()..].split(',').next().unwrap().trim().to_string();
+            return (port, stderr);
+        }
+    }
+}
+
 /// `rtconv`'s summary line (`… received N spans …; L lost on the link, D dropped by the target`):
 /// (received, lost, dropped).
 fn summary(stderr: &str) -> (u64, u64, u64) {
@@ -150,15 +168,7 @@ fn uart(board: &Board<'_>) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut qemu_err = BufReader::new(q.stderr.take().unwrap());
-    let mut line = String::new();
-    let port = loop {
-        line.clear();
-        assert!(qemu_err.read_line(&mut line).unwrap() > 0, "QEMU ended before listening");
-        if let Some(at) = line.rfind("tcp:127.0.0.1:") {
-            break line[at + "tcp:127.0.0.1:".len()..].split(',').next().unwrap().trim().to_string();
-        }
-    };
+    let (port, _qemu_stderr) = listening_port(&mut q);
     let stats = dir.join("live-stats.csv");
     let out = rtconv()
         .args(["stats", &format!("tcp://127.0.0.1:{port}"), "--exe"])
@@ -511,15 +521,7 @@ fn a_live_stream_cut_by_killing_qemu_keeps_every_span_before_the_cut_and_ctrl_c_
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut qemu_err = BufReader::new(q.stderr.take().unwrap());
-        let mut line = String::new();
-        let port = loop {
-            line.clear();
-            assert!(qemu_err.read_line(&mut line).unwrap() > 0, "QEMU ended before listening");
-            if let Some(at) = line.rfind("tcp:127.0.0.1:") {
-                break line[at + "tcp:127.0.0.1:".len()..].split(',').next().unwrap().trim().to_string();
-            }
-        };
+        let (port, _qemu_stderr) = listening_port(&mut q);
         let mut uart = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
         let mut stub =
             Stub { to: q.stdin.take().unwrap(), from: BufReader::new(q.stdout.take().unwrap()), console: Vec::new() };
