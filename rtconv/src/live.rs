@@ -151,6 +151,9 @@ impl<'a> Live<'a> {
         if self.reader.info().is_none() {
             return Err(wire_error(&self.name)(wire_file::WireFileError::NoInfo));
         }
+        for note in self.reader.notes() {
+            self.report.diagnostics.push(Diagnostic::warning(format!("{shown}: {note}")));
+        }
         for loss in losses {
             self.report.diagnostics.push(Diagnostic::error(format!("{shown}: {loss}")));
         }

@@ -120,8 +120,10 @@ impl<'a, L: Link, const T: usize> Streamer<'a, L, T> {
             link,
             encoders: core::array::from_fn(|i| SpanEncoder::new(i as u64 + 1, bits)),
             carry: [None; T],
+            // A delimiter first: the first frame is found whatever the link or a probe's server
+            // put before it (J-Link's RTT telnet banner, a UART's power-on noise).
             pending: [0; PENDING],
-            len: 0,
+            len: 1,
             at: 0,
             next: Next::Info,
             frames: 0,

@@ -61,17 +61,18 @@ pub fn to_dump(bytes: &[u8]) -> Result<Vec<u8>, WireFileError> {
 }
 
 /// The dump of `tracks`' spans (each track's, by id: a batch taken from `reader`), read with
-/// the info `reader` has, stating `losses` (none: no crash section) and, if `dropped`, what
-/// each track's target dropped so far (a part of a live capture leaves that to its end).
+/// the info `reader` has, stating `losses` (none: no crash section) and, if `whole` (the dump of
+/// everything read, not a part of a live capture), what each track's target dropped and the
+/// reader's notes.
 pub fn dump_of(
     reader: &WireReader,
     tracks: &BTreeMap<u64, Vec<Record>>,
     losses: &[String],
-    dropped: bool,
+    whole: bool,
 ) -> Result<Vec<u8>, WireFileError> {
     let info = reader.info().ok_or(WireFileError::NoInfo)?;
     let anchor = reader.anchor().unwrap_or(info.anchor);
-    write(info, anchor, reader, tracks, losses, dropped).map_err(|e| WireFileError::Write(e.to_string()))
+    write(info, anchor, reader, tracks, losses, whole).map_err(|e| WireFileError::Write(e.to_string()))
 }
 
 /// The dump of `tracks`, read with `info`.
@@ -81,7 +82,7 @@ fn write(
     reader: &WireReader,
     tracks: &BTreeMap<u64, Vec<Record>>,
     losses: &[String],
-    with_dropped: bool,
+    whole: bool,
 ) -> Result<Vec<u8>, ringtrace_format::WriteError<std::io::Error>> {
     let mut w = Writer::new(IoSink(Vec::new()), 8)?;
     w.meta(&MetaInfo {
@@ -110,7 +111,7 @@ fn write(
         info.tracks.iter().map(|(id, flags, name)| (*id, (*flags, name.as_slice()))).collect();
     for (id, records) in tracks {
         let (flags, name) = named.get(id).copied().unwrap_or((0, b""));
-        let dropped = reader.tracks().get(id).filter(|_| with_dropped).map_or(0, |t| t.dropped);
+        let dropped = reader.tracks().get(id).filter(|_| whole).map_or(0, |t| t.dropped);
         let count = records.len() as u64;
         let ring = RingInfo {
             tid: *id,
@@ -124,8 +125,9 @@ fn write(
         };
         w.ring(&ring, records, &[])?;
     }
-    if !losses.is_empty() {
-        w.crash(0, 0, b"", losses.join("\n").as_bytes())?;
+    let notes = if whole { reader.notes() } else { Vec::new() };
+    if !losses.is_empty() || !notes.is_empty() {
+        w.crash(0, 0, notes.join("\n").as_bytes(), losses.join("\n").as_bytes())?;
     }
     Ok(w.finish()?.0)
 }
@@ -248,5 +250,24 @@ mod tests {
             300 - kept
         );
         assert_eq!(reader.losses(), vec![said]);
+    }
+
+    #[test]
+    fn a_servers_greeting_before_the_stream_is_skipped_and_said_not_counted_as_damage() {
+        let records: Vec<Record> = (0..50u64).map(|i| Record { key: 3, enter: i * 10, exit: i * 10 + 4 }).collect();
+        let banner = b"SEGGER J-Link V7.94e - Real time terminal output\r\nProcess: JLinkGDBServerCLExe\r\n";
+        let mut bytes = banner.to_vec();
+        bytes.push(0); // a capture begun mid-frame ends its first piece at a delimiter too
+        bytes.extend(stream(&records, 32));
+        let mut reader = WireReader::new();
+        reader.feed(&bytes);
+        assert_eq!(reader.take()[&1], records);
+        assert!(reader.losses().is_empty(), "{:?}", reader.losses());
+        assert_eq!(reader.notes().len(), 1);
+        assert!(reader.notes()[0].starts_with(&format!("the stream's first {} bytes are no frame", banner.len())));
+        // Without the delimiter the banner runs into the info frame, which is lost with it: damage.
+        let mut joined = banner.to_vec();
+        joined.extend(stream(&records, 32));
+        assert!(matches!(to_dump(&joined), Err(WireFileError::NoInfo)));
     }
 }

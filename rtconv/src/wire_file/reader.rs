@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use ringtrace_format::wire::{EndFrame, FRAME_MAX, Frame, InfoFrame, SpansFrame, frames};
+use ringtrace_format::wire::{EndFrame, FRAME_MAX, Frame, InfoFrame, SpansFrame, WireError, frames};
 use ringtrace_format::{Anchor, ClockInfo, Record};
 
 /// The most bytes of frames kept while no info frame has come.
@@ -90,6 +90,8 @@ pub struct WireReader {
     sites: Option<(u64, Vec<u8>, Vec<bool>)>,
     damaged: u64,
     damaged_at: Option<u64>,
+    /// The stream's first bytes, when they were no frame: how many.
+    head: Option<u64>,
     /// Frames read whole.
     pub frames: u64,
     /// What the reading found wrong, one line each (besides the counts).
@@ -118,6 +120,7 @@ impl WireReader {
             sites: None,
             damaged: 0,
             damaged_at: None,
+            head: None,
             frames: 0,
             notes: Vec::new(),
             anchor: None,
@@ -137,21 +140,28 @@ impl WireReader {
         for (offset, frame) in list {
             match frame {
                 Ok(frame) => self.frame(offset, &frame),
-                Err(_) => self.damage(offset),
+                Err(e) => self.damage(offset, if let WireError::TooLong(n) = e { n } else { 0 }),
             }
         }
         self.offset += used as u64;
         data.drain(..used);
         if data.len() > PARTIAL_MAX {
             // No delimiter where one must have been: what came is no frame.
-            self.damage(self.offset);
+            self.damage(self.offset, data.len());
             self.offset += data.len() as u64;
             data.clear();
         }
         self.partial = data;
     }
 
-    fn damage(&mut self, offset: u64) {
+    /// What came at `offset` (`len` bytes) is no frame: damage — unless it is the stream's start,
+    /// where a capture begun mid-frame, or a server's greeting before the target's bytes (J-Link's
+    /// RTT telnet banner), leaves bytes that are no frame: skipped, and said as a note.
+    fn damage(&mut self, offset: u64, len: usize) {
+        if offset == 0 {
+            self.head = Some(len as u64);
+            return;
+        }
         self.damaged += 1;
         self.damaged_at.get_or_insert(offset);
     }
@@ -185,7 +195,7 @@ impl WireReader {
                     self.early_bytes += encoded.len();
                     self.early.push((offset, encoded.to_vec()));
                 } else {
-                    self.damage(offset);
+                    self.damage(offset, encoded.len());
                 }
             }
             Ok(Frame::Spans(spans)) => {
@@ -196,7 +206,7 @@ impl WireReader {
                 self.frames += 1;
                 self.end(end);
             }
-            Err(_) => self.damage(offset),
+            Err(_) => self.damage(offset, encoded.len()),
         }
         self.scratch = scratch;
         if replay {
@@ -307,6 +317,20 @@ impl WireReader {
     /// Bytes read, whole frames or not.
     pub fn bytes(&self) -> u64 {
         self.offset + self.partial.len() as u64
+    }
+
+    /// What is worth knowing but lost nothing the stream says it sent, one line each: the
+    /// stream's first bytes skipped.
+    pub fn notes(&self) -> Vec<String> {
+        self.head
+            .map(|n| {
+                format!(
+                    "the stream's first {n} bytes are no frame (a capture begun in the middle of one, or a \
+                     server's greeting such as J-Link's RTT banner): skipped"
+                )
+            })
+            .into_iter()
+            .collect()
     }
 
     /// What was lost or wrong, one line each, at the end of the stream (or where it stops
