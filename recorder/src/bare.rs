@@ -14,6 +14,10 @@
 //! always on targets without 64-bit atomics (32-bit microcontrollers), whose
 //! ring words are 32 bits.
 //!
+//! A firmware that runs for hours streams instead of dumping at the end:
+//! [`stream::Streamer`] sends the same tracks, while it runs, to an RTT
+//! up-channel ([`rtt::Rtt`]) or a UART, a few bytes a span.
+//!
 //! ```
 //! use ringtrace::bare::{Target, write_dump};
 //! use ringtrace::ring::Slot;
