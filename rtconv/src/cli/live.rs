@@ -83,7 +83,7 @@ pub fn run(
     // A part is flushed to the file as it is written; a format written at the end goes to
     // its file when complete, as every other output does.
     let mut out: Box<dyn Write> = match output::file(output) {
-        Some(path) if writes_parts(format) => match std::fs::File::create(path) {
+        Some(path) if writes_parts(format) => match create_in_place(path) {
             Ok(f) => Box::new(std::io::BufWriter::with_capacity(1 << 16, f)),
             Err(e) => return output::cannot_create(output, &e),
         },
@@ -145,6 +145,18 @@ fn failed(from: &Path, output: Option<&Path>, e: &rtconv::convert::ConvertError)
             ExitCode::FAILURE
         }
     }
+}
+
+/// Creates the file a live output grows in, at `path`: as every output, a symbolic link is
+/// followed and a file there is replaced, never written through (a hard link to it elsewhere
+/// keeps its bytes); a device or FIFO is written to.
+fn create_in_place(path: &Path) -> std::io::Result<std::fs::File> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let target = if is_link { std::fs::canonicalize(path)? } else { path.to_path_buf() };
+    if std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_file()) {
+        std::fs::remove_file(&target)?;
+    }
+    std::fs::File::create(target)
 }
 
 /// A [`Sink`] completed (put in place) when the conversion is done with it.

@@ -586,3 +586,20 @@ fn a_live_stream_cut_by_killing_qemu_keeps_every_span_before_the_cut_and_ctrl_c_
         assert!(received > 10_000, "{received} spans before the cut");
     }
 }
+
+/// A live output replaces the file at its path, as every output does: a hard link to that file
+/// elsewhere keeps its bytes (a planted link cannot make rtconv write through it).
+#[test]
+fn a_live_output_replaces_its_file_and_writes_through_no_hard_link() {
+    let dir = scratch("stream-live-hard-link");
+    let capture = ringtrace_tests::workspace_root().join("tests/fuzz/regressions/stream-cortex-m0.rtw");
+    let (elsewhere, out) = (dir.join("elsewhere.bin"), dir.join("live.pftrace"));
+    std::fs::write(&elsewhere, b"not rtconv's to change").unwrap();
+    std::fs::hard_link(&elsewhere, &out).unwrap();
+    let done =
+        rtconv().args(["convert", "-", "-o"]).arg(&out).stdin(std::fs::File::open(&capture).unwrap()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(stderr.contains(" received "), "{stderr}");
+    assert_eq!(std::fs::read(&elsewhere).unwrap(), b"not rtconv's to change");
+    assert!(!super::perfetto::slices(&out).is_empty(), "the trace is at the path: {stderr}");
+}
