@@ -83,10 +83,13 @@ pub fn run(
     // A part is flushed to the file as it is written; a format written at the end goes to
     // its file when complete, as every other output does.
     let mut out: Box<dyn Write> = match output::file(output) {
-        Some(path) if writes_parts(format) => match create_in_place(path) {
-            Ok(f) => Box::new(std::io::BufWriter::with_capacity(1 << 16, f)),
-            Err(e) => return output::cannot_create(output, &e),
-        },
+        // (A `.gz` name is compressed by the sink, its parts complete at the end.)
+        Some(path) if writes_parts(format) && path.extension().is_none_or(|e| e != "gz") => {
+            match create_in_place(path) {
+                Ok(f) => Box::new(std::io::BufWriter::with_capacity(1 << 16, f)),
+                Err(e) => return output::cannot_create(output, &e),
+            }
+        }
         _ => match Sink::open_as(output, format != Format::Pprof) {
             Ok(sink) => Box::new(FinishOnDrop(Some(sink))),
             Err(e) => return output::cannot_create(output, &e),

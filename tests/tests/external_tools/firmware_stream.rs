@@ -282,6 +282,21 @@ fn a_riscv32_firmware_streams_over_its_uart_and_rtconv_converts_it_live() {
     uart(&RISCV32);
 }
 
+/// `rtconv convert - --exe ELF -o OUT`, reading a live capture from its standard input (returned).
+fn live_rtconv(elf: &Path, out: &Path) -> (Child, ChildStdin) {
+    let mut reader = rtconv()
+        .args(["convert", "-", "--exe"])
+        .arg(elf)
+        .arg("-o")
+        .arg(out)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = reader.stdin.take().unwrap();
+    (reader, stdin)
+}
+
 /// QEMU's gdb stub on a pipe: the remote serial protocol, each packet acknowledged. QEMU's
 /// semihosting console shares the pipe: what comes outside packets (but acknowledgements).
 struct Stub {
@@ -291,6 +306,16 @@ struct Stub {
 }
 
 impl Stub {
+    /// The stub of QEMU `q` (started with `-S -gdb stdio`, its stdin and stdout piped), the
+    /// target run to `main`.
+    fn attach(q: &mut Child, main: u64) -> Stub {
+        let (to, from) = (q.stdin.take().unwrap(), BufReader::new(q.stdout.take().unwrap()));
+        let mut stub = Stub { to, from, console: Vec::new() };
+        assert!(stub.ask("qSupported").is_some_and(|r| r.contains("PacketSize")));
+        stub.run_to_main(main);
+        stub
+    }
+
     fn send(&mut self, packet: &str) {
         let sum = packet.bytes().fold(0u8, u8::wrapping_add);
         write!(self.to, "${packet}#{sum:02x}").unwrap();
@@ -385,23 +410,11 @@ fn rtt(board: &Board<'_>, wait: bool, per_read: usize) -> (Counts, (u64, u64, u6
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stub =
-        Stub { to: q.stdin.take().unwrap(), from: BufReader::new(q.stdout.take().unwrap()), console: Vec::new() };
-    assert!(stub.ask("qSupported").is_some_and(|r| r.contains("PacketSize")));
-    stub.run_to_main(symbol("main"));
+    let mut stub = Stub::attach(&mut q, symbol("main"));
     stub.write(symbol("STREAM_RTT"), &1u32.to_le_bytes());
     stub.write(symbol("STREAM_WAIT"), &u32::from(wait).to_le_bytes());
     let pftrace = dir.join("rtt.pftrace");
-    let mut reader: Child = rtconv()
-        .args(["convert", "-", "--exe"])
-        .arg(&elf)
-        .arg("-o")
-        .arg(&pftrace)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut to_rtconv = reader.stdin.take().unwrap();
+    let (reader, mut to_rtconv) = live_rtconv(&elf, &pftrace);
     // The probe reads whenever the firmware looks at the up-buffer's read offset (to write,
     // or to see whether all was read): stopped by a read watchpoint on it (its place from the
     // `_SEGGER_RTT` symbol, as probe-rs takes it from the ELF), the control block checked to be
@@ -523,23 +536,11 @@ fn a_live_stream_cut_by_killing_qemu_keeps_every_span_before_the_cut_and_ctrl_c_
             .unwrap();
         let (port, _qemu_stderr) = listening_port(&mut q);
         let mut uart = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
-        let mut stub =
-            Stub { to: q.stdin.take().unwrap(), from: BufReader::new(q.stdout.take().unwrap()), console: Vec::new() };
-        assert!(stub.ask("qSupported").is_some());
-        stub.run_to_main(main);
+        let mut stub = Stub::attach(&mut q, main);
         stub.write(rounds, &100_000u32.to_le_bytes());
         stub.send("c");
         let pftrace = dir.join(format!("cut-{interrupt}.pftrace"));
-        let mut reader = rtconv()
-            .args(["convert", "-", "--exe"])
-            .arg(&elf)
-            .arg("-o")
-            .arg(&pftrace)
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut to_rtconv = reader.stdin.take().unwrap();
+        let (reader, mut to_rtconv) = live_rtconv(&elf, &pftrace);
         // Half the stream (it is about 150 KB), then QEMU killed; what was in flight follows.
         let mut passed = Vec::new();
         let mut buf = [0u8; 4096];
@@ -602,4 +603,10 @@ fn a_live_output_replaces_its_file_and_writes_through_no_hard_link() {
     assert!(stderr.contains(" received "), "{stderr}");
     assert_eq!(std::fs::read(&elsewhere).unwrap(), b"not rtconv's to change");
     assert!(!super::perfetto::slices(&out).is_empty(), "the trace is at the path: {stderr}");
+    // A `.gz` name gets gzip, as every output's does.
+    let gz = dir.join("live.pftrace.gz");
+    let done =
+        rtconv().args(["convert", "-", "-o"]).arg(&gz).stdin(std::fs::File::open(&capture).unwrap()).output().unwrap();
+    assert!(String::from_utf8_lossy(&done.stderr).contains(" received "));
+    assert!(std::fs::read(&gz).unwrap().starts_with(&[0x1f, 0x8b]), "gzip's magic");
 }
