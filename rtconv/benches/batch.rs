@@ -54,6 +54,7 @@ fn batch(c: &mut Criterion) {
                     symbols: rtconv::symbolize::Options { index: None, ..Default::default() },
                     filter: Default::default(),
                     max_dump_size: rtconv::batch::MAX_DUMP_SIZE,
+                    max_bytes: None,
                 };
                 // Into a new, empty directory each time (as a batch usually runs); clearing it is not timed.
                 b.iter_batched(

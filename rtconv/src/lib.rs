@@ -68,6 +68,7 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod budget;
 pub mod convert;
 pub mod core_file;
 pub mod diff;

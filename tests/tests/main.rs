@@ -17,6 +17,7 @@ pub mod shapes;
 
 mod bad_input;
 mod batch;
+mod budget;
 mod c_api;
 mod cli;
 mod clock;

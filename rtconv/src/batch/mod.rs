@@ -41,6 +41,8 @@ pub struct Options {
     /// The largest dump read from an archive, in bytes; a larger one is
     /// reported and skipped.
     pub max_dump_size: u64,
+    /// Each output's budget in bytes (`--max-bytes`; timeline formats), if any.
+    pub max_bytes: Option<u64>,
 }
 
 /// The default [`Options::max_dump_size`]: 4 GiB.
@@ -260,8 +262,14 @@ pub fn convert_all(
             }
         };
         let mut out = BufWriter::with_capacity(1 << 16, file);
-        let converted =
-            convert::convert_bytes(Path::new(name), bytes, format, &opts.symbols, &opts.filter, &cache, &mut out);
+        let (symbols, filter) = (&opts.symbols, &opts.filter);
+        let converted = match opts.max_bytes {
+            Some(max_bytes) => {
+                let budget = convert::Budget { max_bytes, gzip: false };
+                convert::convert_within(Path::new(name), bytes, format, symbols, filter, &cache, budget, &mut out)
+            }
+            None => convert::convert_bytes(Path::new(name), bytes, format, symbols, filter, &cache, &mut out),
+        };
         let written = match converted {
             Ok(report) => out
                 .into_inner()

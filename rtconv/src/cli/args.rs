@@ -117,11 +117,25 @@ pub(crate) struct ConvertArgs {
     #[command(flatten)]
     pub(crate) chrome: ChromeArgs,
     #[command(flatten)]
+    pub(crate) budget: BudgetArgs,
+    #[command(flatten)]
     pub(crate) filter: FilterArgs,
     #[command(flatten)]
     pub(crate) symbols: SymbolArgs,
     #[command(flatten)]
     pub(crate) memory: MemoryArgs,
+}
+
+/// How large a timeline output may be.
+#[derive(clap::Args)]
+pub(crate) struct BudgetArgs {
+    /// Keep the output at or under SIZE (bytes, or with K, M or G: powers of 1024; of the
+    /// compressed bytes for a .gz name) by leaving out the shortest spans first: the duration
+    /// threshold is found from the spans' durations before writing, and their time counts in
+    /// their callers' self time, as with -t. Timeline formats (chrome, perfetto, ftrace,
+    /// systrace); the threshold and the spans left out are stated on stderr and in the output.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) max_bytes: Option<u64>,
 }
 
 /// A firmware's RAM, read by a debugger, in place of a dump.
@@ -170,6 +184,8 @@ pub(crate) struct BatchArgs {
     pub(crate) pack: bool,
     #[command(flatten)]
     pub(crate) chrome: ChromeArgs,
+    #[command(flatten)]
+    pub(crate) budget: BudgetArgs,
     #[command(flatten)]
     pub(crate) filter: FilterArgs,
     #[command(flatten)]
@@ -261,24 +277,25 @@ impl RunArgs {
     pub(crate) fn options(&self, symbols: symbolize::Options, filter: Filter) -> rtconv::batch::Options {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let jobs = self.jobs.map_or(cores, |j| usize::try_from(j).unwrap_or(1));
-        rtconv::batch::Options { jobs, symbols, filter, max_dump_size: self.max_dump_size }
+        rtconv::batch::Options { jobs, symbols, filter, max_dump_size: self.max_dump_size, max_bytes: None }
     }
 }
 
-/// `--max-dump-size`: `123`, `64K`, `512M`, `4G` (powers of 1024).
+/// A size (`--max-dump-size`, `--max-bytes`): `123`, `64K`, `512M`, `4G` (powers of 1024; `KB`,
+/// `KiB` and so on alike, as `du -h` counts).
 fn parse_size(text: &str) -> Result<u64, String> {
-    let (digits, unit) = match text.trim().char_indices().last() {
-        Some((at, c)) if c.is_ascii_alphabetic() => (&text.trim()[..at], c.to_ascii_uppercase()),
-        _ => (text.trim(), 'B'),
+    let bad = || format!("{text:?}: give bytes, or a number with K, M or G (powers of 1024)");
+    let trimmed = text.trim();
+    let digits_end = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
+    let (digits, unit) = trimmed.split_at(digits_end);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        _ => return Err(bad()),
     };
-    let shift = match unit {
-        'B' => 0,
-        'K' => 10,
-        'M' => 20,
-        'G' => 30,
-        _ => return Err(format!("{text:?}: give bytes, or a number with K, M or G")),
-    };
-    let n: u64 = digits.parse().map_err(|_| format!("{text:?}: give bytes, or a number with K, M or G"))?;
+    let n: u64 = digits.parse().map_err(|_| bad())?;
     n.checked_mul(1 << shift).ok_or_else(|| format!("{text:?} is too large"))
 }
 

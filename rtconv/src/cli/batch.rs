@@ -15,14 +15,21 @@ use super::{diag, exit};
 
 /// `rtconv batch`: one output per dump in `--out-dir`, Parquet tables, or every dump packed.
 pub fn run(args: BatchArgs) -> ExitCode {
-    let opts = args.run.options(args.symbols.options(), args.filter.filter());
+    let mut opts = args.run.options(args.symbols.options(), args.filter.filter());
+    opts.max_bytes = args.budget.max_bytes;
     let progress = Progress::new(args.run.quiet);
     match (&args.out_dir, args.format) {
+        (Some(_), BatchFormatArg::Parquet) if opts.max_bytes.is_some() => {
+            super::usage("--max-bytes applies to the timeline formats; Parquet tables keep every span")
+        }
         (Some(out_dir), BatchFormatArg::Parquet) => {
             export(&args.inputs, out_dir, args.host.as_deref(), &opts, &progress)
         }
         (Some(out_dir), BatchFormatArg::Trace(format)) => {
             let format = format_of(format, &args.chrome);
+            if opts.max_bytes.is_some() && rtconv::convert::budget_layout(format).is_none() {
+                return super::usage(&rtconv::convert::ConvertError::BudgetFormat.to_string());
+            }
             match rtconv::batch::convert_all(&args.inputs, format, out_dir, &opts, &progress) {
                 Ok(summary) => {
                     say_converted("batch", &summary, out_dir);
@@ -70,6 +77,7 @@ pub fn run_pack(args: PackArgs) -> ExitCode {
         symbols: args.symbols.options(),
         filter: Filter::default(),
         max_dump_size: rtconv::batch::MAX_DUMP_SIZE,
+        max_bytes: None,
     };
     pack(&args.dumps, &opts)
 }

@@ -84,7 +84,17 @@ pub fn run(args: ConvertArgs) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let format = format_of(format, &args.chrome);
+    let max_bytes = args.budget.max_bytes;
+    if max_bytes.is_some() && convert::budget_layout(format).is_none() {
+        return usage(&ConvertError::BudgetFormat.to_string());
+    }
     match super::live::source_of(&args.dumps, args.follow) {
+        Ok(Some(_)) if max_bytes.is_some() => {
+            return usage(
+                "--max-bytes needs every span before it writes one: save the capture to a file, then convert the \
+                 file with --max-bytes",
+            );
+        }
         Ok(Some(from)) => {
             let output = args.output.as_deref();
             return super::live::run(&from, args.follow, format, output, args.symbols.options(), &args.filter.filter());
@@ -97,7 +107,46 @@ pub fn run(args: ConvertArgs) -> ExitCode {
         Ok(None) => Inputs::Dumps(&args.dumps),
         Err(code) => return code,
     };
-    convert_to(&inputs, format, args.output.as_deref(), args.symbols.options(), &args.filter.filter())
+    if max_bytes.is_some() && matches!(inputs, Inputs::Dumps(d) if d.len() > 1) {
+        return usage("--max-bytes converts one dump at a time: give one, or use `rtconv batch --max-bytes`");
+    }
+    let output = args.output.as_deref();
+    let filter = args.filter.filter();
+    match max_bytes {
+        Some(max_bytes) => convert_within(&inputs, format, output, args.symbols.options(), &filter, max_bytes),
+        None => convert_to(&inputs, format, output, args.symbols.options(), &filter),
+    }
+}
+
+/// Converts one dump (`inputs`) into `format` within `max_bytes`, to `output` or stdout: a `.gz`
+/// output is compressed by the conversion (its budget is of compressed bytes).
+fn convert_within(
+    inputs: &Inputs<'_>,
+    format: Format,
+    output: Option<&Path>,
+    opts: symbolize::Options,
+    filter: &Filter,
+    max_bytes: u64,
+) -> ExitCode {
+    let gzip = output.and_then(|o| o.extension()).is_some_and(|e| e == "gz");
+    let budget = convert::Budget { max_bytes, gzip };
+    let mut out = match Sink::open_as(output, false) {
+        Ok(out) => out,
+        Err(e) => return output::cannot_create(output, &e),
+    };
+    let cache = symbolize::Cache::default();
+    let result = match inputs {
+        Inputs::Dumps([path]) => rtconv::model::open(path).map_err(ConvertError::from).and_then(|bytes| {
+            let mut report = convert::convert_within(path, &bytes, format, &opts, filter, &cache, budget, &mut out)?;
+            report.note_shrinking(path, &bytes);
+            Ok(report)
+        }),
+        Inputs::Dumps(_) => Err(ConvertError::MergeFormat),
+        Inputs::Memory(name, dump) => {
+            convert::convert_within(name, dump, format, &opts, filter, &cache, budget, &mut out)
+        }
+    };
+    finish(inputs, output, out, result)
 }
 
 /// `rtconv stats`: one dump's tables, or figures merged over many.
@@ -173,6 +222,16 @@ pub fn convert_to(
             convert::convert_bytes(name, dump, format, &opts, filter, &cache, &mut out)
         }
     };
+    finish(inputs, output, out, result)
+}
+
+/// Completes `out` with what a conversion of `inputs` to `output` gave, and reports it.
+fn finish(
+    inputs: &Inputs<'_>,
+    output: Option<&Path>,
+    out: Sink,
+    result: Result<convert::Report, ConvertError>,
+) -> ExitCode {
     let result = match result {
         Ok(report) => out.finish().map(|()| report).map_err(ConvertError::Output),
         Err(e) => {

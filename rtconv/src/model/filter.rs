@@ -247,6 +247,35 @@ impl std::ops::AddAssign for Filtered {
     }
 }
 
+/// What an output budget (`--max-bytes`) left out: every span shorter than
+/// `threshold_ns` beyond what the filters left out, so the output fits `max_bytes`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cut {
+    /// The budget, bytes.
+    pub max_bytes: u64,
+    /// Spans shorter than this many ns were left out (`-t` of the output).
+    pub threshold_ns: u64,
+    /// Spans the budget left out (the filters kept them).
+    pub left_out: u64,
+}
+
+impl Cut {
+    /// What the output's metadata says of it: `{"max_bytes":…,"threshold_ns":…,"left_out":…}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "max_bytes": self.max_bytes, "threshold_ns": self.threshold_ns, "left_out": self.left_out,
+        })
+    }
+
+    /// The line a text output's header and `rtconv`'s note give it.
+    pub fn describe(&self) -> String {
+        format!(
+            "--max-bytes {}: left out {} span(s) shorter than {} ns (their time counts in their callers' self time)",
+            self.max_bytes, self.left_out, self.threshold_ns
+        )
+    }
+}
+
 const MATCHES_FUNCTION: u8 = 1;
 const MATCHES_EXCLUDED: u8 = 2;
 

@@ -1,7 +1,7 @@
 //! A trace ready to render: the decoded dump with its names and timebase,
 //! spans in nanoseconds, and the span type every walk hands out.
 
-use super::filter::{Filter, Filtered, Selection};
+use super::filter::{Cut, Filter, Filtered, Selection};
 use super::names::Names;
 use super::timebase::Timebase;
 use super::trace::Trace;
@@ -166,6 +166,9 @@ pub struct Timeline<'a> {
     pub origin_ns: i64,
     /// The spans every traversal keeps, if filtered ([`Timeline::filtered`]).
     pub selection: Option<Selection>,
+    /// What an output budget left out, if one did (its threshold is in the selection's `-t`):
+    /// for the output's metadata.
+    pub cut: Option<Cut>,
     /// Key to index, for most keys in one probe ([`KeyTable`]).
     pub(super) key_table: KeyTable,
 }
@@ -231,7 +234,7 @@ impl<'a> Timeline<'a> {
         // Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
         let origin_ns = first.map_or(0, |ticks| timebase.ns_i64(ticks));
         let key_table = KeyTable::new(&trace.keys);
-        Timeline { trace, names, timebase, keys: &trace.keys, origin_ns, selection: None, key_table }
+        Timeline { trace, names, timebase, keys: &trace.keys, origin_ns, selection: None, cut: None, key_table }
     }
 
     /// This timeline with only the spans `filter` keeps, in every traversal

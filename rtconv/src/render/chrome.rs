@@ -26,7 +26,8 @@ use super::text::{Piece, Pieces, Short, Text};
 use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
 
 /// What stands between an `X` event's start and its duration.
-const DUR: Short = Short::new(b",\"dur\":");
+pub(crate) const DUR_TEXT: &[u8] = b",\"dur\":";
+const DUR: Short = Short::new(DUR_TEXT);
 
 /// How to write Chrome JSON.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,24 +56,64 @@ pub fn write_many(timelines: &[&Timeline<'_>], opts: &Options, out: &mut dyn Wri
     Ok(found)
 }
 
-fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'_>) -> io::Result<Vec<Anomalies>> {
-    // Each dump's first span in realtime ns; the earliest is the trace's zero.
-    let starts: Vec<i128> = timelines.iter().map(|tl| tl.timebase.realtime_ns(i128::from(tl.origin_ns))).collect();
-    let zero = starts.iter().copied().min().unwrap_or(0);
-    let mut pids: Vec<u64> = Vec::new();
-    let mut found = Vec::with_capacity(timelines.len());
-    out.write_all(b"{\"traceEvents\":[\n")?;
-    for (i, tl) in timelines.iter().enumerate() {
-        let mut pid = u64::from(tl.trace.process.pid);
-        while pids.contains(&pid) {
-            pid += 1_000_000;
+/// Where each of several dumps goes in one trace: each dump's first span in realtime ns, the
+/// earliest of them (the trace's zero), and each dump's pid (a pid seen before gets
+/// `1_000_000 × n` added).
+pub(crate) struct Layout {
+    starts: Vec<i128>,
+    zero: i128,
+    pids: Vec<u64>,
+}
+
+impl Layout {
+    pub(crate) fn new(timelines: &[&Timeline<'_>]) -> Self {
+        let starts: Vec<i128> = timelines.iter().map(|tl| tl.timebase.realtime_ns(i128::from(tl.origin_ns))).collect();
+        let zero = starts.iter().copied().min().unwrap_or(0);
+        let mut pids: Vec<u64> = Vec::new();
+        for tl in timelines {
+            let mut pid = u64::from(tl.trace.process.pid);
+            while pids.contains(&pid) {
+                pid += 1_000_000;
+            }
+            pids.push(pid);
         }
-        pids.push(pid);
-        // ts = monotonic ns + shift: this dump's zero is its offset from the earliest.
-        let offset = i64::try_from(starts[i] - zero).unwrap_or(i64::MAX);
-        let shift = offset.saturating_sub(tl.origin_ns);
+        Layout { starts, zero, pids }
+    }
+
+    /// Dump `i`'s pid, and what its monotonic ns get added to become `ts` (its zero's offset
+    /// from the earliest, less its origin).
+    pub(crate) fn place(&self, i: usize, tl: &Timeline<'_>) -> (u64, i64) {
+        let offset = i64::try_from(self.starts[i] - self.zero).unwrap_or(i64::MAX);
+        (self.pids[i], offset.saturating_sub(tl.origin_ns))
+    }
+}
+
+/// What the trace begins with.
+pub(crate) const HEADER: &[u8] = b"{\"traceEvents\":[\n";
+
+fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'_>) -> io::Result<Vec<Anomalies>> {
+    let layout = Layout::new(timelines);
+    let mut found = Vec::with_capacity(timelines.len());
+    out.write_all(HEADER)?;
+    for (i, tl) in timelines.iter().enumerate() {
+        let (pid, shift) = layout.place(i, tl);
         found.push(write_process(tl, opts, pid, shift, i == 0, out)?);
     }
+    let filtered: Vec<crate::model::Filtered> = found.iter().map(|f| f.filtered).collect();
+    write_metadata(timelines, &layout, &filtered, out)?;
+    Ok(found)
+}
+
+/// The trace's end: the event list closed, then the metadata object — where the trace came
+/// from, its start, losses, and what the filters (`filtered`: each dump's counts) and an
+/// output budget left out.
+pub(crate) fn write_metadata(
+    timelines: &[&Timeline<'_>],
+    layout: &Layout,
+    filtered: &[crate::model::Filtered],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let zero = layout.zero;
     out.write_all(b"\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"ringtrace\":{")?;
     let first = timelines.first();
     if let Some(tl) = first {
@@ -91,11 +132,14 @@ fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'
         }
         write!(out, ",\"losses\":{}", losses.to_json())?;
         if let Some(selection) = &tl.selection {
-            let mut filtered = crate::model::Filtered::default();
-            for f in &found {
-                filtered += f.filtered;
+            let mut all = crate::model::Filtered::default();
+            for f in filtered {
+                all += *f;
             }
-            write!(out, ",\"filter\":{}", filtered.to_json(&selection.filter.describe()))?;
+            write!(out, ",\"filter\":{}", all.to_json(&selection.filter.describe()))?;
+        }
+        if let Some(cut) = &tl.cut {
+            write!(out, ",\"budget\":{}", cut.to_json())?;
         }
     }
     if timelines.len() > 1 {
@@ -106,15 +150,70 @@ fn write_all_dumps(timelines: &[&Timeline<'_>], opts: &Options, out: &mut Text<'
                 out,
                 "{sep}{{\"dump\":{},\"pid\":{},\"start_realtime_ns\":{}}}",
                 json_string(&tl.trace.path.to_string_lossy()),
-                pids[i],
-                starts[i]
+                layout.pids[i],
+                layout.starts[i]
             )?;
         }
         out.write_all(b"]")?;
     }
-    out.write_all(b"}}}\n")?;
-    Ok(found)
+    out.write_all(b"}}}\n")
 }
+
+/// What every event of key index `k` has before its time (`ph` its phase), its name escaped.
+pub(crate) fn head(tl: &Timeline<'_>, ph: &str, k: usize) -> String {
+    format!(",\n{{\"ph\":\"{ph}\",\"name\":{},\"ts\":", json_string(tl.name(k)))
+}
+
+/// What every span event of a thread ends with.
+pub(crate) fn tail(pid: u64, tid: u64) -> String {
+    format!(",\"pid\":{pid},\"tid\":{tid}}}")
+}
+
+/// The process's metadata event (`first`: the trace's first event, no comma before it).
+pub(crate) fn process_event(tl: &Timeline<'_>, pid: u64, first: bool) -> String {
+    let name = &tl.trace.process.name;
+    let name = if name.is_empty() { "process" } else { name };
+    let comma = if first { "" } else { ",\n" };
+    format!(
+        "{comma}{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{pid},\"args\":{{\"name\":{}}}}}",
+        json_string(name)
+    )
+}
+
+/// A thread's metadata event.
+pub(crate) fn thread_event(thread: &crate::model::ThreadTrace, pid: u64) -> String {
+    let tid = thread.tid;
+    let name = if thread.name.is_empty() { format!("thread {tid}") } else { thread.name.clone() };
+    format!(
+        ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}",
+        json_string(&name)
+    )
+}
+
+/// A thread's loss marker, `count` spans (none if 0), as the text before and after its time.
+pub(crate) fn loss_marker(
+    thread: &crate::model::ThreadTrace,
+    pid: u64,
+    count: u64,
+    what: &str,
+) -> Option<(String, String)> {
+    (count > 0).then(|| {
+        let before = format!(",\n{{\"name\":\"ringtrace: {count} {what}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+        let after = format!(
+            ",\"pid\":{pid},\"tid\":{},\"args\":{{\"spans_in_dump\":{},\"overwritten\":{},\"dropped\":{}}}}}",
+            thread.tid,
+            thread.span_count(),
+            thread.overwritten(),
+            thread.dropped
+        );
+        (before, after)
+    })
+}
+
+/// The loss markers' texts: spans overwritten before the first span kept, dropped after the last.
+pub(crate) const OVERWRITTEN: &str = "earlier span(s) overwritten";
+/// See [`OVERWRITTEN`].
+pub(crate) const DROPPED: &str = "later span(s) dropped (ring full)";
 
 /// One dump's process: its metadata, loss markers and span events.
 fn write_process(
@@ -133,7 +232,7 @@ fn write_process(
     let heads = |ph: &str| -> Pieces {
         let mut pieces = Pieces::default();
         for k in 0..tl.keys.len() {
-            pieces.push(format!(",\n{{\"ph\":\"{ph}\",\"name\":{},\"ts\":", json_string(tl.name(k))).as_bytes());
+            pieces.push(head(tl, ph, k).as_bytes());
         }
         pieces
     };
@@ -142,41 +241,19 @@ fn write_process(
     } else {
         (heads("X"), Pieces::default(), Pieces::default())
     };
-    let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
-    if !first {
-        out.write_all(b",\n")?;
-    }
-    write!(
-        out,
-        "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{pid},\"args\":{{\"name\":{}}}}}",
-        json_string(process_name)
-    )?;
+    out.write_all(process_event(tl, pid, first).as_bytes())?;
     let mut threads = tl.threads();
     while let Some(mut t) = threads.next() {
         let thread = &trace.threads[t.thread];
-        let tid = thread.tid;
-        let name = if thread.name.is_empty() { format!("thread {tid}") } else { thread.name.clone() };
-        write!(
-            out,
-            ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}",
-            json_string(&name)
-        )?;
+        out.write_all(thread_event(thread, pid).as_bytes())?;
         // The fixed part of every event of this thread, written once.
-        let tail = Piece::new(format!(",\"pid\":{pid},\"tid\":{tid}}}").as_bytes());
+        let tail = Piece::new(tail(pid, thread.tid).as_bytes());
         // Losses, where they happened: overwritten spans before the first one kept, dropped ones after the last.
         let loss = |count: u64, what: &str, at: Option<i64>, out: &mut Text<'_>| -> io::Result<()> {
-            if count == 0 {
-                return Ok(());
-            }
-            write!(out, ",\n{{\"name\":\"ringtrace: {count} {what}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":")?;
+            let Some((before, after)) = loss_marker(thread, pid, count, what) else { return Ok(()) };
+            out.write_all(before.as_bytes())?;
             out.us(at.map_or(0, |at| at.saturating_add(shift)))?;
-            write!(
-                out,
-                ",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"spans_in_dump\":{},\"overwritten\":{},\"dropped\":{}}}}}",
-                thread.span_count(),
-                thread.overwritten(),
-                thread.dropped
-            )
+            out.write_all(after.as_bytes())
         };
         let (mut first_enter, mut last_exit): (Option<i64>, Option<i64>) = (None, None);
         let mut open: Vec<SpanNs> = Vec::new();
@@ -184,7 +261,7 @@ fn write_process(
         while let Some(batch) = t.next_batch() {
             if first_enter.is_none() {
                 first_enter = batch.first().map(|s| s.enter_ns);
-                loss(thread.overwritten(), "earlier span(s) overwritten", first_enter, out)?;
+                loss(thread.overwritten(), OVERWRITTEN, first_enter, out)?;
             }
             if thread.dropped > 0 {
                 last_exit = last_exit.max(batch.iter().map(|s| s.exit_ns).max());
@@ -204,15 +281,15 @@ fn write_process(
         // The `E` events of the spans still open: the thread's last span is in.
         write_begin_end(shift, &[], &mut open, (&b_heads, &e_heads), &args, &tail, out)?;
         if first_enter.is_none() {
-            loss(thread.overwritten(), "earlier span(s) overwritten", None, out)?;
+            loss(thread.overwritten(), OVERWRITTEN, None, out)?;
         }
-        loss(thread.dropped, "later span(s) dropped (ring full)", last_exit, out)?;
+        loss(thread.dropped, DROPPED, last_exit, out)?;
     }
     Ok(threads.anomalies())
 }
 
 /// `"at":"file:line","inlined_into":"a < b","module":"/path"` for a key, as far as known.
-fn key_args(tl: &Timeline<'_>, key: u64) -> String {
+pub(crate) fn key_args(tl: &Timeline<'_>, key: u64) -> String {
     let mut fields = Vec::new();
     if let Some(name) = tl.names.get(key) {
         if let Some(file) = &name.file {
@@ -252,6 +329,22 @@ impl Args<'_> {
         }
         write_args(s, place, missing_children, out)
     }
+}
+
+/// The length of what [`Args::write`] writes for `s` (`place`: its key's place text).
+pub(crate) fn args_len(s: &SpanNs, place: &str, missing_children: bool) -> usize {
+    if s.arg().is_none() && !s.open() && !s.unwound() && !missing_children && place.is_empty() {
+        return 0;
+    }
+    let items = [
+        (!place.is_empty()).then_some(place.len()),
+        s.arg().map(|arg| "\"arg\":".len() + (arg as i64).to_string().len()),
+        s.open().then_some("\"open\":true".len()),
+        s.unwound().then_some("\"unwound\":true".len()),
+        missing_children.then_some("\"missing_children\":true".len()),
+    ];
+    let (count, len) = items.iter().flatten().fold((0, 0), |(n, l), i| (n + 1, l + i));
+    ",\"args\":{".len() + len + (count - 1) + 1
 }
 
 #[cold]

@@ -37,38 +37,83 @@ pub fn write_part(tl: &Timeline<'_>, first: bool, out: &mut dyn Write) -> io::Re
     Ok(found)
 }
 
-fn write_threads(tl: &Timeline<'_>, header: bool, out: &mut Text<'_>) -> io::Result<Anomalies> {
-    if header {
-        out.write_all(b"# tracer: function_graph\n#\n")?;
-        if let Some(selection) = &tl.selection {
-            writeln!(out, "# filter: {}\n#", selection.filter.describe())?;
-        }
-        out.write_all(b"# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n")?;
-        out.write_all(b"# |     |    |           |   |                     |   |   |   |\n")?;
+/// The text's header: the tracer, what the filters and an output budget left out, the column titles.
+pub(crate) fn header(tl: &Timeline<'_>) -> String {
+    let mut text = String::from("# tracer: function_graph\n#\n");
+    if let Some(selection) = &tl.selection {
+        text += &format!("# filter: {}\n#\n", selection.filter.describe());
+    }
+    if let Some(cut) = &tl.cut {
+        text += &format!("# budget: {}\n#\n", cut.describe());
+    }
+    text += "# CPU  TASK/PID         DURATION                  FUNCTION CALLS\n";
+    text += "# |     |    |           |   |                     |   |   |   |\n";
+    text
+}
+
+/// A thread's task column (`name-tid`, centred).
+pub(crate) fn task(thread: &crate::model::ThreadTrace<'_>) -> String {
+    let comm = if thread.name.is_empty() { "<...>" } else { thread.name.as_str() };
+    proc_column(comm, thread.tid)
+}
+
+/// The context switch block that introduces a thread (`task`), after `previous` (`None`: the first).
+pub(crate) fn switch_block(previous: Option<&str>, task: &str) -> String {
+    format!(
+        " ------------------------------------------\n 0) {} => {task}\n ------------------------------------------\n\n",
+        previous.unwrap_or(&proc_column("<idle>", 0))
+    )
+}
+
+/// The columns before an exit or leaf line's duration, and before an entry line's function.
+pub(crate) fn heads(task: &str) -> (String, String) {
+    (format!(" 0) {task} | "), format!(" 0) {task} |               |  "))
+}
+
+/// A key's entry line's text, its leaf line's (returned, unwound), and the closing lines' (returned, unwound).
+pub(crate) fn entry_text(name: &str) -> String {
+    format!("{name}() {{\n")
+}
+
+/// See [`entry_text`].
+pub(crate) fn leaf_texts(name: &str) -> [String; 2] {
+    [format!("{name}();\n"), format!("{name}(); {UNWOUND}\n")]
+}
+
+/// See [`entry_text`].
+pub(crate) fn close_texts() -> [String; 2] {
+    ["}\n".to_string(), format!("}} {UNWOUND}\n")]
+}
+
+/// What a line's indentation at `depth` takes (see [`line_start`]).
+pub(crate) fn indent_len(depth: usize) -> usize {
+    if depth <= INDENTED_LEVELS { depth * 2 } else { INDENTED_LEVELS * 2 + format!("/* depth {depth} */ ").len() }
+}
+
+fn write_threads(tl: &Timeline<'_>, header_too: bool, out: &mut Text<'_>) -> io::Result<Anomalies> {
+    if header_too {
+        out.write_all(header(tl).as_bytes())?;
     }
     // Each key's entry and leaf text, with the line's end: one copy per line.
     let (mut entries, mut leaves, mut unwound_leaves) = (Pieces::default(), Pieces::default(), Pieces::default());
     for k in 0..tl.keys.len() {
-        entries.push(format!("{}() {{\n", tl.name(k)).as_bytes());
-        leaves.push(format!("{}();\n", tl.name(k)).as_bytes());
-        unwound_leaves.push(format!("{}(); {UNWOUND}\n", tl.name(k)).as_bytes());
+        entries.push(entry_text(tl.name(k)).as_bytes());
+        let [leaf, unwound] = leaf_texts(tl.name(k));
+        leaves.push(leaf.as_bytes());
+        unwound_leaves.push(unwound.as_bytes());
     }
-    let close = [Piece::new(b"}\n"), Piece::new(format!("}} {UNWOUND}\n").as_bytes())];
+    let close = close_texts().map(|c| Piece::new(c.as_bytes()));
     let mut previous: Option<String> = None;
     let mut threads = tl.threads();
     while let Some(mut t) = threads.next() {
         let thread = &tl.trace.threads[t.thread];
-        let comm = if thread.name.is_empty() { "<...>" } else { thread.name.as_str() };
-        let task = proc_column(comm, thread.tid);
-        out.write_all(b" ------------------------------------------\n")?;
-        writeln!(out, " 0) {} => {}", previous.as_deref().unwrap_or(&proc_column("<idle>", 0)), task)?;
-        out.write_all(b" ------------------------------------------\n\n")?;
+        let task = task(thread);
+        out.write_all(switch_block(previous.as_deref(), &task).as_bytes())?;
         // The CPU and task columns; for entry lines, also the duration column's blank.
-        let head = Piece::new(format!(" 0) {task} | ").as_bytes());
-        let entry_head = Piece::new(format!(" 0) {task} |               |  ").as_bytes());
+        let (head, entry_head) = heads(&task);
         let mut graph = Graph {
-            head,
-            entry_head,
+            head: Piece::new(head.as_bytes()),
+            entry_head: Piece::new(entry_head.as_bytes()),
             entries: &entries,
             leaves: [&leaves, &unwound_leaves],
             close: &close,
@@ -248,7 +293,7 @@ fn duration_column_long(ns: u64, to: &mut [u8; NUMBER]) -> usize {
 }
 
 /// `print_graph_proc`: `comm-pid` cut to 14 characters and centred in them.
-fn proc_column(comm: &str, tid: u64) -> String {
+pub(crate) fn proc_column(comm: &str, tid: u64) -> String {
     let pid = tid.to_string();
     let comm: String = comm.chars().take(14usize.saturating_sub(pid.len() + 1)).collect();
     let text = format!("{comm}-{pid}");

@@ -13,4 +13,4 @@ pub mod pprof;
 mod protobuf;
 pub mod stats_table;
 pub mod systrace;
-mod text;
+pub(crate) mod text;

@@ -77,9 +77,12 @@ const THREAD_NAME: u32 = 5;
 const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
 const EVENT_TYPE: u32 = 9;
 const EVENT_NAME_IID: u32 = 10;
+const EVENT_TRACK_UUID: u32 = 11;
+const EVENT_NAME: u32 = 23;
 const EVENT_SOURCE_LOCATION_IID: u32 = 34;
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
+const TYPE_INSTANT: u64 = 3;
 // InternedData, EventName, SourceLocation, DebugAnnotationName, DebugAnnotation.
 const INTERNED_EVENT_NAMES: u32 = 2;
 const INTERNED_ANNOTATION_NAMES: u32 = 3;
@@ -301,33 +304,23 @@ fn write_trace(tl: &Timeline<'_>, part: Option<u32>, out: &mut dyn Write) -> io:
     // sequence starting with its state cleared).
     let sequence_base = part.map_or(0, |p| u64::from(p % 0xffff + 1) << 16);
     let trace = tl.trace;
-    let pid = u64::from(trace.process.pid);
     let mut packets = Packets {
         out,
         buf: vec![0; CHUNK],
         pos: 0,
         sequence: 1,
         interned: vec![NOT_INTERNED; tl.keys.len()],
-        placed: tl.keys.iter().map(|&k| tl.names.get(k).is_some_and(|n| n.file.is_some())).collect(),
+        placed: placed(tl),
         begin: vec![Fields::new(1, TYPE_SLICE_BEGIN, None); tl.keys.len()],
         end: Fields::new(1, TYPE_SLICE_END, None),
         origin_ns: tl.origin_ns,
         clock: 0,
     };
-    // Sequence 1: the process track.
-    let process_uuid = 1u64;
-    let mut process = Message::default();
-    process.uint(PROCESS_PID, pid);
-    let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
-    process.bytes(PROCESS_NAME, process_name.as_bytes());
-    let mut track = Message::default();
-    track.uint(TRACK_UUID, process_uuid);
-    track.message(TRACK_PROCESS, &process);
-    let mut first = Message::default();
-    first.uint(SEQUENCE_ID, sequence_base + 1);
-    first.message(TRACK_DESCRIPTOR, &track);
-    packets.write(&first.0)?;
-
+    // Sequence 1: the process track, and what an output budget left out.
+    packets.write(&process_packet(tl, sequence_base))?;
+    if let Some(note) = note_packet(tl, sequence_base) {
+        packets.write(&note)?;
+    }
     let mut threads = tl.threads();
     let mut open: Vec<SpanNs> = Vec::new();
     let mut scratch = Message::default();
@@ -338,51 +331,9 @@ fn write_trace(tl: &Timeline<'_>, part: Option<u32>, out: &mut dyn Write) -> io:
             None => (t.thread as u64 + 2, t.thread as u64 + 2),
         };
         packets.start_sequence(sequence);
-        // The sequence's first packet: state cleared; the defaults (the track, the clock);
-        // the annotations' names; the clock, at 0 on BOOTTIME's 0. Then the track's descriptor.
-        let mut descriptor = Message::default();
-        descriptor.uint(THREAD_PID, pid);
-        descriptor.uint(THREAD_TID, thread.tid);
-        let name = if thread.name.is_empty() { format!("thread {}", thread.tid) } else { thread.name.clone() };
-        descriptor.bytes(THREAD_NAME, name.as_bytes());
-        let mut track = Message::default();
-        track.uint(TRACK_UUID, uuid);
-        track.uint(TRACK_PARENT, process_uuid);
-        track.bytes(TRACK_NAME, name.as_bytes());
-        track.message(TRACK_THREAD, &descriptor);
-        let mut event_defaults = Message::default();
-        event_defaults.uint(DEFAULTS_TRACK_UUID, uuid);
-        let mut defaults = Message::default();
-        defaults.message(DEFAULTS_TRACK_EVENT, &event_defaults);
-        defaults.uint(TIMESTAMP_CLOCK_ID, SEQUENCE_CLOCK);
-        let mut interned = Message::default();
-        for (i, name) in ANNOTATIONS.iter().enumerate() {
-            let mut entry = Message::default();
-            entry.uint(IID, i as u64 + 1);
-            entry.bytes(NAME, name.as_bytes());
-            interned.message(INTERNED_ANNOTATION_NAMES, &entry);
+        for packet in thread_packets(tl, t.thread, uuid, sequence) {
+            packets.write(&packet)?;
         }
-        let mut snapshot = Message::default();
-        for (id, incremental) in [(BOOTTIME, false), (SEQUENCE_CLOCK, true)] {
-            let mut clock = Message::default();
-            clock.uint(CLOCK_ID, id);
-            clock.uint(CLOCK_TIMESTAMP, 0);
-            if incremental {
-                clock.uint(CLOCK_IS_INCREMENTAL, 1);
-            }
-            snapshot.message(CLOCKS, &clock);
-        }
-        let mut packet = Message::default();
-        packet.uint(SEQUENCE_ID, packets.sequence);
-        packet.uint(SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
-        packet.message(PACKET_DEFAULTS, &defaults);
-        packet.message(INTERNED_DATA, &interned);
-        packet.message(CLOCK_SNAPSHOT, &snapshot);
-        packets.write(&packet.0)?;
-        let mut packet = Message::default();
-        packet.uint(SEQUENCE_ID, packets.sequence);
-        packet.message(TRACK_DESCRIPTOR, &track);
-        packets.write(&packet.0)?;
         let lost = tl.lost_children(thread);
         open.clear();
         while let Some(batch) = t.next_batch() {
@@ -394,7 +345,7 @@ fn write_trace(tl: &Timeline<'_>, part: Option<u32>, out: &mut dyn Write) -> io:
                     slice_end(&mut packets, top.exit_ns)?;
                     open.pop();
                 }
-                let marks = [s.arg().is_some(), s.open(), s.unwound(), lost.of(s.enter_ns, s.open())];
+                let marks = marks(s, &lost);
                 slice_begin(&mut packets, &mut scratch, tl, s, marks)?;
                 open.push(*s);
             }
@@ -415,6 +366,148 @@ impl Packets<'_> {
         self.interned.iter_mut().for_each(|n| *n = NOT_INTERNED);
         self.end = Fields::new(id, TYPE_SLICE_END, None);
     }
+}
+
+/// The process track's descriptor packet (on sequence 1 of the trace or part).
+pub(crate) fn process_packet(tl: &Timeline<'_>, sequence_base: u64) -> Vec<u8> {
+    let trace = tl.trace;
+    let mut process = Message::default();
+    process.uint(PROCESS_PID, u64::from(trace.process.pid));
+    let process_name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
+    process.bytes(PROCESS_NAME, process_name.as_bytes());
+    let mut track = Message::default();
+    track.uint(TRACK_UUID, PROCESS_UUID);
+    track.message(TRACK_PROCESS, &process);
+    let mut first = Message::default();
+    first.uint(SEQUENCE_ID, sequence_base + 1);
+    first.message(TRACK_DESCRIPTOR, &track);
+    first.0
+}
+
+/// The process track's uuid.
+const PROCESS_UUID: u64 = 1;
+
+/// What an output budget left out, if one did: an instant event on the process track at the
+/// trace's start, named with it (sequence 1 of the trace).
+pub(crate) fn note_packet(tl: &Timeline<'_>, sequence_base: u64) -> Option<Vec<u8>> {
+    let cut = tl.cut.as_ref()?;
+    let mut event = Message::default();
+    event.uint(EVENT_TYPE, TYPE_INSTANT);
+    event.uint(EVENT_TRACK_UUID, PROCESS_UUID);
+    event.bytes(EVENT_NAME, format!("ringtrace: {}", cut.describe()).as_bytes());
+    let mut packet = Message::default();
+    packet.uint(TIMESTAMP, 0);
+    packet.uint(SEQUENCE_ID, sequence_base + 1);
+    packet.message(TRACK_EVENT, &event);
+    Some(packet.0)
+}
+
+/// Thread `index`'s first two packets on its own `sequence`: the sequence's state cleared, its
+/// defaults (the track `uuid`, the clock), the annotations' names and the clock at 0 on
+/// BOOTTIME's 0; then the track's descriptor.
+pub(crate) fn thread_packets(tl: &Timeline<'_>, index: usize, uuid: u64, sequence: u64) -> [Vec<u8>; 2] {
+    let thread = &tl.trace.threads[index];
+    let mut descriptor = Message::default();
+    descriptor.uint(THREAD_PID, u64::from(tl.trace.process.pid));
+    descriptor.uint(THREAD_TID, thread.tid);
+    let name = if thread.name.is_empty() { format!("thread {}", thread.tid) } else { thread.name.clone() };
+    descriptor.bytes(THREAD_NAME, name.as_bytes());
+    let mut track = Message::default();
+    track.uint(TRACK_UUID, uuid);
+    track.uint(TRACK_PARENT, PROCESS_UUID);
+    track.bytes(TRACK_NAME, name.as_bytes());
+    track.message(TRACK_THREAD, &descriptor);
+    let mut event_defaults = Message::default();
+    event_defaults.uint(DEFAULTS_TRACK_UUID, uuid);
+    let mut defaults = Message::default();
+    defaults.message(DEFAULTS_TRACK_EVENT, &event_defaults);
+    defaults.uint(TIMESTAMP_CLOCK_ID, SEQUENCE_CLOCK);
+    let mut interned = Message::default();
+    for (i, name) in ANNOTATIONS.iter().enumerate() {
+        let mut entry = Message::default();
+        entry.uint(IID, i as u64 + 1);
+        entry.bytes(NAME, name.as_bytes());
+        interned.message(INTERNED_ANNOTATION_NAMES, &entry);
+    }
+    let mut snapshot = Message::default();
+    for (id, incremental) in [(BOOTTIME, false), (SEQUENCE_CLOCK, true)] {
+        let mut clock = Message::default();
+        clock.uint(CLOCK_ID, id);
+        clock.uint(CLOCK_TIMESTAMP, 0);
+        if incremental {
+            clock.uint(CLOCK_IS_INCREMENTAL, 1);
+        }
+        snapshot.message(CLOCKS, &clock);
+    }
+    let mut first = Message::default();
+    first.uint(SEQUENCE_ID, sequence);
+    first.uint(SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+    first.message(PACKET_DEFAULTS, &defaults);
+    first.message(INTERNED_DATA, &interned);
+    first.message(CLOCK_SNAPSHOT, &snapshot);
+    let mut second = Message::default();
+    second.uint(SEQUENCE_ID, sequence);
+    second.message(TRACK_DESCRIPTOR, &track);
+    [first.0, second.0]
+}
+
+/// Per key index, whether its name has a source place (interned with it).
+pub(crate) fn placed(tl: &Timeline<'_>) -> Vec<bool> {
+    tl.keys.iter().map(|&k| tl.names.get(k).is_some_and(|n| n.file.is_some())).collect()
+}
+
+/// The `interned_data` field a key's first span on a sequence carries: its name, and its place
+/// if `placed`; and whether it has the place.
+pub(crate) fn interned_data(tl: &Timeline<'_>, key: usize, placed: bool) -> (Vec<u8>, bool) {
+    let mut interned = Message::default();
+    let mut entry = Message::default();
+    entry.uint(IID, key as u64 + 1);
+    entry.bytes(NAME, tl.name(key).as_bytes());
+    interned.message(INTERNED_EVENT_NAMES, &entry);
+    let place = tl.keys.get(key).and_then(|&k| tl.names.get(k)).filter(|_| placed);
+    if let Some(name) = place {
+        let mut entry = Message::default();
+        entry.uint(IID, key as u64 + 1);
+        entry.bytes(LOCATION_FILE, name.file.as_deref().unwrap_or_default().as_bytes());
+        entry.bytes(LOCATION_FUNCTION, name.name.as_bytes());
+        if let Some(line) = name.line {
+            entry.uint(LOCATION_LINE, u64::from(line));
+        }
+        interned.message(INTERNED_SOURCE_LOCATIONS, &entry);
+    }
+    let mut field = Message::default();
+    field.message(INTERNED_DATA, &interned);
+    (field.0, place.is_some())
+}
+
+/// The marks a span's begin carries as debug annotations: `arg`, `open`, `unwound`, `missing_children`.
+pub(crate) fn marks(s: &SpanNs, lost: &crate::model::LostChildren) -> [bool; 4] {
+    [s.arg().is_some(), s.open(), s.unwound(), lost.of(s.enter_ns, s.open())]
+}
+
+/// What the debug annotations of `s` with `marks` take in its event.
+pub(crate) fn annotations_len(s: &SpanNs, marks: [bool; 4]) -> usize {
+    let mut event = Message::default();
+    annotate(&mut event, s, marks);
+    event.0.len()
+}
+
+/// What the fields after a span packet's timestamp take on `sequence`: a begin's of key index
+/// `key` (`located`: with its place iid), or an end's (`None`).
+pub(crate) fn fields_len(sequence: u64, begin: Option<(usize, bool)>) -> usize {
+    match begin {
+        Some((key, located)) => Fields::new(sequence, TYPE_SLICE_BEGIN, Some((key as u64 + 1, located))).len,
+        None => Fields::new(sequence, TYPE_SLICE_END, None).len,
+    }
+}
+
+/// A span packet's timestamp field and framing beyond its time's varint and its fields: the
+/// `Trace.packet` key, a one-byte length, the `timestamp` key.
+pub(crate) const SPAN_FRAMING: usize = 3;
+
+/// What a packet of `body` bytes takes as `Trace.packet`.
+pub(crate) fn packet_len(body: usize) -> usize {
+    1 + crate::budget::varint_len(body as u64) + body
 }
 
 /// The `TYPE_SLICE_BEGIN` of `s` (`interned`: room for the data it interns).
@@ -457,25 +550,9 @@ fn slice_begin_slow(
     // The name (and its place) interned on first use.
     let Some(state) = packets.interned.get_mut(key) else { return Ok(()) };
     if *state == NOT_INTERNED {
-        let mut interned = Message::default();
-        let mut entry = Message::default();
-        entry.uint(IID, key as u64 + 1);
-        entry.bytes(NAME, tl.name(key).as_bytes());
-        interned.message(INTERNED_EVENT_NAMES, &entry);
-        *state = NAME_ONLY;
-        let place = tl.keys.get(key).and_then(|&k| tl.names.get(k)).filter(|_| packets.placed[key]);
-        if let Some(name) = place {
-            let mut entry = Message::default();
-            entry.uint(IID, key as u64 + 1);
-            entry.bytes(LOCATION_FILE, name.file.as_deref().unwrap_or_default().as_bytes());
-            entry.bytes(LOCATION_FUNCTION, name.name.as_bytes());
-            if let Some(line) = name.line {
-                entry.uint(LOCATION_LINE, u64::from(line));
-            }
-            interned.message(INTERNED_SOURCE_LOCATIONS, &entry);
-            *state = NAME_AND_PLACE;
-        }
-        packet.message(INTERNED_DATA, &interned);
+        let (interned, located) = interned_data(tl, key, packets.placed[key]);
+        *state = if located { NAME_AND_PLACE } else { NAME_ONLY };
+        packet.0.extend_from_slice(&interned);
     }
     let located = *state == NAME_AND_PLACE;
     if let Some(fields) = packets.begin.get_mut(key) {

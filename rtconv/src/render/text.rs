@@ -184,6 +184,12 @@ fn microseconds(ns: i64, to: &mut [u8; NUMBER]) -> usize {
     len + 4
 }
 
+/// The length of `ns` written as [`Text::us`] writes it.
+#[inline(always)]
+pub fn us_len(ns: i64) -> usize {
+    microseconds(ns, &mut [0; NUMBER])
+}
+
 /// Copies `blocks` to `to` (as long as they are): a piece of one or two
 /// blocks (most are) as fixed-size moves, without a loop.
 #[inline(always)]

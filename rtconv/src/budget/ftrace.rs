@@ -1,0 +1,69 @@
+//! What ftrace's function_graph text takes, span by span, as [`crate::render::ftrace`] writes it:
+//! a span with kept children is an entry line and a closing line, one without them a single
+//! leaf line — so a span's lines change once its longest child is left out. Exact.
+
+use super::Costs;
+use crate::model::{Filtered, SpanNs, Timeline};
+use crate::render::ftrace::{self, close_texts, duration_column, entry_text, indent_len, leaf_texts};
+
+/// A span entered and not yet closed, in the walk: it, its depth, and its longest child's duration.
+struct Open {
+    span: SpanNs,
+    depth: usize,
+    longest_child: Option<u64>,
+}
+
+/// What `tl` takes as ftrace text (the header aside: [`fixed`]), and what its filters kept and left out.
+pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
+    let mut costs = Costs::default();
+    let entries: Vec<usize> = (0..tl.keys.len()).map(|k| entry_text(tl.name(k)).len()).collect();
+    let leaves: Vec<[usize; 2]> = (0..tl.keys.len()).map(|k| leaf_texts(tl.name(k)).map(|l| l.len())).collect();
+    let close = close_texts().map(|c| c.len());
+    let mut previous: Option<String> = None;
+    let mut stack: Vec<Open> = Vec::new();
+    let mut threads = tl.threads();
+    while let Some(mut t) = threads.next() {
+        let task = ftrace::task(&tl.trace.threads[t.thread]);
+        costs.always(ftrace::switch_block(previous.as_deref(), &task).len());
+        let (head, entry_head) = ftrace::heads(&task);
+        let (head, entry_head) = (head.len(), entry_head.len());
+        // A span's lines, once its children are known.
+        let close_span = |open: Open, costs: &mut Costs| {
+            let s = &open.span;
+            let ns = s.exit_ns.saturating_sub(s.enter_ns).max(0) as u64;
+            let exit_line = head + duration_column(ns, &mut [0; 32]) + indent_len(open.depth);
+            let k = s.key_index as usize;
+            let unwound = usize::from(s.unwound());
+            let leaf = exit_line + leaves.get(k).map_or(0, |l| l[unwound]);
+            costs.span(ns, leaf);
+            if let Some(child) = open.longest_child {
+                let entry = entry_head + indent_len(open.depth) + entries.get(k).copied().unwrap_or(0);
+                let parent = entry + exit_line + close[unwound];
+                costs.while_kept(child, parent as i64 - leaf as i64);
+            }
+        };
+        stack.clear();
+        while let Some(batch) = t.next_batch() {
+            for s in batch {
+                while stack.last().is_some_and(|top| !top.span.encloses(s)) {
+                    close_span(stack.pop().expect("a top"), &mut costs);
+                }
+                let ns = s.exit_ns.saturating_sub(s.enter_ns).max(0) as u64;
+                if let Some(parent) = stack.last_mut() {
+                    parent.longest_child = Some(parent.longest_child.map_or(ns, |c| c.max(ns)));
+                }
+                stack.push(Open { span: *s, depth: stack.len(), longest_child: None });
+            }
+        }
+        while let Some(open) = stack.pop() {
+            close_span(open, &mut costs);
+        }
+        previous = Some(task);
+    }
+    (costs, threads.anomalies().filtered)
+}
+
+/// What the header takes for `tl` (filtered and cut as it will be written).
+pub fn fixed(tl: &Timeline<'_>) -> u64 {
+    ftrace::header(tl).len() as u64
+}

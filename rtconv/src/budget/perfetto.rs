@@ -1,0 +1,173 @@
+//! What Perfetto's protobuf takes, span by span, as [`crate::render::perfetto`] writes it: a begin
+//! and an end packet each, whose times are varint deltas from the previous packet of the
+//! thread's sequence — so a packet's size depends on which spans before it are kept.
+//!
+//! The packet before a span's begin is the end of its latest earlier sibling that is kept, or
+//! else its parent's begin (for a thread's outermost spans: the sequence's clock at 0); the
+//! packet before its end is the end of its latest child kept, or else its own begin. The delta
+//! reaches a varint's next length `b` (2^7, 2^14, …) unless a sibling (or child) ending within
+//! `b` of it is kept — that is, unless the threshold is at most the longest of those. So each
+//! packet is one step for its own bytes, less one byte per length the nearby siblings keep it
+//! under, each while the threshold is at most the longest of them. The siblings seen so far are
+//! kept as a stack of suffix maxima (each longer than every later one), found by binary search.
+//!
+//! Exact, but where stated: a key's first span on a sequence carries its interned name (and
+//! place) whatever span that is, its packet's length counted as if the time took ten bytes (one
+//! byte high at most); and a thread whose spans come out of order (a damaged ring, its packets
+//! then on BOOTTIME) counts each packet's time at twelve bytes.
+
+use super::{Costs, varint_len};
+use crate::model::{Filtered, SpanNs, Timeline};
+use crate::render::perfetto::{self, SPAN_FRAMING, fields_len, packet_len};
+
+/// A span entered and not yet ended, in the walk.
+struct Open {
+    span: SpanNs,
+    /// Its begin's time on the sequence's clock (ns since the origin).
+    begin: u64,
+    /// Where its children's stack starts in the walk's `children`.
+    children: usize,
+}
+
+/// A finished child in a stack of suffix maxima: its end's time and its duration.
+#[derive(Clone, Copy)]
+struct Child {
+    end: u64,
+    duration: u64,
+}
+
+/// The varint lengths' thresholds: a value of at least `LENGTHS[i]` takes more than `i + 1` bytes.
+const LENGTHS: [u64; 9] = [1 << 7, 1 << 14, 1 << 21, 1 << 28, 1 << 35, 1 << 42, 1 << 49, 1 << 56, 1 << 63];
+
+/// What `tl` takes as a Perfetto trace (the budget's note aside: [`fixed`]), and what its
+/// filters kept and left out.
+pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
+    let mut costs = Costs::default();
+    costs.always(packet_len(perfetto::process_packet(tl, 0).len()));
+    let placed = perfetto::placed(tl);
+    let interned: Vec<(usize, bool)> = (0..tl.keys.len())
+        .map(|k| {
+            let (bytes, located) = perfetto::interned_data(tl, k, placed[k]);
+            (bytes.len(), located)
+        })
+        .collect();
+    let mut open: Vec<Open> = Vec::new();
+    let mut children: Vec<Child> = Vec::new();
+    // Per key index, the longest span of it on the thread (its name is interned while kept).
+    let mut longest: Vec<Option<u64>> = vec![None; tl.keys.len()];
+    let mut threads = tl.threads();
+    while let Some(mut t) = threads.next() {
+        let sequence = t.thread as u64 + 2;
+        for packet in perfetto::thread_packets(tl, t.thread, sequence, sequence) {
+            costs.always(packet_len(packet.len()));
+        }
+        let end_fields = fields_len(sequence, None);
+        let begin_fields: Vec<usize> =
+            (0..tl.keys.len()).map(|k| fields_len(sequence, Some((k, interned[k].1)))).collect();
+        let lost = tl.lost_children(&tl.trace.threads[t.thread]);
+        let mut walk = Walk { costs: &mut costs, children: &mut children, in_order: true, origin: tl.origin_ns };
+        walk.children.clear();
+        open.clear();
+        longest.iter_mut().for_each(|l| *l = None);
+        while let Some(batch) = t.next_batch() {
+            for s in batch {
+                while open.last().is_some_and(|top| !top.span.encloses(s)) {
+                    let top = open.pop().expect("a top");
+                    walk.end(&top, end_fields);
+                }
+                let d = duration(s);
+                let k = s.key_index as usize;
+                if let Some(l) = longest.get_mut(k) {
+                    *l = Some(l.map_or(d, |l| l.max(d)));
+                }
+                let (parent_begin, siblings) = open.last().map_or((0, 0), |p| (p.begin, p.children));
+                let begin = walk.time(s.enter_ns);
+                let marks = perfetto::marks(s, &lost);
+                let annotations = if marks.contains(&true) { perfetto::annotations_len(s, marks) } else { 0 };
+                let fields = begin_fields.get(k).copied().unwrap_or(0) + annotations;
+                walk.packet(d, begin, parent_begin, siblings, fields);
+                // Now a child of its parent: an earlier sibling for the spans after it.
+                walk.push_child(siblings, Child { end: walk.time(s.exit_ns), duration: d });
+                open.push(Open { span: *s, begin, children: walk.children.len() });
+            }
+        }
+        while let Some(top) = open.pop() {
+            walk.end(&top, end_fields);
+        }
+        // Each key's interned name, with its packet's length byte at its longest.
+        for (k, l) in longest.iter().enumerate() {
+            if let Some(l) = *l {
+                let (bytes, _) = interned[k];
+                let body = 1 + 10 + begin_fields[k] + 60 + bytes;
+                costs.while_kept(l, (bytes + varint_len(body as u64) - 1) as i64);
+            }
+        }
+    }
+    (costs, threads.anomalies().filtered)
+}
+
+/// A span's duration, as the threshold compares it.
+fn duration(s: &SpanNs) -> u64 {
+    s.exit_ns.saturating_sub(s.enter_ns).max(0) as u64
+}
+
+/// One thread's walk: where its steps go, and the finished children of every open span.
+struct Walk<'c> {
+    costs: &'c mut Costs,
+    children: &'c mut Vec<Child>,
+    /// No packet came before its predecessor so far.
+    in_order: bool,
+    origin: i64,
+}
+
+impl Walk<'_> {
+    /// A packet's time on the sequence's clock.
+    fn time(&self, ns: i64) -> u64 {
+        ns.saturating_sub(self.origin).max(0) as u64
+    }
+
+    /// A span's end packet.
+    fn end(&mut self, span: &Open, fields: usize) {
+        let at = self.time(span.span.exit_ns);
+        let d = duration(&span.span);
+        self.packet(d, at, span.begin, span.children, fields);
+        self.children.truncate(span.children);
+    }
+
+    /// A packet at `at` of a span lasting `d` (kept while the threshold is at most `d`), after
+    /// `before` (the packet before it when none of the children from `from` on in the stack is
+    /// kept), `fields` bytes after its time.
+    fn packet(&mut self, d: u64, at: u64, before: u64, from: usize, fields: usize) {
+        let stack = &self.children[from..];
+        if !self.in_order || at < before || stack.last().is_some_and(|c| c.end > at) {
+            // This packet, or one before it, on BOOTTIME (the sequence's clock stays behind):
+            // from here on each packet's time at its longest, with the clock's id.
+            self.in_order = false;
+            self.costs.span(d, SPAN_FRAMING + 10 + 2 + fields + 1);
+            return;
+        }
+        let longest = at - before;
+        let lengths = LENGTHS.iter().take_while(|&&b| longest >= b).count();
+        self.costs.span(d, SPAN_FRAMING + 1 + lengths + fields);
+        for &b in &LENGTHS[..lengths] {
+            // The children ending within `b` of the packet: the first in the stack is the longest.
+            let near = stack.partition_point(|c| c.end <= at - b);
+            if let Some(c) = stack.get(near) {
+                self.costs.while_kept(c.duration.min(d), -1);
+            }
+        }
+    }
+
+    /// Adds `child` to the stack of suffix maxima starting at `from`.
+    fn push_child(&mut self, from: usize, child: Child) {
+        while self.children.len() > from && self.children.last().is_some_and(|c| c.duration <= child.duration) {
+            self.children.pop();
+        }
+        self.children.push(child);
+    }
+}
+
+/// What the budget's note takes for `tl` (cut as it will be written).
+pub fn fixed(tl: &Timeline<'_>) -> u64 {
+    perfetto::note_packet(tl, 0).map_or(0, |p| packet_len(p.len()) as u64)
+}
