@@ -12,13 +12,15 @@
 //!
 //! Reported as spans per second for reading alone (the floor) and for the
 //! whole conversion to Chrome JSON, Perfetto, ftrace text and statistics, in
-//! the same run.
+//! the same run; then what an output budget (`--max-bytes`) adds: its pass
+//! alone, and the conversion within a tenth of the whole output's size.
 
 use std::hint::black_box;
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group};
-use rtconv::convert::{Format, convert};
+use rtconv::budget::{Layout, Plan};
+use rtconv::convert::{Budget, Format, convert, convert_within};
 
 const FIB_N: u32 = 27;
 
@@ -120,6 +122,75 @@ fn bench_dump(c: &mut Criterion, group: &str, path: &std::path::Path, spans: u64
                 let report =
                     convert(path, format, &Default::default(), &Default::default(), &mut out).expect("converts");
                 assert_eq!(report.spans, spans);
+            })
+        });
+    }
+    // Budgets (`--max-bytes`): the spans decoded in start order and nothing else (what the budget
+    // pass repeats), the budget pass alone (the size model and the threshold), and the conversion
+    // within a tenth of the whole output's size.
+    let (opts, filter) = (rtconv::symbolize::Options::default(), rtconv::model::Filter::default());
+    let cache = rtconv::symbolize::Cache::default();
+    let bytes = rtconv::model::open(path).expect("readable");
+    g.bench_function("spans decoded in start order (what a budget pass repeats)", |b| {
+        b.iter(|| {
+            let (n, _) = rtconv::convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+                let (mut n, mut threads) = (0, tl.threads());
+                while let Some(mut t) = threads.next() {
+                    while let Some(batch) = t.next_batch() {
+                        n += batch.len();
+                    }
+                }
+                (n, threads.anomalies())
+            })
+            .expect("converts");
+            assert_eq!(n as u64, spans);
+        })
+    });
+    g.bench_function("spans in pre-order (arrivals)", |b| {
+        b.iter(|| {
+            let (n, _) = rtconv::convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+                let mut n = 0u64;
+                let found = tl.arrivals(|a| n += a.duration & 1);
+                (n, found)
+            })
+            .expect("converts");
+            black_box(n);
+        })
+    });
+    g.bench_function("prepare only", |b| {
+        b.iter(|| {
+            let (n, _) = rtconv::convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+                (tl.keys.len(), Default::default())
+            })
+            .expect("converts");
+            black_box(n);
+        })
+    });
+    let layouts = [
+        ("chrome json", Format::Chrome(Default::default()), Layout::Chrome(Default::default())),
+        ("perfetto", Format::Perfetto, Layout::Perfetto),
+        ("ftrace text", Format::Ftrace, Layout::Ftrace),
+    ];
+    for (name, format, layout) in layouts {
+        let mut whole = 0;
+        g.bench_function(format!("budget pass for {name} (size model, threshold)"), |b| {
+            b.iter(|| {
+                let (choice, _) = rtconv::convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+                    let plan = Plan::new(tl, &filter, layout);
+                    whole = plan.whole();
+                    (plan.choose(whole / 10, whole / 10), Default::default())
+                })
+                .expect("converts");
+                black_box(choice.expect("fits"));
+            })
+        });
+        g.bench_function(format!("dump to {name} within a tenth of its size"), |b| {
+            b.iter(|| {
+                let budget = Budget { max_bytes: whole / 10, gzip: false };
+                let mut out = std::io::sink();
+                let report =
+                    convert_within(path, &bytes, format, &opts, &filter, &cache, budget, &mut out).expect("converts");
+                assert!(report.budget.expect("a budget").written <= whole / 10);
             })
         });
     }

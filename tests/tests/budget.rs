@@ -155,3 +155,65 @@ fn the_command_line_states_the_cut_in_the_output_and_on_stderr() {
     let (code, _, stderr) = rtconv_run(&["convert", dump.to_str().unwrap(), "-f", "folded", "--max-bytes", "1M"]);
     assert_eq!(code, 2, "{stderr:?}");
 }
+
+/// Per (thread, function): the spans' summed duration in ns and their count, from Chrome JSON.
+fn durations(json: &[u8]) -> std::collections::BTreeMap<(u64, String), (i64, u64)> {
+    let json: serde_json::Value = serde_json::from_slice(json).unwrap();
+    let mut sums = std::collections::BTreeMap::new();
+    for e in json["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X") {
+        let ns = (e["dur"].as_f64().unwrap() * 1000.0).round() as i64;
+        let entry = sums.entry((e["tid"].as_u64().unwrap(), e["name"].as_str().unwrap().to_string())).or_insert((0, 0));
+        entry.0 += ns;
+        entry.1 += u64::from(e["args"]["clipped"].is_null());
+    }
+    sums
+}
+
+#[test]
+fn split_parts_each_open_alone_and_together_hold_every_span_once() {
+    let dir = scratch("budget-split");
+    let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &["--fib", "16"]);
+    let (code, whole, _) = convert(&dump, &[]);
+    assert_eq!(code, 0);
+    let whole_sums = durations(whole.as_bytes());
+    for split in [format!("{}", whole.len() / 7), "3ms".to_string()] {
+        let out = dir.join(format!("parts-{split}.json"));
+        let (code, _, stderr) =
+            rtconv_run(&["convert", dump.to_str().unwrap(), "-o", out.to_str().unwrap(), "--split", &split]);
+        assert_eq!(code, 0, "{stderr:?}");
+        let mut sums: std::collections::BTreeMap<(u64, String), (i64, u64)> = Default::default();
+        let mut parts = 0;
+        let mut clipped = 0;
+        for i in 1.. {
+            let Ok(part) = std::fs::read(dir.join(format!("parts-{split}-{i:04}.json"))) else { break };
+            parts += 1;
+            if !split.ends_with("ms") {
+                assert!(part.len() <= whole.len() / 7, "part {i}: {} bytes", part.len());
+            }
+            // Each part alone: its own process and thread records.
+            let json: serde_json::Value = serde_json::from_slice(&part).unwrap();
+            let events = json["traceEvents"].as_array().unwrap();
+            assert!(events.iter().any(|e| e["name"] == "process_name"), "part {i}: process record");
+            let tids: std::collections::BTreeSet<_> =
+                events.iter().filter(|e| e["ph"] == "X").map(|e| e["tid"].as_u64().unwrap()).collect();
+            for tid in tids {
+                assert!(events.iter().any(|e| e["name"] == "thread_name" && e["tid"] == tid), "part {i}: thread {tid}");
+            }
+            clipped += events.iter().filter(|e| !e["args"]["clipped"].is_null()).count();
+            for (k, (ns, unclipped)) in durations(&part) {
+                let s = sums.entry(k).or_insert((0, 0));
+                s.0 += ns;
+                s.1 += unclipped;
+            }
+        }
+        assert!(parts > 2 && clipped > 0, "{split}: {parts} parts, {clipped} clipped spans");
+        // Every span's time once: summed over the parts, each function's time on each thread is
+        // the whole's; a span no cut crossed is in one part whole.
+        let expect: std::collections::BTreeMap<_, _> = whole_sums.iter().map(|(k, v)| (k.clone(), v.0)).collect();
+        let got: std::collections::BTreeMap<_, _> = sums.iter().map(|(k, v)| (k.clone(), v.0)).collect();
+        assert_eq!(got, expect, "{split}: per thread and function, the parts' time is the whole's");
+        for (k, (_, whole_count)) in &whole_sums {
+            assert!(sums[k].1 <= *whole_count, "{k:?}");
+        }
+    }
+}

@@ -9,8 +9,7 @@ use crate::render::chrome::{self, DROPPED, DUR_TEXT, Layout, OVERWRITTEN, Option
 use crate::render::text::us_len;
 
 /// What `tl` takes as Chrome JSON written with `opts`, and what its filters kept and left out.
-pub fn costs(tl: &Timeline<'_>, opts: &Options) -> (Costs, Filtered) {
-    let mut costs = Costs::default();
+pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
     let layout = Layout::new(&[tl]);
     let (pid, shift) = layout.place(0, tl);
     costs.always(chrome::HEADER.len());
@@ -28,6 +27,7 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options) -> (Costs, Filtered) {
         let mut latest = 0i64;
         while let Some(batch) = t.next_batch() {
             for s in batch {
+                costs.at(s.enter_ns);
                 let k = s.key_index as usize;
                 let place = places.get(k).map_or("", String::as_str);
                 let args = chrome::args_len(s, place, lost.of(s.enter_ns, s.open()));
@@ -48,7 +48,7 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options) -> (Costs, Filtered) {
             }
         }
     }
-    (costs, threads.anomalies().filtered)
+    threads.anomalies().filtered
 }
 
 /// What the metadata at the end takes for `tl` (filtered and cut as it will be written), its

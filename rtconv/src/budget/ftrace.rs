@@ -14,8 +14,7 @@ struct Open {
 }
 
 /// What `tl` takes as ftrace text (the header aside: [`fixed`]), and what its filters kept and left out.
-pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
-    let mut costs = Costs::default();
+pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
     let entries: Vec<usize> = (0..tl.keys.len()).map(|k| entry_text(tl.name(k)).len()).collect();
     let leaves: Vec<[usize; 2]> = (0..tl.keys.len()).map(|k| leaf_texts(tl.name(k)).map(|l| l.len())).collect();
     let close = close_texts().map(|c| c.len());
@@ -30,6 +29,7 @@ pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
         // A span's lines, once its children are known.
         let close_span = |open: Open, costs: &mut Costs| {
             let s = &open.span;
+            costs.at(s.enter_ns);
             let ns = s.exit_ns.saturating_sub(s.enter_ns).max(0) as u64;
             let exit_line = head + duration_column(ns, &mut [0; 32]) + indent_len(open.depth);
             let k = s.key_index as usize;
@@ -46,7 +46,7 @@ pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
         while let Some(batch) = t.next_batch() {
             for s in batch {
                 while stack.last().is_some_and(|top| !top.span.encloses(s)) {
-                    close_span(stack.pop().expect("a top"), &mut costs);
+                    close_span(stack.pop().expect("a top"), costs);
                 }
                 let ns = s.exit_ns.saturating_sub(s.enter_ns).max(0) as u64;
                 if let Some(parent) = stack.last_mut() {
@@ -56,11 +56,11 @@ pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
             }
         }
         while let Some(open) = stack.pop() {
-            close_span(open, &mut costs);
+            close_span(open, costs);
         }
         previous = Some(task);
     }
-    (costs, threads.anomalies().filtered)
+    threads.anomalies().filtered
 }
 
 /// What the header takes for `tl` (filtered and cut as it will be written).

@@ -61,11 +61,32 @@ pub struct Costs {
     dense: Vec<Step>,
     sparse: FxHashMap<u64, Step>,
     spans: u64,
+    profile: Profile,
+}
+
+/// Where in the trace's time the bytes of the spans go, with every span kept (for a split by
+/// size): bytes per slice of time.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    /// The first slice's start, monotonic ns.
+    pub start: i64,
+    /// Each slice's length, ns (0: no profile).
+    pub width: u64,
+    /// Bytes per slice.
+    pub bytes: Vec<i64>,
+    /// The slice the bytes added now go to (the current span's start).
+    now: usize,
 }
 
 impl Default for Costs {
     fn default() -> Self {
-        Costs { always: 0, dense: vec![Step::default(); DENSE as usize], sparse: FxHashMap::default(), spans: 0 }
+        Costs {
+            always: 0,
+            dense: vec![Step::default(); DENSE as usize],
+            sparse: FxHashMap::default(),
+            spans: 0,
+            profile: Profile::default(),
+        }
     }
 }
 
@@ -81,6 +102,28 @@ pub struct Choice {
 }
 
 impl Costs {
+    /// Costs that also keep a [`Profile`] of `slices` slices of time from `start` to `end` (ns).
+    pub fn profiled(start: i64, end: i64, slices: usize) -> Self {
+        let slices = slices.max(1);
+        let span = end.saturating_sub(start).max(1) as u64;
+        let width = span.div_ceil(slices as u64).max(1);
+        Costs { profile: Profile { start, width, bytes: vec![0; slices], now: 0 }, ..Costs::default() }
+    }
+
+    /// The bytes added from now on belong to a span starting at `ns` (for the profile).
+    #[inline(always)]
+    pub fn at(&mut self, ns: i64) {
+        let p = &mut self.profile;
+        if let Some(slice) = (ns.saturating_sub(p.start).max(0) as u64).checked_div(p.width) {
+            p.now = (slice as usize).min(p.bytes.len().saturating_sub(1));
+        }
+    }
+
+    /// The profile kept ([`profiled`](Self::profiled)).
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
     /// Adds bytes written whatever the threshold.
     pub fn always(&mut self, bytes: usize) {
         self.always = self.always.saturating_add(bytes as u64);
@@ -89,6 +132,7 @@ impl Costs {
     /// Adds a span lasting `duration_ns` whose own events take `bytes` while it is kept.
     #[inline]
     pub fn span(&mut self, duration_ns: u64, bytes: usize) {
+        self.on_profile(bytes as i64);
         let step = self.step(duration_ns);
         step.bytes += bytes as i64;
         step.spans += 1;
@@ -98,7 +142,15 @@ impl Costs {
     /// Adds `bytes` (negative: takes them away) while the threshold is at most `duration_ns`.
     #[inline]
     pub fn while_kept(&mut self, duration_ns: u64, bytes: i64) {
+        self.on_profile(bytes);
         self.step(duration_ns).bytes += bytes;
+    }
+
+    #[inline(always)]
+    fn on_profile(&mut self, bytes: i64) {
+        if let Some(slice) = self.profile.bytes.get_mut(self.profile.now) {
+            *slice += bytes;
+        }
     }
 
     #[inline(always)]

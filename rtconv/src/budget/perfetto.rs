@@ -41,8 +41,7 @@ const LENGTHS: [u64; 9] = [1 << 7, 1 << 14, 1 << 21, 1 << 28, 1 << 35, 1 << 42, 
 
 /// What `tl` takes as a Perfetto trace (the budget's note aside: [`fixed`]), and what its
 /// filters kept and left out.
-pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
-    let mut costs = Costs::default();
+pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
     costs.always(packet_len(perfetto::process_packet(tl, 0).len()));
     let placed = perfetto::placed(tl);
     let interned: Vec<(usize, bool)> = (0..tl.keys.len())
@@ -65,7 +64,7 @@ pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
         let begin_fields: Vec<usize> =
             (0..tl.keys.len()).map(|k| fields_len(sequence, Some((k, interned[k].1)))).collect();
         let lost = tl.lost_children(&tl.trace.threads[t.thread]);
-        let mut walk = Walk { costs: &mut costs, children: &mut children, in_order: true, origin: tl.origin_ns };
+        let mut walk = Walk { costs: &mut *costs, children: &mut children, in_order: true, origin: tl.origin_ns };
         walk.children.clear();
         open.clear();
         longest.iter_mut().for_each(|l| *l = None);
@@ -73,10 +72,12 @@ pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
             for s in batch {
                 while open.last().is_some_and(|top| !top.span.encloses(s)) {
                     let top = open.pop().expect("a top");
+                    walk.costs.at(top.span.enter_ns);
                     walk.end(&top, end_fields);
                 }
                 let d = duration(s);
                 let k = s.key_index as usize;
+                walk.costs.at(s.enter_ns);
                 if let Some(l) = longest.get_mut(k) {
                     *l = Some(l.map_or(d, |l| l.max(d)));
                 }
@@ -92,6 +93,7 @@ pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
             }
         }
         while let Some(top) = open.pop() {
+            walk.costs.at(top.span.enter_ns);
             walk.end(&top, end_fields);
         }
         // Each key's interned name, with its packet's length byte at its longest.
@@ -103,7 +105,7 @@ pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
             }
         }
     }
-    (costs, threads.anomalies().filtered)
+    threads.anomalies().filtered
 }
 
 /// A span's duration, as the threshold compares it.

@@ -31,17 +31,38 @@ pub struct Plan<'t, 'a> {
 impl<'t, 'a> Plan<'t, 'a> {
     /// Walks `tl` (its spans those `filter` keeps) to cost it in `layout`.
     pub fn new(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout) -> Self {
-        let (costs, mut found) = match layout {
-            Layout::Chrome(opts) => super::chrome::costs(tl, &opts),
-            Layout::Ftrace => super::ftrace::costs(tl),
-            Layout::Systrace => super::systrace::costs(tl),
-            Layout::Perfetto => super::perfetto::costs(tl),
+        Self::with(tl, filter, layout, Costs::default())
+    }
+
+    /// As [`new`](Self::new), also keeping where in time the bytes go: `slices` slices from
+    /// `start` to `end` (ns; see [`Costs::profiled`]).
+    pub fn profiled(
+        tl: &'t Timeline<'a>,
+        filter: &'t Filter,
+        layout: Layout,
+        (start, end): (i64, i64),
+        slices: usize,
+    ) -> Self {
+        Self::with(tl, filter, layout, Costs::profiled(start, end, slices))
+    }
+
+    fn with(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, mut costs: Costs) -> Self {
+        let mut found = match layout {
+            Layout::Chrome(opts) => super::chrome::costs(tl, &opts, &mut costs),
+            Layout::Ftrace => super::ftrace::costs(tl, &mut costs),
+            Layout::Systrace => super::systrace::costs(tl, &mut costs),
+            Layout::Perfetto => super::perfetto::costs(tl, &mut costs),
         };
         if tl.selection.is_none() {
             // Without a filter nothing is counted: it kept every span.
             found.kept = costs.spans();
         }
         Plan { tl, filter, layout, costs, found }
+    }
+
+    /// Where the bytes go in time, if [`profiled`](Self::profiled).
+    pub fn profile(&self) -> &super::Profile {
+        self.costs.profile()
     }
 
     /// What the output takes with every span the filters keep.

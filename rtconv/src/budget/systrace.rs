@@ -6,8 +6,7 @@ use crate::model::{Filtered, SpanNs, Timeline};
 use crate::render::systrace::{self, MARK, time_len};
 
 /// What `tl` takes as systrace text (the header aside: [`fixed`]), and what its filters kept and left out.
-pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
-    let mut costs = Costs::default();
+pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
     let pid = tl.trace.process.pid;
     let begins: Vec<usize> =
         (0..tl.keys.len()).map(|k| format!("{MARK}B|{pid}|{}\n", systrace::name(tl, k)).len()).collect();
@@ -22,6 +21,7 @@ pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
                 while open.last().is_some_and(|top| !top.encloses(s)) {
                     open.pop();
                 }
+                costs.at(s.enter_ns);
                 let exit = open.last().map_or(s.exit_ns, |parent| s.exit_ns.min(parent.exit_ns));
                 let begin = task + time_len(s.enter_ns) + begins.get(s.key_index as usize).copied().unwrap_or(0);
                 let bytes = begin + task + time_len(exit) + end;
@@ -32,7 +32,7 @@ pub fn costs(tl: &Timeline<'_>) -> (Costs, Filtered) {
             }
         }
     }
-    (costs, threads.anomalies().filtered)
+    threads.anomalies().filtered
 }
 
 /// What the header takes for `tl` (filtered and cut as it will be written), `kept` spans in it.

@@ -136,6 +136,30 @@ pub(crate) struct BudgetArgs {
     /// systrace); the threshold and the spans left out are stated on stderr and in the output.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_bytes: Option<u64>,
+    /// Write the output as a series of parts, NAME-0001.EXT, NAME-0002.EXT, … (from -o NAME.EXT),
+    /// each a whole trace that opens alone: by DURATION (10ms, 1s: each part that much of the
+    /// run), or by SIZE (bytes, or with K, M or G; before compression). A span crossing a cut
+    /// is in each part it covers, cut and marked `clipped`. Chrome JSON and Perfetto.
+    #[arg(long, value_name = "DURATION|SIZE", value_parser = parse_split, conflicts_with = "max_bytes")]
+    pub(crate) split: Option<rtconv::convert::Split>,
+}
+
+/// `--split`: a duration (with a time unit) or a size.
+fn parse_split(text: &str) -> Result<rtconv::convert::Split, String> {
+    let unit = text.trim().trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if ["ns", "us", "µs", "ms", "s"].contains(&unit) {
+        let ns = rtconv::model::parse_duration_ns(text)?;
+        return if ns == 0 {
+            Err(format!("{text:?}: give a duration longer than 0"))
+        } else {
+            Ok(rtconv::convert::Split::Duration(ns))
+        };
+    }
+    match parse_size(text) {
+        Ok(0) => Err(format!("{text:?}: give a size larger than 0")),
+        Ok(bytes) => Ok(rtconv::convert::Split::Size(bytes)),
+        Err(_) => Err(format!("{text:?}: give a duration (10ms, 1s) or a size (64M, 1G)")),
+    }
 }
 
 /// A firmware's RAM, read by a debugger, in place of a dump.

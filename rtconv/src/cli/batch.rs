@@ -15,6 +15,9 @@ use super::{diag, exit};
 
 /// `rtconv batch`: one output per dump in `--out-dir`, Parquet tables, or every dump packed.
 pub fn run(args: BatchArgs) -> ExitCode {
+    if args.budget.split.is_some() {
+        return super::usage("--split is for `rtconv convert` of one dump; batch writes one output per dump");
+    }
     let mut opts = args.run.options(args.symbols.options(), args.filter.filter());
     opts.max_bytes = args.budget.max_bytes;
     let progress = Progress::new(args.run.quiet);

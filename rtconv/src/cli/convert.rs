@@ -88,6 +88,21 @@ pub fn run(args: ConvertArgs) -> ExitCode {
     if max_bytes.is_some() && convert::budget_layout(format).is_none() {
         return usage(&ConvertError::BudgetFormat.to_string());
     }
+    if let Some(split) = args.budget.split {
+        if !matches!(format, Format::Chrome(_) | Format::Perfetto) {
+            return usage(&ConvertError::SplitFormat.to_string());
+        }
+        let Some(output) = output::file(args.output.as_deref()) else {
+            return usage("--split writes files: give -o NAME.EXT (the parts are NAME-0001.EXT, …)");
+        };
+        let [dump] = args.dumps.as_slice() else {
+            return usage("--split converts one dump: give one");
+        };
+        if args.follow || super::live::source_of(&args.dumps, false).is_ok_and(|s| s.is_some()) {
+            return usage("--split needs the whole capture: save it to a file, then convert the file");
+        }
+        return convert_split(dump, format, output, args.symbols.options(), &args.filter.filter(), split);
+    }
     match super::live::source_of(&args.dumps, args.follow) {
         Ok(Some(_)) if max_bytes.is_some() => {
             return usage(
@@ -115,6 +130,66 @@ pub fn run(args: ConvertArgs) -> ExitCode {
     match max_bytes {
         Some(max_bytes) => convert_within(&inputs, format, output, args.symbols.options(), &filter, max_bytes),
         None => convert_to(&inputs, format, output, args.symbols.options(), &filter),
+    }
+}
+
+/// The name of part `index` (from 0) of a split output named `output`: `trace.json` gives
+/// `trace-0001.json`, `trace.json.gz` `trace-0001.json.gz`.
+pub fn part_name(output: &Path, index: u32) -> PathBuf {
+    let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let (stem, ext) = match name.find('.') {
+        Some(dot) if dot > 0 => name.split_at(dot),
+        _ => (name.as_str(), ""),
+    };
+    output.with_file_name(format!("{stem}-{:04}{ext}", u64::from(index) + 1))
+}
+
+/// `convert --split`: `dump` into `format` as parts named after `output`.
+fn convert_split(
+    dump: &Path,
+    format: Format,
+    output: &Path,
+    opts: symbolize::Options,
+    filter: &Filter,
+    split: convert::Split,
+) -> ExitCode {
+    let cache = symbolize::Cache::default();
+    let mut names = Vec::new();
+    let mut write_part = |index: u32, bytes: &[u8]| -> std::io::Result<()> {
+        let name = part_name(output, index);
+        let mut sink = Sink::open(Some(&name))?;
+        std::io::Write::write_all(&mut sink, bytes)?;
+        sink.finish()?;
+        names.push(name);
+        Ok(())
+    };
+    let result = rtconv::model::open(dump).map_err(ConvertError::from).and_then(|bytes| {
+        let (mut report, parts) =
+            convert::convert_split(dump, &bytes, format, &opts, filter, &cache, split, &mut write_part)?;
+        report.note_shrinking(dump, &bytes);
+        Ok((report, parts))
+    });
+    match result {
+        Ok((report, parts)) => {
+            for d in &report.diagnostics {
+                diag::print(d);
+            }
+            let (first, last) = (names.first(), names.last());
+            let shown = |n: Option<&PathBuf>| n.map_or(String::new(), |n| n.display().to_string());
+            let largest = parts.iter().map(|p| p.bytes).max().unwrap_or(0);
+            eprintln!(
+                "rtconv: {}: split by {split} into {} part(s), the largest {largest} bytes -> {} … {}",
+                dump.display(),
+                parts.len(),
+                shown(first),
+                shown(last)
+            );
+            if report.degraded() { ExitCode::from(exit::DEGRADED) } else { ExitCode::SUCCESS }
+        }
+        Err(e) => {
+            diag::error(&e.to_string());
+            ExitCode::FAILURE
+        }
     }
 }
 

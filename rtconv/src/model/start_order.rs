@@ -53,6 +53,30 @@ const BATCH: usize = 16 * 1024;
 impl ThreadSpans<'_, '_, '_> {
     /// The next spans in start order, or `None` when the thread has no more.
     pub fn next_batch(&mut self) -> Option<&[SpanNs]> {
+        let Some(window) = self.threads.timeline.window else { return self.next_unclipped() };
+        // A part of a split output: the spans overlapping its window, cut to it. A thread's
+        // spans after the window's end are not decoded.
+        loop {
+            let mut clipped = std::mem::take(&mut self.threads.clipped);
+            clipped.clear();
+            let past = self.next_unclipped().map(|batch| {
+                clipped.extend(batch.iter().filter_map(|s| s.within(window)));
+                batch.first().is_some_and(|s| s.enter_ns >= window.1)
+            });
+            self.threads.clipped = clipped;
+            let past = past?;
+            if past {
+                self.next = usize::MAX;
+                return None;
+            }
+            if !self.threads.clipped.is_empty() {
+                return Some(&self.threads.clipped);
+            }
+        }
+    }
+
+    /// [`next_batch`](Self::next_batch) without a window.
+    fn next_unclipped(&mut self) -> Option<&[SpanNs]> {
         let threads = &mut *self.threads;
         if !self.placed {
             let batch = threads.sorted.get(self.next..).filter(|rest| !rest.is_empty())?;
@@ -224,6 +248,8 @@ pub struct Threads<'t, 'a> {
     buffers: StartOrderBuffers,
     batch: Vec<SpanNs>,
     sorted: Vec<SpanNs>,
+    /// A batch cut to the timeline's window.
+    clipped: Vec<SpanNs>,
     /// What the spans decoded so far had wrong with them.
     found: Anomalies,
     /// The timeline's filter, if it has one.
@@ -300,6 +326,7 @@ impl<'a> Timeline<'a> {
             buffers: StartOrderBuffers::default(),
             batch: Vec::with_capacity(BATCH),
             sorted: Vec::new(),
+            clipped: Vec::new(),
             found: Anomalies::default(),
             gate: self.selection.as_ref().map(Gate::new),
         }

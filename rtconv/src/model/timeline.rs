@@ -28,6 +28,8 @@ const HAS_ARG: u8 = 1;
 const OPEN: u8 = 2;
 const UNWOUND: u8 = 4;
 const CLAMPED: u8 = 8;
+const CLIPPED_START: u8 = 16;
+const CLIPPED_END: u8 = 32;
 
 /// How a span's time ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +94,33 @@ impl SpanNs {
     /// Outlived its parent in a ring whose spans did not nest, and was cut at the parent's end.
     pub fn clamped(&self) -> bool {
         self.flags & CLAMPED != 0
+    }
+
+    /// Began before the window of a part of a split output ([`Timeline::window`]): its start is the window's.
+    pub fn clipped_start(&self) -> bool {
+        self.flags & CLIPPED_START != 0
+    }
+
+    /// Ended after the window of a part of a split output: its end is the window's.
+    pub fn clipped_end(&self) -> bool {
+        self.flags & CLIPPED_END != 0
+    }
+
+    /// The span within `start..end` (the part of it there, flagged where cut), if it overlaps
+    /// it: it ends after `start` (or starts there) and starts before `end`.
+    pub(crate) fn within(mut self, (start, end): (i64, i64)) -> Option<Self> {
+        if self.enter_ns >= end || (self.exit_ns <= start && self.enter_ns < start) {
+            return None;
+        }
+        if self.enter_ns < start {
+            self.enter_ns = start;
+            self.flags |= CLIPPED_START;
+        }
+        if self.exit_ns > end {
+            self.exit_ns = end;
+            self.flags |= CLIPPED_END;
+        }
+        Some(self)
     }
 
     /// Cuts the span at `exit_ns`, its parent's end (see [`clamped`](Self::clamped)).
@@ -169,6 +198,10 @@ pub struct Timeline<'a> {
     /// What an output budget left out, if one did (its threshold is in the selection's `-t`):
     /// for the output's metadata.
     pub cut: Option<Cut>,
+    /// A part of a split output: only the spans overlapping `start..end` (monotonic ns), each
+    /// cut to it ([`SpanNs::clipped_start`], [`SpanNs::clipped_end`]), in every start-order
+    /// traversal ([`threads`](Self::threads)).
+    pub window: Option<(i64, i64)>,
     /// Key to index, for most keys in one probe ([`KeyTable`]).
     pub(super) key_table: KeyTable,
 }
@@ -234,7 +267,17 @@ impl<'a> Timeline<'a> {
         // Nanoseconds since the monotonic clock's epoch fit i64 for 292 years.
         let origin_ns = first.map_or(0, |ticks| timebase.ns_i64(ticks));
         let key_table = KeyTable::new(&trace.keys);
-        Timeline { trace, names, timebase, keys: &trace.keys, origin_ns, selection: None, cut: None, key_table }
+        Timeline {
+            trace,
+            names,
+            timebase,
+            keys: &trace.keys,
+            origin_ns,
+            selection: None,
+            cut: None,
+            window: None,
+            key_table,
+        }
     }
 
     /// This timeline with only the spans `filter` keeps, in every traversal

@@ -324,7 +324,14 @@ impl Args<'_> {
     fn write(&self, s: &SpanNs, out: &mut Text<'_>) -> io::Result<()> {
         let place = self.places.get(s.key_index as usize).map_or("", String::as_str);
         let missing_children = self.lost.of(s.enter_ns, s.open());
-        if s.arg().is_none() && !s.open() && !s.unwound() && !missing_children && place.is_empty() {
+        if s.arg().is_none()
+            && !s.open()
+            && !s.unwound()
+            && !missing_children
+            && place.is_empty()
+            && !s.clipped_start()
+            && !s.clipped_end()
+        {
             return Ok(());
         }
         write_args(s, place, missing_children, out)
@@ -333,18 +340,26 @@ impl Args<'_> {
 
 /// The length of what [`Args::write`] writes for `s` (`place`: its key's place text).
 pub(crate) fn args_len(s: &SpanNs, place: &str, missing_children: bool) -> usize {
-    if s.arg().is_none() && !s.open() && !s.unwound() && !missing_children && place.is_empty() {
-        return 0;
-    }
     let items = [
         (!place.is_empty()).then_some(place.len()),
         s.arg().map(|arg| "\"arg\":".len() + (arg as i64).to_string().len()),
         s.open().then_some("\"open\":true".len()),
         s.unwound().then_some("\"unwound\":true".len()),
         missing_children.then_some("\"missing_children\":true".len()),
+        clipped(s).map(|c| "\"clipped\":\"\"".len() + c.len()),
     ];
     let (count, len) = items.iter().flatten().fold((0, 0), |(n, l), i| (n + 1, l + i));
-    ",\"args\":{".len() + len + (count - 1) + 1
+    if count == 0 { 0 } else { ",\"args\":{".len() + len + (count - 1) + 1 }
+}
+
+/// Where a span of a split output's part was cut: `start`, `end` or `both`.
+fn clipped(s: &SpanNs) -> Option<&'static str> {
+    match (s.clipped_start(), s.clipped_end()) {
+        (false, false) => None,
+        (true, false) => Some("start"),
+        (false, true) => Some("end"),
+        (true, true) => Some("both"),
+    }
 }
 
 #[cold]
@@ -378,6 +393,10 @@ fn write_args(s: &SpanNs, place: &str, missing_children: bool, out: &mut Text<'_
     if missing_children {
         sep(out)?;
         out.write_all(b"\"missing_children\":true")?;
+    }
+    if let Some(c) = clipped(s) {
+        sep(out)?;
+        write!(out, "\"clipped\":\"{c}\"")?;
     }
     out.write_all(b"}")
 }

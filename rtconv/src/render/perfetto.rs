@@ -27,7 +27,11 @@
 //!   (`source_locations`: function, file, line) where the names have them.
 //! - A span still open at the dump, one left without its exit (`longjmp`)
 //!   and one whose children the ring lost carry a debug annotation saying
-//!   so (`open`, `unwound`, `missing_children`), as do recorded arguments (`arg`).
+//!   so (`open`, `unwound`, `missing_children`), as do recorded arguments
+//!   (`arg`) and, in a part of a split output, a span the part's window cut
+//!   (`clipped`: 1 its start, 2 its end, 3 both).
+//! - An output budget (`--max-bytes`) that left spans out says so in an
+//!   instant event at the trace's start on the process track, named with it.
 //!
 //! Field numbers are those of perfetto's `protos/perfetto/trace/*.proto`;
 //! the suite decodes every packet with the `perfetto` Python package's
@@ -102,7 +106,7 @@ const NAME_ONLY: u8 = 1;
 const NAME_AND_PLACE: u8 = 2;
 
 /// The debug annotations a span may carry, by interned iid.
-const ANNOTATIONS: [&str; 4] = ["arg", "open", "unwound", "missing_children"];
+const ANNOTATIONS: [&str; 5] = ["arg", "open", "unwound", "missing_children", "clipped"];
 
 /// Writes packets, each as `Trace.packet`, and knows what the current
 /// sequence has interned.
@@ -480,13 +484,15 @@ pub(crate) fn interned_data(tl: &Timeline<'_>, key: usize, placed: bool) -> (Vec
     (field.0, place.is_some())
 }
 
-/// The marks a span's begin carries as debug annotations: `arg`, `open`, `unwound`, `missing_children`.
-pub(crate) fn marks(s: &SpanNs, lost: &crate::model::LostChildren) -> [bool; 4] {
-    [s.arg().is_some(), s.open(), s.unwound(), lost.of(s.enter_ns, s.open())]
+/// The marks a span's begin carries as debug annotations: `arg`, `open`, `unwound`,
+/// `missing_children`, `clipped` (a split output's part cut it: 1 its start, 2 its end, 3 both).
+pub(crate) fn marks(s: &SpanNs, lost: &crate::model::LostChildren) -> [bool; 5] {
+    let clipped = s.clipped_start() || s.clipped_end();
+    [s.arg().is_some(), s.open(), s.unwound(), lost.of(s.enter_ns, s.open()), clipped]
 }
 
 /// What the debug annotations of `s` with `marks` take in its event.
-pub(crate) fn annotations_len(s: &SpanNs, marks: [bool; 4]) -> usize {
+pub(crate) fn annotations_len(s: &SpanNs, marks: [bool; 5]) -> usize {
     let mut event = Message::default();
     annotate(&mut event, s, marks);
     event.0.len()
@@ -517,7 +523,7 @@ fn slice_begin(
     interned: &mut Message,
     tl: &Timeline<'_>,
     s: &SpanNs,
-    marks: [bool; 4],
+    marks: [bool; 5],
 ) -> io::Result<()> {
     let key = s.key_index as usize;
     let state = packets.interned.get(key).copied().unwrap_or(NOT_INTERNED);
@@ -541,7 +547,7 @@ fn slice_begin_slow(
     packet: &mut Message,
     tl: &Timeline<'_>,
     s: &SpanNs,
-    marks: [bool; 4],
+    marks: [bool; 5],
 ) -> io::Result<()> {
     let key = s.key_index as usize;
     packet.0.clear();
@@ -574,13 +580,14 @@ fn slice_begin_slow(
 
 /// The debug annotations of a span that has a mark.
 #[cold]
-fn annotate(event: &mut Message, s: &SpanNs, marks: [bool; 4]) {
+fn annotate(event: &mut Message, s: &SpanNs, marks: [bool; 5]) {
     for i in (0..marks.len()).filter(|&i| marks[i]) {
         let mut annotation = Message::default();
         annotation.uint(ANNOTATION_NAME_IID, i as u64 + 1);
         match (i, s.arg()) {
             // Shown signed: arguments are recorded as `value as u64`, so a negative one wraps.
             (0, Some(arg)) => annotation.uint(ANNOTATION_INT, arg),
+            (4, _) => annotation.uint(ANNOTATION_INT, u64::from(s.clipped_start()) | u64::from(s.clipped_end()) << 1),
             _ => annotation.uint(ANNOTATION_BOOL, 1),
         }
         event.message(EVENT_DEBUG_ANNOTATIONS, &annotation);
