@@ -34,6 +34,8 @@ pub enum Format {
     Perfetto,
     /// pprof's gzipped profile.proto.
     Pprof,
+    /// The Firefox Profiler's processed profile JSON.
+    Firefox,
 }
 
 /// How serious a diagnostic is.
@@ -468,6 +470,7 @@ fn render(timeline: &Timeline<'_>, format: Format, out: &mut dyn Write) -> io::R
         Format::Flamegraph => render::folded::write_svg(timeline, out),
         Format::Perfetto => render::perfetto::write(timeline, out),
         Format::Pprof => render::pprof::write(timeline, out),
+        Format::Firefox => render::firefox::write(timeline, out),
         Format::Stats(opts) => match opts.view {
             View::CallTree => {
                 let (trees, found) = stats::call_tree(timeline, opts.per_thread, opts.calibrated);

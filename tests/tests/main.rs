@@ -24,6 +24,7 @@ mod clock;
 mod diff;
 mod external_tools;
 mod filters;
+mod firefox;
 mod fixtures;
 mod flamegraph;
 mod forms;

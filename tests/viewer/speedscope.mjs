@@ -3,7 +3,10 @@
 // imported: speedscope's own export of the loaded profiles, reduced to
 // per-thread and per-function totals.
 //
-//   node speedscope.mjs TRACE.json  >  totals.json
+//   node speedscope.mjs TRACE.json [--load-only]  >  totals.json
+//
+// Exit 3, printing {"warnings": [...], "failed": "..."}, when speedscope could not open it (its
+// error message, or the tab crashed).
 //
 // Output (times in microseconds, as speedscope keeps them):
 //   {"warnings": [...speedscope's import warnings...],
@@ -13,7 +16,8 @@
 // recurses; self is time at the top of the stack. Frame names lose the
 // ` {args}` suffix speedscope adds for events with args.
 //
-// Chromium is /usr/bin/chromium, or $CHROMIUM.
+// Chromium is /usr/bin/chromium, or $CHROMIUM. $SPEEDSCOPE_TIMEOUT_MS bounds the load and the
+// export, each (default 60000): measuring the largest trace speedscope opens takes longer.
 
 import fs from 'node:fs';
 import http from 'node:http';
@@ -25,6 +29,10 @@ import puppeteer from 'puppeteer-core';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const release = path.join(here, 'node_modules', 'speedscope', 'dist', 'release');
 const trace = process.argv[2];
+const timeout = Number(process.env.SPEEDSCOPE_TIMEOUT_MS || 60000);
+// `--load-only`: stop once the profile shows, printing {"warnings": [...], "loaded_ms": N}.
+const loadOnly = process.argv[3] === '--load-only';
+const began = Date.now();
 if (!trace) {
   console.error('usage: node speedscope.mjs TRACE.json');
   process.exit(2);
@@ -52,6 +60,8 @@ const downloads = fs.mkdtempSync(path.join(os.tmpdir(), 'speedscope-export-'));
 const browser = await puppeteer.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   headless: true,
+  // A large trace keeps the page's main thread busy for minutes while speedscope imports it.
+  protocolTimeout: timeout,
   // No GPU here: WebGL through SwiftShader. No sandbox: CI runs as root.
   args: ['--no-sandbox', '--disable-dev-shm-usage', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'],
 });
@@ -66,10 +76,29 @@ try {
   await cdp.send('Browser.setDownloadBehavior', {behavior: 'allow', downloadPath: downloads});
   await page.goto(`${origin}/index.html#profileURL=${encodeURIComponent(origin + '/trace.json')}`, {
     waitUntil: 'load',
-    timeout: 60000,
+    timeout,
   });
-  // Loaded when the profile selector ("name (1/N)") shows.
-  await page.waitForFunction(() => /\(1\/\d+\)/.test(document.body.innerText), {timeout: 60000});
+  // Loaded when the profile selector ("name (1/N)") shows; failed when speedscope says so
+  // (its import error), or the tab crashes (out of memory).
+  const crashed = new Promise(resolve => page.on('error', e => resolve(`the tab crashed: ${e.message}`)));
+  const shown = page
+    .waitForFunction(
+      () => {
+        const text = document.body.innerText;
+        if (/\(1\/\d+\)/.test(text)) return 'loaded';
+        const failed = text.match(/Something went wrong[^\n]*|Unrecognized format[^\n]*/);
+        return failed ? failed[0] : false;
+      },
+      {timeout},
+    )
+    .then(h => h.jsonValue());
+  const outcome = await Promise.race([shown, crashed]);
+  if (outcome !== 'loaded') {
+    process.stdout.write(JSON.stringify({warnings, failed: outcome}) + '\n');
+    process.exitCode = 3;
+  } else if (loadOnly) {
+    process.stdout.write(JSON.stringify({warnings, loaded_ms: Date.now() - began}) + '\n');
+  } else {
   // Export: speedscope writes every loaded profile as its own JSON file format.
   // The toolbar's "⤴️Export" item: a div holding an emoji span and the word.
   const exported = await page.evaluateHandle(() =>
@@ -77,15 +106,16 @@ try {
   );
   await exported.asElement().click();
   let file = null;
-  for (let i = 0; i < 600 && !file; i++) {
+  for (let i = 0; i < timeout / 100 && !file; i++) {
     await new Promise(r => setTimeout(r, 100));
     file = fs.readdirSync(downloads).find(f => f.endsWith('.json'));
   }
-  if (!file) throw new Error('speedscope did not export the profile within 60 s');
+  if (!file) throw new Error(`speedscope did not export the profile within ${timeout} ms`);
   const data = JSON.parse(fs.readFileSync(path.join(downloads, file), 'utf8'));
   const frames = data.shared.frames.map(f => f.name.replace(/ \{.*\}$/, ''));
   const profiles = data.profiles.map(p => summarize(p, frames));
   process.stdout.write(JSON.stringify({warnings, profiles}, null, 1) + '\n');
+  }
 } finally {
   await browser.close();
   server.close();

@@ -229,6 +229,7 @@ pub fn extension(format: Format) -> &'static str {
         Format::Systrace => "systrace.txt",
         Format::Perfetto => "perfetto-trace",
         Format::Pprof => "pb.gz",
+        Format::Firefox => "firefox.json",
         Format::Stats(_) => "stats.txt",
     }
 }

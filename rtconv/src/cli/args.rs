@@ -227,7 +227,7 @@ pub(crate) enum BatchFormatArg {
 
 impl ValueEnum for BatchFormatArg {
     fn value_variants<'a>() -> &'a [Self] {
-        const ALL: [BatchFormatArg; 8] = [
+        const ALL: [BatchFormatArg; 9] = [
             BatchFormatArg::Trace(FormatArg::Chrome),
             BatchFormatArg::Trace(FormatArg::Folded),
             BatchFormatArg::Trace(FormatArg::Flamegraph),
@@ -235,6 +235,7 @@ impl ValueEnum for BatchFormatArg {
             BatchFormatArg::Trace(FormatArg::Systrace),
             BatchFormatArg::Trace(FormatArg::Perfetto),
             BatchFormatArg::Trace(FormatArg::Pprof),
+            BatchFormatArg::Trace(FormatArg::Firefox),
             BatchFormatArg::Parquet,
         ];
         &ALL
@@ -588,6 +589,9 @@ pub(crate) enum FormatArg {
     /// pprof's profile (gzipped profile.proto): call paths with calls and self time, for go tool
     /// pprof, Pyroscope, Grafana.
     Pprof,
+    /// The Firefox Profiler's processed profile (profiler.firefox.com; Perfetto imports it):
+    /// traced timing, so call tree, flame graph and stack chart show exact totals.
+    Firefox,
 }
 
 impl NamingArgs {
@@ -772,6 +776,7 @@ pub(crate) fn format_of(format: FormatArg, chrome: &ChromeArgs) -> Format {
         FormatArg::Systrace => Format::Systrace,
         FormatArg::Perfetto => Format::Perfetto,
         FormatArg::Pprof => Format::Pprof,
+        FormatArg::Firefox => Format::Firefox,
     }
 }
 

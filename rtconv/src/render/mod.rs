@@ -6,6 +6,7 @@
 pub mod call_tree;
 pub mod chrome;
 pub mod diff;
+pub mod firefox;
 pub mod folded;
 pub mod ftrace;
 pub mod perfetto;
