@@ -82,4 +82,5 @@ pub mod pack;
 pub mod render;
 pub mod stats;
 pub mod symbolize;
+pub mod viewers;
 pub mod wire_file;

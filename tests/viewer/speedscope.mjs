@@ -17,7 +17,7 @@
 // ` {args}` suffix speedscope adds for events with args.
 //
 // Chromium is /usr/bin/chromium, or $CHROMIUM. $SPEEDSCOPE_TIMEOUT_MS bounds the load and the
-// export, each (default 60000): measuring the largest trace speedscope opens takes longer.
+// export, each (default 600000, ten minutes: a safety net for a loaded machine, not a measure).
 
 import fs from 'node:fs';
 import http from 'node:http';
@@ -29,8 +29,9 @@ import puppeteer from 'puppeteer-core';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const release = path.join(here, 'node_modules', 'speedscope', 'dist', 'release');
 const trace = process.argv[2];
-const timeout = Number(process.env.SPEEDSCOPE_TIMEOUT_MS || 60000);
-// `--load-only`: stop once the profile shows, printing {"warnings": [...], "loaded_ms": N}.
+const timeout = Number(process.env.SPEEDSCOPE_TIMEOUT_MS || 600000);
+// `--load-only`: stop once the profile shows, printing {"warnings": [...], "loaded_ms": N,
+// "import_ms": M} (M: speedscope's own timing of its import).
 const loadOnly = process.argv[3] === '--load-only';
 const began = Date.now();
 if (!trace) {
@@ -66,10 +67,14 @@ const browser = await puppeteer.launch({
   args: ['--no-sandbox', '--disable-dev-shm-usage', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'],
 });
 const warnings = [];
+let importMs = null;
 try {
   const page = await browser.newPage();
   page.on('console', m => {
     if (m.type() === 'warn' || m.type() === 'error') warnings.push(m.text());
+    // speedscope times its own import: `console.timeEnd('import')`.
+    const imported = m.text().match(/^import: ([\d.]+) ms$/);
+    if (imported) importMs = Number(imported[1]);
   });
   await page.setViewport({width: 1600, height: 1000});
   const cdp = await page.createCDPSession();
@@ -78,14 +83,15 @@ try {
     waitUntil: 'load',
     timeout,
   });
-  // Loaded when the profile selector ("name (1/N)") shows; failed when speedscope says so
+  // Loaded when the toolbar's view modes show; failed when speedscope says so
   // (its import error), or the tab crashes (out of memory).
   const crashed = new Promise(resolve => page.on('error', e => resolve(`the tab crashed: ${e.message}`)));
   const shown = page
     .waitForFunction(
       () => {
         const text = document.body.innerText;
-        if (/\(1\/\d+\)/.test(text)) return 'loaded';
+        // The view modes show once a profile is in (a profile selector "(1/N)" only with several).
+        if (/Time Order/.test(text) && /Export/.test(text)) return 'loaded';
         const failed = text.match(/Something went wrong[^\n]*|Unrecognized format[^\n]*/);
         return failed ? failed[0] : false;
       },
@@ -97,7 +103,7 @@ try {
     process.stdout.write(JSON.stringify({warnings, failed: outcome}) + '\n');
     process.exitCode = 3;
   } else if (loadOnly) {
-    process.stdout.write(JSON.stringify({warnings, loaded_ms: Date.now() - began}) + '\n');
+    process.stdout.write(JSON.stringify({warnings, loaded_ms: Date.now() - began, import_ms: importMs}) + '\n');
   } else {
   // Export: speedscope writes every loaded profile as its own JSON file format.
   // The toolbar's "⤴️Export" item: a div holding an emoji span and the word.
@@ -125,7 +131,8 @@ try {
 // Per-function total and self time of one evented profile.
 function summarize(profile, frames) {
   if (profile.type !== 'evented') throw new Error(`unexpected profile type ${profile.type}`);
-  const functions = {};
+  // No prototype: a function may be called `constructor` (Lua has one).
+  const functions = Object.create(null);
   const entry = name => (functions[name] ??= {total_us: 0, self_us: 0});
   const stack = [];
   let last = null;

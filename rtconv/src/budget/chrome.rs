@@ -34,7 +34,7 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
                 let begin =
                     begins.get(k).copied().unwrap_or(0) + us_len(s.enter_ns.saturating_add(shift)) + args + tail;
                 let end = if opts.begin_end {
-                    ends.get(k).copied().unwrap_or(0) + us_len(s.exit_ns.saturating_add(shift)) + tail
+                    ends.get(k).copied().unwrap_or(0) + us_len(s.exit_ns.saturating_add(shift)) + args + tail
                 } else {
                     DUR_TEXT.len() + us_len(s.exit_ns.saturating_sub(s.enter_ns))
                 };

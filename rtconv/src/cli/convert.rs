@@ -290,14 +290,54 @@ pub fn convert_to(
         Ok(out) => out,
         Err(e) => return output::cannot_create(output, &e),
     };
-    let result = match inputs {
-        Inputs::Dumps(dumps) => convert::convert_many(dumps, format, &opts, filter, &mut out),
+    let mut counted = Counted { out: &mut out, bytes: 0 };
+    let mut result = match inputs {
+        Inputs::Dumps(dumps) => convert::convert_many(dumps, format, &opts, filter, &mut counted),
         Inputs::Memory(name, dump) => {
             let cache = symbolize::Cache::default();
-            convert::convert_bytes(name, dump, format, &opts, filter, &cache, &mut out)
+            convert::convert_bytes(name, dump, format, &opts, filter, &cache, &mut counted)
         }
     };
+    let bytes = counted.bytes;
+    if let Ok(report) = result.as_mut()
+        && let Some(line) = rtconv::viewers::note(format, &output::name(output), bytes, &command_line())
+    {
+        report.diagnostics.push(convert::Diagnostic { level: convert::Level::Note, message: line });
+    }
     finish(inputs, output, out, result)
+}
+
+/// Counts the bytes written through it (before any compression).
+struct Counted<'o> {
+    out: &'o mut dyn std::io::Write,
+    bytes: u64,
+}
+
+impl std::io::Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// This rtconv's command line, as a shell takes it (arguments quoted where they need it).
+fn command_line() -> String {
+    let quoted = |a: String| {
+        if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c)) {
+            a
+        } else {
+            format!("'{}'", a.replace('\'', r"'\''"))
+        }
+    };
+    let mut args = std::env::args();
+    let program =
+        args.next().map(|p| Path::new(&p).file_name().map_or(p.clone(), |n| n.to_string_lossy().into_owned()));
+    program.into_iter().chain(args.map(quoted)).collect::<Vec<_>>().join(" ")
 }
 
 /// Completes `out` with what a conversion of `inputs` to `output` gave, and reports it.

@@ -1,14 +1,15 @@
 //! Chrome trace event JSON (object format), as Perfetto and chrome://tracing load it.
 //!
 //! - One complete (`X`) event per span — or, with `--chrome-events be`, a
-//!   `B` and an `E` event per span, the name on both, never mixed with `X`
-//!   — with `args.arg` when the span
+//!   `B` and an `E` event per span, the name and args on both, never mixed
+//!   with `X` — with `args.arg` when the span
 //!   recorded an integer argument, `args.open` when it was still running
 //!   at dump time (it then ends at the dump), and `args.unwound` when it was
 //!   left by a `longjmp` or an exception without its exit (it ends where the
 //!   recorder noticed), and `args.missing_children` when children of it were
 //!   overwritten or dropped (its duration is whole; its children in the trace
-//!   are not all it had); `ts` is microseconds since the
+//!   are not all it had), and `args.clipped` (`start`, `end`, `both`) where a
+//!   part of a split output cut it; `ts` is microseconds since the
 //!   earliest span with exactly three decimals, computed from integer
 //!   nanoseconds, and `dur` is `exit_ns - enter_ns` in the same unit.
 //! - Events of a thread are sorted by start, longer first, so parents come
@@ -410,9 +411,11 @@ fn write_begin_end(
     tail: &Piece,
     out: &mut Text<'_>,
 ) -> io::Result<()> {
+    // An `E` carries its `B`'s args: speedscope matches the two by name and args.
     let end = |s: &SpanNs, out: &mut Text<'_>| -> io::Result<()> {
         out.piece_at(e_heads, s.key_index as usize)?;
         out.us(s.exit_ns.saturating_add(shift))?;
+        args.write(s, out)?;
         out.piece(tail)
     };
     for s in batch {

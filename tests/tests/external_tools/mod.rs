@@ -3,6 +3,7 @@
 //! `tests/setup` installs. Leave them out with `--skip external_tools::`.
 
 mod aarch64;
+mod budget;
 mod c_install;
 mod cli;
 mod cores;
