@@ -172,12 +172,15 @@ fn bench_dump(c: &mut Criterion, group: &str, path: &std::path::Path, spans: u64
         ("ftrace text", Format::Ftrace, Layout::Ftrace),
     ];
     for (name, format, layout) in layouts {
-        let mut whole = 0;
+        let plan_whole = |tl: &rtconv::model::Timeline<'_>| Plan::new(tl, &filter, layout).whole();
+        let (whole, _) = rtconv::convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+            (plan_whole(tl), Default::default())
+        })
+        .expect("converts");
         g.bench_function(format!("budget pass for {name} (size model, threshold)"), |b| {
             b.iter(|| {
                 let (choice, _) = rtconv::convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
                     let plan = Plan::new(tl, &filter, layout);
-                    whole = plan.whole();
                     (plan.choose(whole / 10, whole / 10), Default::default())
                 })
                 .expect("converts");

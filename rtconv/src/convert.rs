@@ -809,12 +809,13 @@ pub fn convert_split(
     let too_many = |parts: u64| ConvertError::SplitParts { path: path.into(), what: split.to_string(), parts };
     let mut windows: Vec<(i64, i64)> = match split {
         Split::Duration(ns) => {
-            let ns = ns.max(1);
-            let parts = ((last - origin).max(1) as u64).div_ceil(ns);
+            let ns = i64::try_from(ns).unwrap_or(i64::MAX).max(1);
+            let parts = (last.saturating_sub(origin).max(1) as u64).div_ceil(ns as u64);
             if parts > MAX_PARTS {
                 return Err(too_many(parts));
             }
-            (0..parts as i64).map(|k| (origin + k * ns as i64, (origin + (k + 1) * ns as i64).min(last))).collect()
+            let at = |k: i64| origin.saturating_add(k.saturating_mul(ns)).min(last);
+            (0..parts as i64).map(|k| (at(k), at(k + 1))).collect()
         }
         Split::Size(max) => {
             let plan = Plan::profiled(&full, filter, layout, (origin, last), SIZE_SLICES);
@@ -839,10 +840,10 @@ pub fn convert_split(
         render(&tl, format, &mut out).map_err(ConvertError::Output)?;
         if let Split::Size(max) = split
             && out.len() as u64 > max
-            && window.1 - window.0 > 1
+            && window.1.saturating_sub(window.0) > 1
         {
             // Too large: its halves, in order.
-            let middle = window.0 + (window.1 - window.0) / 2;
+            let middle = window.0 + window.1.saturating_sub(window.0) / 2;
             windows.push((middle, window.1));
             windows.push((window.0, middle));
             if (parts.len() + windows.len()) as u64 > MAX_PARTS {
@@ -876,13 +877,13 @@ fn size_windows(profile: &budget::Profile, room: u64, last: i64) -> Vec<(i64, i6
     let mut windows = Vec::new();
     let (mut start, mut bytes) = (profile.start, 0i64);
     for (i, &b) in profile.bytes.iter().enumerate() {
-        let slice_start = profile.start + i as i64 * width;
+        let slice_start = profile.start.saturating_add((i as i64).saturating_mul(width)).min(last);
         if bytes > 0 && (bytes + b) as u64 > room {
             windows.push((start, slice_start));
             (start, bytes) = (slice_start, 0);
         }
         bytes += b;
     }
-    windows.push((start, last.max(start + 1)));
+    windows.push((start, last.max(start.saturating_add(1))));
     windows
 }

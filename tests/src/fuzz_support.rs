@@ -36,6 +36,7 @@ pub fn formats() -> Vec<rtconv::convert::Format> {
         Format::Ftrace,
         Format::Systrace,
         Format::Folded,
+        Format::Firefox,
         Format::Stats(rtconv::stats::Options {
             sort: rtconv::stats::Column::Total,
             per_thread: true,
@@ -46,6 +47,35 @@ pub fn formats() -> Vec<rtconv::convert::Format> {
             color: false,
         }),
     ]
+}
+
+/// The dump in `bytes` converted within small budgets (`--max-bytes`, also compressed) and split
+/// into parts by size and by duration, into memory: how many of them converted.
+pub fn budgets_and_parts(
+    path: &std::path::Path,
+    bytes: &[u8],
+    opts: &rtconv::symbolize::Options,
+    cache: &rtconv::symbolize::Cache,
+) -> usize {
+    use rtconv::convert::{Budget, Format, Split, convert_split, convert_within};
+    let filter = rtconv::model::Filter::default();
+    let timelines = [Format::Chrome(Default::default()), Format::Perfetto, Format::Ftrace, Format::Systrace];
+    let mut converted = 0;
+    for format in timelines {
+        for budget in [Budget { max_bytes: 4096, gzip: false }, Budget { max_bytes: 2048, gzip: true }] {
+            let mut out = Vec::new();
+            converted +=
+                usize::from(convert_within(path, bytes, format, opts, &filter, cache, budget, &mut out).is_ok());
+        }
+    }
+    for format in [Format::Chrome(Default::default()), Format::Perfetto] {
+        for split in [Split::Size(8192), Split::Duration(1_000_000)] {
+            let mut write = |_: u32, _: &[u8]| Ok(());
+            converted +=
+                usize::from(convert_split(path, bytes, format, opts, &filter, cache, split, &mut write).is_ok());
+        }
+    }
+    converted
 }
 
 /// `rtconv export`'s three tables of the dump in `bytes`, built in memory and

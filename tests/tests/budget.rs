@@ -147,6 +147,22 @@ fn the_command_line_states_the_cut_in_the_output_and_on_stderr() {
     std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&compressed[..]), &mut text).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["metadata"]["ringtrace"]["budget"]["max_bytes"], small as u64);
+    // batch: each dump's output within the budget.
+    let out_dir = dir.join("batch");
+    let (code, _, stderr) = rtconv_run(&[
+        "batch",
+        dump.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+        "-f",
+        "perfetto",
+        "--max-bytes",
+        &max.to_string(),
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{stderr:?}");
+    let batch_out = std::fs::read(out_dir.join("w.perfetto-trace")).unwrap();
+    assert!(!batch_out.is_empty() && batch_out.len() <= max, "{} bytes", batch_out.len());
     // Too small for even the headers: one line, exit 1.
     let (code, _, stderr) = rtconv_run(&["convert", dump.to_str().unwrap(), "--max-bytes", "100"]);
     assert_eq!((code, stderr.len()), (1, 1), "{stderr:?}");

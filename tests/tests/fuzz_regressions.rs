@@ -48,8 +48,9 @@ fn every_fuzzing_finding_converts_or_is_refused_without_a_panic() {
                     Err(_) => refused += 1,
                 }
             }
-            // And `rtconv export`'s tables, in memory.
+            // And `rtconv export`'s tables, in memory; budgets and split parts.
             let _ = export_tables(input, &bytes, &opts, &cache);
+            let _ = ringtrace_tests::fuzz_support::budgets_and_parts(input, &bytes, &opts, &cache);
         }
     }
     // The corpus reaches past the checksums: some inputs convert, some are refused.

@@ -136,7 +136,7 @@ pub(crate) struct BudgetArgs {
     /// systrace); the threshold and the spans left out are stated on stderr and in the output.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_bytes: Option<u64>,
-    /// Write the output as a series of parts, NAME-0001.EXT, NAME-0002.EXT, … (from -o NAME.EXT),
+    /// Write the output as a series of parts, NAME-0001.EXT, NAME-0002.EXT and so on (from -o NAME.EXT),
     /// each a whole trace that opens alone: by DURATION (10ms, 1s: each part that much of the
     /// run), or by SIZE (bytes, or with K, M or G; before compression). A span crossing a cut
     /// is in each part it covers, cut and marked `clipped`. Chrome JSON and Perfetto.

@@ -11,7 +11,9 @@
 //!   "samples" are nanoseconds). The call tree, flame graph and stack chart therefore show
 //!   exact totals: a function's running and self time are `rtconv stats`'s. Between a
 //!   thread's outermost spans a sample with no stack holds the gap. An interval longer than
-//!   a sample's weight holds (2^31 − 1 ns, about 2.1 s) is split over several samples.
+//!   a sample's weight holds (2^31 − 1 ns, about 2.1 s) is split over several samples; a
+//!   trace longer than 39 hours is weighed in a coarser unit (the interval), so that a thread
+//!   has at most 65,536 such samples more than its edges.
 //! - Markers: a thread that lost spans gets an instant marker where it happened (overwritten
 //!   spans at its first span, dropped ones after its last), and a span left by a `longjmp`
 //!   or an exception without its exit (unwound) an interval marker over it.
@@ -72,8 +74,16 @@ fn profile(tl: &Timeline<'_>) -> (Profile, Anomalies) {
     let origin = tl.origin_ns;
     let start_ms = tl.timebase.realtime_ns(i128::from(origin)) as f64 / 1e6;
     let name = if trace.process.name.is_empty() { "process" } else { &trace.process.name };
-    let mut profile =
-        Profile::new(name, ReferenceTimestamp::from_millis_since_unix_epoch(start_ms), SamplingInterval::from_nanos(1));
+    // The weight's unit: 1 ns, unless the trace is so long (over 39 hours) that a thread's
+    // samples, each at most 2^31 - 1 units, would be more than 65,536 over its gaps and long spans.
+    let mut end = origin;
+    tl.arrivals(|a| end = end.max(a.enter_ns.saturating_add(a.duration as i64)));
+    let unit = (end.saturating_sub(origin).max(0) as u64).div_ceil(MAX_WEIGHT * 65_536).max(1);
+    let mut profile = Profile::new(
+        name,
+        ReferenceTimestamp::from_millis_since_unix_epoch(start_ms),
+        SamplingInterval::from_nanos(unit),
+    );
     profile.set_product(&format!("{name} (ringtrace)"));
     let pid = trace.process.pid;
     let process = profile.add_process(name, pid, Timestamp::from_nanos_since_reference(0));
@@ -86,8 +96,14 @@ fn profile(tl: &Timeline<'_>) -> (Profile, Anomalies) {
         let handle = profile.add_thread(process, tid, Timestamp::from_nanos_since_reference(0), tid == pid);
         let thread_name = if thread.name.is_empty() { format!("thread {}", thread.tid) } else { thread.name.clone() };
         profile.set_thread_name(handle, &thread_name);
-        let mut walk =
-            Walk { profile: &mut profile, thread: handle, frames: vec![None; labels.len()], last: None, current: None };
+        let mut walk = Walk {
+            profile: &mut profile,
+            thread: handle,
+            frames: vec![None; labels.len()],
+            last: None,
+            current: None,
+            unit,
+        };
         let mut open: Vec<(SpanNs, StackHandle)> = Vec::new();
         let (mut first, mut last_exit): (Option<i64>, Option<i64>) = (None, None);
         while let Some(batch) = t.next_batch() {
@@ -96,11 +112,12 @@ fn profile(tl: &Timeline<'_>) -> (Profile, Anomalies) {
                 last_exit = last_exit.max(Some(s.exit_ns));
                 while open.last().is_some_and(|(top, _)| !top.encloses(s)) {
                     let (top, _) = open.pop().expect("a top");
-                    walk.edge(top.exit_ns - origin, open.last().map(|o| o.1));
+                    walk.edge(top.exit_ns.saturating_sub(origin), open.last().map(|o| o.1));
                 }
                 let key = s.key_index as usize;
-                let stack = walk.stack(open.last().map(|o| o.1), key, labels[key]);
-                walk.edge(s.enter_ns - origin, Some(stack));
+                let Some(&label) = labels.get(key) else { continue };
+                let stack = walk.stack(open.last().map(|o| o.1), key, label);
+                walk.edge(s.enter_ns.saturating_sub(origin), Some(stack));
                 open.push((*s, stack));
                 if s.unwound() {
                     let name = walk.profile.intern_string(&format!("unwound: {}", tl.name(key)));
@@ -113,7 +130,7 @@ fn profile(tl: &Timeline<'_>) -> (Profile, Anomalies) {
             }
         }
         while let Some((top, _)) = open.pop() {
-            walk.edge(top.exit_ns - origin, open.last().map(|o| o.1));
+            walk.edge(top.exit_ns.saturating_sub(origin), open.last().map(|o| o.1));
         }
         for (count, what, when) in [
             (thread.overwritten(), "earlier span(s) overwritten", first),
@@ -139,6 +156,8 @@ struct Walk<'p> {
     last: Option<i64>,
     /// The stack since the previous edge (`None`: no span open).
     current: Option<StackHandle>,
+    /// A weight's unit, ns.
+    unit: u64,
 }
 
 impl Walk<'_> {
@@ -148,14 +167,14 @@ impl Walk<'_> {
         if let Some(from) = self.last
             && ns > from
         {
-            let (mut t, mut left) = (from.max(0) as u64, (ns - from) as u64);
-            while left > 0 {
-                let weight = left.min(MAX_WEIGHT);
-                let time = Timestamp::from_nanos_since_reference(t);
+            // In units, from the origin: rounding never gains or loses time over a thread.
+            let (mut at, to) = (from.max(0) as u64 / self.unit, ns.max(0) as u64 / self.unit);
+            while at < to {
+                let weight = (to - at).min(MAX_WEIGHT);
+                let time = Timestamp::from_nanos_since_reference(at.saturating_mul(self.unit));
                 // At most 2^31 - 1: fits.
                 self.profile.add_sample(self.thread, time, self.current, CpuDelta::ZERO, weight as i32);
-                t += weight;
-                left -= weight;
+                at += weight;
             }
         }
         self.last = Some(self.last.map_or(ns, |from| from.max(ns)));
@@ -164,7 +183,7 @@ impl Walk<'_> {
 
     /// The stack of a span of key index `key` (labelled `label`) called from `parent`.
     fn stack(&mut self, parent: Option<StackHandle>, key: usize, label: StringHandle) -> StackHandle {
-        let frame = match self.frames[key] {
+        let frame = match self.frames.get(key).copied().flatten() {
             Some(frame) => frame,
             None => {
                 let info = FrameInfo {
@@ -173,7 +192,9 @@ impl Walk<'_> {
                     flags: FrameFlags::empty(),
                 };
                 let frame = self.profile.intern_frame(self.thread, info);
-                self.frames[key] = Some(frame);
+                if let Some(slot) = self.frames.get_mut(key) {
+                    *slot = Some(frame);
+                }
                 frame
             }
         };

@@ -1,7 +1,8 @@
 //! rtconv's whole decode path on arbitrary bytes: load (with narrow-counter
 //! unwrapping), names from the dump's own tables only (no file is opened
-//! for paths the input names), the timeline, every renderer to a sink, and
-//! `rtconv export`'s three tables (built in memory, not written).
+//! for paths the input names), the timeline, every renderer to a sink,
+//! `rtconv export`'s three tables (built in memory, not written), and the
+//! timeline formats within small budgets and split into parts.
 //! It may report damage; it must never panic, hang or allocate by a length
 //! the input claims. Each input is tried as it is and with its checksums
 //! made right (see the lib).
@@ -24,5 +25,6 @@ fuzz_target!(|data: &[u8]| {
     }
     for data in [data, &fixed[..]] {
         let _ = ringtrace_fuzz::export_tables(path, data, &opts, &cache);
+        let _ = ringtrace_fuzz::budgets_and_parts(path, data, &opts, &cache);
     }
 });

@@ -49,7 +49,7 @@ fn a_budgeted_whole_program_trace_opens_in_speedscope_with_the_totals_of_stats_a
     let whole_bytes = std::fs::metadata(&whole).unwrap().len();
     assert!(whole_bytes > rtconv::viewers::SPEEDSCOPE.max_bytes, "{whole_bytes} bytes: a trace past speedscope's");
     let note = stderr.iter().find(|l| l.contains("more than speedscope opens")).unwrap_or_else(|| panic!("{stderr:?}"));
-    assert!(note.starts_with("rtconv: note: ") && note.contains("--max-bytes 100M") && note.contains("--split 100M"));
+    assert!(note.starts_with("rtconv: note: ") && note.contains("--max-bytes 85M") && note.contains("--split 85M"));
     std::fs::remove_file(&whole).unwrap();
     // Cut to 1 MiB: speedscope opens it, and shows what stats shows with -t at the threshold.
     let cut = dir.join("cut.json");
