@@ -1,0 +1,209 @@
+//! `--max-bytes`: a conversion within a byte budget, the threshold from the format's size model
+//! ([`crate::budget`]); for a gzip-compressed output, tries measured by compressing.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use super::{BudgetOutcome, ConvertError, Format, Level, Prepared, Report, check_timeline, prepare, render};
+use crate::budget::{Choice, Layout, Plan};
+use crate::model::{Anomalies, Filter, Timeline};
+use crate::symbolize;
+
+/// An output budget (`--max-bytes`): the output stays at or under `max_bytes`, leaving out the
+/// shortest spans first (see [`crate::budget`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// The output's largest size, in bytes.
+    pub max_bytes: u64,
+    /// The output is gzip-compressed (a `.gz` name): the budget is of its compressed bytes, and
+    /// the conversion compresses it (it writes gzip's bytes to an output that does not).
+    pub gzip: bool,
+}
+
+/// The layout a budget costs `format` in, if it is a timeline format a budget applies to.
+pub fn budget_layout(format: Format) -> Option<Layout> {
+    match format {
+        Format::Chrome(opts) => Some(Layout::Chrome(opts)),
+        Format::Ftrace => Some(Layout::Ftrace),
+        Format::Systrace => Some(Layout::Systrace),
+        Format::Perfetto => Some(Layout::Perfetto),
+        _ => None,
+    }
+}
+
+/// Converts a dump in memory (`bytes`, named `path` in messages) into `format` on `out`, as
+/// [`convert_bytes`], within `budget`: where the whole output would be larger, the spans
+/// shorter than a threshold found from their durations are left out (their time counts in
+/// their callers' self time), and a note says how many and below what duration.
+#[allow(clippy::too_many_arguments)]
+pub fn convert_within(
+    path: &Path,
+    bytes: &[u8],
+    format: Format,
+    opts: &symbolize::Options,
+    filter: &Filter,
+    cache: &symbolize::Cache,
+    budget: Budget,
+    out: &mut dyn Write,
+) -> Result<Report, ConvertError> {
+    let layout = budget_layout(format).ok_or(ConvertError::BudgetFormat)?;
+    let Prepared { trace, names, timebase, mut report } = prepare(path, bytes, opts, cache)?;
+    let full = Timeline::new(&trace, &names, timebase).filtered(filter);
+    let plan = Plan::new(&full, filter, layout);
+    let max = budget.max_bytes;
+    let over = |least| ConvertError::Budget { path: path.into(), max_bytes: max, least };
+    let (choice, found, written) = if budget.gzip {
+        let (choice, found, gz) = compressed_within(&plan, format, max).map_err(|e| match e {
+            Squeeze::Output(e) => ConvertError::Output(e),
+            Squeeze::Least(least) => over(least),
+        })?;
+        out.write_all(&gz).and_then(|()| out.flush()).map_err(ConvertError::Output)?;
+        (choice, found, gz.len() as u64)
+    } else {
+        let choice = plan.choose(max, max).map_err(over)?;
+        let mut counted = Counted { out, n: 0 };
+        let found = render(&plan.timeline(plan.cut(&choice, max)), format, &mut counted)
+            .and_then(|found| counted.flush().map(|()| found));
+        (choice, found.map_err(ConvertError::Output)?, counted.n)
+    };
+    let cut = plan.cut(&choice, max);
+    let shown = path.display();
+    let whole = plan.whole();
+    report.budget = Some(BudgetOutcome { cut, predicted: choice.bytes, written, whole });
+    let what = if budget.gzip { "compressed bytes" } else { "bytes" };
+    let message = match &cut {
+        Some(c) => format!(
+            "{shown}: {}; {written} {what} written (all the spans would take {whole} bytes{})",
+            c.describe(),
+            if budget.gzip { " before compression" } else { "" }
+        ),
+        None => format!("{shown}: every span fits --max-bytes {max}: {written} {what} written"),
+    };
+    report.push(Level::Note, message);
+    if written > max {
+        report.push(
+            Level::Error,
+            format!(
+                "{shown}: the output took {written} bytes, more than --max-bytes {max}: rtconv's size model for this \
+                 format is wrong (please report it); convert with a smaller --max-bytes"
+            ),
+        );
+    }
+    let tl = plan.timeline(cut);
+    check_timeline(&tl, found, false, &mut report);
+    Ok(report)
+}
+
+/// Why a budget of compressed bytes could not be met.
+enum Squeeze {
+    /// Writing failed.
+    Output(io::Error),
+    /// Not even an output without spans fits; it takes this many bytes.
+    Least(u64),
+}
+
+/// The largest rendering of `plan` in `format` whose gzip takes at most `max` bytes: its cut,
+/// what its spans had wrong, and its compressed bytes. A compressed size is not known before
+/// compressing: each try renders at the threshold the last try's compression ratio points to
+/// (first a tenth: text traces compress 8 to 15 times), stopping as soon as the compressed bytes
+/// pass `max`, and keeps the largest that fits; at most [`TRIES`] tries, the last at a size
+/// that fits uncompressed.
+fn compressed_within(plan: &Plan<'_, '_>, format: Format, max: u64) -> Result<(Choice, Anomalies, Vec<u8>), Squeeze> {
+    let mut best: Option<(Choice, Anomalies, Vec<u8>)> = None;
+    let mut target = plan.whole().min(max.saturating_mul(10));
+    for attempt in 0..TRIES {
+        if attempt == TRIES - 1 && best.is_none() {
+            target = target.min(max);
+        }
+        let choice = match plan.choose(target, max) {
+            Ok(choice) => choice,
+            Err(least) if best.is_none() && least > max => return Err(Squeeze::Least(least)),
+            Err(_) => break,
+        };
+        let cut = plan.cut(&choice, max);
+        let mut gz = flate2::write::GzEncoder::new(
+            Capped { buf: Vec::new(), cap: max, over: false },
+            flate2::Compression::default(),
+        );
+        let mut counted = Counted { out: &mut gz, n: 0 };
+        let rendered =
+            render(&plan.timeline(cut), format, &mut counted).and_then(|found| counted.flush().map(|()| found));
+        let uncompressed = counted.n;
+        let finished = rendered.and_then(|found| gz.try_finish().map(|()| found));
+        let capped = gz.get_ref();
+        match finished {
+            Ok(found) if !capped.over => {
+                let compressed = capped.buf.len() as u64;
+                let keeps_more = best.as_ref().is_none_or(|b| choice.bytes > b.0.bytes);
+                let done = cut.is_none() || compressed >= max - max / 50;
+                let next = (choice.bytes as f64 * max as f64 / compressed.max(1) as f64 * 0.99) as u64;
+                if keeps_more {
+                    best = Some((choice, found, gz.finish().map_err(Squeeze::Output)?.buf));
+                }
+                if done || next <= choice.bytes {
+                    break;
+                }
+                target = next;
+            }
+            Err(e) if !capped.over => return Err(Squeeze::Output(e)),
+            // Past the budget after `uncompressed` bytes: what fitted is about the size to aim for.
+            _ => {
+                let next = uncompressed - uncompressed / 32;
+                if best.as_ref().is_some_and(|b| next <= b.0.bytes) {
+                    break;
+                }
+                target = next;
+            }
+        }
+    }
+    best.ok_or(Squeeze::Least(max.saturating_add(1)))
+}
+
+/// Tries [`compressed_within`] makes at most.
+const TRIES: usize = 5;
+
+/// A writer into memory that stops taking bytes once it would hold more than `cap`.
+struct Capped {
+    buf: Vec<u8>,
+    cap: u64,
+    over: bool,
+}
+
+impl Write for Capped {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if self.buf.len() as u64 + bytes.len() as u64 > self.cap {
+            self.over = true;
+            return Err(io::Error::other("over the budget"));
+        }
+        self.buf.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Counts what passes through to `out`.
+struct Counted<'o> {
+    out: &'o mut dyn Write,
+    n: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(bytes)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.out.write_all(bytes)?;
+        self.n += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
