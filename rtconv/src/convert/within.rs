@@ -32,7 +32,7 @@ pub fn budget_layout(format: Format) -> Option<Layout> {
 }
 
 /// Converts a dump in memory (`bytes`, named `path` in messages) into `format` on `out`, as
-/// [`convert_bytes`], within `budget`: where the whole output would be larger, the spans
+/// [`convert_bytes`](super::convert_bytes), within `budget`: where the whole output would be larger, the spans
 /// shorter than a threshold found from their durations are left out (their time counts in
 /// their callers' self time), and a note says how many and below what duration.
 #[allow(clippy::too_many_arguments)]
