@@ -4,4 +4,4 @@
 #[path = "../../src/fuzz_support.rs"]
 mod fuzz_support;
 
-pub use fuzz_support::{convert_core, convert_wire, export_tables, formats, with_checksums_fixed};
+pub use fuzz_support::{budgets_and_parts, convert_core, convert_wire, export_tables, formats, with_checksums_fixed};
