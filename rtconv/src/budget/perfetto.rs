@@ -36,6 +36,13 @@ struct Child {
     duration: u64,
 }
 
+/// A packet's `timestamp` field at its longest: its key and a ten-byte varint.
+const LONGEST_TIME: usize = 1 + 10;
+
+/// The debug annotations of a span's begin at their longest: five, each a field key and length,
+/// a name iid field (2 bytes) and a value (an int: up to 11 bytes).
+const LONGEST_ANNOTATIONS: usize = 5 * (2 + 2 + 11);
+
 /// The varint lengths' thresholds: a value of at least `LENGTHS[i]` takes more than `i + 1` bytes.
 const LENGTHS: [u64; 9] = [1 << 7, 1 << 14, 1 << 21, 1 << 28, 1 << 35, 1 << 42, 1 << 49, 1 << 56, 1 << 63];
 
@@ -96,11 +103,12 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
             walk.costs.at(top.span.enter_ns);
             walk.end(&top, end_fields);
         }
-        // Each key's interned name, with its packet's length byte at its longest.
+        // Each key's interned name, while any span of it is kept, its packet's length (a
+        // one-byte length otherwise) counted for the longest body it can have.
         for (k, l) in longest.iter().enumerate() {
             if let Some(l) = *l {
                 let (bytes, _) = interned[k];
-                let body = 1 + 10 + begin_fields[k] + 60 + bytes;
+                let body = LONGEST_TIME + begin_fields[k] + LONGEST_ANNOTATIONS + bytes;
                 costs.while_kept(l, (bytes + varint_len(body as u64) - 1) as i64);
             }
         }
