@@ -3,7 +3,8 @@
 //! tail. Exact, but for the loss markers (a thread's overwritten and dropped spans), whose
 //! time is counted with the digits of the thread's latest time: at most 20 bytes high each.
 
-use super::{Costs, Counter};
+use super::Costs;
+use crate::io::Counted;
 use crate::model::{Filtered, Timeline};
 use crate::render::chrome::{self, DROPPED, DUR_TEXT, Layout, OVERWRITTEN, Options};
 use crate::render::text::us_len;
@@ -54,8 +55,9 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
 /// What the metadata at the end takes for `tl` (filtered and cut as it will be written), its
 /// filters' counts `found`.
 pub fn fixed(tl: &Timeline<'_>, found: Filtered) -> u64 {
-    let mut n = Counter::default();
-    // A counter takes every byte.
+    let mut sink = std::io::sink();
+    let mut n = Counted::new(&mut sink);
+    // A sink takes every byte.
     let _ = chrome::write_metadata(&[tl], &Layout::new(&[tl]), &[found], &mut n);
-    n.0
+    n.bytes
 }

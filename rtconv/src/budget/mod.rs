@@ -220,11 +220,6 @@ pub fn with_threshold(filter: &Filter, threshold_ns: u64) -> Filter {
     f
 }
 
-/// The cut a choice of `max_bytes` makes, if it leaves anything out.
-pub fn cut_of(choice: &Choice, max_bytes: u64) -> Option<Cut> {
-    choice.threshold_ns.map(|threshold_ns| Cut { max_bytes, threshold_ns, left_out: choice.left_out })
-}
-
 /// `tl` as a renderer would see it after a cut at `cut` (`None`: `tl`'s filter alone): the
 /// selection with the threshold, the cut stated. For the models' `fixed` parts.
 pub(crate) fn cut_timeline<'a>(tl: &Timeline<'a>, filter: &Filter, cut: Option<Cut>) -> Timeline<'a> {
@@ -236,21 +231,6 @@ pub(crate) fn cut_timeline<'a>(tl: &Timeline<'a>, filter: &Filter, cut: Option<C
     cut_tl.origin_ns = tl.origin_ns;
     cut_tl.cut = cut;
     cut_tl
-}
-
-/// Counts what is written through it.
-#[derive(Default)]
-pub(crate) struct Counter(pub u64);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// The bytes of a varint of `v`.

@@ -79,7 +79,7 @@ impl<'t, 'a> Plan<'t, 'a> {
 
     /// The cut `choice` makes for a budget of `max_bytes`, if it leaves out anything.
     pub fn cut(&self, choice: &Choice, max_bytes: u64) -> Option<Cut> {
-        super::cut_of(choice, max_bytes)
+        choice.threshold_ns.map(|threshold_ns| Cut { max_bytes, threshold_ns, left_out: choice.left_out })
     }
 
     /// The timeline as it is written with `cut`.

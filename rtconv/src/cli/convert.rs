@@ -290,7 +290,7 @@ pub fn convert_to(
         Ok(out) => out,
         Err(e) => return output::cannot_create(output, &e),
     };
-    let mut counted = Counted { out: &mut out, bytes: 0 };
+    let mut counted = rtconv::io::Counted::new(&mut out);
     let mut result = match inputs {
         Inputs::Dumps(dumps) => convert::convert_many(dumps, format, &opts, filter, &mut counted),
         Inputs::Memory(name, dump) => {
@@ -305,24 +305,6 @@ pub fn convert_to(
         report.diagnostics.push(convert::Diagnostic { level: convert::Level::Note, message: line });
     }
     finish(inputs, output, out, result)
-}
-
-/// Counts the bytes written through it (before any compression).
-struct Counted<'o> {
-    out: &'o mut dyn std::io::Write,
-    bytes: u64,
-}
-
-impl std::io::Write for Counted<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.out.write(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
 }
 
 /// This rtconv's command line, as a shell takes it (arguments quoted where they need it).

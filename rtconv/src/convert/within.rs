@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::{BudgetOutcome, ConvertError, Format, Level, Prepared, Report, check_timeline, prepare, render};
 use crate::budget::{Choice, Layout, Plan};
+use crate::io::Counted;
 use crate::model::{Anomalies, Filter, Timeline};
 use crate::symbolize;
 
@@ -61,10 +62,10 @@ pub fn convert_within(
         (choice, found, gz.len() as u64)
     } else {
         let choice = plan.choose(max, max).map_err(over)?;
-        let mut counted = Counted { out, n: 0 };
+        let mut counted = Counted::new(out);
         let found = render(&plan.timeline(plan.cut(&choice, max)), format, &mut counted)
             .and_then(|found| counted.flush().map(|()| found));
-        (choice, found.map_err(ConvertError::Output)?, counted.n)
+        (choice, found.map_err(ConvertError::Output)?, counted.bytes)
     };
     let cut = plan.cut(&choice, max);
     let shown = path.display();
@@ -125,10 +126,10 @@ fn compressed_within(plan: &Plan<'_, '_>, format: Format, max: u64) -> Result<(C
             Capped { buf: Vec::new(), cap: max, over: false },
             flate2::Compression::default(),
         );
-        let mut counted = Counted { out: &mut gz, n: 0 };
+        let mut counted = Counted::new(&mut gz);
         let rendered =
             render(&plan.timeline(cut), format, &mut counted).and_then(|found| counted.flush().map(|()| found));
-        let uncompressed = counted.n;
+        let uncompressed = counted.bytes;
         let finished = rendered.and_then(|found| gz.try_finish().map(|()| found));
         let capped = gz.get_ref();
         match finished {
@@ -181,29 +182,5 @@ impl Write for Capped {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
-    }
-}
-
-/// Counts what passes through to `out`.
-struct Counted<'o> {
-    out: &'o mut dyn Write,
-    n: u64,
-}
-
-impl Write for Counted<'_> {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        let n = self.out.write(bytes)?;
-        self.n += n as u64;
-        Ok(n)
-    }
-
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.out.write_all(bytes)?;
-        self.n += bytes.len() as u64;
-        Ok(())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
     }
 }
