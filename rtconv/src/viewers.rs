@@ -53,20 +53,38 @@ pub fn of(format: Format) -> &'static [Viewer] {
 /// larger than a viewer of it opens: which viewer, and the `--max-bytes` and `--split` options
 /// (added to `command`, the conversion as given) that would fit it.
 pub fn note(format: Format, name: &str, bytes: u64, command: &str) -> Option<String> {
-    let over: Vec<&Viewer> = of(format).iter().filter(|v| bytes > v.max_bytes).collect();
-    let smallest = over.iter().map(|v| v.max_bytes).min()?;
-    let names: Vec<String> =
-        over.iter().map(|v| format!("{} opens about {} ({})", v.name, size(v.max_bytes), v.source)).collect();
+    let (past, smallest) = past(format, bytes)?;
     let split = if matches!(format, Format::Chrome(_) | Format::Perfetto) {
         format!(", or `{command} --split {}` (parts that each open)", size(smallest))
     } else {
         String::new()
     };
     Some(format!(
-        "{name} takes {bytes} bytes, more than {}: `{command} --max-bytes {}` keeps the longest spans within it{split}",
-        names.join("; "),
+        "{name} takes {bytes} bytes, more than {past}: `{command} --max-bytes {}` keeps the longest spans within it{split}",
         size(smallest)
     ))
+}
+
+/// The note for a batch (`command`) whose outputs of `format` were, `count` of them, larger
+/// than a viewer of them opens, the largest `name` taking `bytes`: which viewer, and the
+/// `--max-bytes` that would fit each.
+pub fn batch_note(format: Format, count: u64, name: &str, bytes: u64, command: &str) -> Option<String> {
+    let (past, smallest) = past(format, bytes).filter(|_| count > 0)?;
+    Some(format!(
+        "{count} output(s) take more than {past}; the largest, {name}, takes {bytes} bytes: `{command} --max-bytes {}` \
+         keeps the longest spans of each within it",
+        size(smallest)
+    ))
+}
+
+/// The viewers of `format` an output of `bytes` is too large for, said, and the smallest of
+/// their limits; `None` when every viewer opens it.
+fn past(format: Format, bytes: u64) -> Option<(String, u64)> {
+    let over: Vec<&Viewer> = of(format).iter().filter(|v| bytes > v.max_bytes).collect();
+    let smallest = over.iter().map(|v| v.max_bytes).min()?;
+    let names: Vec<String> =
+        over.iter().map(|v| format!("{} opens about {} ({})", v.name, size(v.max_bytes), v.source)).collect();
+    Some((names.join("; "), smallest))
 }
 
 /// `bytes` as `--max-bytes` takes them: whole MiB (`100M`) where they are, else bytes.
@@ -90,5 +108,17 @@ mod tests {
         let line = note(Format::Ftrace, "t.txt", 600 << 20, "rtconv convert d.rtd -o t.txt").unwrap();
         assert!(line.contains("Perfetto's UI") && line.contains("--max-bytes 512M") && !line.contains("--split"));
         assert_eq!(note(Format::Folded, "x", u64::MAX, "x"), None);
+    }
+
+    #[test]
+    fn a_batch_past_a_viewer_gets_one_note_for_all_its_outputs() {
+        let chrome = Format::Chrome(Default::default());
+        let big = SPEEDSCOPE.max_bytes + 1;
+        assert_eq!(batch_note(chrome, 0, "out/a.json", big, "rtconv batch d -o out"), None);
+        assert_eq!(batch_note(chrome, 2, "out/a.json", SPEEDSCOPE.max_bytes, "rtconv batch d -o out"), None);
+        let line = batch_note(chrome, 2, "out/a.json", big, "rtconv batch d -o out").unwrap();
+        assert!(line.starts_with("2 output(s) take more than speedscope opens about 85M"), "{line}");
+        assert!(line.contains(&format!("the largest, out/a.json, takes {big} bytes")), "{line}");
+        assert!(line.contains("`rtconv batch d -o out --max-bytes 85M`") && !line.contains("--split"), "{line}");
     }
 }

@@ -24,7 +24,7 @@ use rayon::iter::{ParallelBridge, ParallelIterator};
 use crate::convert::{self, Diagnostic, Format};
 #[cfg(feature = "parquet")]
 use crate::export;
-use crate::io::AtomicFile;
+use crate::io::{AtomicFile, Counted};
 use crate::symbolize;
 
 pub use inputs::{Compression, archive_kind, dumps_in_archive};
@@ -57,6 +57,10 @@ pub struct Summary {
     pub salvaged: u64,
     /// Dumps (or archives) that could not be converted at all.
     pub failed: u64,
+    /// The largest output written (`batch` into a timeline format) and its bytes.
+    pub largest: Option<(PathBuf, u64)>,
+    /// Outputs larger than a viewer of their format opens ([`crate::viewers`]).
+    pub past_viewers: u64,
 }
 
 /// What a batch tells its caller while it runs. Every method is called
@@ -248,7 +252,11 @@ pub fn convert_all(
     let cache = symbolize::Cache::default();
     let mut namer = naming::Namer::default();
     let label = move |name: &str| namer.name(name, extension(format));
-    Ok(run(args, opts, observer, label, |name, file_name, bytes| {
+    // Each output's size, for the note on what its viewers open.
+    let opens = crate::viewers::of(format).iter().map(|v| v.max_bytes).min().unwrap_or(u64::MAX);
+    let largest: Mutex<Option<(PathBuf, u64)>> = Mutex::new(None);
+    let past_viewers = AtomicU64::new(0);
+    let mut summary = run(args, opts, observer, label, |name, file_name, bytes| {
         // Written beside its name and renamed into place when complete: whatever
         // is planted under that name (a hard link, a FIFO, a symbolic link) is replaced.
         let target = out_dir.join(&file_name);
@@ -264,13 +272,24 @@ pub fn convert_all(
         };
         let mut out = BufWriter::with_capacity(1 << 16, file);
         let (symbols, filter) = (&opts.symbols, &opts.filter);
+        let mut counted = Counted::new(&mut out);
         let converted = match opts.max_bytes {
             Some(max_bytes) => {
                 let budget = convert::Budget { max_bytes, gzip: false };
-                convert::convert_within(Path::new(name), bytes, format, symbols, filter, &cache, budget, &mut out)
+                convert::convert_within(Path::new(name), bytes, format, symbols, filter, &cache, budget, &mut counted)
             }
-            None => convert::convert_bytes(Path::new(name), bytes, format, symbols, filter, &cache, &mut out),
+            None => convert::convert_bytes(Path::new(name), bytes, format, symbols, filter, &cache, &mut counted),
         };
+        let size = counted.bytes;
+        if converted.is_ok() {
+            if size > opens {
+                past_viewers.fetch_add(1, Ordering::Relaxed);
+            }
+            let mut largest = largest.lock().unwrap_or_else(|e| e.into_inner());
+            if largest.as_ref().is_none_or(|(_, b)| size > *b) {
+                *largest = Some((target.clone(), size));
+            }
+        }
         let written = match converted {
             Ok(report) => out
                 .into_inner()
@@ -294,7 +313,10 @@ pub fn convert_all(
                 Outcome::Failed
             }
         }
-    }))
+    });
+    summary.largest = largest.into_inner().unwrap_or_else(|e| e.into_inner());
+    summary.past_viewers = past_viewers.into_inner();
+    Ok(summary)
 }
 
 /// `rtconv export` and `rtconv batch -f parquet`: every dump of `args` into

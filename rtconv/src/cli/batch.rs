@@ -36,6 +36,17 @@ pub fn run(args: BatchArgs) -> ExitCode {
             match rtconv::batch::convert_all(&args.inputs, format, out_dir, &opts, &progress) {
                 Ok(summary) => {
                     say_converted("batch", &summary, out_dir);
+                    if let Some((name, bytes)) = &summary.largest
+                        && let Some(line) = rtconv::viewers::batch_note(
+                            format,
+                            summary.past_viewers,
+                            &name.display().to_string(),
+                            *bytes,
+                            &diag::command_line(),
+                        )
+                    {
+                        diag::note(&line);
+                    }
                     ExitCode::from(exit::of_summary(&summary))
                 }
                 Err(e) => {

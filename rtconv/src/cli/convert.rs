@@ -300,26 +300,11 @@ pub fn convert_to(
     };
     let bytes = counted.bytes;
     if let Ok(report) = result.as_mut()
-        && let Some(line) = rtconv::viewers::note(format, &output::name(output), bytes, &command_line())
+        && let Some(line) = rtconv::viewers::note(format, &output::name(output), bytes, &diag::command_line())
     {
         report.diagnostics.push(convert::Diagnostic { level: convert::Level::Note, message: line });
     }
     finish(inputs, output, out, result)
-}
-
-/// This rtconv's command line, as a shell takes it (arguments quoted where they need it).
-fn command_line() -> String {
-    let quoted = |a: String| {
-        if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c)) {
-            a
-        } else {
-            format!("'{}'", a.replace('\'', r"'\''"))
-        }
-    };
-    let mut args = std::env::args();
-    let program =
-        args.next().map(|p| Path::new(&p).file_name().map_or(p.clone(), |n| n.to_string_lossy().into_owned()));
-    program.into_iter().chain(args.map(quoted)).collect::<Vec<_>>().join(" ")
 }
 
 /// Completes `out` with what a conversion of `inputs` to `output` gave, and reports it.

@@ -67,7 +67,28 @@ pub fn print(diagnostic: &Diagnostic) {
     emit(&diagnostic.to_string());
 }
 
+/// Prints one line of the command line's own: `rtconv: note: MESSAGE`.
+pub fn note(message: &str) {
+    emit(&format!("rtconv: note: {message}"));
+}
+
 /// Prints one line of the command line's own: `rtconv: error: MESSAGE`.
 pub fn error(message: &str) {
     emit(&format!("rtconv: error: {message}"));
+}
+
+/// This rtconv's command line, as a shell takes it (arguments quoted where they need it).
+pub fn command_line() -> String {
+    let quoted = |a: String| {
+        if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c)) {
+            a
+        } else {
+            format!("'{}'", a.replace('\'', r"'\''"))
+        }
+    };
+    let mut args = std::env::args();
+    let program = args
+        .next()
+        .map(|p| std::path::Path::new(&p).file_name().map_or(p.clone(), |n| n.to_string_lossy().into_owned()));
+    program.into_iter().chain(args.map(quoted)).collect::<Vec<_>>().join(" ")
 }

@@ -74,6 +74,6 @@ pub fn run(args: InfoArgs) -> ExitCode {
     if let Err(e) = written.and_then(|()| out.finish()) {
         return output::write_failed(&e, &output::name(args.output.as_deref()));
     }
-    let summary = rtconv::batch::Summary { converted: described - salvaged, salvaged, failed };
+    let summary = rtconv::batch::Summary { converted: described - salvaged, salvaged, failed, ..Default::default() };
     ExitCode::from(exit::of_summary(&summary))
 }
