@@ -103,7 +103,7 @@
 pub extern crate std;
 
 // With `--cfg loom`, only the lock-free protocols (`open`, `ring`) are built,
-// on loom's atomics, for the model check (`recorder/loom/`); the rest needs `const` atomics.
+// on loom's atomics, for the model check (`recorder/checks/`); the rest needs `const` atomics.
 pub mod open;
 pub mod ring;
 

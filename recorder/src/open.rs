@@ -18,7 +18,7 @@
 //! synchronises, through its fence, with that store, so its second load sees
 //! the pop before it. One store of `state` per push and one per pop.
 //!
-//! Model-checked with loom (`recorder/tests/loom.rs`), which found (of an
+//! Model-checked with loom (`recorder/checks/tests/loom.rs`), which found (of an
 //! earlier protocol that counted pushes) that every store of `state` must be
 //! a release store, and fails if the pop does not count.
 

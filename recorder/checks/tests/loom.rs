@@ -1,7 +1,7 @@
 //! Model-checks the lock-free protocols with loom: every interleaving of a
 //! writer and a concurrent reader (the open-stack model up to 3 preemptions).
 //!
-//! `RUSTFLAGS="--cfg loom" cargo test -p ringtrace-loom --release`
+//! `RUSTFLAGS="--cfg loom" cargo test -p ringtrace-checks --test loom --release`
 //! (run by .ci/run with its own target directory).
 #![cfg(loom)]
 

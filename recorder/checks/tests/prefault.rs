@@ -1,7 +1,8 @@
 //! A thread's ring is written whole when it is made, so recording through it
 //! takes no page fault (a lazily mapped ring took one every 170 records).
 //! Only an optimized build can tell: there the allocator's zeroed memory is
-//! mapped lazily. `.ci/run` runs this file with `--release` too.
+//! mapped lazily. `.ci/run` runs this file with `--release` too
+//! (`cargo test -p ringtrace-checks --test prefault --release`).
 
 /// Minor page faults of the calling thread so far.
 fn thread_faults() -> i64 {
