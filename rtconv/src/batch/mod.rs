@@ -281,15 +281,6 @@ pub fn convert_all(
             None => convert::convert_bytes(Path::new(name), bytes, format, symbols, filter, &cache, &mut counted),
         };
         let size = counted.bytes;
-        if converted.is_ok() {
-            if size > opens {
-                past_viewers.fetch_add(1, Ordering::Relaxed);
-            }
-            let mut largest = largest.lock().unwrap_or_else(|e| e.into_inner());
-            if largest.as_ref().is_none_or(|(_, b)| size > *b) {
-                *largest = Some((target.clone(), size));
-            }
-        }
         let written = match converted {
             Ok(report) => out
                 .into_inner()
@@ -300,7 +291,17 @@ pub fn convert_all(
             Err(e) => Err(e),
         };
         match written {
-            Ok(report) => outcome(report, observer),
+            Ok(report) => {
+                if size > opens {
+                    past_viewers.fetch_add(1, Ordering::Relaxed);
+                }
+                let mut largest = largest.lock().unwrap_or_else(|e| e.into_inner());
+                if largest.as_ref().is_none_or(|(_, b)| size > *b) {
+                    *largest = Some((target, size));
+                }
+                drop(largest);
+                outcome(report, observer)
+            }
             Err(convert::ConvertError::Output(e)) => {
                 observer.diagnostic(Diagnostic::error(format!(
                     "{} (from {name}): {e}; nothing written, skipped",

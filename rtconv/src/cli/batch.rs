@@ -42,7 +42,7 @@ pub fn run(args: BatchArgs) -> ExitCode {
                             summary.past_viewers,
                             &name.display().to_string(),
                             *bytes,
-                            &diag::command_line(),
+                            &diag::command_line(&["--max-bytes"]),
                         )
                     {
                         diag::note(&line);

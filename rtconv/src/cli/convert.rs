@@ -300,7 +300,8 @@ pub fn convert_to(
     };
     let bytes = counted.bytes;
     if let Ok(report) = result.as_mut()
-        && let Some(line) = rtconv::viewers::note(format, &output::name(output), bytes, &diag::command_line())
+        && let Some(line) =
+            rtconv::viewers::note(format, &output::name(output), bytes, &diag::command_line(&["--max-bytes"]))
     {
         report.diagnostics.push(convert::Diagnostic { level: convert::Level::Note, message: line });
     }

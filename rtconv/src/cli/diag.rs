@@ -77,8 +77,15 @@ pub fn error(message: &str) {
     emit(&format!("rtconv: error: {message}"));
 }
 
-/// This rtconv's command line, as a shell takes it (arguments quoted where they need it).
-pub fn command_line() -> String {
+/// This rtconv's command line, as a shell takes it (arguments quoted where they need it), without
+/// the options named in `without` (each with its value, `--opt V` or `--opt=V`): the command a
+/// note adds its own value of them to.
+pub fn command_line(without: &[&str]) -> String {
+    shell_command(std::env::args(), without)
+}
+
+/// `args` (the program first) as [`command_line`] gives them.
+fn shell_command(mut args: impl Iterator<Item = String>, without: &[&str]) -> String {
     let quoted = |a: String| {
         if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c)) {
             a
@@ -86,9 +93,31 @@ pub fn command_line() -> String {
             format!("'{}'", a.replace('\'', r"'\''"))
         }
     };
-    let mut args = std::env::args();
     let program = args
         .next()
         .map(|p| std::path::Path::new(&p).file_name().map_or(p.clone(), |n| n.to_string_lossy().into_owned()));
-    program.into_iter().chain(args.map(quoted)).collect::<Vec<_>>().join(" ")
+    let mut kept = Vec::new();
+    while let Some(arg) = args.next() {
+        if without.contains(&arg.as_str()) {
+            args.next(); // its value
+        } else if !without.iter().any(|o| arg.strip_prefix(o).is_some_and(|rest| rest.starts_with('='))) {
+            kept.push(quoted(arg));
+        }
+    }
+    program.into_iter().chain(kept).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_command;
+
+    #[test]
+    fn the_command_is_quoted_for_a_shell_and_leaves_out_what_the_note_replaces() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>().into_iter();
+        let given = args(&["/usr/bin/rtconv", "convert", "a b.rtd", "--max-bytes", "200M", "-o", "t.json"]);
+        assert_eq!(shell_command(given, &["--max-bytes"]), "rtconv convert 'a b.rtd' -o t.json");
+        let given = args(&["rtconv", "batch", "--max-bytes=1G", "it's", "--max-bytes-x"]);
+        assert_eq!(shell_command(given, &["--max-bytes"]), r"rtconv batch 'it'\''s' --max-bytes-x");
+        assert_eq!(shell_command(args(&["rtconv", "x", "--max-bytes"]), &["--max-bytes"]), "rtconv x");
+    }
 }

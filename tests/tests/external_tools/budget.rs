@@ -51,18 +51,21 @@ fn a_budgeted_whole_program_trace_opens_in_speedscope_with_the_totals_of_stats_a
     let note = stderr.iter().find(|l| l.contains("more than speedscope opens")).unwrap_or_else(|| panic!("{stderr:?}"));
     assert!(note.starts_with("rtconv: note: ") && note.contains("--max-bytes 85M") && note.contains("--split 85M"));
     std::fs::remove_file(&whole).unwrap();
-    // A batch of it and of a small dump says so once, naming the largest output (no --split in batch).
+    // A batch of it and of a small dump, within a budget every span fits, says so once, naming the
+    // largest output, its command with the budget that fits in place of the one given (no --split in batch).
     let small = record_workload_with(&binary("workload"), &dir, "small.rtd", &[]);
     let out_dir = dir.join("batch");
     let (o, s) = (out_dir.to_str().unwrap(), small.to_str().unwrap());
-    let stderr = rtconv_ok_stderr(&["batch", d, s, "-o", o, "-f", "chrome", "--chrome-events", "be", "-q"]);
+    let args = ["batch", d, s, "-o", o, "-f", "chrome", "--chrome-events", "be", "--max-bytes", "200M", "-q"];
+    let stderr = rtconv_ok_stderr(&args);
     let notes: Vec<&String> = stderr.iter().filter(|l| l.contains("more than speedscope opens")).collect();
     let largest = out_dir.join("lua.json");
     let line = "rtconv: note: 1 output(s) take more than speedscope opens about 85M";
     assert!(notes.len() == 1 && notes[0].starts_with(line), "{stderr:?}");
     let bytes = std::fs::metadata(&largest).unwrap().len();
     assert!(notes[0].contains(&format!("the largest, {}, takes {bytes} bytes", largest.display())), "{notes:?}");
-    assert!(notes[0].contains(" --max-bytes 85M` keeps the longest spans of each") && !notes[0].contains("--split"));
+    let command = format!("`rtconv batch {d} {s} -o {o} -f chrome --chrome-events be -q --max-bytes 85M` keeps");
+    assert!(notes[0].contains(&command) && !notes[0].contains("--split"), "{notes:?}");
     std::fs::remove_dir_all(&out_dir).unwrap();
     // Cut to 1 MiB: speedscope opens it, and shows what stats shows with -t at the threshold.
     let cut = dir.join("cut.json");
