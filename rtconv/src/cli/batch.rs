@@ -45,7 +45,7 @@ pub fn run(args: BatchArgs) -> ExitCode {
                             &diag::command_line(&["--max-bytes"]),
                         )
                     {
-                        diag::note(&line);
+                        diag::print(&rtconv::convert::Diagnostic::note(line));
                     }
                     ExitCode::from(exit::of_summary(&summary))
                 }

@@ -303,7 +303,7 @@ pub fn convert_to(
         && let Some(line) =
             rtconv::viewers::note(format, &output::name(output), bytes, &diag::command_line(&["--max-bytes"]))
     {
-        report.diagnostics.push(convert::Diagnostic { level: convert::Level::Note, message: line });
+        report.diagnostics.push(convert::Diagnostic::note(line));
     }
     finish(inputs, output, out, result)
 }

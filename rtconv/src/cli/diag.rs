@@ -67,11 +67,6 @@ pub fn print(diagnostic: &Diagnostic) {
     emit(&diagnostic.to_string());
 }
 
-/// Prints one line of the command line's own: `rtconv: note: MESSAGE`.
-pub fn note(message: &str) {
-    emit(&format!("rtconv: note: {message}"));
-}
-
 /// Prints one line of the command line's own: `rtconv: error: MESSAGE`.
 pub fn error(message: &str) {
     emit(&format!("rtconv: error: {message}"));

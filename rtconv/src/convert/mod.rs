@@ -74,6 +74,11 @@ impl Diagnostic {
     pub fn warning(message: impl Into<String>) -> Self {
         Diagnostic { level: Level::Warning, message: message.into() }
     }
+
+    /// What was done, or what would do better; nothing is wrong.
+    pub fn note(message: impl Into<String>) -> Self {
+        Diagnostic { level: Level::Note, message: message.into() }
+    }
 }
 
 impl std::fmt::Display for Diagnostic {
