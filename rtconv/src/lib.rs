@@ -63,8 +63,8 @@
 //!
 //! [`convert::convert`] does all of it in one call, and reports what was
 //! lost ([`convert::Report`]); [`batch`] runs it over directories and
-//! archives of dumps in parallel; `export` (feature `parquet`) writes dumps
-//! as Parquet tables for data engines.
+//! archives of dumps in parallel; [`export`] makes dumps into tables for
+//! data engines, and writes them as Parquet (feature `parquet`).
 #![warn(missing_docs)]
 
 pub mod batch;
@@ -72,7 +72,6 @@ pub mod budget;
 pub mod convert;
 pub mod core_file;
 pub mod diff;
-#[cfg(feature = "parquet")]
 pub mod export;
 pub mod info;
 pub mod io;

@@ -78,23 +78,32 @@ pub fn budgets_and_parts(
     converted
 }
 
-/// `rtconv export`'s three tables of the dump in `bytes`, built in memory and
-/// dropped (nothing written): what the export does with a hostile dump.
+/// `rtconv export`'s three tables of the dump in `bytes`, built in memory,
+/// checked against their fields and dropped (nothing written): what the
+/// export does with a hostile dump.
 pub fn export_tables(
     path: &std::path::Path,
     bytes: &[u8],
     opts: &rtconv::symbolize::Options,
     cache: &rtconv::symbolize::Cache,
 ) -> Result<(), rtconv::convert::ConvertError> {
-    use rtconv::export::{DumpColumns, Host, dump_row, functions, spans};
+    use rtconv::export::columns::check;
+    use rtconv::export::{DumpColumns, Host, dump_row, functions, schema, spans};
     let filter = rtconv::model::Filter::default();
-    let (built, _) = rtconv::convert::with_timeline(path, bytes, opts, &filter, cache, false, |tl| {
+    let (fit, _) = rtconv::convert::with_timeline(path, bytes, opts, &filter, cache, false, |tl| {
         let dump = DumpColumns::new(tl, &path.to_string_lossy(), Host(None));
-        let found = spans::write(tl, &dump, &mut |_| Ok(()));
-        let built = found.as_ref().ok().map(|found| (functions(tl, &dump).is_ok(), dump_row(tl, &dump, found).is_ok()));
-        (built, found.unwrap_or_default())
+        let (spans_fields, functions_fields, dumps_fields) = (schema::spans(), schema::functions(), schema::dumps());
+        let fit = spans::write(tl, &dump, &mut |batch| check(&spans_fields, &batch)).and_then(|found| {
+            check(&functions_fields, &functions(tl, &dump))?;
+            check(&dumps_fields, &dump_row(tl, &dump, &found))?;
+            Ok(found)
+        });
+        let found = fit.as_ref().map_or_else(|_| Default::default(), Clone::clone);
+        (fit.map(drop), found)
     })?;
-    assert!(built.is_none_or(|(f, d)| f && d), "a table that did not fit its schema: {}", path.display());
+    if let Err(unfit) = fit {
+        panic!("a table that does not fit its fields: {}: {unfit}", path.display());
+    }
     Ok(())
 }
 

@@ -16,12 +16,18 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use arrow_array::types::{Float64Type, Int32Type, Int64Type, UInt64Type};
+use arrow_array::{ArrayRef, BooleanArray, DictionaryArray, PrimitiveArray, RecordBatch, StringArray, UInt32Array};
+use arrow_buffer::{NullBuffer, ScalarBuffer};
+use arrow_schema::{ArrowError, DataType, Schema};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rtconv::convert;
-use rtconv::export::{DumpColumns, ExportError, Host, dump_row, functions, schema, spans};
+use rtconv::export::columns::{Column, Field, Kind, Values};
+use rtconv::export::{DumpColumns, Host, dump_row, functions, schema, spans};
 use rtconv::model::{Anomalies, Filter, Source, Timeline};
 use rtconv::symbolize;
 
@@ -104,19 +110,24 @@ fn stream(
     name: &str,
     which: Table,
     host: Option<&str>,
-) -> Result<(Vec<u8>, Anomalies), ExportError> {
+) -> Result<(Vec<u8>, Anomalies), ArrowError> {
     let dump = DumpColumns::new(tl, name, Host(host));
-    let schema = match which {
+    let fields = match which {
         Table::Spans => schema::spans(),
         Table::Functions => schema::functions(),
         Table::Dumps => schema::dumps(),
     };
+    let schema = Arc::new(arrow_schema(&fields));
     let mut out = Vec::new();
     let mut writer = arrow_ipc::writer::StreamWriter::try_new(&mut out, &schema)?;
+    let mut write = |batch: Vec<Column>| -> Result<(), ArrowError> {
+        let columns = batch.into_iter().map(array).collect::<Result<Vec<_>, _>>()?;
+        writer.write(&RecordBatch::try_new(schema.clone(), columns)?)
+    };
     let found = match which {
-        Table::Spans => spans::write(tl, &dump, &mut |batch| Ok(writer.write(&batch)?))?,
+        Table::Spans => spans::write(tl, &dump, &mut write)?,
         Table::Functions => {
-            writer.write(&functions(tl, &dump)?)?;
+            write(functions(tl, &dump))?;
             Anomalies::default()
         }
         Table::Dumps => {
@@ -126,13 +137,55 @@ fn stream(
                 while t.next_batch().is_some() {}
             }
             let found = threads.anomalies();
-            writer.write(&dump_row(tl, &dump, &found)?)?;
+            write(dump_row(tl, &dump, &found))?;
             found
         }
     };
     writer.finish()?;
     drop(writer);
     Ok((out, found))
+}
+
+/// A table's fields as an Arrow schema: repeated strings as `dictionary<int32, utf8>`.
+fn arrow_schema(fields: &[Field]) -> Schema {
+    let fields: Vec<arrow_schema::Field> = fields
+        .iter()
+        .map(|f| {
+            let kind = match f.kind {
+                Kind::Words => DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                Kind::Text => DataType::Utf8,
+                Kind::U32 => DataType::UInt32,
+                Kind::U64 => DataType::UInt64,
+                Kind::I64 => DataType::Int64,
+                Kind::F64 => DataType::Float64,
+                Kind::Bool => DataType::Boolean,
+            };
+            arrow_schema::Field::new(f.name, kind, f.nullable)
+        })
+        .collect();
+    Schema::new(fields)
+}
+
+/// A column as an Arrow array (its values moved, not copied).
+fn array(column: Column) -> Result<ArrayRef, ArrowError> {
+    let nulls = column.valid.map(NullBuffer::from);
+    Ok(match column.values {
+        Values::Words { words, keys } => {
+            let keys: Vec<i32> = keys.into_iter().map(|k| k as i32).collect();
+            let keys = PrimitiveArray::<Int32Type>::new(ScalarBuffer::from(keys), nulls);
+            let words = StringArray::from_iter_values(words.iter());
+            Arc::new(DictionaryArray::try_new(keys, Arc::new(words))?)
+        }
+        Values::Text(v) => {
+            let nulls = nulls.as_ref();
+            Arc::new(v.iter().enumerate().map(|(i, s)| nulls.is_none_or(|n| n.is_valid(i)).then_some(s)).collect::<StringArray>())
+        }
+        Values::U32(v) => Arc::new(UInt32Array::new(ScalarBuffer::from(v), nulls)),
+        Values::U64(v) => Arc::new(PrimitiveArray::<UInt64Type>::new(ScalarBuffer::from(v), nulls)),
+        Values::I64(v) => Arc::new(PrimitiveArray::<Int64Type>::new(ScalarBuffer::from(v), nulls)),
+        Values::F64(v) => Arc::new(PrimitiveArray::<Float64Type>::new(ScalarBuffer::from(v), nulls)),
+        Values::Bool(v) => Arc::new(BooleanArray::new(v.into(), nulls)),
+    })
 }
 
 #[pymodule]

@@ -5,12 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::types::Int32Type;
-use arrow_array::{
-    ArrayRef, BooleanArray, DictionaryArray, Int32Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
-};
-
 use super::DumpColumns;
+use super::columns::{Batch, Column, Values};
 use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
 
 /// Rows buffered before they are handed on as one batch (72 bytes a row in its column buffers).
@@ -20,8 +16,8 @@ pub const BATCH_ROWS: usize = 1 << 16;
 #[derive(Default)]
 struct Columns {
     tid: Vec<u64>,
-    thread: Vec<i32>,
-    function: Vec<i32>,
+    thread: Vec<u32>,
+    function: Vec<u32>,
     depth: Vec<u32>,
     span_id: Vec<u64>,
     parent: Vec<Option<u64>>,
@@ -49,57 +45,54 @@ struct Open {
 /// Per dump: its functions' names and files, each once, as dictionary values.
 struct NameColumns {
     /// Per key index: its name's index in `functions`.
-    of_key: Vec<i32>,
-    functions: Arc<StringArray>,
+    of_key: Vec<u32>,
+    functions: Arc<[String]>,
     /// Per name: the index of its file in `files` (the first key of that name's), and its line.
-    file_of: Vec<Option<i32>>,
-    files: Arc<StringArray>,
+    file_of: Vec<Option<u32>>,
+    files: Arc<[String]>,
     lines: Vec<Option<u32>>,
 }
 
 impl NameColumns {
     fn new(tl: &Timeline<'_>) -> NameColumns {
-        let mut index: HashMap<&str, i32> = HashMap::new();
-        let mut file_index: HashMap<String, i32> = HashMap::new();
+        let mut index: HashMap<&str, u32> = HashMap::new();
+        let mut file_index: HashMap<String, u32> = HashMap::new();
         let (mut names, mut file_of, mut files, mut lines, mut of_key) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (k, &key) in tl.keys.iter().enumerate() {
             let name = tl.name(k);
             let id = *index.entry(name).or_insert_with(|| {
                 let place = tl.names.get(key);
-                names.push(name);
+                names.push(name.to_owned());
                 file_of.push(place.and_then(|p| p.file.clone()).map(|file| {
                     *file_index.entry(file.clone()).or_insert_with(|| {
                         files.push(file);
-                        (files.len() - 1) as i32
+                        (files.len() - 1) as u32
                     })
                 }));
                 lines.push(place.and_then(|p| p.line));
-                (names.len() - 1) as i32
+                (names.len() - 1) as u32
             });
             of_key.push(id);
         }
-        NameColumns {
-            of_key,
-            functions: Arc::new(StringArray::from(names)),
-            file_of,
-            files: Arc::new(StringArray::from(files)),
-            lines,
-        }
+        NameColumns { of_key, functions: names.into(), file_of, files: files.into(), lines }
     }
 }
 
 /// Writes `tl`'s spans as `spans` rows, a batch of at most [`BATCH_ROWS`]
 /// at a time, through `emit`; returns what its spans had wrong.
-pub fn write(
+pub fn write<E>(
     tl: &Timeline<'_>,
     dump: &DumpColumns,
-    emit: &mut dyn FnMut(RecordBatch) -> Result<(), super::ExportError>,
-) -> Result<Anomalies, super::ExportError> {
+    emit: &mut dyn FnMut(Batch) -> Result<(), E>,
+) -> Result<Anomalies, E> {
     let names = NameColumns::new(tl);
-    let thread_names: Arc<StringArray> = Arc::new(StringArray::from_iter_values(
-        tl.trace.threads.iter().map(|t| if t.name.is_empty() { format!("thread {}", t.tid) } else { t.name.clone() }),
-    ));
+    let thread_names: Arc<[String]> = tl
+        .trace
+        .threads
+        .iter()
+        .map(|t| if t.name.is_empty() { format!("thread {}", t.tid) } else { t.name.clone() })
+        .collect();
     let mut rows = Columns::default();
     let mut next_id = 0u64;
     let mut path: Vec<Open> = Vec::new();
@@ -109,7 +102,7 @@ pub fn write(
     while let Some(mut t) = threads.next() {
         let thread = &tl.trace.threads[t.thread];
         let lost: LostChildren = tl.lost_children(thread);
-        let (tid, thread_index) = (thread.tid, t.thread as i32);
+        let (tid, thread_index) = (thread.tid, t.thread as u32);
         let close = |o: Open, rows: &mut Columns, active: &mut [u32]| {
             if let Some(a) = active.get_mut(o.span.key_index as usize) {
                 *a = a.saturating_sub(1);
@@ -152,7 +145,7 @@ pub fn write(
                 path.push(Open { span: *s, id: next_id, parent, depth, children_ns: 0, recursive, missing_children });
                 next_id += 1;
                 if rows.tid.len() >= BATCH_ROWS {
-                    emit(batch_of(&mut rows, dump, &names, &thread_names)?)?;
+                    emit(batch_of(&mut rows, dump, &names, &thread_names))?;
                 }
             }
         }
@@ -161,7 +154,7 @@ pub fn write(
         }
     }
     if !rows.tid.is_empty() {
-        emit(batch_of(&mut rows, dump, &names, &thread_names)?)?;
+        emit(batch_of(&mut rows, dump, &names, &thread_names))?;
     }
     Ok(threads.anomalies())
 }
@@ -172,37 +165,31 @@ fn realtime(tl: &Timeline<'_>, mono_ns: i64) -> i64 {
     i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX })
 }
 
-/// The rows buffered in `rows` as one record batch (and `rows` emptied).
-fn batch_of(
-    rows: &mut Columns,
-    dump: &DumpColumns,
-    names: &NameColumns,
-    thread_names: &Arc<StringArray>,
-) -> Result<RecordBatch, super::ExportError> {
+/// The rows buffered in `rows` as one batch (and `rows` emptied).
+fn batch_of(rows: &mut Columns, dump: &DumpColumns, names: &NameColumns, thread_names: &Arc<[String]>) -> Batch {
     let c = std::mem::take(rows);
     let n = c.tid.len();
-    let function_keys = Int32Array::from(c.function);
-    let name = |f: &i32| usize::try_from(*f).unwrap_or(0);
-    let file_keys: Int32Array = function_keys.values().iter().map(|f| names.file_of[name(f)]).collect();
-    let lines: UInt32Array = function_keys.values().iter().map(|f| names.lines[name(f)]).collect();
+    let file_keys: Vec<Option<u32>> =
+        c.function.iter().map(|&f| names.file_of.get(f as usize).copied().flatten()).collect();
+    let lines: Vec<Option<u32>> = c.function.iter().map(|&f| names.lines.get(f as usize).copied().flatten()).collect();
     let mut columns = dump.columns(n);
     columns.extend([
-        Arc::new(UInt64Array::from(c.tid)) as ArrayRef,
-        Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(c.thread), thread_names.clone())?),
-        Arc::new(DictionaryArray::<Int32Type>::try_new(function_keys, names.functions.clone())?),
-        Arc::new(DictionaryArray::<Int32Type>::try_new(file_keys, names.files.clone())?),
-        Arc::new(lines),
-        Arc::new(UInt32Array::from(c.depth)),
-        Arc::new(UInt64Array::from(c.span_id)),
-        Arc::new(UInt64Array::from(c.parent)),
-        Arc::new(Int64Array::from(c.start_ns)),
-        Arc::new(Int64Array::from(c.duration_ns)),
-        Arc::new(Int64Array::from(c.self_ns)),
-        Arc::new(BooleanArray::from(c.recursive)),
-        Arc::new(BooleanArray::from(c.open)),
-        Arc::new(BooleanArray::from(c.unwound)),
-        Arc::new(BooleanArray::from(c.clamped)),
-        Arc::new(BooleanArray::from(c.missing_children)),
+        Column::new(Values::U64(c.tid)),
+        Column::new(Values::Words { words: thread_names.clone(), keys: c.thread }),
+        Column::new(Values::Words { words: names.functions.clone(), keys: c.function }),
+        Column::options(&file_keys, |keys| Values::Words { words: names.files.clone(), keys }),
+        Column::options(&lines, Values::U32),
+        Column::new(Values::U32(c.depth)),
+        Column::new(Values::U64(c.span_id)),
+        Column::options(&c.parent, Values::U64),
+        Column::new(Values::I64(c.start_ns)),
+        Column::new(Values::I64(c.duration_ns)),
+        Column::new(Values::I64(c.self_ns)),
+        Column::new(Values::Bool(c.recursive)),
+        Column::new(Values::Bool(c.open)),
+        Column::new(Values::Bool(c.unwound)),
+        Column::new(Values::Bool(c.clamped)),
+        Column::new(Values::Bool(c.missing_children)),
     ]);
-    Ok(RecordBatch::try_new(super::schema::spans(), columns)?)
+    columns
 }

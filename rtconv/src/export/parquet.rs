@@ -1,0 +1,321 @@
+//! The tables written as Apache Parquet part files, through the `parquet`
+//! crate's column writers (no Arrow in between).
+//!
+//! A writer gathers a row group's rows as columns, dumps after dumps, and
+//! encodes them when it holds [`ROW_GROUP_ROWS`] or is finished; the
+//! dictionaries of repeated strings are merged as the dumps come.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parquet::basic::{Compression, LogicalType, Repetition, Type as Physical};
+use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
+use parquet::schema::types::{ColumnPath, Type};
+
+use super::columns::{self, Batch, Column, Field, Kind, Values};
+use super::{DumpColumns, Host, ROW_GROUP_ROWS, dump_row, functions, schema, spans};
+use crate::io::AtomicFile;
+use crate::model::{Anomalies, Timeline};
+
+/// Why an export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// Writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// The Parquet writer refused the data.
+    #[error("parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+}
+
+/// One writer's part of each table: `DIR/spans/part-N.parquet`,
+/// `DIR/functions/part-N.parquet`, `DIR/dumps/part-N.parquet`, each written
+/// beside its name and renamed into place by [`finish`](Self::finish).
+///
+/// ```no_run
+/// use std::path::Path;
+/// use rtconv::export::{Host, Parts};
+/// use rtconv::{convert, model, symbolize};
+///
+/// let path = Path::new("trace.rtd");
+/// let bytes = model::open(path)?;
+/// let mut parts = Parts::new(Path::new("tables"), 0)?; // tables/spans/part-0.parquet, ...
+/// let opts = symbolize::Options::default();
+/// let (cache, filter) = (symbolize::Cache::default(), model::Filter::default());
+/// let (written, _report) = convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+///     match parts.dump(tl, "trace.rtd", Host(Some("web-17"))) {
+///         Ok(found) => (Ok(()), found),
+///         Err(e) => (Err(e), model::Anomalies::default()),
+///     }
+/// })?;
+/// written?;
+/// parts.finish()?; // footers written, files renamed into place
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Parts {
+    spans: Table,
+    functions: Table,
+    dumps: Table,
+}
+
+impl Parts {
+    /// Part `part` of the three tables under `dir` (created if needed).
+    pub fn new(dir: &Path, part: usize) -> Result<Parts, ExportError> {
+        Ok(Parts {
+            spans: Table::new(dir, "spans", part, schema::spans())?,
+            functions: Table::new(dir, "functions", part, schema::functions())?,
+            dumps: Table::new(dir, "dumps", part, schema::dumps())?,
+        })
+    }
+
+    /// Adds one dump: its spans, its functions' `rtconv stats` figures, its
+    /// row of metadata. Returns what its spans had wrong.
+    pub fn dump(&mut self, tl: &Timeline<'_>, name: &str, host: Host<'_>) -> Result<Anomalies, ExportError> {
+        let dump = DumpColumns::new(tl, name, host);
+        let found = spans::write(tl, &dump, &mut |batch| self.spans.add(batch))?;
+        self.functions.add(functions(tl, &dump))?;
+        self.dumps.add(dump_row(tl, &dump, &found))?;
+        Ok(found)
+    }
+
+    /// Writes the files' last row groups and footers and puts them in place.
+    pub fn finish(self) -> Result<(), ExportError> {
+        self.spans.finish()?;
+        self.functions.finish()?;
+        self.dumps.finish()
+    }
+}
+
+/// One part file of one table.
+struct Table {
+    path: PathBuf,
+    fields: Vec<Field>,
+    writer: SerializedFileWriter<AtomicFile>,
+    /// The rows of the row group not yet written, a column per field.
+    pending: Vec<Pending>,
+    rows: usize,
+}
+
+impl Table {
+    fn new(dir: &Path, table: &str, part: usize, fields: Vec<Field>) -> Result<Table, ExportError> {
+        let dir = dir.join(table);
+        std::fs::create_dir_all(&dir).map_err(|source| ExportError::Io { path: dir.clone(), source })?;
+        let path = dir.join(format!("part-{part}.parquet"));
+        let file = AtomicFile::create(&path).map_err(|source| ExportError::Io { path: path.clone(), source })?;
+        let mut props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_max_row_group_size(ROW_GROUP_ROWS)
+            .set_key_value_metadata(Some(vec![
+                KeyValue::new("ringtrace.schema_version".into(), schema::SCHEMA_VERSION.to_string()),
+                KeyValue::new("ringtrace.table".into(), table.to_string()),
+                KeyValue::new("ringtrace.producer".into(), format!("rtconv {}", env!("CARGO_PKG_VERSION"))),
+            ]));
+        // Columns of distinct values: a dictionary would only be thrown away.
+        for column in ["span_id", "parent_span_id", "start_ns", "duration_ns", "self_ns"] {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(column), false);
+        }
+        let writer = SerializedFileWriter::new(file, message(table, &fields)?, Arc::new(props.build()))?;
+        let pending = fields.iter().map(|f| Pending::new(f.kind)).collect();
+        Ok(Table { path, fields, writer, pending, rows: 0 })
+    }
+
+    /// Adds `batch`'s rows (a column per field), writing row groups as they fill.
+    fn add(&mut self, batch: Batch) -> Result<(), ExportError> {
+        debug_assert_eq!(batch.len(), self.fields.len());
+        self.rows += columns::rows(&batch);
+        for (pending, column) in self.pending.iter_mut().zip(batch) {
+            pending.extend(column);
+        }
+        if self.rows >= ROW_GROUP_ROWS {
+            self.write_row_group()?;
+        }
+        Ok(())
+    }
+
+    fn write_row_group(&mut self) -> Result<(), ExportError> {
+        let mut group = self.writer.next_row_group()?;
+        for (pending, field) in self.pending.iter_mut().zip(&self.fields) {
+            let Some(mut column) = group.next_column()? else {
+                unreachable!("the file's schema has a column per field")
+            };
+            std::mem::replace(pending, Pending::new(field.kind)).write(&mut column, field.nullable)?;
+            column.close()?;
+        }
+        group.close()?;
+        self.rows = 0;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), ExportError> {
+        if self.rows > 0 {
+            self.write_row_group()?;
+        }
+        let path = self.path;
+        let file = self.writer.into_inner()?;
+        file.commit().map_err(|source| ExportError::Io { path, source })
+    }
+}
+
+/// The Parquet schema of a table's fields: strings as UTF-8 byte arrays,
+/// unsigned integers annotated as such (engines read them as unsigned).
+fn message(table: &str, fields: &[Field]) -> Result<Arc<Type>, ExportError> {
+    let columns = fields
+        .iter()
+        .map(|f| {
+            let (physical, logical) = match f.kind {
+                Kind::Words | Kind::Text => (Physical::BYTE_ARRAY, Some(LogicalType::String)),
+                Kind::U32 => (Physical::INT32, Some(LogicalType::Integer { bit_width: 32, is_signed: false })),
+                Kind::U64 => (Physical::INT64, Some(LogicalType::Integer { bit_width: 64, is_signed: false })),
+                Kind::I64 => (Physical::INT64, None),
+                Kind::F64 => (Physical::DOUBLE, None),
+                Kind::Bool => (Physical::BOOLEAN, None),
+            };
+            let repetition = if f.nullable { Repetition::OPTIONAL } else { Repetition::REQUIRED };
+            let column =
+                Type::primitive_type_builder(f.name, physical).with_repetition(repetition).with_logical_type(logical);
+            Ok(Arc::new(column.build()?))
+        })
+        .collect::<Result<Vec<_>, ExportError>>()?;
+    Ok(Arc::new(Type::group_type_builder(table).with_fields(columns).build()?))
+}
+
+/// A row group's rows of one column, gathered across batches.
+enum Pending {
+    /// Strings as keys into the row group's own dictionary of them.
+    Words {
+        words: Vec<ByteArray>,
+        index: HashMap<String, u32>,
+        /// The last batch's words and where each went in `words`.
+        last: Option<(Arc<[String]>, Vec<u32>)>,
+        keys: Vec<u32>,
+        valid: Vec<bool>,
+    },
+    /// Any other kind, as the batches had it.
+    Plain { values: Option<Values>, valid: Vec<bool> },
+}
+
+impl Pending {
+    fn new(kind: Kind) -> Pending {
+        match kind {
+            Kind::Words => Pending::Words {
+                words: Vec::new(),
+                index: HashMap::new(),
+                last: None,
+                keys: Vec::new(),
+                valid: Vec::new(),
+            },
+            _ => Pending::Plain { values: None, valid: Vec::new() },
+        }
+    }
+
+    fn extend(&mut self, column: Column) {
+        let n = column.len();
+        match (self, column.values) {
+            (
+                Pending::Words { words, index, last, keys, valid },
+                Values::Words { words: batch_words, keys: batch_keys },
+            ) => {
+                // A dump's batches share their dictionaries: map each dictionary once.
+                let fresh = last.as_ref().is_none_or(|(w, _)| !Arc::ptr_eq(w, &batch_words));
+                if fresh {
+                    let map = batch_words
+                        .iter()
+                        .map(|w| {
+                            *index.entry(w.clone()).or_insert_with(|| {
+                                words.push(ByteArray::from(w.as_str()));
+                                (words.len() - 1) as u32
+                            })
+                        })
+                        .collect();
+                    *last = Some((batch_words, map));
+                }
+                let map = last.as_ref().map_or(&[][..], |(_, m)| &m[..]);
+                keys.extend(batch_keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(0)));
+                extend_valid(valid, column.valid, n);
+            }
+            (Pending::Plain { values, valid }, batch) => {
+                match (values.as_mut(), batch) {
+                    (None, batch) => *values = Some(batch),
+                    (Some(Values::Text(a)), Values::Text(b)) => a.extend(b),
+                    (Some(Values::U32(a)), Values::U32(b)) => a.extend(b),
+                    (Some(Values::U64(a)), Values::U64(b)) => a.extend(b),
+                    (Some(Values::I64(a)), Values::I64(b)) => a.extend(b),
+                    (Some(Values::F64(a)), Values::F64(b)) => a.extend(b),
+                    (Some(Values::Bool(a)), Values::Bool(b)) => a.extend(b),
+                    (Some(_), _) => unreachable!("a table's batches have its fields' kinds"),
+                }
+                extend_valid(valid, column.valid, n);
+            }
+            (Pending::Words { .. }, _) => unreachable!("a table's batches have its fields' kinds"),
+        }
+    }
+
+    /// Writes the rows: the values of the rows that have one, and (for a
+    /// nullable column) a definition level per row.
+    fn write(self, column: &mut SerializedColumnWriter<'_>, nullable: bool) -> Result<(), ExportError> {
+        let valid = match &self {
+            Pending::Words { valid, .. } | Pending::Plain { valid, .. } => valid,
+        };
+        let levels: Option<Vec<i16>> = nullable.then(|| valid.iter().map(|&v| i16::from(v)).collect());
+        let levels = levels.as_deref();
+        // Only the rows with a value: a placeholder is never written.
+        fn kept<'v, T: Clone>(values: &'v [T], valid: &[bool]) -> Cow<'v, [T]> {
+            if valid.iter().all(|&v| v) {
+                return Cow::Borrowed(values);
+            }
+            values.iter().zip(valid).filter(|(_, v)| **v).map(|(x, _)| x.clone()).collect()
+        }
+        match self {
+            Pending::Words { words, keys, valid, .. } => {
+                let values: Vec<ByteArray> =
+                    keys.iter().zip(&valid).filter(|(_, v)| **v).map(|(&k, _)| words[k as usize].clone()).collect();
+                column.typed::<ByteArrayType>().write_batch(&values, levels, None)?;
+            }
+            Pending::Plain { values: None, .. } => {}
+            Pending::Plain { values: Some(values), valid } => match values {
+                Values::Text(v) => {
+                    let v: Vec<ByteArray> = kept(&v, &valid).iter().map(|s| ByteArray::from(s.as_str())).collect();
+                    column.typed::<ByteArrayType>().write_batch(&v, levels, None)?;
+                }
+                // Unsigned integers are stored as their bits, as Parquet's unsigned annotations say.
+                Values::U32(v) => {
+                    let v: Vec<i32> = kept(&v, &valid).iter().map(|&x| x as i32).collect();
+                    column.typed::<Int32Type>().write_batch(&v, levels, None)?;
+                }
+                Values::U64(v) => {
+                    let v: Vec<i64> = kept(&v, &valid).iter().map(|&x| x as i64).collect();
+                    column.typed::<Int64Type>().write_batch(&v, levels, None)?;
+                }
+                Values::I64(v) => {
+                    column.typed::<Int64Type>().write_batch(&kept(&v, &valid), levels, None)?;
+                }
+                Values::F64(v) => {
+                    column.typed::<DoubleType>().write_batch(&kept(&v, &valid), levels, None)?;
+                }
+                Values::Bool(v) => {
+                    column.typed::<BoolType>().write_batch(&kept(&v, &valid), levels, None)?;
+                }
+                Values::Words { .. } => unreachable!("words are gathered as Pending::Words"),
+            },
+        }
+        Ok(())
+    }
+}
+
+/// Appends a batch's validity (`None`: all `n` rows valid).
+fn extend_valid(valid: &mut Vec<bool>, batch: Option<Vec<bool>>, n: usize) {
+    match batch {
+        Some(b) => valid.extend(b),
+        None => valid.resize(valid.len() + n, true),
+    }
+}
