@@ -343,7 +343,7 @@ impl Args<'_> {
 pub(crate) fn args_len(s: &SpanNs, place: &str, missing_children: bool) -> usize {
     let items = [
         (!place.is_empty()).then_some(place.len()),
-        s.arg().map(|arg| "\"arg\":".len() + (arg as i64).to_string().len()),
+        s.arg().map(|arg| "\"arg\":".len() + signed_len(arg as i64)),
         s.open().then_some("\"open\":true".len()),
         s.unwound().then_some("\"unwound\":true".len()),
         missing_children.then_some("\"missing_children\":true".len()),
@@ -351,6 +351,11 @@ pub(crate) fn args_len(s: &SpanNs, place: &str, missing_children: bool) -> usize
     ];
     let (count, len) = items.iter().flatten().fold((0, 0), |(n, l), i| (n + 1, l + i));
     if count == 0 { 0 } else { ",\"args\":{".len() + len + (count - 1) + 1 }
+}
+
+/// The length of `v` in decimal, its sign included (as `write!` writes it).
+fn signed_len(v: i64) -> usize {
+    usize::from(v < 0) + v.unsigned_abs().checked_ilog10().map_or(1, |log| log as usize + 1)
 }
 
 /// Where a span of a split output's part was cut: `start`, `end` or `both`.
@@ -451,6 +456,13 @@ mod tests {
 
     use super::*;
     use crate::model::test_dumps::{TestRing, with_rings};
+
+    #[test]
+    fn an_arguments_length_is_that_of_its_decimal_text() {
+        for v in [0, 1, 9, 10, 99, 100, -1, -9, -10, 12_345, i64::MAX, i64::MIN, i64::MIN + 1] {
+            assert_eq!(signed_len(v), v.to_string().len(), "{v}");
+        }
+    }
 
     /// (name, ts, args) of every span event.
     fn spans(rings: &[TestRing], dump_ticks: u64) -> Vec<(String, i64, serde_json::Value)> {
