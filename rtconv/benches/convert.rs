@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group};
 use rtconv::budget::{Layout, Plan};
-use rtconv::convert::{Budget, Format, convert, convert_within};
+use rtconv::convert::{Budget, Format, Input, convert, convert_within};
 
 const FIB_N: u32 = 27;
 
@@ -131,9 +131,10 @@ fn bench_dump(c: &mut Criterion, group: &str, path: &std::path::Path, spans: u64
     let (opts, filter) = (rtconv::symbolize::Options::default(), rtconv::model::Filter::default());
     let cache = rtconv::symbolize::Cache::default();
     let bytes = rtconv::model::open(path).expect("readable");
+    let input = Input::new(path, &bytes, &opts, &filter, &cache);
     g.bench_function("spans decoded in start order (what a budget pass repeats)", |b| {
         b.iter(|| {
-            let (n, _) = rtconv::convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+            let (n, _) = rtconv::convert::with_timeline(input, false, |tl| {
                 let (mut n, mut threads) = (0, tl.threads());
                 while let Some(mut t) = threads.next() {
                     while let Some(batch) = t.next_batch() {
@@ -148,7 +149,7 @@ fn bench_dump(c: &mut Criterion, group: &str, path: &std::path::Path, spans: u64
     });
     g.bench_function("spans in pre-order (arrivals)", |b| {
         b.iter(|| {
-            let (n, _) = rtconv::convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+            let (n, _) = rtconv::convert::with_timeline(input, false, |tl| {
                 let mut n = 0u64;
                 let found = tl.arrivals(|a| n += a.duration & 1);
                 (n, found)
@@ -159,10 +160,8 @@ fn bench_dump(c: &mut Criterion, group: &str, path: &std::path::Path, spans: u64
     });
     g.bench_function("prepare only", |b| {
         b.iter(|| {
-            let (n, _) = rtconv::convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
-                (tl.keys.len(), Default::default())
-            })
-            .expect("converts");
+            let (n, _) = rtconv::convert::with_timeline(input, false, |tl| (tl.keys.len(), Default::default()))
+                .expect("converts");
             black_box(n);
         })
     });
@@ -173,13 +172,11 @@ fn bench_dump(c: &mut Criterion, group: &str, path: &std::path::Path, spans: u64
     ];
     for (name, format, layout) in layouts {
         let plan_whole = |tl: &rtconv::model::Timeline<'_>| Plan::new(tl, &filter, layout).whole();
-        let (whole, _) = rtconv::convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
-            (plan_whole(tl), Default::default())
-        })
-        .expect("converts");
+        let (whole, _) =
+            rtconv::convert::with_timeline(input, false, |tl| (plan_whole(tl), Default::default())).expect("converts");
         g.bench_function(format!("budget pass for {name} (size model, threshold)"), |b| {
             b.iter(|| {
-                let (choice, _) = rtconv::convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+                let (choice, _) = rtconv::convert::with_timeline(input, false, |tl| {
                     let plan = Plan::new(tl, &filter, layout);
                     (plan.choose(whole / 10, whole / 10), Default::default())
                 })
@@ -191,8 +188,7 @@ fn bench_dump(c: &mut Criterion, group: &str, path: &std::path::Path, spans: u64
             b.iter(|| {
                 let budget = Budget { max_bytes: whole / 10, gzip: false };
                 let mut out = std::io::sink();
-                let report =
-                    convert_within(path, &bytes, format, &opts, &filter, &cache, budget, &mut out).expect("converts");
+                let report = convert_within(input, format, budget, &mut out).expect("converts");
                 assert!(report.budget.expect("a budget").written <= whole / 10);
             })
         });

@@ -42,7 +42,7 @@ use std::path::PathBuf;
 
 use ringtrace_format::Record;
 
-use crate::convert::{self, ConvertError, Diagnostic, Format, Level, Parts, Report};
+use crate::convert::{self, ConvertError, Diagnostic, Format, Input, Level, Parts, Report};
 use crate::model::Filter;
 use crate::symbolize;
 use crate::wire_file::{self, WireReader};
@@ -113,16 +113,8 @@ impl<'a> Live<'a> {
             return Ok(());
         }
         let bytes = wire_file::dump_of(&self.reader, &batch, &[], false).map_err(wire_error(&self.name))?;
-        let part = convert::convert_part(
-            &self.name,
-            &bytes,
-            self.format,
-            self.opts,
-            self.filter,
-            &self.cache,
-            &mut self.parts,
-            out,
-        )?;
+        let input = Input::new(&self.name, &bytes, self.opts, self.filter, &self.cache);
+        let part = convert::convert_part(input, self.format, &mut self.parts, out)?;
         self.report.spans += part.spans;
         self.report.threads = self.report.threads.max(part.threads);
         self.report.filtered += part.filtered;
@@ -145,7 +137,11 @@ impl<'a> Live<'a> {
         if !convert::writes_parts(self.format) {
             let bytes = wire_file::dump_of(&self.reader, &self.kept, &losses, true).map_err(wire_error(&self.name))?;
             let cache = symbolize::Cache::default();
-            return convert::convert_bytes(&self.name, &bytes, self.format, self.opts, self.filter, &cache, out);
+            return convert::convert_bytes(
+                Input::new(&self.name, &bytes, self.opts, self.filter, &cache),
+                self.format,
+                out,
+            );
         }
         let shown = self.name.display().to_string();
         if self.reader.info().is_none() {

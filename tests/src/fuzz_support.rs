@@ -57,22 +57,21 @@ pub fn budgets_and_parts(
     opts: &rtconv::symbolize::Options,
     cache: &rtconv::symbolize::Cache,
 ) -> usize {
-    use rtconv::convert::{Budget, Format, Split, convert_split, convert_within};
+    use rtconv::convert::{Budget, Format, Input, Split, convert_split, convert_within};
     let filter = rtconv::model::Filter::default();
+    let input = Input::new(path, bytes, opts, &filter, cache);
     let timelines = [Format::Chrome(Default::default()), Format::Perfetto, Format::Ftrace, Format::Systrace];
     let mut converted = 0;
     for format in timelines {
         for budget in [Budget { max_bytes: 4096, gzip: false }, Budget { max_bytes: 2048, gzip: true }] {
             let mut out = Vec::new();
-            converted +=
-                usize::from(convert_within(path, bytes, format, opts, &filter, cache, budget, &mut out).is_ok());
+            converted += usize::from(convert_within(input, format, budget, &mut out).is_ok());
         }
     }
     for format in [Format::Chrome(Default::default()), Format::Perfetto] {
         for split in [Split::Size(8192), Split::Duration(1_000_000)] {
             let mut write = |_: u32, _: &[u8]| Ok(());
-            converted +=
-                usize::from(convert_split(path, bytes, format, opts, &filter, cache, split, &mut write).is_ok());
+            converted += usize::from(convert_split(input, format, split, &mut write).is_ok());
         }
     }
     converted
@@ -90,7 +89,8 @@ pub fn export_tables(
     use rtconv::export::columns::check;
     use rtconv::export::{DumpColumns, Host, dump_row, functions, schema, spans};
     let filter = rtconv::model::Filter::default();
-    let (fit, _) = rtconv::convert::with_timeline(path, bytes, opts, &filter, cache, false, |tl| {
+    let input = rtconv::convert::Input::new(path, bytes, opts, &filter, cache);
+    let (fit, _) = rtconv::convert::with_timeline(input, false, |tl| {
         let dump = DumpColumns::new(tl, &path.to_string_lossy(), Host(None));
         let (spans_fields, functions_fields, dumps_fields) = (schema::spans(), schema::functions(), schema::dumps());
         let fit = spans::write(tl, &dump, &mut |batch| check(&spans_fields, &batch)).and_then(|found| {
@@ -144,13 +144,11 @@ fn convert_made(core: &[u8]) -> Option<usize> {
         ..rtconv::symbolize::Options::default()
     };
     let cache = rtconv::symbolize::Cache::default();
-    let path = std::path::Path::new("fuzz.core");
+    let filter = rtconv::model::Filter::default();
+    let input = rtconv::convert::Input::new(std::path::Path::new("fuzz.core"), core, &opts, &filter, &cache);
     let converted = formats()
         .into_iter()
-        .filter(|&format| {
-            rtconv::convert::convert_bytes(path, core, format, &opts, &Default::default(), &cache, &mut std::io::sink())
-                .is_ok()
-        })
+        .filter(|&format| rtconv::convert::convert_bytes(input, format, &mut std::io::sink()).is_ok())
         .count();
     Some(converted)
 }

@@ -29,8 +29,9 @@ fn within(dump: &Path, format: Format, filter: &Filter, max_bytes: u64) -> (Vec<
     let budget = Budget { max_bytes, gzip: false };
     let opts = rtconv::symbolize::Options::default();
     let cache = rtconv::symbolize::Cache::default();
-    let report = rtconv::convert::convert_within(dump, &bytes, format, &opts, filter, &cache, budget, &mut out)
-        .unwrap_or_else(|e| panic!("{max_bytes}: {e}"));
+    let input = rtconv::convert::Input::new(dump, &bytes, &opts, filter, &cache);
+    let report =
+        rtconv::convert::convert_within(input, format, budget, &mut out).unwrap_or_else(|e| panic!("{max_bytes}: {e}"));
     assert!(!report.degraded(), "{:?}", report.diagnostics);
     (out, report.budget.expect("a budget outcome"))
 }
@@ -40,7 +41,8 @@ fn filtered(dump: &Path, format: Format, filter: &Filter) -> Vec<u8> {
     let bytes = std::fs::read(dump).unwrap();
     let mut out = Vec::new();
     let (opts, cache) = (rtconv::symbolize::Options::default(), rtconv::symbolize::Cache::default());
-    rtconv::convert::convert_bytes(dump, &bytes, format, &opts, filter, &cache, &mut out).unwrap();
+    rtconv::convert::convert_bytes(rtconv::convert::Input::new(dump, &bytes, &opts, filter, &cache), format, &mut out)
+        .unwrap();
     out
 }
 

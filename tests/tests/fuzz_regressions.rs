@@ -10,7 +10,7 @@
 
 use ringtrace_tests::fuzz_support::{convert_core, convert_wire, export_tables, formats, with_checksums_fixed};
 use ringtrace_tests::workspace_root;
-use rtconv::convert::convert_bytes;
+use rtconv::convert::{Input, convert_bytes};
 use rtconv::model::Source;
 use rtconv::symbolize::{Cache, Options};
 
@@ -43,7 +43,8 @@ fn every_fuzzing_finding_converts_or_is_refused_without_a_panic() {
         }
         for bytes in [raw.clone(), with_checksums_fixed(&raw)] {
             for format in formats() {
-                match convert_bytes(input, &bytes, format, &opts, &Default::default(), &cache, &mut std::io::sink()) {
+                let filter = Default::default();
+                match convert_bytes(Input::new(input, &bytes, &opts, &filter, &cache), format, &mut std::io::sink()) {
                     Ok(_) => converted += 1,
                     Err(_) => refused += 1,
                 }

@@ -262,7 +262,9 @@ fn a_dump_cut_short_while_mapped_reads_as_zeros_and_is_reported_not_a_crash() {
     let opts = rtconv::symbolize::Options::default();
     let cache = rtconv::symbolize::Cache::default();
     let format = rtconv::convert::Format::Chrome(Default::default());
-    let _ = rtconv::convert::convert_bytes(&path, &bytes, format, &opts, &Default::default(), &cache, &mut out);
+    let filter = Default::default();
+    let input = rtconv::convert::Input::new(&path, &bytes, &opts, &filter, &cache);
+    let _ = rtconv::convert::convert_bytes(input, format, &mut out);
 }
 
 #[test]

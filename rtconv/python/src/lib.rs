@@ -94,23 +94,18 @@ fn ipc(
     opts: &symbolize::Options,
 ) -> Result<(Vec<u8>, Vec<String>), String> {
     let cache = symbolize::Cache::default();
-    let written = convert::with_timeline(Path::new(name), data, opts, &Filter::default(), &cache, false, |tl| {
-        match stream(tl, name, which, host) {
-            Ok((bytes, found)) => (Ok(bytes), found),
-            Err(e) => (Err(e), Anomalies::default()),
-        }
+    let filter = Filter::default();
+    let input = convert::Input::new(Path::new(name), data, opts, &filter, &cache);
+    let written = convert::with_timeline(input, false, |tl| match stream(tl, name, which, host) {
+        Ok((bytes, found)) => (Ok(bytes), found),
+        Err(e) => (Err(e), Anomalies::default()),
     });
     let (stream, report) = written.map_err(|e| e.to_string())?;
     let stream = stream.map_err(|e| format!("{name}: {e}"))?;
     Ok((stream, report.diagnostics.iter().map(ToString::to_string).collect()))
 }
 
-fn stream(
-    tl: &Timeline<'_>,
-    name: &str,
-    which: Table,
-    host: Option<&str>,
-) -> Result<(Vec<u8>, Anomalies), ArrowError> {
+fn stream(tl: &Timeline<'_>, name: &str, which: Table, host: Option<&str>) -> Result<(Vec<u8>, Anomalies), ArrowError> {
     let dump = DumpColumns::new(tl, name, Host(host));
     let fields = match which {
         Table::Spans => schema::spans(),
@@ -178,7 +173,12 @@ fn array(column: Column) -> Result<ArrayRef, ArrowError> {
         }
         Values::Text(v) => {
             let nulls = nulls.as_ref();
-            Arc::new(v.iter().enumerate().map(|(i, s)| nulls.is_none_or(|n| n.is_valid(i)).then_some(s)).collect::<StringArray>())
+            Arc::new(
+                v.iter()
+                    .enumerate()
+                    .map(|(i, s)| nulls.is_none_or(|n| n.is_valid(i)).then_some(s))
+                    .collect::<StringArray>(),
+            )
         }
         Values::U32(v) => Arc::new(UInt32Array::new(ScalarBuffer::from(v), nulls)),
         Values::U64(v) => Arc::new(PrimitiveArray::<UInt64Type>::new(ScalarBuffer::from(v), nulls)),

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use rayon::iter::{ParallelBridge, ParallelIterator};
 
-use crate::convert::{self, Diagnostic, Format};
+use crate::convert::{self, Diagnostic, Format, Input};
 #[cfg(feature = "parquet")]
 use crate::export;
 use crate::io::{AtomicFile, Counted};
@@ -271,14 +271,13 @@ pub fn convert_all(
             }
         };
         let mut out = BufWriter::with_capacity(1 << 16, file);
-        let (symbols, filter) = (&opts.symbols, &opts.filter);
+        let input = Input::new(Path::new(name), bytes, &opts.symbols, &opts.filter, &cache);
         let mut counted = Counted::new(&mut out);
         let converted = match opts.max_bytes {
             Some(max_bytes) => {
-                let budget = convert::Budget { max_bytes, gzip: false };
-                convert::convert_within(Path::new(name), bytes, format, symbols, filter, &cache, budget, &mut counted)
+                convert::convert_within(input, format, convert::Budget { max_bytes, gzip: false }, &mut counted)
             }
-            None => convert::convert_bytes(Path::new(name), bytes, format, symbols, filter, &cache, &mut counted),
+            None => convert::convert_bytes(input, format, &mut counted),
         };
         let size = counted.bytes;
         let written = match converted {
@@ -342,32 +341,32 @@ pub fn export_all(
         observer,
         |name| name.to_string(),
         |name, _, bytes| {
-            let written =
-                convert::with_timeline(Path::new(name), bytes, &opts.symbols, &opts.filter, &cache, false, |tl| {
-                    let taken = free.lock().unwrap_or_else(|e| e.into_inner()).pop();
-                    let (mut part, dumps) = match taken {
-                        Some(part) => part,
-                        None => match export::Parts::new(out_dir, made.fetch_add(1, Ordering::Relaxed) as usize) {
-                            Ok(part) => (part, 0),
-                            Err(e) => return (Err(format!("{e} (for {name}); skipped")), Default::default()),
-                        },
-                    };
-                    match part.dump(tl, name, export::Host(host)) {
-                        Ok(found) => {
-                            free.lock().unwrap_or_else(|e| e.into_inner()).push((part, dumps + 1));
-                            (Ok(()), found)
-                        }
-                        // Part of this dump's rows may be in the part: the part is dropped, not kept.
-                        Err(e) => {
-                            let lost = if dumps > 0 {
-                                format!("; the {dumps} dump(s) written to the same part file are lost")
-                            } else {
-                                String::new()
-                            };
-                            (Err(format!("{name}: {e}{lost}")), Default::default())
-                        }
+            let input = Input::new(Path::new(name), bytes, &opts.symbols, &opts.filter, &cache);
+            let written = convert::with_timeline(input, false, |tl| {
+                let taken = free.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                let (mut part, dumps) = match taken {
+                    Some(part) => part,
+                    None => match export::Parts::new(out_dir, made.fetch_add(1, Ordering::Relaxed) as usize) {
+                        Ok(part) => (part, 0),
+                        Err(e) => return (Err(format!("{e} (for {name}); skipped")), Default::default()),
+                    },
+                };
+                match part.dump(tl, name, export::Host(host)) {
+                    Ok(found) => {
+                        free.lock().unwrap_or_else(|e| e.into_inner()).push((part, dumps + 1));
+                        (Ok(()), found)
                     }
-                });
+                    // Part of this dump's rows may be in the part: the part is dropped, not kept.
+                    Err(e) => {
+                        let lost = if dumps > 0 {
+                            format!("; the {dumps} dump(s) written to the same part file are lost")
+                        } else {
+                            String::new()
+                        };
+                        (Err(format!("{name}: {e}{lost}")), Default::default())
+                    }
+                }
+            });
             match written {
                 Ok((Ok(()), report)) => outcome(report, observer),
                 Ok((Err(line), _)) => {
@@ -489,15 +488,8 @@ fn each_timeline<T>(
         observer,
         |_| (),
         |name, (), bytes| {
-            let computed = convert::with_timeline(
-                Path::new(name),
-                bytes,
-                &opts.symbols,
-                &opts.filter,
-                &cache,
-                calibrated,
-                &compute,
-            );
+            let input = Input::new(Path::new(name), bytes, &opts.symbols, &opts.filter, &cache);
+            let computed = convert::with_timeline(input, calibrated, &compute);
             match computed {
                 Ok((value, report)) => {
                     take(value, &report);

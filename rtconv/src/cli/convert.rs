@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use rtconv::convert::{self, ConvertError, Format};
+use rtconv::convert::{self, ConvertError, Format, Input};
 use rtconv::model::Filter;
 use rtconv::stats::Output;
 use rtconv::symbolize;
@@ -165,7 +165,7 @@ fn convert_split(
     };
     let result = rtconv::model::open(dump).map_err(ConvertError::from).and_then(|bytes| {
         let (mut report, parts) =
-            convert::convert_split(dump, &bytes, format, &opts, filter, &cache, split, &mut write_part)?;
+            convert::convert_split(Input::new(dump, &bytes, &opts, filter, &cache), format, split, &mut write_part)?;
         report.note_shrinking(dump, &bytes);
         Ok((report, parts))
     });
@@ -212,13 +212,14 @@ fn convert_within(
     let cache = symbolize::Cache::default();
     let result = match inputs {
         Inputs::Dumps([path]) => rtconv::model::open(path).map_err(ConvertError::from).and_then(|bytes| {
-            let mut report = convert::convert_within(path, &bytes, format, &opts, filter, &cache, budget, &mut out)?;
+            let input = Input::new(path, &bytes, &opts, filter, &cache);
+            let mut report = convert::convert_within(input, format, budget, &mut out)?;
             report.note_shrinking(path, &bytes);
             Ok(report)
         }),
         Inputs::Dumps(_) => Err(ConvertError::MergeFormat),
         Inputs::Memory(name, dump) => {
-            convert::convert_within(name, dump, format, &opts, filter, &cache, budget, &mut out)
+            convert::convert_within(Input::new(name, dump, &opts, filter, &cache), format, budget, &mut out)
         }
     };
     finish(inputs, output, out, result)
@@ -295,7 +296,7 @@ pub fn convert_to(
         Inputs::Dumps(dumps) => convert::convert_many(dumps, format, &opts, filter, &mut counted),
         Inputs::Memory(name, dump) => {
             let cache = symbolize::Cache::default();
-            convert::convert_bytes(name, dump, format, &opts, filter, &cache, &mut counted)
+            convert::convert_bytes(Input::new(name, dump, &opts, filter, &cache), format, &mut counted)
         }
     };
     let bytes = counted.bytes;

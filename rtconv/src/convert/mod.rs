@@ -208,6 +208,36 @@ pub enum ConvertError {
     MergeFormat,
 }
 
+/// A dump to convert, and how: its bytes, the options its keys are named with, the names
+/// already found, the spans to keep.
+#[derive(Clone, Copy)]
+pub struct Input<'a> {
+    /// What messages call the dump: its path, or `archive:member`.
+    pub path: &'a Path,
+    /// The dump's bytes.
+    pub bytes: &'a [u8],
+    /// How its keys are named.
+    pub opts: &'a symbolize::Options,
+    /// The spans kept.
+    pub filter: &'a Filter,
+    /// Names already found, shared by the dumps of a batch.
+    pub cache: &'a symbolize::Cache,
+}
+
+impl<'a> Input<'a> {
+    /// The dump in `bytes`, named `path` in messages, its keys named with `opts` through
+    /// `cache`, the spans `filter` keeps.
+    pub fn new(
+        path: &'a Path,
+        bytes: &'a [u8],
+        opts: &'a symbolize::Options,
+        filter: &'a Filter,
+        cache: &'a symbolize::Cache,
+    ) -> Self {
+        Input { path, bytes, opts, filter, cache }
+    }
+}
+
 /// A dump read, timed and named, and what was wrong with it so far.
 struct Prepared<'a> {
     trace: Trace<'a>,
@@ -216,13 +246,9 @@ struct Prepared<'a> {
     report: Report,
 }
 
-/// Reads, times and names the dump at `path`, whose bytes are `bytes` (names through `cache`).
-fn prepare<'a>(
-    path: &Path,
-    bytes: &'a [u8],
-    opts: &symbolize::Options,
-    cache: &symbolize::Cache,
-) -> Result<Prepared<'a>, ConvertError> {
+/// Reads, times and names the dump of `input` (its filter is the caller's to apply).
+fn prepare<'a>(input: Input<'a>) -> Result<Prepared<'a>, ConvertError> {
+    let Input { path, bytes, opts, cache, .. } = input;
     let trace = model::decode(path, bytes)?;
     let mut report = Report::default();
     let shown = path.display();
@@ -394,25 +420,16 @@ pub fn convert(
     out: &mut dyn Write,
 ) -> Result<Report, ConvertError> {
     let bytes = model::open(path)?;
-    let mut report = convert_bytes(path, &bytes, format, opts, filter, &symbolize::Cache::default(), out)?;
+    let cache = symbolize::Cache::default();
+    let mut report = convert_bytes(Input::new(path, &bytes, opts, filter, &cache), format, out)?;
     report.note_shrinking(path, &bytes);
     Ok(report)
 }
 
-/// Converts a dump already in memory (`bytes`, named `path` in messages),
-/// naming keys through `cache` (shared by the dumps of a batch), keeping the
-/// spans `filter` keeps.
-pub fn convert_bytes(
-    path: &Path,
-    bytes: &[u8],
-    format: Format,
-    opts: &symbolize::Options,
-    filter: &Filter,
-    cache: &symbolize::Cache,
-    out: &mut dyn Write,
-) -> Result<Report, ConvertError> {
+/// Converts a dump already in memory into `format` on `out`.
+pub fn convert_bytes(input: Input<'_>, format: Format, out: &mut dyn Write) -> Result<Report, ConvertError> {
     let calibrated = matches!(format, Format::Stats(o) if o.calibrated);
-    let (written, report) = with_timeline(path, bytes, opts, filter, cache, calibrated, |timeline| {
+    let (written, report) = with_timeline(input, calibrated, |timeline| {
         let rendered = render(timeline, format, out).and_then(|found| out.flush().map(|()| found));
         match rendered {
             Ok(found) => (Ok(()), found),
@@ -443,22 +460,17 @@ pub fn writes_parts(format: Format) -> bool {
     matches!(format, Format::Perfetto | Format::Ftrace)
 }
 
-/// Writes the dump in `bytes` (a live capture's spans that came since the last part) as the
+/// Writes the dump of `input` (a live capture's spans that came since the last part) as the
 /// next part of `format` (one that [`writes_parts`]) to `out`, times counted from the first
 /// part's origin.
-#[allow(clippy::too_many_arguments)]
 pub fn convert_part(
-    path: &Path,
-    bytes: &[u8],
+    input: Input<'_>,
     format: Format,
-    opts: &symbolize::Options,
-    filter: &Filter,
-    cache: &symbolize::Cache,
     parts: &mut Parts,
     out: &mut dyn Write,
 ) -> Result<Report, ConvertError> {
-    let Prepared { trace, names, timebase, mut report } = prepare(path, bytes, opts, cache)?;
-    let mut timeline = Timeline::new(&trace, &names, timebase).filtered(filter);
+    let Prepared { trace, names, timebase, mut report } = prepare(input)?;
+    let mut timeline = Timeline::new(&trace, &names, timebase).filtered(input.filter);
     timeline.origin_ns = *parts.origin_ns.get_or_insert(timeline.origin_ns.saturating_sub(PART_LEAD_NS));
     let part = parts.next;
     parts.next = parts.next.saturating_add(1);
@@ -498,21 +510,17 @@ fn render(timeline: &Timeline<'_>, format: Format, out: &mut dyn Write) -> io::R
 }
 
 /// Reads, times and names a dump in memory, hands its timeline (with only
-/// the spans `filter` keeps) to `f` (a renderer, or a computation, which
+/// the spans its filter keeps) to `f` (a renderer, or a computation, which
 /// gives back a value and what the spans it read had wrong), and returns
 /// that value with what was wrong with the dump; `calibrated` says `f`
 /// wanted calibrated figures.
 pub fn with_timeline<T>(
-    path: &Path,
-    bytes: &[u8],
-    opts: &symbolize::Options,
-    filter: &Filter,
-    cache: &symbolize::Cache,
+    input: Input<'_>,
     calibrated: bool,
     f: impl FnOnce(&Timeline<'_>) -> (T, Anomalies),
 ) -> Result<(T, Report), ConvertError> {
-    let Prepared { trace, names, timebase, mut report } = prepare(path, bytes, opts, cache)?;
-    let timeline = Timeline::new(&trace, &names, timebase).filtered(filter);
+    let Prepared { trace, names, timebase, mut report } = prepare(input)?;
+    let timeline = Timeline::new(&trace, &names, timebase).filtered(input.filter);
     let (value, found) = f(&timeline);
     check_timeline(&timeline, found, calibrated, &mut report);
     Ok((value, report))
@@ -533,8 +541,11 @@ pub fn convert_many(
     let Format::Chrome(chrome) = format else { return Err(ConvertError::MergeFormat) };
     let cache = symbolize::Cache::default();
     let files: Vec<FileBytes> = paths.iter().map(|p| model::open(p)).collect::<Result<_, _>>()?;
-    let prepared: Vec<Prepared<'_>> =
-        paths.iter().zip(&files).map(|(p, bytes)| prepare(p, bytes, opts, &cache)).collect::<Result<_, _>>()?;
+    let prepared: Vec<Prepared<'_>> = paths
+        .iter()
+        .zip(&files)
+        .map(|(p, bytes)| prepare(Input::new(p, bytes, opts, filter, &cache)))
+        .collect::<Result<_, _>>()?;
     let timelines: Vec<Timeline<'_>> =
         prepared.iter().map(|p| Timeline::new(&p.trace, &p.names, p.timebase).filtered(filter)).collect();
     let refs: Vec<&Timeline<'_>> = timelines.iter().collect();

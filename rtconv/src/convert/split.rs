@@ -1,12 +1,10 @@
 //! `--split`: a conversion as a series of parts, each a whole trace covering a window of time.
 
 use std::io;
-use std::path::Path;
 
-use super::{ConvertError, Format, Level, Prepared, Report, budget_layout, check_timeline, prepare, render};
+use super::{ConvertError, Format, Input, Level, Prepared, Report, budget_layout, check_timeline, prepare, render};
 use crate::budget::{self, Plan};
-use crate::model::{Filter, Timeline};
-use crate::symbolize;
+use crate::model::Timeline;
 
 /// How `--split` cuts an output into parts, each a whole trace of its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,22 +41,16 @@ pub const MAX_PARTS: u64 = 10_000;
 /// Slices of time a split by size weighs the output's bytes in.
 const SIZE_SLICES: usize = 1 << 14;
 
-/// Converts a dump in memory (`bytes`, named `path` in messages) into `format` (Chrome JSON or
-/// Perfetto) as a series of parts, each a whole trace of its own (its process and thread
-/// records, names, clock) covering one window of time, handed in order to `write_part`
-/// (numbered from 0) — one part in memory at a time. A span crossing a cut is in every part it
+/// Converts a dump in memory into `format` (Chrome JSON or Perfetto) as a series of parts, each
+/// a whole trace of its own (its process and thread records, names, clock) covering one window
+/// of time, handed in order to `write_part` (numbered from 0) — one part in memory at a time. A span crossing a cut is in every part it
 /// covers, cut to each and marked (`clipped`: its start, its end, or both), so the parts'
 /// spans, summed, last as long as the whole's. By [`Split::Size`], the windows come from where
 /// the spans' bytes lie in time (the format's size model); a part that still comes out too
 /// large is halved until it fits.
-#[allow(clippy::too_many_arguments)]
 pub fn convert_split(
-    path: &Path,
-    bytes: &[u8],
+    input: Input<'_>,
     format: Format,
-    opts: &symbolize::Options,
-    filter: &Filter,
-    cache: &symbolize::Cache,
     split: Split,
     write_part: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
 ) -> Result<(Report, Vec<Part>), ConvertError> {
@@ -66,7 +58,8 @@ pub fn convert_split(
         Format::Chrome(_) | Format::Perfetto => budget_layout(format).ok_or(ConvertError::SplitFormat)?,
         _ => return Err(ConvertError::SplitFormat),
     };
-    let Prepared { trace, names, timebase, mut report } = prepare(path, bytes, opts, cache)?;
+    let Input { path, filter, .. } = input;
+    let Prepared { trace, names, timebase, mut report } = prepare(input)?;
     let full = Timeline::new(&trace, &names, timebase).filtered(filter);
     let origin = full.origin_ns;
     // The trace's end, and what its spans have wrong (said once, not per part).

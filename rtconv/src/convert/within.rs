@@ -2,13 +2,11 @@
 //! ([`crate::budget`]); for a gzip-compressed output, tries measured by compressing.
 
 use std::io::{self, Write};
-use std::path::Path;
 
-use super::{BudgetOutcome, ConvertError, Format, Level, Prepared, Report, check_timeline, prepare, render};
+use super::{BudgetOutcome, ConvertError, Format, Input, Level, Prepared, Report, check_timeline, prepare, render};
 use crate::budget::{Choice, Layout, Plan};
 use crate::io::Counted;
-use crate::model::{Anomalies, Filter, Timeline};
-use crate::symbolize;
+use crate::model::{Anomalies, Timeline};
 
 /// An output budget (`--max-bytes`): the output stays at or under `max_bytes`, leaving out the
 /// shortest spans first (see [`crate::budget`]).
@@ -32,23 +30,19 @@ pub fn budget_layout(format: Format) -> Option<Layout> {
     }
 }
 
-/// Converts a dump in memory (`bytes`, named `path` in messages) into `format` on `out`, as
-/// [`convert_bytes`](super::convert_bytes), within `budget`: where the whole output would be larger, the spans
-/// shorter than a threshold found from their durations are left out (their time counts in
-/// their callers' self time), and a note says how many and below what duration.
-#[allow(clippy::too_many_arguments)]
+/// Converts a dump in memory into `format` on `out`, as [`convert_bytes`](super::convert_bytes),
+/// within `budget`: where the whole output would be larger, the spans shorter than a threshold
+/// found from their durations are left out (their time counts in their callers' self time), and
+/// a note says how many and below what duration.
 pub fn convert_within(
-    path: &Path,
-    bytes: &[u8],
+    input: Input<'_>,
     format: Format,
-    opts: &symbolize::Options,
-    filter: &Filter,
-    cache: &symbolize::Cache,
     budget: Budget,
     out: &mut dyn Write,
 ) -> Result<Report, ConvertError> {
     let layout = budget_layout(format).ok_or(ConvertError::BudgetFormat)?;
-    let Prepared { trace, names, timebase, mut report } = prepare(path, bytes, opts, cache)?;
+    let Input { path, filter, .. } = input;
+    let Prepared { trace, names, timebase, mut report } = prepare(input)?;
     let full = Timeline::new(&trace, &names, timebase).filtered(filter);
     let plan = Plan::new(&full, filter, layout);
     let max = budget.max_bytes;

@@ -30,7 +30,8 @@
 //! let bytes = model::open(path)?;
 //! let opts = symbolize::Options::default();
 //! let (cache, filter) = (symbolize::Cache::default(), model::Filter::default());
-//! let (table, _report) = convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+//! let input = convert::Input::new(path, &bytes, &opts, &filter, &cache);
+//! let (table, _report) = convert::with_timeline(input, false, |tl| {
 //!     let dump = DumpColumns::new(tl, "trace.rtd", Host(Some("web-17")));
 //!     (functions(tl, &dump), model::Anomalies::default())
 //! })?;

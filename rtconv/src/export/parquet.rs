@@ -52,7 +52,8 @@ pub enum ExportError {
 /// let mut parts = Parts::new(Path::new("tables"), 0)?; // tables/spans/part-0.parquet, ...
 /// let opts = symbolize::Options::default();
 /// let (cache, filter) = (symbolize::Cache::default(), model::Filter::default());
-/// let (written, _report) = convert::with_timeline(path, &bytes, &opts, &filter, &cache, false, |tl| {
+/// let input = convert::Input::new(path, &bytes, &opts, &filter, &cache);
+/// let (written, _report) = convert::with_timeline(input, false, |tl| {
 ///     match parts.dump(tl, "trace.rtd", Host(Some("web-17"))) {
 ///         Ok(found) => (Ok(()), found),
 ///         Err(e) => (Err(e), model::Anomalies::default()),

@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use rtconv::batch::{Compression, dumps_in_archive};
-use rtconv::convert::{Format, convert_bytes};
+use rtconv::convert::{Format, Input, convert_bytes};
 use rtconv::model::Source;
 use rtconv::symbolize::{Cache, Options};
 
@@ -18,13 +18,10 @@ fuzz_target!(|data: &[u8]| {
         for (name, dump) in dumps_in_archive(data, kind, 1 << 20) {
             if let Ok(bytes) = dump {
                 let format = Format::Chrome(Default::default());
+                let filter = Default::default();
                 let _ = convert_bytes(
-                    name.as_ref(),
-                    &bytes,
+                    Input::new(name.as_ref(), &bytes, &opts, &filter, &cache),
                     format,
-                    &opts,
-                    &Default::default(),
-                    &cache,
                     &mut std::io::sink(),
                 );
             }

@@ -9,7 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rtconv::convert::convert_bytes;
+use rtconv::convert::{Input, convert_bytes};
 use rtconv::model::Source;
 use rtconv::symbolize::{Cache, Options};
 
@@ -21,7 +21,8 @@ fuzz_target!(|data: &[u8]| {
     for (data, format) in
         [data, &fixed[..]].into_iter().flat_map(|d| ringtrace_fuzz::formats().into_iter().map(move |f| (d, f)))
     {
-        let _ = convert_bytes(path, data, format, &opts, &Default::default(), &cache, &mut std::io::sink());
+        let filter = Default::default();
+        let _ = convert_bytes(Input::new(path, data, &opts, &filter, &cache), format, &mut std::io::sink());
     }
     for data in [data, &fixed[..]] {
         let _ = ringtrace_fuzz::export_tables(path, data, &opts, &cache);
