@@ -1,5 +1,7 @@
 //! After a crash on a microcontroller: the firmware samples, run on QEMU
-//! with `-icount` under `gdb-multiarch` (QEMU's gdb stub on a pipe), are
+//! with `-icount shift=5,sleep=off` (virtual time by instructions alone, so
+//! two runs' interrupts land at the same instruction even on a loaded host)
+//! under `gdb-multiarch` (QEMU's gdb stub on a pipe), are
 //! made to fault deep in `fib` (a debugger sets `FAULT_AT`), and stopped in
 //! the fault handler. There gdb prints the call path (`bt`), saves the RAM
 //! (`dump binary memory`, as one does with a debug probe), and has QEMU write
@@ -31,10 +33,6 @@ struct Board<'a> {
     irq_track: &'a str,
     /// The `fib` call that faults.
     fault_at: u32,
-    /// How far two runs' interrupts may land apart: RISC-V's timer interrupt follows `mtime`,
-    /// which ticks every 100 ns of a virtual clock whose phase at start is the host's (SysTick
-    /// counts instructions: 0).
-    phase_ns: i64,
     /// Whether QEMU's `dump-guest-memory` can write this board's core (QEMU 10.0 keeps the
     /// micro:bit's RAM out of the system address space: "no guest memory to dump").
     qemu_core: bool,
@@ -49,7 +47,6 @@ const CORTEX_M3: Board<'static> = Board {
     dump: "cortex-m-fault.rtd",
     irq_track: "SysTick",
     fault_at: 10 * 177 + 100, // in round 10 of 20
-    phase_ns: 0,
     qemu_core: true,
 };
 
@@ -62,7 +59,6 @@ const RISCV32: Board<'static> = Board {
     dump: "riscv-fault.rtd",
     irq_track: "timer",
     fault_at: 10 * 177 + 100,
-    phase_ns: 100,
     qemu_core: true,
 };
 
@@ -71,7 +67,7 @@ const RISCV32: Board<'static> = Board {
 fn gdb_session(board: &Board<'_>, elf: &Path, dir: &Path, then: &[String]) -> String {
     let qemu = format!(
         "{} {} -display none -monitor none -serial none -chardev file,id=semihosting,path={} \
-         -semihosting-config enable=on,target=native,chardev=semihosting -icount shift=5 -kernel {} -gdb stdio -S",
+         -semihosting-config enable=on,target=native,chardev=semihosting -icount shift=5,sleep=off -kernel {} -gdb stdio -S",
         board.qemu,
         board.machine.join(" "),
         dir.join("console.txt").display(),
@@ -119,13 +115,12 @@ fn spans(trace: &ChromeTrace) -> Spans {
 }
 
 /// Asserts `a` and `b` are the same spans — names, starts and durations within the 1 ns that
-/// rounding a tick of another length to nanoseconds may give from two anchors (and `phase_ns`
-/// where runs differ in when an interrupt lands), and whether open — (a span open at the
-/// snapshot ends where each input ends: its duration is not compared); else says how many each
-/// has and where they part.
-fn same(a: &[(String, i64, i64, bool)], b: &[(String, i64, i64, bool)], phase_ns: i64, what: &str) {
+/// rounding a tick of another length to nanoseconds may give from two anchors, and whether
+/// open — (a span open at the snapshot ends where each input ends: its duration is not
+/// compared); else says how many each has and where they part.
+fn same(a: &[(String, i64, i64, bool)], b: &[(String, i64, i64, bool)], what: &str) {
     let alike = |x: &(String, i64, i64, bool), y: &(String, i64, i64, bool)| {
-        let near = |p: i64, q: i64| (p - q).abs() <= 1 + phase_ns;
+        let near = |p: i64, q: i64| (p - q).abs() <= 1;
         x.0 == y.0 && x.3 == y.3 && near(x.1, y.1) && (x.3 || near(x.2, y.2))
     };
     if let Some(i) = (0..a.len().min(b.len())).find(|&i| !alike(&a[i], &b[i])) {
@@ -208,15 +203,14 @@ fn run_to_the_fault(board: &Board<'_>) {
     // The main ring holds every span of the run: the same spans, the same times, the same open
     // ones. The interrupt's overwriting ring, read while its writer may have been mid-record,
     // leaves out its two oldest records if it wrapped: a suffix of the firmware's own.
-    let phase = board.phase_ns;
-    same(&read["main"], &own["main"], phase, "the main track: read from RAM against the firmware's own dump");
+    same(&read["main"], &own["main"], "the main track: read from RAM against the firmware's own dump");
     // The faulting call is the FAULT_AT-th: every earlier one completed, or is open around it.
     let completed = read["main"].iter().filter(|s| s.0 == fib && !s.3).count();
     assert_eq!(completed + gdb_fibs.len(), board.fault_at as usize);
     let (ours, theirs) = (&read[board.irq_track], &own[board.irq_track]);
     assert!(theirs.len() - ours.len() <= 2, "{} of {} interrupt spans", ours.len(), theirs.len());
     let theirs = &theirs[theirs.len() - ours.len()..];
-    same(ours, theirs, phase, "the interrupt track: read from RAM against the firmware's own dump");
+    same(ours, theirs, "the interrupt track: read from RAM against the firmware's own dump");
 
     // Both cores, QEMU's and gdb's, hold the same memory at the same instant.
     let cores = if board.qemu_core { vec![&core, &gdb_core] } else { vec![&gdb_core] };
@@ -224,7 +218,7 @@ fn run_to_the_fault(board: &Board<'_>) {
         let from_core = spans(&chrome(&[core.as_os_str()], &elf));
         assert_eq!(from_core.keys().collect::<Vec<_>>(), read.keys().collect::<Vec<_>>());
         for (thread, list) in &read {
-            same(&from_core[thread], list, 0, &format!("{thread}: {} against the RAM image", core.display()));
+            same(&from_core[thread], list, &format!("{thread}: {} against the RAM image", core.display()));
         }
         assert_eq!(open_spans(&[core.as_os_str()], &elf)["main"], gdb_fibs);
     }
