@@ -230,6 +230,7 @@ pub(crate) fn cut_timeline<'a>(tl: &Timeline<'a>, filter: &Filter, cut: Option<C
     let mut cut_tl = Timeline::new(tl.trace, tl.names, tl.timebase).filtered(&filter);
     cut_tl.origin_ns = tl.origin_ns;
     cut_tl.cut = cut;
+    cut_tl.decoded = tl.decoded.clone();
     cut_tl
 }
 

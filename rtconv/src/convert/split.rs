@@ -1,8 +1,12 @@
 //! `--split`: a conversion as a series of parts, each a whole trace covering a window of time.
 
 use std::io;
+use std::sync::Arc;
 
-use super::{ConvertError, Format, Input, Level, Prepared, Report, budget_layout, check_timeline, prepare, render};
+use super::{
+    ConvertError, Format, Input, KEPT_MAX_BYTES, Level, Prepared, Report, budget_layout, check_timeline, prepare,
+    render,
+};
 use crate::budget::{self, Plan};
 use crate::model::Timeline;
 
@@ -60,7 +64,9 @@ pub fn convert_split(
     };
     let Input { path, filter, .. } = input;
     let Prepared { trace, names, timebase, mut report } = prepare(input)?;
-    let full = Timeline::new(&trace, &names, timebase).filtered(filter);
+    let mut full = Timeline::new(&trace, &names, timebase).filtered(filter);
+    // Decoded once: each part walks its threads' spans up to its window's end.
+    full.decoded = full.decode_all(KEPT_MAX_BYTES).map(Arc::new);
     let origin = full.origin_ns;
     // The trace's end, and what its spans have wrong (said once, not per part).
     let mut end = origin;
@@ -98,6 +104,7 @@ pub fn convert_split(
         let mut tl = Timeline::new(&trace, &names, timebase).filtered(filter);
         tl.origin_ns = origin;
         tl.window = Some(window);
+        tl.decoded = full.decoded.clone();
         out.clear();
         render(&tl, format, &mut out).map_err(ConvertError::Output)?;
         if let Split::Size(max) = split

@@ -2,8 +2,12 @@
 //! ([`crate::budget`]); for a gzip-compressed output, tries measured by compressing.
 
 use std::io::{self, Write};
+use std::sync::Arc;
 
-use super::{BudgetOutcome, ConvertError, Format, Input, Level, Prepared, Report, check_timeline, prepare, render};
+use super::{
+    BudgetOutcome, ConvertError, Format, Input, KEPT_MAX_BYTES, Level, Prepared, Report, check_timeline, prepare,
+    render,
+};
 use crate::budget::{Choice, Layout, Plan};
 use crate::io::Counted;
 use crate::model::{Anomalies, Timeline};
@@ -43,7 +47,9 @@ pub fn convert_within(
     let layout = budget_layout(format).ok_or(ConvertError::BudgetFormat)?;
     let Input { path, filter, .. } = input;
     let Prepared { trace, names, timebase, mut report } = prepare(input)?;
-    let full = Timeline::new(&trace, &names, timebase).filtered(filter);
+    let mut full = Timeline::new(&trace, &names, timebase).filtered(filter);
+    // Decoded once: the size model walks the spans, then the render (or each try of a `.gz`).
+    full.decoded = full.decode_all(KEPT_MAX_BYTES).map(Arc::new);
     let plan = Plan::new(&full, filter, layout);
     let max = budget.max_bytes;
     let over = |least| ConvertError::Budget { path: path.into(), max_bytes: max, least };

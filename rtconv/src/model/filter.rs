@@ -462,7 +462,7 @@ mod tests {
                     threads: vec![true],
                     range: (lo, hi),
                 };
-                let tl = Timeline { selection: Some(selection), key_table: tl.key_table.clone(), ..*tl };
+                let tl = Timeline { selection: Some(selection), key_table: tl.key_table.clone(), decoded: None, ..*tl };
                 let mut arrived = std::collections::BTreeSet::new();
                 let found = tl.arrivals(|a| {
                     arrived.insert((a.enter_ns, a.enter_ns + a.duration as i64, a.key_index));

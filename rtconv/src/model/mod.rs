@@ -12,6 +12,7 @@
 mod address;
 mod chunked;
 mod counter_unwrap;
+mod decoded;
 mod filter;
 mod load;
 mod losses;

@@ -39,12 +39,21 @@ pub struct ThreadSpans<'x, 't, 'a> {
     /// Index into `Trace::threads`.
     pub thread: usize,
     threads: &'x mut Threads<'t, 'a>,
-    /// Whether the spans are decoded batch by batch in `order` (a ring that
-    /// nests) or were decoded and sorted at once into `sorted`.
-    placed: bool,
+    source: Source<'t>,
     /// The next place in start order.
     next: usize,
     last_key: Option<(u64, u32)>,
+}
+
+/// Where a thread's spans come from.
+#[derive(Clone, Copy)]
+enum Source<'t> {
+    /// A ring that nests: decoded batch by batch in `order`.
+    Placed,
+    /// Decoded and sorted at once into `sorted`.
+    Sorted,
+    /// Decoded before, kept in the timeline (`Timeline::decode_all`).
+    Kept(&'t [SpanNs]),
 }
 
 /// Spans per batch: 512 KiB, so a batch is still in the cache when it is rendered.
@@ -78,10 +87,24 @@ impl ThreadSpans<'_, '_, '_> {
     /// [`next_batch`](Self::next_batch) without a window.
     fn next_unclipped(&mut self) -> Option<&[SpanNs]> {
         let threads = &mut *self.threads;
-        if !self.placed {
-            let batch = threads.sorted.get(self.next..).filter(|rest| !rest.is_empty())?;
-            self.next = threads.sorted.len();
-            return Some(batch);
+        match self.source {
+            Source::Placed => {}
+            Source::Sorted => {
+                let batch = threads.sorted.get(self.next..).filter(|rest| !rest.is_empty())?;
+                self.next = threads.sorted.len();
+                return Some(batch);
+            }
+            Source::Kept(spans) => {
+                let from = self.next;
+                let batch = spans.get(from..spans.len().min(from.saturating_add(BATCH))).filter(|b| !b.is_empty())?;
+                self.next = from + batch.len();
+                let Some(gate) = threads.gate.as_mut() else { return Some(batch) };
+                threads.batch.clear();
+                let kept =
+                    batch.iter().filter(|s| gate.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag()));
+                threads.batch.extend(kept);
+                return Some(&threads.batch);
+            }
         }
         let order = &threads.buffers.order;
         let from = self.next;
@@ -275,10 +298,21 @@ impl<'t, 'a> Threads<'t, 'a> {
     pub(super) fn decode(&mut self, index: usize) -> Option<ThreadSpans<'_, 't, 'a>> {
         let tl = self.timeline;
         let t = tl.trace.threads.get(index)?;
-        let placed = t.nested && u32::try_from(t.positions()).is_ok();
         if let Some(gate) = self.gate.as_mut() {
             gate.reset();
         }
+        // Decoded before: what decoding found wrong is the whole thread's, said at its start.
+        if let Some((spans, found)) = tl.decoded.as_deref().and_then(|d| d.thread(index)) {
+            self.found += found;
+            return Some(ThreadSpans {
+                thread: index,
+                threads: self,
+                source: Source::Kept(spans),
+                next: 0,
+                last_key: None,
+            });
+        }
+        let placed = t.nested && u32::try_from(t.positions()).is_ok();
         if placed {
             self.found += place_nested(t, &mut self.buffers);
         } else {
@@ -301,7 +335,18 @@ impl<'t, 'a> Threads<'t, 'a> {
                 spans.retain(|s| gate.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag()));
             }
         }
-        Some(ThreadSpans { thread: index, threads: self, placed, next: 0, last_key: None })
+        let source = if placed { Source::Placed } else { Source::Sorted };
+        Some(ThreadSpans { thread: index, threads: self, source, next: 0, last_key: None })
+    }
+
+    /// As [`Timeline::threads`], without the timeline's filter: every span of a thread.
+    pub(super) fn ungated(timeline: &'t Timeline<'a>) -> Self {
+        Threads { gate: None, ..timeline.threads() }
+    }
+
+    /// What was found wrong since the last call, or since the start.
+    pub(super) fn take_anomalies(&mut self) -> Anomalies {
+        std::mem::take(&mut self.found)
     }
 
     /// What the spans decoded so far had wrong with them: after the last

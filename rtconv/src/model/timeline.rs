@@ -1,6 +1,7 @@
 //! A trace ready to render: the decoded dump with its names and timebase,
 //! spans in nanoseconds, and the span type every walk hands out.
 
+use super::decoded::Decoded;
 use super::filter::{Cut, Filter, Filtered, Selection};
 use super::names::Names;
 use super::timebase::Timebase;
@@ -204,6 +205,8 @@ pub struct Timeline<'a> {
     pub window: Option<(i64, i64)>,
     /// Key to index, for most keys in one probe ([`KeyTable`]).
     pub(super) key_table: KeyTable,
+    /// Its spans decoded before, handed out instead of decoding the rings again.
+    pub(crate) decoded: Option<std::sync::Arc<Decoded>>,
 }
 
 /// Key to key index in one probe for most keys: a direct-mapped table of
@@ -277,6 +280,7 @@ impl<'a> Timeline<'a> {
             cut: None,
             window: None,
             key_table,
+            decoded: None,
         }
     }
 

@@ -1,0 +1,127 @@
+//! A timeline's spans decoded once and kept in memory, for work that walks
+//! them more than once: an output budget's size model, then its render
+//! ([`crate::convert::convert_within`]), which would otherwise decode every
+//! ring twice.
+
+use super::start_order::Threads;
+use super::timeline::{Anomalies, SpanNs, Timeline};
+
+/// Every thread's spans in start order, as [`Timeline::threads`] decodes
+/// them without a filter, and what decoding each thread found wrong. A
+/// timeline holding it hands these out instead of decoding its rings, through
+/// its own filter, window and batches, so a traversal sees what it would
+/// have decoded.
+#[derive(Debug)]
+pub(crate) struct Decoded {
+    /// Per thread of the trace; `None`: left out whole by the filter, not decoded.
+    threads: Vec<Option<(Vec<SpanNs>, Anomalies)>>,
+}
+
+impl Decoded {
+    /// Thread `index`'s spans and what decoding them found, if decoded.
+    pub(super) fn thread(&self, index: usize) -> Option<(&[SpanNs], Anomalies)> {
+        let (spans, found) = self.threads.get(index)?.as_ref()?;
+        Some((spans, *found))
+    }
+}
+
+impl Timeline<'_> {
+    /// Its spans decoded into memory, if they take at most `max_bytes` there
+    /// (32 bytes a span); `None` if more, or for a window's timeline.
+    pub(crate) fn decode_all(&self, max_bytes: u64) -> Option<Decoded> {
+        if self.window.is_some() {
+            return None;
+        }
+        let kept = |index: usize| self.thread_left_out(index).is_none();
+        let rings = &self.trace.threads;
+        let spans: u64 = rings.iter().enumerate().filter(|&(i, _)| kept(i)).map(|(_, t)| t.span_count()).sum();
+        if spans.saturating_mul(size_of::<SpanNs>() as u64) > max_bytes {
+            return None;
+        }
+        let mut decoder = Threads::ungated(self);
+        let threads = (0..rings.len())
+            .map(|index| {
+                if !kept(index) {
+                    return None;
+                }
+                decoder.take_anomalies();
+                // Checked above: the counts add up to at most `max_bytes` of spans.
+                let count = rings.get(index).map_or(0, |t| t.span_count());
+                let mut spans = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+                let mut thread = decoder.decode(index)?;
+                while let Some(batch) = thread.next_batch() {
+                    spans.extend_from_slice(batch);
+                }
+                Some((spans, decoder.take_anomalies()))
+            })
+            .collect();
+        Some(Decoded { threads })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use ringtrace_format::Record;
+
+    use super::super::filter::Filter;
+    use super::super::test_dumps::{TestRing, nested, records, with_rings};
+    use super::*;
+
+    /// Every traversal in start order, as (per thread: its spans; what was found wrong).
+    fn walked(tl: &Timeline<'_>) -> (Vec<Vec<SpanNs>>, Anomalies) {
+        let mut threads = tl.threads();
+        let mut all = Vec::new();
+        while let Some(t) = threads.next() {
+            all.push(t.to_vec());
+        }
+        (all, threads.anomalies())
+    }
+
+    #[test]
+    fn kept_spans_walk_as_the_rings_decode_through_any_filter_and_window() {
+        // A ring that nests (two batches and more), one that overlaps without nesting (sorted and
+        // cut), and one with an exit before its enter; the middle one has open spans.
+        let ring = |records: Vec<Record>, open: Vec<(u64, u64)>| TestRing {
+            written: records.len() as u64,
+            records,
+            dropped: 0,
+            open,
+        };
+        let overlapping = vec![
+            Record { key: 1, enter: 20, exit: 25 },
+            Record { key: 2, enter: 0, exit: 30 },
+            Record { key: 3, enter: 10, exit: 40 },
+        ];
+        let backwards = vec![Record { key: 1, enter: 50, exit: 40 }, Record { key: 2, enter: 60, exit: 70 }];
+        let rings = [
+            ring(records(&nested(7, 40_000, false)), Vec::new()),
+            ring(overlapping, vec![(4, 5)]),
+            ring(backwards, Vec::new()),
+        ];
+        let filters = [
+            Filter::default(),
+            Filter { min_duration_ns: Some(5), ..Filter::default() },
+            Filter { depth: Some(3), tids: vec![1, 2], ..Filter::default() },
+            Filter { tids: vec![2], ..Filter::default() },
+        ];
+        with_rings(&rings, 100_000, |tl| {
+            for filter in &filters {
+                for window in [None, Some((1_000, 30_000))] {
+                    let plain = || {
+                        let mut t = Timeline::new(tl.trace, tl.names, tl.timebase).filtered(filter);
+                        t.window = window;
+                        t
+                    };
+                    let expected = walked(&plain());
+                    let decoded = Timeline { window: None, ..plain() }.decode_all(u64::MAX).expect("fits");
+                    let mut kept = plain();
+                    kept.decoded = Some(Arc::new(decoded));
+                    assert_eq!(walked(&kept), expected, "{filter:?} {window:?}");
+                }
+            }
+            assert!(tl.decode_all(32 * 10).is_none(), "more than ten spans");
+        });
+    }
+}
