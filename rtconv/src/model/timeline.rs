@@ -182,7 +182,9 @@ pub struct RecorderCost {
 
 /// A trace ready to render. Threads are decoded one at a time and in
 /// batches ([`threads`](Self::threads)), so memory holds a few bytes per
-/// record of one ring at most.
+/// record of one ring at most — unless a conversion that walks the spans
+/// twice (a budget, a split) kept them all decoded (32 bytes a span, up to
+/// a limit).
 pub struct Timeline<'a> {
     /// The dump.
     pub trace: &'a Trace<'a>,
