@@ -161,7 +161,7 @@ fn arrow_schema(fields: &[Field]) -> Schema {
     Schema::new(fields)
 }
 
-/// A column as an Arrow array (its values moved, not copied).
+/// A column as an Arrow array (its numbers moved into it, not copied).
 fn array(column: Column) -> Result<ArrayRef, ArrowError> {
     let nulls = column.valid.map(NullBuffer::from);
     Ok(match column.values {
