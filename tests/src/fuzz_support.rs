@@ -98,7 +98,7 @@ pub fn export_tables(
             check(&dumps_fields, &dump_row(tl, &dump, &found))?;
             Ok(found)
         });
-        let found = fit.as_ref().map_or_else(|_| Default::default(), Clone::clone);
+        let found = fit.as_ref().copied().unwrap_or_default();
         (fit.map(drop), found)
     })?;
     if let Err(unfit) = fit {

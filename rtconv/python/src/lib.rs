@@ -112,7 +112,7 @@ fn stream(tl: &Timeline<'_>, name: &str, which: Table, host: Option<&str>) -> Re
         Table::Functions => schema::functions(),
         Table::Dumps => schema::dumps(),
     };
-    let schema = Arc::new(arrow_schema(&fields));
+    let schema = Arc::new(schema_of(&fields));
     let mut out = Vec::new();
     let mut writer = arrow_ipc::writer::StreamWriter::try_new(&mut out, &schema)?;
     let mut write = |batch: Vec<Column>| -> Result<(), ArrowError> {
@@ -142,7 +142,7 @@ fn stream(tl: &Timeline<'_>, name: &str, which: Table, host: Option<&str>) -> Re
 }
 
 /// A table's fields as an Arrow schema: repeated strings as `dictionary<int32, utf8>`.
-fn arrow_schema(fields: &[Field]) -> Schema {
+fn schema_of(fields: &[Field]) -> Schema {
     let fields: Vec<arrow_schema::Field> = fields
         .iter()
         .map(|f| {

@@ -55,7 +55,7 @@ use crate::model::{Anomalies, Timeline};
 
 /// Rows per row group: large enough for a scan to read long runs, small
 /// enough to bound a writer's memory (it holds a row group's rows as
-/// columns, about 90 bytes a span, before they are encoded).
+/// columns, about 95 bytes a span by their widths, before they are encoded).
 pub const ROW_GROUP_ROWS: usize = 1 << 18;
 
 /// The host the dumps were taken on, when given (dumps do not record it).

@@ -17,7 +17,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
 use parquet::schema::types::{ColumnPath, Type};
 
-use super::columns::{self, Batch, Column, Field, Kind, Values};
+use super::columns::{Batch, Column, Field, Kind, Values};
 use super::{DumpColumns, Host, ROW_GROUP_ROWS, dump_row, functions, schema, spans};
 use crate::io::AtomicFile;
 use crate::model::{Anomalies, Timeline};
@@ -104,7 +104,6 @@ struct Table {
     writer: SerializedFileWriter<AtomicFile>,
     /// The rows of the row group not yet written, a column per field.
     pending: Vec<Pending>,
-    rows: usize,
 }
 
 impl Table {
@@ -113,10 +112,8 @@ impl Table {
         std::fs::create_dir_all(&dir).map_err(|source| ExportError::Io { path: dir.clone(), source })?;
         let path = dir.join(format!("part-{part}.parquet"));
         let file = AtomicFile::create(&path).map_err(|source| ExportError::Io { path: path.clone(), source })?;
-        let mut props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_max_row_group_size(ROW_GROUP_ROWS)
-            .set_key_value_metadata(Some(vec![
+        let mut props =
+            WriterProperties::builder().set_compression(Compression::SNAPPY).set_key_value_metadata(Some(vec![
                 KeyValue::new("ringtrace.schema_version".into(), schema::SCHEMA_VERSION.to_string()),
                 KeyValue::new("ringtrace.table".into(), table.to_string()),
                 KeyValue::new("ringtrace.producer".into(), format!("rtconv {}", env!("CARGO_PKG_VERSION"))),
@@ -127,20 +124,24 @@ impl Table {
         }
         let writer = SerializedFileWriter::new(file, message(table, &fields)?, Arc::new(props.build()))?;
         let pending = fields.iter().map(|f| Pending::new(f.kind)).collect();
-        Ok(Table { path, fields, writer, pending, rows: 0 })
+        Ok(Table { path, fields, writer, pending })
     }
 
     /// Adds `batch`'s rows (a column per field), writing row groups as they fill.
     fn add(&mut self, batch: Batch) -> Result<(), ExportError> {
         debug_assert_eq!(batch.len(), self.fields.len());
-        self.rows += columns::rows(&batch);
         for (pending, column) in self.pending.iter_mut().zip(batch) {
             pending.extend(column);
         }
-        if self.rows >= ROW_GROUP_ROWS {
+        if self.rows() >= ROW_GROUP_ROWS {
             self.write_row_group()?;
         }
         Ok(())
+    }
+
+    /// The rows of the row group not yet written.
+    fn rows(&self) -> usize {
+        self.pending.first().map_or(0, |p| p.rows)
     }
 
     fn write_row_group(&mut self) -> Result<(), ExportError> {
@@ -153,12 +154,11 @@ impl Table {
             column.close()?;
         }
         group.close()?;
-        self.rows = 0;
         Ok(())
     }
 
     fn finish(mut self) -> Result<(), ExportError> {
-        if self.rows > 0 {
+        if self.rows() > 0 {
             self.write_row_group()?;
         }
         let path = self.path;
@@ -191,7 +191,15 @@ fn message(table: &str, fields: &[Field]) -> Result<Arc<Type>, ExportError> {
 }
 
 /// A row group's rows of one column, gathered across batches.
-enum Pending {
+struct Pending {
+    values: Gathered,
+    /// Per row: whether it has a value; `None` while every row gathered so far has one.
+    valid: Option<Vec<bool>>,
+    rows: usize,
+}
+
+/// The values of a [`Pending`] column.
+enum Gathered {
     /// Strings as keys into the row group's own dictionary of them.
     Words {
         words: Vec<ByteArray>,
@@ -199,33 +207,31 @@ enum Pending {
         /// The last batch's words and where each went in `words`.
         last: Option<(Arc<[String]>, Vec<u32>)>,
         keys: Vec<u32>,
-        valid: Vec<bool>,
     },
     /// Any other kind, as the batches had it.
-    Plain { values: Option<Values>, valid: Vec<bool> },
+    Plain(Option<Values>),
 }
 
 impl Pending {
     fn new(kind: Kind) -> Pending {
-        match kind {
-            Kind::Words => Pending::Words {
-                words: Vec::new(),
-                index: HashMap::new(),
-                last: None,
-                keys: Vec::new(),
-                valid: Vec::new(),
-            },
-            _ => Pending::Plain { values: None, valid: Vec::new() },
-        }
+        let values = match kind {
+            Kind::Words => Gathered::Words { words: Vec::new(), index: HashMap::new(), last: None, keys: Vec::new() },
+            _ => Gathered::Plain(None),
+        };
+        Pending { values, valid: None, rows: 0 }
     }
 
     fn extend(&mut self, column: Column) {
         let n = column.len();
-        match (self, column.values) {
-            (
-                Pending::Words { words, index, last, keys, valid },
-                Values::Words { words: batch_words, keys: batch_keys },
-            ) => {
+        match (&mut self.valid, column.valid) {
+            (None, None) => {}
+            (None, Some(batch)) => self.valid = Some([vec![true; self.rows], batch].concat()),
+            (Some(valid), Some(batch)) => valid.extend(batch),
+            (Some(valid), None) => valid.resize(self.rows + n, true),
+        }
+        self.rows += n;
+        match (&mut self.values, column.values) {
+            (Gathered::Words { words, index, last, keys }, Values::Words { words: batch_words, keys: batch_keys }) => {
                 // A dump's batches share their dictionaries: map each dictionary once.
                 let fresh = last.as_ref().is_none_or(|(w, _)| !Arc::ptr_eq(w, &batch_words));
                 if fresh {
@@ -242,81 +248,69 @@ impl Pending {
                 }
                 let map = last.as_ref().map_or(&[][..], |(_, m)| &m[..]);
                 keys.extend(batch_keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(0)));
-                extend_valid(valid, column.valid, n);
             }
-            (Pending::Plain { values, valid }, batch) => {
-                match (values.as_mut(), batch) {
-                    (None, batch) => *values = Some(batch),
-                    (Some(Values::Text(a)), Values::Text(b)) => a.extend(b),
-                    (Some(Values::U32(a)), Values::U32(b)) => a.extend(b),
-                    (Some(Values::U64(a)), Values::U64(b)) => a.extend(b),
-                    (Some(Values::I64(a)), Values::I64(b)) => a.extend(b),
-                    (Some(Values::F64(a)), Values::F64(b)) => a.extend(b),
-                    (Some(Values::Bool(a)), Values::Bool(b)) => a.extend(b),
-                    (Some(_), _) => unreachable!("a table's batches have its fields' kinds"),
-                }
-                extend_valid(valid, column.valid, n);
-            }
-            (Pending::Words { .. }, _) => unreachable!("a table's batches have its fields' kinds"),
+            (Gathered::Plain(values), batch) => match (values.as_mut(), batch) {
+                (None, batch) => *values = Some(batch),
+                (Some(Values::Text(a)), Values::Text(b)) => a.extend(b),
+                (Some(Values::U32(a)), Values::U32(b)) => a.extend(b),
+                (Some(Values::U64(a)), Values::U64(b)) => a.extend(b),
+                (Some(Values::I64(a)), Values::I64(b)) => a.extend(b),
+                (Some(Values::F64(a)), Values::F64(b)) => a.extend(b),
+                (Some(Values::Bool(a)), Values::Bool(b)) => a.extend(b),
+                (Some(_), _) => unreachable!("a table's batches have its fields' kinds"),
+            },
+            (Gathered::Words { .. }, _) => unreachable!("a table's batches have its fields' kinds"),
         }
     }
 
     /// Writes the rows: the values of the rows that have one, and (for a
     /// nullable column) a definition level per row.
     fn write(self, column: &mut SerializedColumnWriter<'_>, nullable: bool) -> Result<(), ExportError> {
-        let valid = match &self {
-            Pending::Words { valid, .. } | Pending::Plain { valid, .. } => valid,
-        };
-        let levels: Option<Vec<i16>> = nullable.then(|| valid.iter().map(|&v| i16::from(v)).collect());
+        let valid = self.valid.as_deref();
+        let levels: Option<Vec<i16>> = nullable.then(|| match valid {
+            Some(valid) => valid.iter().map(|&v| i16::from(v)).collect(),
+            None => vec![1; self.rows],
+        });
         let levels = levels.as_deref();
         // Only the rows with a value: a placeholder is never written.
-        fn kept<'v, T: Clone>(values: &'v [T], valid: &[bool]) -> Cow<'v, [T]> {
-            if valid.iter().all(|&v| v) {
-                return Cow::Borrowed(values);
+        fn kept<'v, T: Clone>(values: &'v [T], valid: Option<&[bool]>) -> Cow<'v, [T]> {
+            match valid {
+                None => Cow::Borrowed(values),
+                Some(valid) => values.iter().zip(valid).filter(|(_, v)| **v).map(|(x, _)| x.clone()).collect(),
             }
-            values.iter().zip(valid).filter(|(_, v)| **v).map(|(x, _)| x.clone()).collect()
         }
-        match self {
-            Pending::Words { words, keys, valid, .. } => {
-                let values: Vec<ByteArray> =
-                    keys.iter().zip(&valid).filter(|(_, v)| **v).map(|(&k, _)| words[k as usize].clone()).collect();
+        match self.values {
+            Gathered::Words { words, keys, .. } => {
+                let values: Vec<ByteArray> = kept(&keys, valid).iter().map(|&k| words[k as usize].clone()).collect();
                 column.typed::<ByteArrayType>().write_batch(&values, levels, None)?;
             }
-            Pending::Plain { values: None, .. } => {}
-            Pending::Plain { values: Some(values), valid } => match values {
+            Gathered::Plain(None) => {}
+            Gathered::Plain(Some(values)) => match values {
                 Values::Text(v) => {
-                    let v: Vec<ByteArray> = kept(&v, &valid).iter().map(|s| ByteArray::from(s.as_str())).collect();
+                    let v: Vec<ByteArray> = kept(&v, valid).iter().map(|s| ByteArray::from(s.as_str())).collect();
                     column.typed::<ByteArrayType>().write_batch(&v, levels, None)?;
                 }
                 // Unsigned integers are stored as their bits, as Parquet's unsigned annotations say.
                 Values::U32(v) => {
-                    let v: Vec<i32> = kept(&v, &valid).iter().map(|&x| x as i32).collect();
+                    let v: Vec<i32> = kept(&v, valid).iter().map(|&x| x as i32).collect();
                     column.typed::<Int32Type>().write_batch(&v, levels, None)?;
                 }
                 Values::U64(v) => {
-                    let v: Vec<i64> = kept(&v, &valid).iter().map(|&x| x as i64).collect();
+                    let v: Vec<i64> = kept(&v, valid).iter().map(|&x| x as i64).collect();
                     column.typed::<Int64Type>().write_batch(&v, levels, None)?;
                 }
                 Values::I64(v) => {
-                    column.typed::<Int64Type>().write_batch(&kept(&v, &valid), levels, None)?;
+                    column.typed::<Int64Type>().write_batch(&kept(&v, valid), levels, None)?;
                 }
                 Values::F64(v) => {
-                    column.typed::<DoubleType>().write_batch(&kept(&v, &valid), levels, None)?;
+                    column.typed::<DoubleType>().write_batch(&kept(&v, valid), levels, None)?;
                 }
                 Values::Bool(v) => {
-                    column.typed::<BoolType>().write_batch(&kept(&v, &valid), levels, None)?;
+                    column.typed::<BoolType>().write_batch(&kept(&v, valid), levels, None)?;
                 }
-                Values::Words { .. } => unreachable!("words are gathered as Pending::Words"),
+                Values::Words { .. } => unreachable!("words are gathered as Gathered::Words"),
             },
         }
         Ok(())
-    }
-}
-
-/// Appends a batch's validity (`None`: all `n` rows valid).
-fn extend_valid(valid: &mut Vec<bool>, batch: Option<Vec<bool>>, n: usize) {
-    match batch {
-        Some(b) => valid.extend(b),
-        None => valid.resize(valid.len() + n, true),
     }
 }
