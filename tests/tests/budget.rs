@@ -21,9 +21,9 @@ fn formats() -> Vec<(&'static str, Format)> {
     ]
 }
 
-/// Converts `dump` into `format` within `max_bytes` (uncompressed), in process: the output and
-/// what the budget did.
-fn within(dump: &Path, format: Format, filter: &Filter, max_bytes: u64) -> (Vec<u8>, BudgetOutcome) {
+/// Converts `dump` into `format` within `max_bytes` (uncompressed), in process: the output, what
+/// the budget did, and the spans the render's threshold left out.
+fn within(dump: &Path, format: Format, filter: &Filter, max_bytes: u64) -> (Vec<u8>, BudgetOutcome, u64) {
     let bytes = std::fs::read(dump).unwrap();
     let mut out = Vec::new();
     let budget = Budget { max_bytes, gzip: false };
@@ -33,7 +33,7 @@ fn within(dump: &Path, format: Format, filter: &Filter, max_bytes: u64) -> (Vec<
     let report =
         rtconv::convert::convert_within(input, format, budget, &mut out).unwrap_or_else(|e| panic!("{max_bytes}: {e}"));
     assert!(!report.degraded(), "{:?}", report.diagnostics);
-    (out, report.budget.expect("a budget outcome"))
+    (out, report.budget.expect("a budget outcome"), report.filtered.duration)
 }
 
 /// As [`within`], without a budget, keeping what `filter` keeps.
@@ -66,7 +66,7 @@ fn every_timeline_format_stays_within_its_budget_as_its_size_model_says() {
     let dump = record_workload_with(&binary("workload"), &dir, "w.rtd", &["--fib", "17"]);
     let none = Filter::default();
     for (name, format) in formats() {
-        let (whole_out, whole) = within(&dump, format, &none, u64::MAX);
+        let (whole_out, whole, _) = within(&dump, format, &none, u64::MAX);
         assert_eq!((whole.cut, whole.written), (None, whole_out.len() as u64), "{name}: a budget it fits");
         // Exact: Perfetto's model may count a byte more per key and thread (a first use's length).
         let slack = if name == "perfetto" { 6 * 40 } else { 0 };
@@ -80,8 +80,10 @@ fn every_timeline_format_stays_within_its_budget_as_its_size_model_says() {
         let mut thresholds = Vec::new();
         for fraction in [0.9, 0.6, 0.3, 0.1, 0.03, 0.005] {
             let max = (whole.written as f64 * fraction) as u64;
-            let (out, outcome) = within(&dump, format, &none, max);
+            let (out, outcome, shorter) = within(&dump, format, &none, max);
             let cut = outcome.cut.unwrap_or_else(|| panic!("{name} at {max}: something left out"));
+            // The count the output and the note state is the spans the threshold left out.
+            assert_eq!(cut.left_out, shorter, "{name} at {max}: spans left out");
             assert_eq!(outcome.written, out.len() as u64, "{name} at {max}");
             assert!(outcome.written <= max, "{name}: {} bytes written for a budget of {max}", outcome.written);
             assert!(

@@ -5,9 +5,9 @@
 
 use super::Costs;
 use crate::io::Counted;
-use crate::model::{Filtered, Timeline};
+use crate::model::{Ending, Filtered, SpanNs, Timeline};
 use crate::render::chrome::{self, DROPPED, DUR_TEXT, Layout, OVERWRITTEN, Options};
-use crate::render::text::us_len;
+use crate::render::text::{UsLen, us_len};
 
 /// What `tl` takes as Chrome JSON written with `opts`, and what its filters kept and left out.
 pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
@@ -17,29 +17,45 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
     costs.always(chrome::process_event(tl, pid, true).len());
     let places: Vec<String> =
         if opts.args { tl.keys.iter().map(|&key| chrome::key_args(tl, key)).collect() } else { Vec::new() };
+    let place = |k: usize| places.get(k).map_or("", String::as_str);
     let heads = |ph: &str| -> Vec<usize> { (0..tl.keys.len()).map(|k| chrome::head(tl, ph, k).len()).collect() };
     let (begins, ends) = if opts.begin_end { (heads("B"), heads("E")) } else { (heads("X"), Vec::new()) };
+    // A span without marks (most): its args are its key's place alone.
+    let bare = SpanNs::new(0, 0, 0, None, Ending::Returned);
+    let plain_args: Vec<usize> = (0..tl.keys.len()).map(|k| chrome::args_len(&bare, place(k), false)).collect();
     let mut threads = tl.threads();
     while let Some(mut t) = threads.next() {
         let thread = &tl.trace.threads[t.thread];
         costs.always(chrome::thread_event(thread, pid).len());
         let tail = chrome::tail(pid, thread.tid).len();
+        // Per key, what an `X` event of a plain span takes but for its numbers.
+        let plain: Vec<usize> = (0..tl.keys.len()).map(|k| begins[k] + plain_args[k] + tail + DUR_TEXT.len()).collect();
         let lost = tl.lost_children(thread);
         let mut latest = 0i64;
+        let mut enter_len = UsLen::default();
         while let Some(batch) = t.next_batch() {
             for s in batch {
                 costs.at(s.enter_ns);
                 let k = s.key_index as usize;
-                let place = places.get(k).map_or("", String::as_str);
-                let args = chrome::args_len(s, place, lost.of(s.enter_ns, s.open()));
-                let begin =
-                    begins.get(k).copied().unwrap_or(0) + us_len(s.enter_ns.saturating_add(shift)) + args + tail;
-                let end = if opts.begin_end {
-                    ends.get(k).copied().unwrap_or(0) + us_len(s.exit_ns.saturating_add(shift)) + args + tail
-                } else {
-                    DUR_TEXT.len() + us_len(s.exit_ns.saturating_sub(s.enter_ns))
+                let duration = s.exit_ns.saturating_sub(s.enter_ns).max(0);
+                let enter = enter_len.of(s.enter_ns.saturating_add(shift));
+                let missing_children = lost.of(s.enter_ns, s.open());
+                let bytes = match plain.get(k) {
+                    Some(&fixed) if !opts.begin_end && s.plain() && !missing_children => {
+                        fixed + enter + us_len(duration)
+                    }
+                    _ => {
+                        let args = chrome::args_len(s, place(k), missing_children);
+                        let begin = begins.get(k).copied().unwrap_or(0) + enter + args + tail;
+                        let end = if opts.begin_end {
+                            ends.get(k).copied().unwrap_or(0) + us_len(s.exit_ns.saturating_add(shift)) + args + tail
+                        } else {
+                            DUR_TEXT.len() + us_len(duration)
+                        };
+                        begin + end
+                    }
                 };
-                costs.span(s.exit_ns.saturating_sub(s.enter_ns).max(0) as u64, begin + end);
+                costs.span(duration as u64, bytes);
                 latest = latest.max(s.exit_ns.saturating_add(shift));
             }
         }

@@ -4,7 +4,7 @@
 
 use super::Costs;
 use crate::model::{Filtered, SpanNs, Timeline};
-use crate::render::ftrace::{self, close_texts, duration_column, entry_text, indent_len, leaf_texts};
+use crate::render::ftrace::{self, close_texts, duration_column_len, entry_text, indent_len, leaf_texts};
 
 /// A span entered and not yet closed, in the walk: it, its depth, and its longest child's duration.
 struct Open {
@@ -31,7 +31,7 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
             let s = &open.span;
             costs.at(s.enter_ns);
             let ns = s.exit_ns.saturating_sub(s.enter_ns).max(0) as u64;
-            let exit_line = head + duration_column(ns, &mut [0; 32]) + indent_len(open.depth);
+            let exit_line = head + duration_column_len(ns) + indent_len(open.depth);
             let k = s.key_index as usize;
             let unwound = usize::from(s.unwound());
             let leaf = exit_line + leaves.get(k).map_or(0, |l| l[unwound]);

@@ -6,9 +6,10 @@
 //! else its parent's begin (for a thread's outermost spans: the sequence's clock at 0); the
 //! packet before its end is the end of its latest child kept, or else its own begin. The delta
 //! reaches a varint's next length `b` (2^7, 2^14, …) unless a sibling (or child) ending within
-//! `b` of it is kept — that is, unless the threshold is at most the longest of those. So each
-//! packet is one step for its own bytes, less one byte per length the nearby siblings keep it
-//! under, each while the threshold is at most the longest of them. The siblings seen so far are
+//! `b` of it is kept — that is, unless the threshold is at most the longest of those. So a span
+//! is one step for its two packets' bytes (and one span), and each packet one byte less per
+//! length the nearby siblings keep it under, each while the threshold is at most the longest of
+//! them. The siblings seen so far are
 //! kept as a stack of suffix maxima (each longer than every later one), found by binary search.
 //!
 //! Exact, but where stated: a key's first span on a sequence carries its interned name (and
@@ -25,6 +26,8 @@ struct Open {
     span: SpanNs,
     /// Its begin's time on the sequence's clock (ns since the origin).
     begin: u64,
+    /// Its begin packet's bytes, counted with its end's (one step per span).
+    begin_bytes: usize,
     /// Where its children's stack starts in the walk's `children`.
     children: usize,
 }
@@ -93,10 +96,10 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
                 let marks = perfetto::marks(s, &lost);
                 let annotations = if marks.contains(&true) { perfetto::annotations_len(s, marks) } else { 0 };
                 let fields = begin_fields.get(k).copied().unwrap_or(0) + annotations;
-                walk.packet(d, begin, parent_begin, siblings, fields);
+                let begin_bytes = walk.packet(d, begin, parent_begin, siblings, fields);
                 // Now a child of its parent: an earlier sibling for the spans after it.
                 walk.push_child(siblings, Child { end: walk.time(s.exit_ns), duration: d });
-                open.push(Open { span: *s, begin, children: walk.children.len() });
+                open.push(Open { span: *s, begin, begin_bytes, children: walk.children.len() });
             }
         }
         while let Some(top) = open.pop() {
@@ -136,29 +139,29 @@ impl Walk<'_> {
         ns.saturating_sub(self.origin).max(0) as u64
     }
 
-    /// A span's end packet.
+    /// A span's end packet: the span's step, both its packets' bytes.
     fn end(&mut self, span: &Open, fields: usize) {
         let at = self.time(span.span.exit_ns);
         let d = duration(&span.span);
-        self.packet(d, at, span.begin, span.children, fields);
+        let end_bytes = self.packet(d, at, span.begin, span.children, fields);
+        self.costs.span(d, span.begin_bytes + end_bytes);
         self.children.truncate(span.children);
     }
 
-    /// A packet at `at` of a span lasting `d` (kept while the threshold is at most `d`), after
-    /// `before` (the packet before it when none of the children from `from` on in the stack is
-    /// kept), `fields` bytes after its time.
-    fn packet(&mut self, d: u64, at: u64, before: u64, from: usize, fields: usize) {
+    /// The bytes of a packet at `at` of a span lasting `d` (kept while the threshold is at most
+    /// `d`), after `before` (the packet before it when none of the children from `from` on in
+    /// the stack is kept), `fields` bytes after its time; the bytes that kept children spare it
+    /// are counted here, its own by the caller (in the span's step).
+    fn packet(&mut self, d: u64, at: u64, before: u64, from: usize, fields: usize) -> usize {
         let stack = &self.children[from..];
         if !self.in_order || at < before || stack.last().is_some_and(|c| c.end > at) {
             // This packet, or one before it, on BOOTTIME (the sequence's clock stays behind):
             // from here on each packet's time at its longest, with the clock's id.
             self.in_order = false;
-            self.costs.span(d, SPAN_FRAMING + 10 + 2 + fields + 1);
-            return;
+            return SPAN_FRAMING + 10 + 2 + fields + 1;
         }
         let longest = at - before;
         let lengths = LENGTHS.iter().take_while(|&&b| longest >= b).count();
-        self.costs.span(d, SPAN_FRAMING + 1 + lengths + fields);
         for &b in &LENGTHS[..lengths] {
             // The children ending within `b` of the packet: the first in the stack is the longest.
             let near = stack.partition_point(|c| c.end <= at - b);
@@ -166,6 +169,7 @@ impl Walk<'_> {
                 self.costs.while_kept(c.duration.min(d), -1);
             }
         }
+        SPAN_FRAMING + 1 + lengths + fields
     }
 
     /// Adds `child` to the stack of suffix maxima starting at `from`.

@@ -82,6 +82,12 @@ impl SpanNs {
         self.flags & UNWOUND != 0
     }
 
+    /// Carries nothing a renderer marks: no argument, not open, unwound or clipped.
+    #[inline(always)]
+    pub fn plain(&self) -> bool {
+        self.flags & (HAS_ARG | OPEN | UNWOUND | CLIPPED_START | CLIPPED_END) == 0
+    }
+
     /// The integer argument recorded with the span.
     pub fn arg(&self) -> Option<u64> {
         (self.flags & HAS_ARG != 0).then_some(self.arg)

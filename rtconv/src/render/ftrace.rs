@@ -262,6 +262,12 @@ pub(crate) fn duration_column(ns: u64, to: &mut [u8; NUMBER]) -> usize {
     17
 }
 
+/// The length of [`duration_column`] for `ns`: 17 bytes under 10 ms, counted by writing it above.
+#[inline(always)]
+pub(crate) fn duration_column_len(ns: u64) -> usize {
+    if ns < 10_000_000 { 17 } else { duration_column_long(ns, &mut [0; NUMBER]) }
+}
+
 /// [`duration_column`] of a span of 10 ms or more.
 #[inline(never)]
 fn duration_column_long(ns: u64, to: &mut [u8; NUMBER]) -> usize {
@@ -337,6 +343,7 @@ mod tests {
         let more = [1_000_001, 9_999_999, 10_000_000, 10_000_001, u64::MAX];
         for ns in edges.into_iter().chain(more).chain((0..100_000).map(|_| rng.next() % 12_000_000)) {
             assert_eq!(column(ns), general(ns), "{ns} ns");
+            assert_eq!(duration_column_len(ns), general(ns).len(), "{ns} ns");
         }
     }
 

@@ -187,7 +187,58 @@ fn microseconds(ns: i64, to: &mut [u8; NUMBER]) -> usize {
 /// The length of `ns` written as [`Text::us`] writes it.
 #[inline(always)]
 pub fn us_len(ns: i64) -> usize {
-    microseconds(ns, &mut [0; NUMBER])
+    // The integer digits (at least one), the point and three decimals: counted, not written.
+    let ns = ns.max(0) as u64;
+    if ns < 10_000_000 {
+        // Under 10 ms (most durations): one to four digits, three comparisons.
+        return 5 + usize::from(ns >= 10_000) + usize::from(ns >= 100_000) + usize::from(ns >= 1_000_000);
+    }
+    decimal_len(ns / 1000) + 4
+}
+
+/// [`us_len`] of times that rise (a thread's starts, in start order): the length kept for the
+/// range of times that share it, found anew only past its ends.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UsLen {
+    /// The times `from..to` take `len` bytes (empty until the first time).
+    from: i64,
+    to: i64,
+    len: usize,
+}
+
+impl UsLen {
+    /// [`us_len`]`(ns)`.
+    #[inline(always)]
+    pub fn of(&mut self, ns: i64) -> usize {
+        if ns < self.from || ns >= self.to {
+            self.len = us_len(ns);
+            // Every time of `len` bytes: from 10^(digits-1) µs (0 for one digit) up to 10^digits µs.
+            let digits = (self.len - 4) as u32;
+            let power = |d: u32| 10i64.checked_pow(d).and_then(|p| p.checked_mul(1000)).unwrap_or(i64::MAX);
+            self.from = if digits == 1 { i64::MIN } else { power(digits - 1) };
+            self.to = power(digits);
+        }
+        self.len
+    }
+}
+
+/// How many digits `v` has, 0 counting as one: from its bit length, without a division
+/// (`ilog10` after a division by a constant compiles to a `div` by a variable).
+#[inline(always)]
+fn decimal_len(v: u64) -> usize {
+    const POWERS: [u64; 20] = {
+        let mut p = [1u64; 20];
+        let mut i = 1;
+        while i < 20 {
+            p[i] = p[i - 1] * 10;
+            i += 1;
+        }
+        p
+    };
+    // floor(log10(2^bits)) is `bits * 1233 >> 12` for bits up to 64: at most one too many.
+    let guess = (((64 - (v | 1).leading_zeros()) * 1233) >> 12) as usize;
+    let below = POWERS.get(guess).is_some_and(|&p| v < p);
+    (guess + 1 - usize::from(below)).max(1)
 }
 
 /// Copies `blocks` to `to` (as long as they are): a piece of one or two
@@ -429,11 +480,29 @@ mod tests {
             let mut text = [0; 20];
             let len = digits(n, &mut text);
             assert_eq!(std::str::from_utf8(&text[..len]).unwrap(), n.to_string());
+            assert_eq!(decimal_len(n), len, "{n}");
             let ns = n as i64;
             let expected = if ns < 0 { "0.000".to_string() } else { format!("{}.{:03}", ns / 1000, ns % 1000) };
             assert_eq!(written(|t| t.us(ns)), expected, "{ns} ns");
+            assert_eq!(us_len(ns), expected.len(), "{ns} ns");
         }
         assert_eq!(written(|t| t.us(i64::MAX)), "9223372036854775.807");
+        assert_eq!((us_len(i64::MAX), us_len(i64::MIN)), (20, 5));
+    }
+
+    #[test]
+    fn lengths_kept_for_a_range_equal_those_counted_anew() {
+        let mut kept = UsLen::default();
+        let mut times: Vec<i64> = (0..19).flat_map(|p| [-1, 0, 1].map(|d| 10i64.pow(p) + d)).collect();
+        times.extend([i64::MIN, -1, 0, i64::MAX, 999, 1000, 9_999_999, 10_000_000]);
+        let mut rng = crate::model::test_dumps::XorShift(0x9E37_79B9_7F4A_7C15);
+        times.extend((0..10_000).map(|i| (rng.next() >> (i % 64)) as i64));
+        // Rising, falling and at random: each answer that of `us_len`.
+        let mut rising = times.clone();
+        rising.sort_unstable();
+        for ns in rising.iter().chain(rising.iter().rev()).chain(&times) {
+            assert_eq!(kept.of(*ns), us_len(*ns), "{ns} ns");
+        }
     }
 
     #[test]
