@@ -6,9 +6,11 @@ slows both alike (rtconv/benches/vs_uftrace.sh).
     cpu_ratio.py ROUNDS CMD_A... -- CMD_B...
 
 Prints `median_cpu_a median_cpu_b median_ratio`; stdout of both to /dev/null.
-CPU is user + sys from getrusage (microseconds), per child.
+CPU is user + sys from getrusage (microseconds), per child; with CPU_RATIO_USER=1,
+user time alone (what the program's own code costs, without the kernel's page faults).
 """
 
+import os
 import resource
 import statistics
 import subprocess
@@ -19,7 +21,10 @@ def cpu(cmd):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    user = after.ru_utime - before.ru_utime
+    if os.environ.get("CPU_RATIO_USER") == "1":
+        return user
+    return user + (after.ru_stime - before.ru_stime)
 
 
 def main():
