@@ -48,10 +48,7 @@ impl Timeline<'_> {
                 // Checked above: the counts add up to at most `max_bytes` of spans.
                 let count = rings.get(index).map_or(0, |t| t.span_count());
                 let mut spans = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
-                let mut thread = decoder.decode(index)?;
-                while let Some(batch) = thread.next_batch() {
-                    spans.extend_from_slice(batch);
-                }
+                decoder.decode(index)?.append_to(&mut spans);
                 Some((spans, decoder.take_anomalies()))
             })
             .collect();

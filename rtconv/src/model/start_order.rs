@@ -124,6 +124,27 @@ impl ThreadSpans<'_, '_, '_> {
         Some(&threads.batch)
     }
 
+    /// Appends all the remaining spans to `into`: decoded straight into it where nothing filters
+    /// or cuts them (no copy through a batch), else batch by batch.
+    pub(crate) fn append_to(mut self, into: &mut Vec<SpanNs>) {
+        let plain = self.threads.gate.is_none() && self.threads.timeline.window.is_none();
+        if plain && matches!(self.source, Source::Placed) {
+            let threads = &mut *self.threads;
+            let order = &threads.buffers.order;
+            let (from, to) = (self.next, order.len());
+            self.next = to;
+            let tl = threads.timeline;
+            if let Some(t) = tl.trace.threads.get(self.thread).filter(|_| from < to) {
+                threads.found +=
+                    t.with_spans(DecodeBatch { tl, order, from, to, out: into, last_key: &mut self.last_key });
+            }
+            return;
+        }
+        while let Some(batch) = self.next_batch() {
+            into.extend_from_slice(batch);
+        }
+    }
+
     /// All the remaining spans, in one vector (for tests and small rings).
     pub fn to_vec(mut self) -> Vec<SpanNs> {
         let mut all = Vec::new();
