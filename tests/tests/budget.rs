@@ -1,6 +1,6 @@
 //! Output budgets (`--max-bytes`): every timeline format stays within its budget, its size model
-//! gives the bytes actually written, and what is left out is exactly what `-t` at the chosen
-//! threshold leaves out.
+//! gives the bytes actually written, what is left out is exactly what `-t` at the chosen
+//! threshold leaves out, and that threshold is the smallest that fits.
 
 use std::path::Path;
 
@@ -77,6 +77,16 @@ fn every_timeline_format_stays_within_its_budget_as_its_size_model_says() {
             whole.written
         );
         assert_eq!(whole_out, filtered(&dump, format, &none), "{name}: a budget it fits changes nothing");
+        // Every span's duration, from the whole Chrome JSON (its `dur` in ns): the thresholds a
+        // budget can choose between.
+        let durations: Vec<i64> = {
+            let whole_json = filtered(&dump, Format::Chrome(chrome::Options::default()), &none);
+            ringtrace_tests::parse_chrome(std::str::from_utf8(&whole_json).unwrap())
+                .events
+                .iter()
+                .map(|e| e.dur_ns)
+                .collect()
+        };
         let mut thresholds = Vec::new();
         for fraction in [0.9, 0.6, 0.3, 0.1, 0.03, 0.005] {
             let max = (whole.written as f64 * fraction) as u64;
@@ -104,6 +114,20 @@ fn every_timeline_format_stays_within_its_budget_as_its_size_model_says() {
                 );
             } else {
                 assert_eq!(spans_of(name, &out), spans_of(name, &by_t), "{name} at {max}: the spans -t keeps");
+            }
+            // The smallest threshold that fits: keeping the next shorter duration too would not.
+            // (The cut's statement takes what it takes at this threshold, within a few digits;
+            // Perfetto's model may err high by its slack.)
+            let statement = out.len() as i64 - by_t.len() as i64;
+            if let Some(&shorter) = durations.iter().filter(|&&d| (d as u64) < cut.threshold_ns).max() {
+                let t = Filter { min_duration_ns: Some(shorter as u64), ..Filter::default() };
+                let more = filtered(&dump, format, &t).len() as i64 + statement;
+                assert!(
+                    more + slack as i64 > max as i64 + 8,
+                    "{name} at {max}: keeping the spans of {shorter} ns too takes about {more} bytes, which fits; \
+                     the threshold chosen, {} ns, is not the smallest",
+                    cut.threshold_ns
+                );
             }
             thresholds.push(cut.threshold_ns);
         }
