@@ -9,8 +9,8 @@
 //! `b` of it is kept — that is, unless the threshold is at most the longest of those. So a span
 //! is one step for its two packets' bytes (and one span), and each packet one byte less per
 //! length the nearby siblings keep it under, each while the threshold is at most the longest of
-//! them. The siblings seen so far are
-//! kept as a stack of suffix maxima (each longer than every later one), found by binary search.
+//! them. The siblings seen so far are kept as a stack of suffix maxima (each longer than every
+//! later one), found by binary search.
 //!
 //! Exact, but where stated: a key's first span on a sequence carries its interned name (and
 //! place) whatever span that is, its packet's length counted as if the time took ten bytes (one

@@ -262,7 +262,8 @@ pub(crate) fn duration_column(ns: u64, to: &mut [u8; NUMBER]) -> usize {
     17
 }
 
-/// The length of [`duration_column`] for `ns`: 17 bytes under 10 ms, counted by writing it above.
+/// The length of [`duration_column`] for `ns`: 17 bytes under 10 ms; from 10 ms on, found by
+/// writing the column.
 #[inline(always)]
 pub(crate) fn duration_column_len(ns: u64) -> usize {
     if ns < 10_000_000 { 17 } else { duration_column_long(ns, &mut [0; NUMBER]) }
