@@ -90,10 +90,10 @@ fn every_timeline_format_stays_within_its_budget_as_its_size_model_says() {
         let mut thresholds = Vec::new();
         for fraction in [0.9, 0.6, 0.3, 0.1, 0.03, 0.005] {
             let max = (whole.written as f64 * fraction) as u64;
-            let (out, outcome, shorter) = within(&dump, format, &none, max);
+            let (out, outcome, left_by_t) = within(&dump, format, &none, max);
             let cut = outcome.cut.unwrap_or_else(|| panic!("{name} at {max}: something left out"));
             // The count the output and the note state is the spans the threshold left out.
-            assert_eq!(cut.left_out, shorter, "{name} at {max}: spans left out");
+            assert_eq!(cut.left_out, left_by_t, "{name} at {max}: spans left out");
             assert_eq!(outcome.written, out.len() as u64, "{name} at {max}");
             assert!(outcome.written <= max, "{name}: {} bytes written for a budget of {max}", outcome.written);
             assert!(
@@ -125,7 +125,7 @@ fn every_timeline_format_stays_within_its_budget_as_its_size_model_says() {
                 let more = filtered(&dump, format, &t).len() as i64 + statement;
                 assert!(
                     more + slack as i64 > max as i64,
-                    "{name} at {max}: keeping the spans of {shorter} ns too takes about {more} bytes, which fits; \
+                    "{name} at {max}: keeping the spans of {shorter} ns too takes at most {more} bytes, which fits; \
                      the threshold chosen, {} ns, is not the smallest",
                     cut.threshold_ns
                 );
