@@ -32,7 +32,8 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
         let plain: Vec<usize> = (0..tl.keys.len()).map(|k| begins[k] + plain_args[k] + tail + DUR_TEXT.len()).collect();
         let lost = tl.lost_children(thread);
         let mut latest = 0i64;
-        let mut enter_len = UsLen::default();
+        // Times since the trace's start: their lengths change at powers of ten only.
+        let (mut enter_len, mut exit_len) = (UsLen::default(), UsLen::default());
         while let Some(batch) = t.next_batch() {
             for s in batch {
                 costs.at(s.enter_ns);
@@ -48,7 +49,10 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
                         let args = chrome::args_len(s, place(k), missing_children);
                         let begin = begins.get(k).copied().unwrap_or(0) + enter + args + tail;
                         let end = if opts.begin_end {
-                            ends.get(k).copied().unwrap_or(0) + us_len(s.exit_ns.saturating_add(shift)) + args + tail
+                            ends.get(k).copied().unwrap_or(0)
+                                + exit_len.of(s.exit_ns.saturating_add(shift))
+                                + args
+                                + tail
                         } else {
                             DUR_TEXT.len() + us_len(duration)
                         };

@@ -193,11 +193,12 @@ pub fn us_len(ns: i64) -> usize {
         // Under 10 ms (most durations): one to four digits, three comparisons.
         return 5 + usize::from(ns >= 10_000) + usize::from(ns >= 100_000) + usize::from(ns >= 1_000_000);
     }
-    decimal_len(ns / 1000) + 4
+    (ns / 1000).checked_ilog10().map_or(1, |log| log as usize + 1) + 4
 }
 
-/// [`us_len`] of times that rise (a thread's starts, in start order): the length kept for the
-/// range of times that share it, found anew only past its ends.
+/// [`us_len`] of times that mostly stay within a power of ten (a thread's starts, in start
+/// order; its ends): the length kept for the range of times that share it, found anew only
+/// past its ends.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct UsLen {
     /// The times `from..to` take `len` bytes (empty until the first time).
@@ -220,25 +221,6 @@ impl UsLen {
         }
         self.len
     }
-}
-
-/// How many digits `v` has, 0 counting as one: from its bit length, without a division
-/// (`ilog10` after a division by a constant compiles to a `div` by a variable).
-#[inline(always)]
-fn decimal_len(v: u64) -> usize {
-    const POWERS: [u64; 20] = {
-        let mut p = [1u64; 20];
-        let mut i = 1;
-        while i < 20 {
-            p[i] = p[i - 1] * 10;
-            i += 1;
-        }
-        p
-    };
-    // floor(log10(2^bits)) is `bits * 1233 >> 12` for bits up to 64: at most one too many.
-    let guess = (((64 - (v | 1).leading_zeros()) * 1233) >> 12) as usize;
-    let below = POWERS.get(guess).is_some_and(|&p| v < p);
-    (guess + 1 - usize::from(below)).max(1)
 }
 
 /// Copies `blocks` to `to` (as long as they are): a piece of one or two
@@ -480,7 +462,6 @@ mod tests {
             let mut text = [0; 20];
             let len = digits(n, &mut text);
             assert_eq!(std::str::from_utf8(&text[..len]).unwrap(), n.to_string());
-            assert_eq!(decimal_len(n), len, "{n}");
             let ns = n as i64;
             let expected = if ns < 0 { "0.000".to_string() } else { format!("{}.{:03}", ns / 1000, ns % 1000) };
             assert_eq!(written(|t| t.us(ns)), expected, "{ns} ns");
