@@ -87,7 +87,7 @@ fn every_timeline_format_stays_within_its_budget_as_its_size_model_says() {
                 .map(|e| e.dur_ns)
                 .collect()
         };
-        let mut thresholds = Vec::new();
+        let (mut thresholds, mut floors) = (Vec::new(), 0);
         for fraction in [0.9, 0.6, 0.3, 0.1, 0.03, 0.005] {
             let max = (whole.written as f64 * fraction) as u64;
             let (out, outcome, left_by_t) = within(&dump, format, &none, max);
@@ -130,9 +130,15 @@ fn every_timeline_format_stays_within_its_budget_as_its_size_model_says() {
                     cut.threshold_ns
                 );
             }
+            // Spans under a floor were not decoded: the threshold lies above it.
+            if let Some(floor) = outcome.floor_ns {
+                assert!(floor < cut.threshold_ns, "{name} at {max}: a floor of {floor} ns, {cut:?}");
+                floors += 1;
+            }
             thresholds.push(cut.threshold_ns);
         }
         assert!(thresholds.windows(2).all(|w| w[0] <= w[1]), "{name}: a smaller budget, a longer threshold");
+        assert!(floors >= 2, "{name}: the smaller budgets decode only the spans above a floor");
     }
 }
 

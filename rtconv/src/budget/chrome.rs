@@ -72,6 +72,28 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
     threads.anomalies().filtered
 }
 
+/// Per key index, the fewest bytes a kept span of it adds to `tl`'s Chrome JSON written with
+/// `opts`: its event (or events) with the shortest numbers, no marks, on the thread with the
+/// shortest tail.
+pub fn least_span(tl: &Timeline<'_>, opts: &Options) -> Vec<u64> {
+    let layout = Layout::new(&[tl]);
+    let (pid, _) = layout.place(0, tl);
+    let tail = tl.trace.threads.iter().map(|t| chrome::tail(pid, t.tid).len()).min().unwrap_or(0);
+    let bare = SpanNs::new(0, 0, 0, None, Ending::Returned);
+    let number = us_len(0);
+    let per_key = tl.keys.iter().enumerate().map(|(k, &key)| {
+        let place = if opts.args { chrome::key_args(tl, key) } else { String::new() };
+        let args = chrome::args_len(&bare, &place, false);
+        let bytes = if opts.begin_end {
+            chrome::head(tl, "B", k).len() + chrome::head(tl, "E", k).len() + 2 * (number + args + tail)
+        } else {
+            chrome::head(tl, "X", k).len() + number + args + tail + DUR_TEXT.len() + number
+        };
+        bytes as u64
+    });
+    per_key.collect()
+}
+
 /// What the metadata at the end takes for `tl` (filtered and cut as it will be written), its
 /// filters' counts `found`.
 pub fn fixed(tl: &Timeline<'_>, found: Filtered) -> u64 {

@@ -63,6 +63,21 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
     threads.anomalies().filtered
 }
 
+/// Per key index, the fewest bytes a kept span of it adds to `tl`'s ftrace text: its lines (a
+/// leaf line, or an entry and a closing line if it has children) at the least indent, on the
+/// thread with the shortest name.
+pub fn least_span(tl: &Timeline<'_>) -> Vec<u64> {
+    let heads = tl.trace.threads.iter().map(|t| ftrace::heads(&ftrace::task(t)));
+    let (head, entry_head) = heads.map(|(h, e)| (h.len(), e.len())).min().unwrap_or((0, 0));
+    let exit_line = head + duration_column_len(0) + indent_len(0);
+    let per_key = (0..tl.keys.len()).map(|k| {
+        let name = tl.name(k);
+        let text = leaf_texts(name)[0].len().min(entry_head + entry_text(name).len() + close_texts()[0].len());
+        (exit_line + text) as u64
+    });
+    per_key.collect()
+}
+
 /// What the header takes for `tl` (filtered and cut as it will be written).
 pub fn fixed(tl: &Timeline<'_>) -> u64 {
     ftrace::header(tl).len() as u64

@@ -32,11 +32,13 @@
 //! ```
 
 pub mod chrome;
+mod floor;
 pub mod ftrace;
 pub mod perfetto;
 mod plan;
 pub mod systrace;
 
+pub use floor::{Floor, floor};
 pub use plan::{Layout, Plan};
 
 use rustc_hash::FxHashMap;

@@ -26,6 +26,8 @@ pub struct Plan<'t, 'a> {
     costs: Costs,
     /// What the filters kept and left out, every span counted.
     found: Filtered,
+    /// The floor of a plan [`above`](Self::above) one: the threshold, and the spans below it.
+    floor: Option<(u64, u64)>,
 }
 
 impl<'t, 'a> Plan<'t, 'a> {
@@ -46,6 +48,17 @@ impl<'t, 'a> Plan<'t, 'a> {
         Self::with(tl, filter, layout, Costs::profiled(start, end, slices))
     }
 
+    /// As [`new`](Self::new), for a timeline without a filter whose decoded spans are those lasting
+    /// at least `floor_ns` (`Timeline::decode_above`; see [`super::floor`]): its choices and cuts
+    /// count the spans below the floor as left out, and are [`exact`](Self::exact) only where
+    /// the spans above it do not all fit.
+    pub fn above(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, floor_ns: u64) -> Self {
+        let mut plan = Self::with(tl, filter, layout, Costs::default());
+        // The decode counted the spans below the floor as left out by duration.
+        plan.floor = Some((floor_ns, plan.found.duration));
+        plan
+    }
+
     fn with(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, mut costs: Costs) -> Self {
         let mut found = match layout {
             Layout::Chrome(opts) => super::chrome::costs(tl, &opts, &mut costs),
@@ -57,7 +70,7 @@ impl<'t, 'a> Plan<'t, 'a> {
             // Without a filter nothing is counted: it kept every span.
             found.kept = costs.spans();
         }
-        Plan { tl, filter, layout, costs, found }
+        Plan { tl, filter, layout, costs, found, floor: None }
     }
 
     /// Where the bytes go in time, if [`profiled`](Self::profiled).
@@ -65,16 +78,44 @@ impl<'t, 'a> Plan<'t, 'a> {
         self.costs.profile()
     }
 
-    /// What the output takes with every span the filters keep.
+    /// What the output takes with every span the filters keep; above a floor, with every span
+    /// above it (less than all would take).
     pub fn whole(&self) -> u64 {
-        self.costs.whole(|cut| self.fixed(cut, 0))
+        self.costs.whole(|cut| self.fixed(self.with_floor(cut), 0))
+    }
+
+    /// The floor the plan's spans lie above ([`above`](Self::above)), ns.
+    pub fn floor(&self) -> Option<u64> {
+        self.floor.map(|(threshold_ns, _)| threshold_ns)
     }
 
     /// The smallest threshold at which the output takes at most `fit` bytes, its metadata
     /// stating a budget of `max_bytes` (the same, unless the budget is of compressed bytes);
-    /// `Err(bytes)`: not even an output without spans fits, it takes `bytes`.
+    /// `Err(bytes)`: not even an output without spans fits, it takes `bytes`. Above a floor, the
+    /// smallest above it; see [`exact`](Self::exact).
     pub fn choose(&self, fit: u64, max_bytes: u64) -> Result<Choice, u64> {
-        self.costs.choose(fit, |cut| self.fixed(cut, max_bytes))
+        let below = self.floor.map_or(0, |(_, below)| below);
+        let choice = self.costs.choose(fit, |cut| self.fixed(self.with_floor(cut), max_bytes))?;
+        Ok(Choice {
+            threshold_ns: choice.threshold_ns.or(self.floor()),
+            left_out: choice.left_out + below,
+            bytes: choice.bytes,
+        })
+    }
+
+    /// Whether `choice` is the smallest threshold over all the spans: always, but above a floor
+    /// where every span above it fits (a shorter threshold might fit too; the floor was too high).
+    pub fn exact(&self, choice: &Choice) -> bool {
+        self.floor.is_none() || choice.threshold_ns != self.floor()
+    }
+
+    /// A cut of the spans the plan holds as a cut of all of them: the floor's spans left out too.
+    fn with_floor(&self, cut: Option<(u64, u64)>) -> Option<(u64, u64)> {
+        match (cut, self.floor) {
+            (Some((threshold_ns, left_out)), Some((_, below))) => Some((threshold_ns, left_out + below)),
+            (None, floor) => floor,
+            (cut, None) => cut,
+        }
     }
 
     /// The cut `choice` makes for a budget of `max_bytes`, if it leaves out anything.
@@ -94,8 +135,10 @@ impl<'t, 'a> Plan<'t, 'a> {
         let tl = cut_timeline(self.tl, self.filter, cut);
         let mut found = self.found;
         if let Some(c) = cut {
-            found.kept = found.kept.saturating_sub(c.left_out);
-            found.duration += c.left_out;
+            // Above a floor, `found` counts the spans below it as left out already.
+            let more = c.left_out.saturating_sub(self.floor.map_or(0, |(_, below)| below));
+            found.kept = found.kept.saturating_sub(more);
+            found.duration += more;
         }
         match self.layout {
             Layout::Chrome(_) => super::chrome::fixed(&tl, found),

@@ -35,6 +35,16 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
     threads.anomalies().filtered
 }
 
+/// Per key index, the fewest bytes a kept span of it adds to `tl`'s systrace text: its begin and
+/// end lines at the shortest times, on the thread with the shortest task column.
+pub fn least_span(tl: &Timeline<'_>) -> Vec<u64> {
+    let pid = tl.trace.process.pid;
+    let task = (0..tl.trace.threads.len()).map(|i| systrace::task(tl, i).len()).min().unwrap_or(0);
+    let end = format!("{MARK}E|{pid}\n").len();
+    let begin = |k: usize| format!("{MARK}B|{pid}|{}\n", systrace::name(tl, k)).len();
+    (0..tl.keys.len()).map(|k| (2 * (task + time_len(0)) + begin(k) + end) as u64).collect()
+}
+
 /// What the header takes for `tl` (filtered and cut as it will be written), `kept` spans in it.
 pub fn fixed(tl: &Timeline<'_>, kept: u64) -> u64 {
     systrace::header(tl, usize::try_from(kept * 2).unwrap_or(usize::MAX)).len() as u64

@@ -119,8 +119,12 @@ pub struct BudgetOutcome {
     pub predicted: u64,
     /// The bytes the output took (compressed, for a `.gz` output).
     pub written: u64,
-    /// The bytes the output would take with every span the filters keep (uncompressed).
+    /// The bytes the output would take with every span the filters keep (uncompressed); with a
+    /// floor, with every span at or above it (less than all would take).
     pub whole: u64,
+    /// The spans shorter than this (ns) were not decoded: a sample of their durations showed the
+    /// budget leaves them out ([`crate::budget::floor`]).
+    pub floor_ns: Option<u64>,
 }
 
 impl Report {

@@ -8,7 +8,7 @@ use super::{
     BudgetOutcome, ConvertError, Format, Input, KEPT_MAX_BYTES, Level, Prepared, Report, check_timeline, prepare,
     render,
 };
-use crate::budget::{Choice, Layout, Plan};
+use crate::budget::{self, Choice, Layout, Plan};
 use crate::io::Counted;
 use crate::model::{Anomalies, Timeline};
 
@@ -47,11 +47,31 @@ pub fn convert_within(
     let layout = budget_layout(format).ok_or(ConvertError::BudgetFormat)?;
     let Input { path, filter, .. } = input;
     let Prepared { trace, names, timebase, mut report } = prepare(input)?;
-    let mut full = Timeline::new(&trace, &names, timebase).filtered(filter);
-    // Decoded once: the size model walks the spans, then the render (or each try of a `.gz`).
-    full.decoded = full.decode_all(KEPT_MAX_BYTES).map(Arc::new);
-    let plan = Plan::new(&full, filter, layout);
     let max = budget.max_bytes;
+    let timeline = || Timeline::new(&trace, &names, timebase).filtered(filter);
+    // Decoded once: the size model walks the spans, then the render (or each try of a `.gz`).
+    // The spans a sample shows the budget surely leaves out are not decoded (`budget::floor`),
+    // unless the spans above that floor turn out to fit: then all of them are.
+    let floor = if budget.gzip { None } else { budget::floor(&timeline(), layout, max) };
+    let above = floor.and_then(|floor| {
+        let mut tl = timeline();
+        tl.decoded = Some(Arc::new(tl.decode_above(KEPT_MAX_BYTES, floor.ns, floor.spans)?));
+        Some((tl, floor.ns))
+    });
+    let plan = above
+        .as_ref()
+        .map(|(tl, floor_ns)| Plan::above(tl, filter, layout, *floor_ns))
+        .filter(|plan| plan.choose(max, max).is_ok_and(|choice| plan.exact(&choice)));
+    let full;
+    let plan = match plan {
+        Some(plan) => plan,
+        None => {
+            let mut tl = timeline();
+            tl.decoded = tl.decode_all(KEPT_MAX_BYTES).map(Arc::new);
+            full = tl;
+            Plan::new(&full, filter, layout)
+        }
+    };
     let over = |least| ConvertError::Budget { path: path.into(), max_bytes: max, least };
     let (choice, found, written) = if budget.gzip {
         let (choice, found, gz) = compressed_within(&plan, format, max).map_err(|e| match e {
@@ -70,12 +90,14 @@ pub fn convert_within(
     let cut = plan.cut(&choice, max);
     let shown = path.display();
     let whole = plan.whole();
-    report.budget = Some(BudgetOutcome { cut, predicted: choice.bytes, written, whole });
+    let floor_ns = plan.floor();
+    report.budget = Some(BudgetOutcome { cut, predicted: choice.bytes, written, whole, floor_ns });
     let what = if budget.gzip { "compressed bytes" } else { "bytes" };
     let message = match &cut {
         Some(c) => format!(
-            "{shown}: {}; {written} {what} written (all the spans would take {whole} bytes{})",
+            "{shown}: {}; {written} {what} written (all the spans would take {}{whole} bytes{})",
             c.describe(),
+            if floor_ns.is_some() { "more than " } else { "" },
             if budget.gzip { " before compression" } else { "" }
         ),
         None => format!("{shown}: every span fits --max-bytes {max}: {written} {what} written"),
@@ -182,5 +204,88 @@ impl Write for Capped {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{KEPT_MAX_BYTES, render};
+    use crate::budget::{self, Plan};
+    use crate::convert::Format;
+    use crate::model::test_dumps::{nested, records, with_rings};
+    use crate::model::{Filter, Timeline};
+    use crate::render::chrome;
+
+    #[test]
+    fn a_floor_chooses_and_writes_what_decoding_every_span_does() {
+        let formats = [
+            Format::Chrome(chrome::Options::default()),
+            Format::Chrome(chrome::Options { begin_end: true, args: true }),
+            Format::Perfetto,
+            Format::Ftrace,
+            Format::Systrace,
+        ];
+        // Two threads of random call trees, one with ties of start and end times.
+        let rings: Vec<_> = [(3, false), (4, true)]
+            .map(|(seed, ties)| {
+                let spans = records(&nested(seed, 15_000, ties));
+                crate::model::test_dumps::TestRing {
+                    written: spans.len() as u64,
+                    records: spans,
+                    dropped: 0,
+                    open: Vec::new(),
+                }
+            })
+            .into();
+        let none = Filter::default();
+        with_rings(&rings, 1 << 40, |tl| {
+            let timeline = || Timeline::new(tl.trace, tl.names, tl.timebase).filtered(&none);
+            let mut all = timeline();
+            all.decoded = all.decode_all(KEPT_MAX_BYTES).map(Arc::new);
+            for format in formats {
+                let layout = super::budget_layout(format).unwrap();
+                let full = Plan::new(&all, &none, layout);
+                let (mut floored, mut exact) = (0, 0);
+                for fraction in [0.5, 0.2, 0.1, 0.03, 0.01, 0.002] {
+                    let max = (full.whole() as f64 * fraction) as u64;
+                    let expected = full.choose(max, max);
+                    let Some(floor) = budget::floor(&timeline(), layout, max) else { continue };
+                    let floor_ns = floor.ns;
+                    floored += 1;
+                    let mut above = timeline();
+                    above.decoded = above.decode_above(KEPT_MAX_BYTES, floor_ns, floor.spans).map(Arc::new);
+                    let plan = Plan::above(&above, &none, layout, floor_ns);
+                    let choice = plan.choose(max, max);
+                    if !choice.is_ok_and(|c| plan.exact(&c)) {
+                        continue;
+                    }
+                    exact += 1;
+                    assert_eq!(choice, expected, "{format:?} at {max}: floor {floor_ns} ns");
+                    let Ok(choice) = choice else { continue };
+                    let written = |plan: &Plan<'_, '_>| {
+                        let mut out = Vec::new();
+                        let found = render(&plan.timeline(plan.cut(&choice, max)), format, &mut out).unwrap();
+                        (out, found)
+                    };
+                    assert!(written(&plan) == written(&full), "{format:?} at {max}: floor {floor_ns} ns");
+                }
+                // The floor is found and holds for the smaller budgets at least.
+                assert!(floored >= 4 && exact >= 4, "{format:?}: {floored} floors, {exact} exact");
+                // Its spans are kept within the memory given, whatever was expected of them.
+                assert!(timeline().decode_above(32 * 1000, 1, 10).is_none(), "{format:?}");
+                // A floor too high (a twentieth's): everything above it fits, which is not exact.
+                let max = full.whole() / 10;
+                let high = budget::floor(&timeline(), layout, max / 20).unwrap().ns;
+                let mut above = timeline();
+                above.decoded = above.decode_above(KEPT_MAX_BYTES, high, 0).map(Arc::new);
+                let plan = Plan::above(&above, &none, layout, high);
+                let choice = plan.choose(max, max).unwrap();
+                assert_eq!(choice.threshold_ns, Some(high), "{format:?}");
+                assert!(!plan.exact(&choice), "{format:?}: a floor of {high} ns at {max}");
+                assert!(full.choose(max, max).unwrap().threshold_ns < Some(high), "{format:?}");
+            }
+        });
     }
 }

@@ -3,6 +3,7 @@
 //! ([`crate::convert::convert_within`]), which would otherwise decode every
 //! ring twice.
 
+use super::filter::{Filter, Selection};
 use super::start_order::Threads;
 use super::timeline::{Anomalies, SpanNs, Timeline};
 
@@ -29,29 +30,62 @@ impl Timeline<'_> {
     /// Its spans decoded into memory, if they take at most `max_bytes` there
     /// (32 bytes a span); `None` if more, or for a window's timeline.
     pub(crate) fn decode_all(&self, max_bytes: u64) -> Option<Decoded> {
+        self.decode_kept(max_bytes, None)
+    }
+
+    /// As [`decode_all`](Self::decode_all), for a timeline without a filter, keeping only the
+    /// spans lasting at least `threshold_ns` (as `-t` keeps them; checked against `max_bytes`
+    /// as if all were kept), about `expected` of them. Each thread's anomalies count those left
+    /// out as [`Filtered::duration`](super::Filtered::duration), so a walk through a filter
+    /// with a longer threshold counts every span a decode of all of them would; `None` also
+    /// for a timeline with a filter.
+    pub(crate) fn decode_above(&self, max_bytes: u64, threshold_ns: u64, expected: u64) -> Option<Decoded> {
+        let filter = Filter { min_duration_ns: Some(threshold_ns), ..Filter::default() };
+        let gate = Selection::new(&filter, self);
+        self.selection.is_none().then(|| self.decode_kept(max_bytes, Some((&gate, expected))))?
+    }
+
+    /// Decodes every thread the filter keeps, through `gate` if given (with the spans it is
+    /// expected to keep, to reserve their memory).
+    fn decode_kept(&self, max_bytes: u64, gate: Option<(&Selection, u64)>) -> Option<Decoded> {
         if self.window.is_some() {
             return None;
         }
         let kept = |index: usize| self.thread_left_out(index).is_none();
         let rings = &self.trace.threads;
-        let spans: u64 = rings.iter().enumerate().filter(|&(i, _)| kept(i)).map(|(_, t)| t.span_count()).sum();
-        if spans.saturating_mul(size_of::<SpanNs>() as u64) > max_bytes {
+        let all: u64 = rings.iter().enumerate().filter(|&(i, _)| kept(i)).map(|(_, t)| t.span_count()).sum();
+        // Through a gate, the spans it is expected to keep, a twentieth more: checked against
+        // `max_bytes` before, and what it keeps as it goes.
+        let (mut decoder, expected) = match gate {
+            Some((selection, expected)) => (Threads::gated(self, selection), all.min(expected + expected / 20)),
+            None => (Threads::ungated(self), all),
+        };
+        let limit = max_bytes / size_of::<SpanNs>() as u64;
+        if expected > limit {
             return None;
         }
-        let mut decoder = Threads::ungated(self);
-        let threads = (0..rings.len())
-            .map(|index| {
-                if !kept(index) {
-                    return None;
-                }
-                decoder.take_anomalies();
-                // Checked above: the counts add up to at most `max_bytes` of spans.
-                let count = rings.get(index).map_or(0, |t| t.span_count());
-                let mut spans = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
-                decoder.decode(index)?.append_to(&mut spans);
-                Some((spans, decoder.take_anomalies()))
-            })
-            .collect();
+        let (mut threads, mut total) = (Vec::with_capacity(rings.len()), 0u64);
+        for (index, ring) in rings.iter().enumerate() {
+            if !kept(index) {
+                threads.push(None);
+                continue;
+            }
+            decoder.take_anomalies();
+            // The thread's share of the spans expected (no more than the file holds).
+            let share = (u128::from(expected) * u128::from(ring.span_count()) / u128::from(all.max(1))) as u64;
+            let mut spans = Vec::with_capacity(usize::try_from(share).unwrap_or(0));
+            if let Some(t) = decoder.decode(index) {
+                t.append_to(&mut spans);
+            }
+            total += spans.len() as u64;
+            if total > limit {
+                return None;
+            }
+            let mut found = decoder.take_anomalies();
+            // The kept spans are counted again by the walks that keep them.
+            found.filtered.kept = 0;
+            threads.push(Some((spans, found)));
+        }
         Some(Decoded { threads })
     }
 }

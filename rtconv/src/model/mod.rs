@@ -20,6 +20,7 @@ mod names;
 mod nest_check;
 mod prefetch;
 mod ring_access;
+mod sample;
 mod start_order;
 mod timebase;
 mod timeline;

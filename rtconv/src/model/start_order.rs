@@ -2,7 +2,7 @@
 //! found in closed form for a ring that nests, sorted and clamped for one
 //! that does not.
 
-use super::filter::Gate;
+use super::filter::{Gate, Selection};
 use super::ring_access::{RingSpans, RingVisitor};
 use super::timeline::{Anomalies, MAX_DEPTH, SpanNs, Timeline, deeper};
 use super::trace::ThreadTrace;
@@ -365,9 +365,19 @@ impl<'t, 'a> Threads<'t, 'a> {
         Threads { gate: None, ..timeline.threads() }
     }
 
-    /// What was found wrong since the last call, or since the start.
+    /// As [`Timeline::threads`], through `selection` instead of the timeline's filter.
+    pub(super) fn gated(timeline: &'t Timeline<'a>, selection: &'t Selection) -> Self {
+        Threads { gate: Some(Gate::new(selection)), ..timeline.threads() }
+    }
+
+    /// What was found wrong since the last call, or since the start, and what the gate kept
+    /// and left out in that time.
     pub(super) fn take_anomalies(&mut self) -> Anomalies {
-        std::mem::take(&mut self.found)
+        let mut found = std::mem::take(&mut self.found);
+        if let Some(gate) = self.gate.as_mut() {
+            found.filtered += std::mem::take(&mut gate.counts);
+        }
+        found
     }
 
     /// What the spans decoded so far had wrong with them: after the last

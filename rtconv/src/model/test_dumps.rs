@@ -13,7 +13,7 @@ pub(super) fn span(enter_ns: i64, exit_ns: i64) -> SpanNs {
 
 /// A random call tree's spans in the order they ended, as a ring holds
 /// them; `ties` lets spans start or end at the same ns.
-pub(super) fn nested(seed: u64, n: usize, ties: bool) -> Vec<SpanNs> {
+pub(crate) fn nested(seed: u64, n: usize, ties: bool) -> Vec<SpanNs> {
     nested_tree(seed, n, ties).0
 }
 
@@ -95,7 +95,7 @@ pub(crate) fn with_rings<T>(rings: &[TestRing], dump_ticks: u64, f: impl FnOnce(
     f(&Timeline::new(&trace, &names, timebase))
 }
 
-pub(super) fn records(spans: &[SpanNs]) -> Vec<ringtrace_format::Record> {
+pub(crate) fn records(spans: &[SpanNs]) -> Vec<ringtrace_format::Record> {
     let record = |s: &SpanNs| ringtrace_format::Record {
         key: u64::from(s.key_index) + 1,
         enter: s.enter_ns as u64,

@@ -1,0 +1,67 @@
+//! A floor under the threshold a budget will choose, estimated before anything is decoded, so that
+//! the spans below it need not be decoded, kept or costed at all.
+//!
+//! Each kept span adds at least the fewest bytes a span of its key can take in the format (its
+//! event or lines with the shortest numbers: `least_span` in each model), so where the spans
+//! lasting at least some duration take more than `max_bytes` at that, the threshold lies above
+//! it. A sample of the rings' spans (every n-th record, read in place) estimates the longest
+//! such duration, with a margin for the sample's error. The spans at or above it are decoded
+//! through a `-t` gate (`Timeline::decode_above`) and costed exactly
+//! ([`Plan::above`](super::Plan::above)): no span below the floor is kept at any threshold above
+//! it, so no delta, leaf line or interned name there depends on one.
+//!
+//! The estimate is checked, not trusted: the plan is exact only if the spans above the floor do
+//! not all fit ([`Plan::exact`](super::Plan::exact)) — then no shorter threshold fits either, as
+//! each span more it keeps adds more bytes than the cut's statement spares with its smaller
+//! numbers. Where they do fit, the conversion decodes every span as before.
+
+use super::Layout;
+use crate::model::Timeline;
+
+/// Spans sampled: enough for a count of thousands to be within a few percent.
+const SAMPLES: usize = 1 << 15;
+
+/// A floor under a budget's threshold, and what the sample says of the spans above it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Floor {
+    /// The spans shorter than this (ns) are estimated to be left out.
+    pub ns: u64,
+    /// About how many spans last at least `ns` (for the memory to decode them into).
+    pub spans: u64,
+}
+
+/// The floor for `tl` in `layout` within `max_bytes`: a duration below which a budget of
+/// `max_bytes` is estimated to leave out every span; `None` where no estimate is made (a
+/// filter, whose spans the sample does not see; a window) or where the sample does not show that
+/// more spans than fit last at least some duration.
+pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor> {
+    if tl.selection.is_some() || tl.window.is_some() {
+        return None;
+    }
+    let least = match layout {
+        Layout::Chrome(opts) => super::chrome::least_span(tl, &opts),
+        Layout::Ftrace => super::ftrace::least_span(tl),
+        Layout::Systrace => super::systrace::least_span(tl),
+        Layout::Perfetto => super::perfetto::least_span(tl),
+    };
+    let (mut sample, stride) = tl.sample_spans(SAMPLES);
+    sample.sort_unstable_by_key(|&(ns, _)| std::cmp::Reverse(ns));
+    // Longest first, until the sampled spans' fewest bytes, each standing for `stride` spans, pass
+    // the budget by three standard deviations of the sample's count: the spans lasting at least
+    // that long then do not fit, but for bad luck.
+    let mut bytes = 0.0;
+    let mut floor: Option<u64> = None;
+    for (i, &(ns, key)) in sample.iter().enumerate() {
+        match floor {
+            // The spans as long as the floor's (ties) lie above it too.
+            Some(f) if ns < f => return (f > 0).then_some(Floor { ns: f, spans: i as u64 * stride }),
+            Some(_) => continue,
+            None => {}
+        }
+        bytes += least.get(key as usize).copied().unwrap_or(0) as f64 * stride as f64;
+        if bytes >= max_bytes as f64 * (1.0 + 3.0 / ((i + 1) as f64).sqrt()) {
+            floor = Some(ns);
+        }
+    }
+    floor.filter(|&ns| ns > 0).map(|ns| Floor { ns, spans: sample.len() as u64 * stride })
+}
