@@ -1,8 +1,9 @@
 //! A floor under the threshold a budget will choose, estimated before anything is decoded, so that
 //! the spans below it need not be decoded, kept or costed at all.
 //!
-//! Each kept span adds at least the fewest bytes a span of its key can take in the format (its
-//! event or lines with the shortest numbers: `least_span` in each model), so where the spans
+//! Each kept span adds at least the fewest bytes a span of its key (and, in ftrace, its depth) can
+//! take in the format (its event or lines with the shortest numbers: `least_span` in each model),
+//! so where the spans
 //! lasting at least some duration take more than `max_bytes` at that, the threshold lies above
 //! it. A sample of the rings' spans (every n-th record, read in place) estimates the longest
 //! such duration, with a margin for the sample's error. The spans at or above it are decoded
@@ -44,21 +45,26 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
         Layout::Systrace => super::systrace::least_span(tl),
         Layout::Perfetto => super::perfetto::least_span(tl),
     };
+    // ftrace indents a span's lines by its depth, which a ring may state (a tag of depth + 1).
+    let indent = |tag: u8| match layout {
+        Layout::Ftrace => super::ftrace::least_indent(tag),
+        _ => 0,
+    };
     let (mut sample, stride) = tl.sample_spans(SAMPLES);
-    sample.sort_unstable_by_key(|&(ns, _)| std::cmp::Reverse(ns));
+    sample.sort_unstable_by_key(|&(ns, ..)| std::cmp::Reverse(ns));
     // Longest first, until the sampled spans' fewest bytes, each standing for `stride` spans, pass
     // the budget by three standard deviations of the sample's count: the spans lasting at least
     // that long then do not fit, but for bad luck.
     let mut bytes = 0.0;
     let mut floor: Option<u64> = None;
-    for (i, &(ns, key)) in sample.iter().enumerate() {
+    for (i, &(ns, key, tag)) in sample.iter().enumerate() {
         match floor {
             // The spans as long as the floor's (ties) lie above it too.
             Some(f) if ns < f => return (f > 0).then_some(Floor { ns: f, spans: i as u64 * stride }),
             Some(_) => continue,
             None => {}
         }
-        bytes += least.get(key as usize).copied().unwrap_or(0) as f64 * stride as f64;
+        bytes += (least.get(key as usize).copied().unwrap_or(0) + indent(tag)) as f64 * stride as f64;
         if bytes >= max_bytes as f64 * (1.0 + 3.0 / ((i + 1) as f64).sqrt()) {
             floor = Some(ns);
         }

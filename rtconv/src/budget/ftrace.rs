@@ -64,18 +64,26 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
 }
 
 /// Per key index, the fewest bytes a kept span of it adds to `tl`'s ftrace text: its lines (a
-/// leaf line, or an entry and a closing line if it has children) at the least indent, on the
-/// thread with the shortest name.
+/// leaf line, or an entry and a closing line if it has children) without their indent, on the
+/// thread with the shortest name. Its depth adds [`least_indent`].
 pub fn least_span(tl: &Timeline<'_>) -> Vec<u64> {
     let heads = tl.trace.threads.iter().map(|t| ftrace::heads(&ftrace::task(t)));
     let (head, entry_head) = heads.map(|(h, e)| (h.len(), e.len())).min().unwrap_or((0, 0));
-    let exit_line = head + duration_column_len(0) + indent_len(0);
+    let exit_line = head + duration_column_len(0);
     let per_key = (0..tl.keys.len()).map(|k| {
         let name = tl.name(k);
         let text = leaf_texts(name)[0].len().min(entry_head + entry_text(name).len() + close_texts()[0].len());
         (exit_line + text) as u64
     });
     per_key.collect()
+}
+
+/// What the indent of a kept span's lines adds to [`least_span`], at least, for its depth tag
+/// (depth + 1, or 0 if not known): a span's depth in the output is its depth in the ring, as
+/// every span around it lasts at least as long and is kept too (unless a full ring dropped them:
+/// then this may be too much, and a floor it puts too high is refused, as any is).
+pub fn least_indent(depth_tag: u8) -> u64 {
+    depth_tag.checked_sub(1).map_or(0, |depth| indent_len(usize::from(depth)) as u64)
 }
 
 /// What the header takes for `tl` (filtered and cut as it will be written).

@@ -5,13 +5,14 @@
 use super::ring_access::{RingSpans, RingVisitor};
 use super::timeline::{Anomalies, Timeline};
 
-/// The durations and key indexes of one ring's spans at every `stride`-th position from `first`.
+/// The durations, key indexes and depth tags of one ring's spans at every `stride`-th position
+/// from `first`.
 struct EveryNth<'x, 'a> {
     tl: &'x Timeline<'a>,
     first: usize,
     stride: usize,
     positions: usize,
-    out: &'x mut Vec<(u64, u32)>,
+    out: &'x mut Vec<(u64, u32, u8)>,
 }
 
 impl RingVisitor for EveryNth<'_, '_> {
@@ -24,19 +25,20 @@ impl RingVisitor for EveryNth<'_, '_> {
             if let Some(r) = spans.span_at(position) {
                 let (enter, exit) = self.tl.span_ns(r.enter, r.exit, &mut found);
                 let key_index = self.tl.key_index(r.key, &mut last);
-                self.out.push((exit.saturating_sub(enter).max(0) as u64, key_index));
+                self.out.push((exit.saturating_sub(enter).max(0) as u64, key_index, r.depth));
             }
         }
     }
 }
 
 impl Timeline<'_> {
-    /// The durations (ns) and key indexes of about `samples` spans spread evenly over every ring — each
+    /// The durations (ns), key indexes and depth tags of about `samples` spans spread evenly over
+    /// every ring — each
     /// `stride`-th span of the trace, rings one after the other — and the stride: how many spans
     /// each stands for. A span's duration is as its ring recorded it (a span outliving its
     /// parent in a ring that does not nest is not cut at the parent's end here), and the
     /// timeline's filter is not applied.
-    pub(crate) fn sample_spans(&self, samples: usize) -> (Vec<(u64, u32)>, u64) {
+    pub(crate) fn sample_spans(&self, samples: usize) -> (Vec<(u64, u32, u8)>, u64) {
         let rings = &self.trace.threads;
         let total: usize = rings.iter().map(|t| t.positions()).sum();
         let stride = (total / samples.max(1)).max(1);
@@ -81,7 +83,7 @@ mod tests {
             let expected: Vec<u64> =
                 (0..100).map(|i| 5 + 10 * i).chain([1_005]).chain((0..250).map(|i| 2_005 + 10 * i)).collect();
             assert_eq!(sample.iter().map(|s| s.0).collect::<Vec<_>>(), expected);
-            assert!(sample.iter().all(|s| s.1 == sample[0].1));
+            assert!(sample.iter().all(|s| (s.1, s.2) == (sample[0].1, 0)), "one key, no depth tags");
         });
     }
 }
