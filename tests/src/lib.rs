@@ -325,6 +325,79 @@ fn us_to_ns(v: &serde_json::Value) -> i64 {
     (v.as_f64().unwrap_or_else(|| panic!("{v} is not a number")) * 1000.0).round() as i64
 }
 
+/// A span as ftrace's function_graph text (`-f ftrace`) shows it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FtraceSpan {
+    /// Its thread, from the task column (`name-tid`).
+    pub tid: u64,
+    /// Its function.
+    pub name: String,
+    /// Its duration as printed (see [`as_printed`]), ns.
+    pub ns: i64,
+    /// Its depth: the indentation, two spaces a level.
+    pub depth: usize,
+    /// Where a part's window cut it (`/* clipped: start */`, `end`, `both`), if it did.
+    pub clipped: Option<String>,
+}
+
+/// The spans of function_graph text, in the order their lines end them: a leaf `name();`
+/// carries its duration, an entry `name() {` gets it from the `}` at its depth. Asserts the
+/// layout: the indentation is the depth, a duration has the decimals its size leaves, an entry
+/// line has none.
+pub fn parse_ftrace(text: &str) -> Vec<FtraceSpan> {
+    let mut spans = Vec::new();
+    let mut open: Vec<String> = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with(" 0) ") && !l.contains("=>")) {
+        let (task, rest) = line[4..].split_once(" | ").unwrap();
+        let tid: u64 = task.trim().rsplit_once('-').unwrap().1.parse().unwrap();
+        let (duration, call) = rest.split_once("|  ").unwrap();
+        let indent = call.len() - call.trim_start().len();
+        let mut call = call.trim_start();
+        let mut clipped = None;
+        if let Some((before, how)) = call.split_once(" /* clipped: ") {
+            clipped = Some(how.strip_suffix(" */").unwrap().to_string());
+            call = before;
+        }
+        let call = call.strip_suffix(" /* unwound */").unwrap_or(call);
+        // A `}` is at the depth of the span it closes.
+        let depth = if call == "}" { open.len().saturating_sub(1) } else { open.len() };
+        assert_eq!(indent, depth * 2, "{line:?}");
+        let ns = || -> i64 {
+            let us = duration[1..].trim().strip_suffix(" us").unwrap();
+            let (whole, frac) = us.split_once('.').unwrap_or((us, ""));
+            assert_eq!(frac.len(), decimals(whole.len()), "{line:?}");
+            let scale = 10i64.pow(3 - frac.len() as u32);
+            whole.parse::<i64>().unwrap() * 1000 + frac.parse::<i64>().unwrap_or(0) * scale
+        };
+        let (name, ns) = if let Some(name) = call.strip_suffix("() {") {
+            assert_eq!((duration.trim(), &clipped), ("", &None), "{line:?}");
+            open.push(name.to_string());
+            continue;
+        } else if let Some(name) = call.strip_suffix("();") {
+            (name.to_string(), ns())
+        } else {
+            assert_eq!(call, "}", "{line:?}");
+            (open.pop().unwrap(), ns())
+        };
+        spans.push(FtraceSpan { tid, name, ns, depth, clipped });
+    }
+    assert!(open.is_empty(), "every entry line closed");
+    spans
+}
+
+/// Decimals the kernel's function_graph prints for a duration of `us_digits` whole microseconds:
+/// seven digits in all, at most three decimals.
+pub fn decimals(us_digits: usize) -> usize {
+    if us_digits < 7 { (5.min(8 - us_digits) - 1).min(3) } else { 0 }
+}
+
+/// `ns` as function_graph prints it: cut to the decimals its size leaves.
+pub fn as_printed(ns: i64) -> i64 {
+    let digits = (ns / 1000).max(1).to_string().len();
+    let unit = 10i64.pow(3 - decimals(digits) as u32);
+    ns - ns % unit
+}
+
 /// Parses Chrome JSON text. Every `ts` and `dur` must have exactly three decimals (whole ns).
 pub fn parse_chrome(text: &str) -> ChromeTrace {
     let json: serde_json::Value = serde_json::from_str(text).expect("output is valid JSON");

@@ -205,6 +205,13 @@ fn the_command_line_states_the_cut_in_the_output_and_on_stderr() {
     // A summary format has no budget.
     let (code, _, stderr) = rtconv_run(&["convert", dump.to_str().unwrap(), "-f", "folded", "--max-bytes", "1M"]);
     assert_eq!(code, 2, "{stderr:?}");
+    // Systrace text cannot mark a span cut at a part's edge: no split, and why, in one line.
+    let parts = dir.join("s.systrace.txt");
+    let (code, _, stderr) =
+        rtconv_run(&["convert", dump.to_str().unwrap(), "-o", parts.to_str().unwrap(), "--split", "1M"]);
+    assert_eq!((code, stderr.len()), (2, 1), "{stderr:?}");
+    assert!(stderr[0].contains("systrace text has no place to mark a span cut"), "{stderr:?}");
+    assert!(!parts.exists() && !dir.join("s.systrace-0001.txt").exists());
 }
 
 /// Per (thread, function): the spans' summed duration in ns and their count, from Chrome JSON.
@@ -266,5 +273,54 @@ fn split_parts_each_open_alone_and_together_hold_every_span_once() {
         for (k, (_, whole_count)) in &whole_sums {
             assert!(sums[k].1 <= *whole_count, "{k:?}");
         }
+    }
+    // ftrace text: by duration, each part holds the spans of the Chrome JSON part of the same
+    // window, clipped the same (`/* clipped: start */`); by size, each part fits.
+    let whole_spans = ringtrace_tests::parse_ftrace(&convert(&dump, &["-f", "ftrace"]).1).len();
+    let chrome_part = |split: &str, i: usize| std::fs::read(dir.join(format!("parts-{split}-{i:04}.json"))).ok();
+    for split in [format!("{}", whole.len() / 10), "3ms".to_string()] {
+        let out = dir.join(format!("parts-{split}.txt"));
+        let (code, _, stderr) = rtconv_run(&[
+            "convert",
+            dump.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--split",
+            &split,
+            "-f",
+            "ftrace",
+        ]);
+        assert_eq!(code, 0, "{stderr:?}");
+        let (mut parts, mut clipped, mut spans) = (0, 0, 0);
+        for i in 1.. {
+            let Ok(part) = std::fs::read_to_string(dir.join(format!("parts-{split}-{i:04}.txt"))) else { break };
+            parts += 1;
+            assert!(part.starts_with("# tracer: function_graph\n"), "{split} part {i}: its own header");
+            let mut got = ringtrace_tests::parse_ftrace(&part);
+            clipped += got.iter().filter(|s| s.clipped.is_some()).count();
+            spans += got.len();
+            if split.ends_with("ms") {
+                let json: serde_json::Value = serde_json::from_slice(&chrome_part(&split, i).unwrap()).unwrap();
+                let mut expected: Vec<_> = json["traceEvents"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| e["ph"] == "X")
+                    .map(|e| {
+                        let ns = ringtrace_tests::as_printed((e["dur"].as_f64().unwrap() * 1000.0).round() as i64);
+                        let how = e["args"]["clipped"].as_str().map(str::to_string);
+                        (e["tid"].as_u64().unwrap(), e["name"].as_str().unwrap().to_string(), ns, how)
+                    })
+                    .collect();
+                expected.sort();
+                got.sort_by(|a, b| (a.tid, &a.name, a.ns, &a.clipped).cmp(&(b.tid, &b.name, b.ns, &b.clipped)));
+                let got: Vec<_> = got.into_iter().map(|s| (s.tid, s.name, s.ns, s.clipped)).collect();
+                assert_eq!(got, expected, "{split} part {i}: the Chrome JSON part's spans");
+            } else {
+                assert!(part.len() <= whole.len() / 10, "{split} part {i}: {} bytes", part.len());
+            }
+        }
+        assert!(chrome_part(&split, parts + 1).is_none() || !split.ends_with("ms"), "{split}: as many parts");
+        assert!(parts > 2 && clipped > 0 && spans >= whole_spans, "{split}: {parts} parts, {clipped} clipped");
     }
 }

@@ -162,42 +162,14 @@ fn ftrace_lines_describe_the_same_spans_as_complete_events() {
         while ends.last().is_some_and(|&end| end <= e.ts_ns) {
             ends.pop();
         }
-        expected.entry(e.tid).or_default().push((e.name.clone(), as_printed(e.dur_ns), ends.len()));
+        expected.entry(e.tid).or_default().push((e.name.clone(), ringtrace_tests::as_printed(e.dur_ns), ends.len()));
         ends.push(e.end_ns());
     }
-    // From the ftrace lines: a leaf `name();` carries its duration; an entry
-    // `name() {` gets it from the `}` at its depth. The indentation is the depth.
+    // From the ftrace lines (`parse_ftrace` checks their layout: the indentation is the depth).
     let mut got: BTreeMap<u64, Vec<(String, i64, usize)>> = BTreeMap::new();
-    let mut open: Vec<String> = Vec::new();
-    for line in text.lines().filter(|l| l.starts_with(" 0) ") && !l.contains("=>")) {
-        let (task, rest) = line[4..].split_once(" | ").unwrap();
-        let tid: u64 = task.trim().rsplit_once('-').unwrap().1.parse().unwrap();
-        let (duration, call) = rest.split_once("|  ").unwrap();
-        let indent = call.len() - call.trim_start().len();
-        let call = call.trim_start();
-        // A `}` is at the depth of the span it closes.
-        let depth = if call == "}" { open.len().saturating_sub(1) } else { open.len() };
-        assert_eq!(indent, depth * 2, "{line:?}");
-        // Durations below 10 ms have all their nanosecond digits; longer ones (a sleep under
-        // load) keep 7 digits in all, as the kernel prints them.
-        let ns = || -> i64 {
-            let us = duration[1..].trim().strip_suffix(" us").unwrap();
-            let (whole, frac) = us.split_once('.').unwrap_or((us, ""));
-            assert_eq!(frac.len(), decimals(whole.len()), "{line:?}");
-            let scale = 10i64.pow(3 - frac.len() as u32);
-            whole.parse::<i64>().unwrap() * 1000 + frac.parse::<i64>().unwrap_or(0) * scale
-        };
-        if let Some(name) = call.strip_suffix("() {") {
-            assert_eq!(duration.trim(), "", "{line:?}");
-            open.push(name.to_string());
-        } else if let Some(name) = call.strip_suffix("();") {
-            got.entry(tid).or_default().push((name.to_string(), ns(), depth));
-        } else {
-            assert_eq!(call, "}", "{line:?}");
-            got.entry(tid).or_default().push((open.pop().unwrap(), ns(), depth));
-        }
+    for s in ringtrace_tests::parse_ftrace(&text) {
+        got.entry(s.tid).or_default().push((s.name, s.ns, s.depth));
     }
-    assert!(open.is_empty());
     for spans in expected.values_mut().chain(got.values_mut()) {
         spans.sort();
     }
@@ -282,16 +254,4 @@ fn several_dumps_merge_into_one_timeline_aligned_by_realtime() {
     assert_eq!(ts_a.iter().min(), Some(&0));
     assert_eq!(*ts_b.iter().min().unwrap(), start(&b) - start(&a));
     assert!(start(&b) > start(&a), "the second run began later");
-}
-
-/// Decimals the kernel prints for a duration of `us_digits` whole microseconds.
-fn decimals(us_digits: usize) -> usize {
-    if us_digits < 7 { (5.min(8 - us_digits) - 1).min(3) } else { 0 }
-}
-
-/// `ns` as function_graph prints it: cut to the decimals its size leaves.
-fn as_printed(ns: i64) -> i64 {
-    let digits = (ns / 1000).max(1).to_string().len();
-    let unit = 10i64.pow(3 - decimals(digits) as u32);
-    ns - ns % unit
 }

@@ -139,7 +139,7 @@ pub(crate) struct BudgetArgs {
     /// Write the output as a series of parts, NAME-0001.EXT, NAME-0002.EXT and so on (from -o NAME.EXT),
     /// each a whole trace that opens alone: by DURATION (10ms, 1s: each part that much of the
     /// run), or by SIZE (bytes, or with K, M or G; before compression). A span crossing a cut
-    /// is in each part it covers, cut and marked `clipped`. Chrome JSON and Perfetto.
+    /// is in each part it covers, cut and marked `clipped`. Chrome JSON, Perfetto and ftrace.
     #[arg(long, value_name = "DURATION|SIZE", value_parser = parse_split, conflicts_with = "max_bytes")]
     pub(crate) split: Option<rtconv::convert::Split>,
 }

@@ -89,7 +89,7 @@ pub fn run(args: ConvertArgs) -> ExitCode {
         return usage(&ConvertError::BudgetFormat.to_string());
     }
     if let Some(split) = args.budget.split {
-        if !matches!(format, Format::Chrome(_) | Format::Perfetto) {
+        if !matches!(format, Format::Chrome(_) | Format::Perfetto | Format::Ftrace) {
             return usage(&ConvertError::SplitFormat.to_string());
         }
         let Some(output) = output::file(args.output.as_deref()) else {

@@ -189,7 +189,10 @@ pub enum ConvertError {
         least: u64,
     },
     /// A split was asked of a format it does not apply to.
-    #[error("--split writes parts of the viewers' formats, chrome and perfetto; convert to one of them")]
+    #[error(
+        "--split writes parts of chrome, perfetto and ftrace (systrace text has no place to mark a span cut at a \
+         part's edge); convert to one of them"
+    )]
     SplitFormat,
     /// A split would write too many parts.
     #[error("{}: --split {what} would write {parts} parts, more than {MAX_PARTS}; give a longer duration or a larger size", path.display())]

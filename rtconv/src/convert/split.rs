@@ -45,7 +45,7 @@ pub const MAX_PARTS: u64 = 10_000;
 /// Slices of time a split by size weighs the output's bytes in.
 const SIZE_SLICES: usize = 1 << 14;
 
-/// Converts a dump in memory into `format` (Chrome JSON or Perfetto) as a series of parts, each
+/// Converts a dump in memory into `format` (Chrome JSON, Perfetto or ftrace) as a series of parts, each
 /// a whole trace of its own (its process and thread records, names, clock) covering one window
 /// of time, handed in order to `write_part` (numbered from 0) — one part in memory at a time. A span crossing a cut is in every part it
 /// covers, cut to each and marked (`clipped`: its start, its end, or both), so the parts'
@@ -59,7 +59,9 @@ pub fn convert_split(
     write_part: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
 ) -> Result<(Report, Vec<Part>), ConvertError> {
     let layout = match format {
-        Format::Chrome(_) | Format::Perfetto => budget_layout(format).ok_or(ConvertError::SplitFormat)?,
+        Format::Chrome(_) | Format::Perfetto | Format::Ftrace => {
+            budget_layout(format).ok_or(ConvertError::SplitFormat)?
+        }
         _ => return Err(ConvertError::SplitFormat),
     };
     let Input { path, filter, .. } = input;

@@ -14,7 +14,8 @@
 //!   10 µs (strictly greater).
 //! - A span left by a `longjmp` or an exception without its exit (unwound)
 //!   ends its line with the comment `/* unwound */`, as the kernel comments
-//!   its own events.
+//!   its own events; a span cut at a part's window (`--split`), with
+//!   `/* clipped: start */` (`end`, `both`) — its line's duration is the part's.
 //! - Threads one after another, each introduced by the kernel's context
 //!   switch block (`prev-pid => next-pid` between dashed lines).
 
@@ -165,6 +166,9 @@ impl Graph<'_> {
             } else {
                 exit_line(out, &self.head, &s, self.stack.len())?;
                 out.piece_at(self.leaves[usize::from(s.unwound())], s.key_index as usize)?;
+                if let Some(how) = clipped(&s) {
+                    out.end_line_with(format!(" /* clipped: {how} */\n").as_bytes())?;
+                }
             }
         }
         while let Some(top) = self.stack.last() {
@@ -175,9 +179,23 @@ impl Graph<'_> {
             self.stack.pop();
             exit_line(out, &self.head, &top, self.stack.len())?;
             out.piece(&self.close[usize::from(top.unwound())])?;
+            if let Some(how) = clipped(&top) {
+                out.end_line_with(format!(" /* clipped: {how} */\n").as_bytes())?;
+            }
         }
         self.pending = next.copied();
         Ok(())
+    }
+}
+
+/// Where a part's window cut `s` (`--split`), as Chrome JSON's `clipped` says it, if it did.
+#[inline(always)]
+fn clipped(s: &SpanNs) -> Option<&'static str> {
+    match (s.clipped_start(), s.clipped_end()) {
+        (false, false) => None,
+        (true, false) => Some("start"),
+        (false, true) => Some("end"),
+        (true, true) => Some("both"),
     }
 }
 

@@ -318,6 +318,15 @@ impl<'w> Text<'w> {
         Ok(())
     }
 
+    /// Ends the line just written with `end` instead of its newline (a rare comment on a line of
+    /// pieces); `end` carries its own newline.
+    pub fn end_line_with(&mut self, end: &[u8]) -> io::Result<()> {
+        if self.pos > 0 && self.buf[self.pos - 1] == b'\n' {
+            self.pos -= 1;
+        }
+        self.bytes(end)
+    }
+
     /// Writes `bytes` (for text not known in advance, or rare).
     pub fn bytes(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.room(bytes.len())?;
