@@ -113,6 +113,17 @@ impl SpanNs {
         self.flags & CLIPPED_END != 0
     }
 
+    /// Where a part's window cut it, as the outputs mark it: `start`, `end` or `both` (`None`: not cut).
+    #[inline(always)]
+    pub fn clipped(&self) -> Option<&'static str> {
+        match (self.clipped_start(), self.clipped_end()) {
+            (false, false) => None,
+            (true, false) => Some("start"),
+            (false, true) => Some("end"),
+            (true, true) => Some("both"),
+        }
+    }
+
     /// The span within `start..end` (the part of it there, flagged where cut), if it overlaps
     /// it: it ends after `start` (or starts there) and starts before `end`.
     pub(crate) fn within(mut self, (start, end): (i64, i64)) -> Option<Self> {

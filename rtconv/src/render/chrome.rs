@@ -347,7 +347,7 @@ pub(crate) fn args_len(s: &SpanNs, place: &str, missing_children: bool) -> usize
         s.open().then_some("\"open\":true".len()),
         s.unwound().then_some("\"unwound\":true".len()),
         missing_children.then_some("\"missing_children\":true".len()),
-        clipped(s).map(|c| "\"clipped\":\"\"".len() + c.len()),
+        s.clipped().map(|c| "\"clipped\":\"\"".len() + c.len()),
     ];
     let (count, len) = items.iter().flatten().fold((0, 0), |(n, l), i| (n + 1, l + i));
     if count == 0 { 0 } else { ",\"args\":{".len() + len + (count - 1) + 1 }
@@ -356,16 +356,6 @@ pub(crate) fn args_len(s: &SpanNs, place: &str, missing_children: bool) -> usize
 /// The length of `v` in decimal, its sign included (as `write!` writes it).
 fn signed_len(v: i64) -> usize {
     usize::from(v < 0) + v.unsigned_abs().checked_ilog10().map_or(1, |log| log as usize + 1)
-}
-
-/// Where a span of a split output's part was cut: `start`, `end` or `both`.
-fn clipped(s: &SpanNs) -> Option<&'static str> {
-    match (s.clipped_start(), s.clipped_end()) {
-        (false, false) => None,
-        (true, false) => Some("start"),
-        (false, true) => Some("end"),
-        (true, true) => Some("both"),
-    }
 }
 
 #[cold]
@@ -400,7 +390,7 @@ fn write_args(s: &SpanNs, place: &str, missing_children: bool, out: &mut Text<'_
         sep(out)?;
         out.write_all(b"\"missing_children\":true")?;
     }
-    if let Some(c) = clipped(s) {
+    if let Some(c) = s.clipped() {
         sep(out)?;
         write!(out, "\"clipped\":\"{c}\"")?;
     }

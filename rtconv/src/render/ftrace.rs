@@ -166,7 +166,7 @@ impl Graph<'_> {
             } else {
                 exit_line(out, &self.head, &s, self.stack.len())?;
                 out.piece_at(self.leaves[usize::from(s.unwound())], s.key_index as usize)?;
-                if let Some(how) = clipped(&s) {
+                if let Some(how) = s.clipped() {
                     out.end_line_with(format!(" /* clipped: {how} */\n").as_bytes())?;
                 }
             }
@@ -179,23 +179,12 @@ impl Graph<'_> {
             self.stack.pop();
             exit_line(out, &self.head, &top, self.stack.len())?;
             out.piece(&self.close[usize::from(top.unwound())])?;
-            if let Some(how) = clipped(&top) {
+            if let Some(how) = top.clipped() {
                 out.end_line_with(format!(" /* clipped: {how} */\n").as_bytes())?;
             }
         }
         self.pending = next.copied();
         Ok(())
-    }
-}
-
-/// Where a part's window cut `s` (`--split`), as Chrome JSON's `clipped` says it, if it did.
-#[inline(always)]
-fn clipped(s: &SpanNs) -> Option<&'static str> {
-    match (s.clipped_start(), s.clipped_end()) {
-        (false, false) => None,
-        (true, false) => Some("start"),
-        (false, true) => Some("end"),
-        (true, true) => Some("both"),
     }
 }
 
