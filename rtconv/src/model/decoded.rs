@@ -34,11 +34,11 @@ impl Timeline<'_> {
     }
 
     /// As [`decode_all`](Self::decode_all), for a timeline without a filter, keeping only the
-    /// spans lasting at least `threshold_ns` (as `-t` keeps them; checked against `max_bytes`
-    /// as if all were kept), about `expected` of them. Each thread's anomalies count those left
-    /// out as [`Filtered::duration`](super::Filtered::duration), so a walk through a filter
-    /// with a longer threshold counts every span a decode of all of them would; `None` also
-    /// for a timeline with a filter.
+    /// spans lasting at least `threshold_ns` (as `-t` keeps them), about `expected` of them;
+    /// `None` once those kept take more than `max_bytes`, or for a timeline with a filter. Each
+    /// thread's anomalies count those left out as [`Filtered::duration`](super::Filtered::duration),
+    /// so a walk through a filter with a longer threshold counts every span a decode of all of
+    /// them would.
     pub(crate) fn decode_above(&self, max_bytes: u64, threshold_ns: u64, expected: u64) -> Option<Decoded> {
         let filter = Filter { min_duration_ns: Some(threshold_ns), ..Filter::default() };
         let gate = Selection::new(&filter, self);
@@ -57,14 +57,17 @@ impl Timeline<'_> {
         // Through a gate, the spans it is expected to keep, a twentieth more: checked against
         // `max_bytes` before, and what it keeps as it goes.
         let (mut decoder, expected) = match gate {
-            Some((selection, expected)) => (Threads::gated(self, selection), all.min(expected + expected / 20)),
+            Some((selection, expected)) => {
+                (Threads::gated(self, selection), all.min(expected.saturating_add(expected / 20)))
+            }
             None => (Threads::ungated(self), all),
         };
         let limit = max_bytes / size_of::<SpanNs>() as u64;
         if expected > limit {
             return None;
         }
-        let (mut threads, mut total) = (Vec::with_capacity(rings.len()), 0u64);
+        let mut threads = Vec::with_capacity(rings.len());
+        let mut room = usize::try_from(limit).unwrap_or(usize::MAX);
         for (index, ring) in rings.iter().enumerate() {
             if !kept(index) {
                 threads.push(None);
@@ -75,12 +78,9 @@ impl Timeline<'_> {
             let share = (u128::from(expected) * u128::from(ring.span_count()) / u128::from(all.max(1))) as u64;
             let mut spans = Vec::with_capacity(usize::try_from(share).unwrap_or(0));
             if let Some(t) = decoder.decode(index) {
-                t.append_to(&mut spans);
+                t.append_to(&mut spans, room)?;
             }
-            total += spans.len() as u64;
-            if total > limit {
-                return None;
-            }
+            room -= spans.len();
             let mut found = decoder.take_anomalies();
             // The kept spans are counted again by the walks that keep them.
             found.filtered.kept = 0;

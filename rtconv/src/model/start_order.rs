@@ -125,8 +125,9 @@ impl ThreadSpans<'_, '_, '_> {
     }
 
     /// Appends all the remaining spans to `into`: decoded straight into it where nothing filters
-    /// or cuts them (no copy through a batch), else batch by batch.
-    pub(crate) fn append_to(mut self, into: &mut Vec<SpanNs>) {
+    /// or cuts them (no copy through a batch), else batch by batch, stopping (`None`) once it
+    /// holds more than `cap` (checked after each batch: a filter's spans are not counted before).
+    pub(crate) fn append_to(mut self, into: &mut Vec<SpanNs>, cap: usize) -> Option<()> {
         let plain = self.threads.gate.is_none() && self.threads.timeline.window.is_none();
         if plain && matches!(self.source, Source::Placed) {
             let threads = &mut *self.threads;
@@ -138,11 +139,15 @@ impl ThreadSpans<'_, '_, '_> {
                 threads.found +=
                     t.with_spans(DecodeBatch { tl, order, from, to, out: into, last_key: &mut self.last_key });
             }
-            return;
+            return (into.len() <= cap).then_some(());
         }
         while let Some(batch) = self.next_batch() {
             into.extend_from_slice(batch);
+            if into.len() > cap {
+                return None;
+            }
         }
+        Some(())
     }
 
     /// All the remaining spans, in one vector (for tests and small rings).
