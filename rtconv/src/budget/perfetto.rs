@@ -123,9 +123,13 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
 /// packets with one-byte times and no annotations, on the sequence with the shortest id.
 pub fn least_span(tl: &Timeline<'_>) -> Vec<u64> {
     let placed = perfetto::placed(tl);
-    // Sequence ids start at 2 (the first thread's).
+    // Sequence ids start at 2 (the first thread's). A begin names its place where its key's
+    // interned data has one, as `costs` counts it.
     let end = SPAN_FRAMING + 2 + fields_len(2, None);
-    let begin = |k: usize| SPAN_FRAMING + 2 + fields_len(2, Some((k, placed[k])));
+    let begin = |k: usize| {
+        let (_, located) = perfetto::interned_data(tl, k, placed[k]);
+        SPAN_FRAMING + 2 + fields_len(2, Some((k, located)))
+    };
     (0..tl.keys.len()).map(|k| (begin(k) + end) as u64).collect()
 }
 
