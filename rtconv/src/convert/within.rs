@@ -58,18 +58,20 @@ pub fn convert_within(
         tl.decoded = Some(Arc::new(tl.decode_above(KEPT_MAX_BYTES, floor.ns, floor.spans)?));
         Some((tl, floor.ns))
     });
-    let plan = above
-        .as_ref()
-        .map(|(tl, floor_ns)| Plan::above(tl, filter, layout, *floor_ns))
-        .filter(|plan| plan.choose(max, max).is_ok_and(|choice| plan.exact(&choice)));
+    // The plan above the floor, and its choice where that holds for all the spans.
+    let floored = above.as_ref().and_then(|(tl, floor_ns)| {
+        let plan = Plan::above(tl, filter, layout, *floor_ns);
+        let choice = plan.choose(max, max).ok().filter(|choice| plan.exact(choice))?;
+        Some((plan, choice))
+    });
     let full;
-    let plan = match plan {
-        Some(plan) => plan,
+    let (plan, chosen) = match floored {
+        Some((plan, choice)) => (plan, Some(choice)),
         None => {
             let mut tl = timeline();
             tl.decoded = tl.decode_all(KEPT_MAX_BYTES).map(Arc::new);
             full = tl;
-            Plan::new(&full, filter, layout)
+            (Plan::new(&full, filter, layout), None)
         }
     };
     let over = |least| ConvertError::Budget { path: path.into(), max_bytes: max, least };
@@ -81,7 +83,7 @@ pub fn convert_within(
         out.write_all(&gz).and_then(|()| out.flush()).map_err(ConvertError::Output)?;
         (choice, found, gz.len() as u64)
     } else {
-        let choice = plan.choose(max, max).map_err(over)?;
+        let choice = chosen.map_or_else(|| plan.choose(max, max), Ok).map_err(over)?;
         let mut counted = Counted::new(out);
         let found = render(&plan.timeline(plan.cut(&choice, max)), format, &mut counted)
             .and_then(|found| counted.flush().map(|()| found));

@@ -33,11 +33,10 @@ impl RingVisitor for EveryNth<'_, '_> {
 
 impl Timeline<'_> {
     /// The durations (ns), key indexes and depth tags of about `samples` spans spread evenly over
-    /// every ring — each
-    /// `stride`-th span of the trace, rings one after the other — and the stride: how many spans
-    /// each stands for. A span's duration is as its ring recorded it (a span outliving its
-    /// parent in a ring that does not nest is not cut at the parent's end here), and the
-    /// timeline's filter is not applied.
+    /// every ring — each `stride`-th span of the trace, rings one after the other — and the
+    /// stride: how many spans each stands for. A span's duration is as its ring recorded it (a
+    /// span outliving its parent in a ring that does not nest is not cut at the parent's end
+    /// here), and the timeline's filter is not applied.
     pub(crate) fn sample_spans(&self, samples: usize) -> (Vec<(u64, u32, u8)>, u64) {
         let rings = &self.trace.threads;
         let total: usize = rings.iter().map(|t| t.positions()).sum();
