@@ -18,7 +18,7 @@
 
 use regex::Regex;
 
-use super::timeline::Timeline;
+use super::timeline::{SpanNs, Timeline};
 use super::walk::outside;
 
 /// The filters asked for; the default keeps everything.
@@ -345,11 +345,16 @@ pub(crate) struct Gate<'s> {
     selection: &'s Selection,
     open: Vec<Open>,
     pub(crate) counts: Filtered,
+    /// No rule looks at a span's callers (no `-F`, `-N` or `-D`): spans already cut at their
+    /// parents' end need no stack ([`keep_cut`](Self::keep_cut)).
+    callers_unread: bool,
 }
 
 impl<'s> Gate<'s> {
     pub(crate) fn new(selection: &'s Selection) -> Self {
-        Gate { selection, open: Vec::new(), counts: Filtered::default() }
+        let f = &selection.filter;
+        let callers_unread = f.functions.is_empty() && f.excluded.is_empty() && f.depth.is_none();
+        Gate { selection, open: Vec::new(), counts: Filtered::default(), callers_unread }
     }
 
     /// A new thread begins.
@@ -396,10 +401,35 @@ impl<'s> Gate<'s> {
         *counter += 1;
         false
     }
+
+    /// [`keep`](Self::keep) for the next span in start order, cut at its parent's end as
+    /// [`ThreadSpans`](super::start_order::ThreadSpans) lends them: where no rule looks at its
+    /// callers, decided from its own times alone (a tenth of the instructions).
+    #[inline]
+    pub(crate) fn keep_cut(&mut self, s: &SpanNs) -> bool {
+        if !self.callers_unread {
+            return self.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag());
+        }
+        let (enter, end) = (s.enter_ns, s.exit_ns);
+        let (start, stop) = self.selection.range;
+        let min = self.selection.filter.min_duration_ns;
+        let counts = &mut self.counts;
+        let counter = if !(enter < stop && (end > start || enter >= start)) {
+            &mut counts.time
+        } else if min.is_some_and(|min| (end.saturating_sub(enter).max(0) as u64) < min) {
+            &mut counts.duration
+        } else {
+            counts.kept += 1;
+            return true;
+        };
+        *counter += 1;
+        false
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::start_order::Threads;
     use super::super::test_dumps::{nested_tree, records, with_dump};
     use super::*;
 
@@ -485,6 +515,54 @@ mod tests {
                     .collect();
                 assert_eq!(decoded, expected, "start order");
                 assert_eq!(threads.anomalies().filtered, found.filtered);
+            });
+        }
+    }
+
+    #[test]
+    fn without_caller_rules_the_gate_keeps_cut_spans_as_its_stack_would() {
+        // A ring that nests, and one whose children outlive their parents (sorted and cut
+        // when decoded): in start order, each span ends by the end of the span around it, and
+        // with only -t and a time range the gate that reads a span alone keeps and counts
+        // exactly what the stacked gate does, which is what the rules say of each span.
+        let (spans, parents) = nested_tree(5, 4_000, false);
+        let mut outliving = spans.clone();
+        for (i, s) in outliving.iter_mut().enumerate() {
+            if let Some(p) = parents[i].filter(|_| i % 7 == 0) {
+                s.exit_ns = spans[p].exit_ns + 5;
+            }
+        }
+        let origin = spans.iter().map(|s| s.enter_ns).min().unwrap();
+        let (lo, hi) = (origin + 1_000, origin + 12_000);
+        for (ring, nests) in [(&spans, true), (&outliving, false)] {
+            with_dump(&[records(ring)], |tl| {
+                assert_eq!(tl.trace.threads[0].nested, nests);
+                let filter = Filter { min_duration_ns: Some(3), ..Filter::default() };
+                let selection = Selection { filter, keys: vec![0], threads: vec![true], range: (lo, hi) };
+                let mut all = Threads::ungated(tl);
+                let all = all.next().unwrap().to_vec();
+                assert_eq!(all.len(), ring.len());
+                assert_eq!(all.iter().filter(|s| s.clamped()).count() > 100, !nests);
+                let mut around: Vec<&SpanNs> = Vec::new();
+                for s in &all {
+                    while around.last().is_some_and(|o| !o.encloses(s)) {
+                        around.pop();
+                    }
+                    assert!(around.last().is_none_or(|o| s.exit_ns <= o.exit_ns), "{s:?} outlives {around:?}");
+                    around.push(s);
+                }
+                let (mut alone, mut stacked) = (Gate::new(&selection), Gate::new(&selection));
+                assert!(alone.callers_unread);
+                let mut kept = 0;
+                for s in &all {
+                    let keep = alone.keep_cut(s);
+                    assert_eq!(keep, stacked.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag()));
+                    assert_eq!(keep, s.enter_ns < hi && s.exit_ns > lo && s.exit_ns - s.enter_ns >= 3, "{s:?}");
+                    kept += u64::from(keep);
+                }
+                assert_eq!(alone.counts, stacked.counts);
+                assert_eq!((alone.counts.kept, alone.counts.kept + alone.counts.left_out()), (kept, ring.len() as u64));
+                assert!(kept > 50 && alone.counts.time > 0 && alone.counts.duration > 0, "{:?}", alone.counts);
             });
         }
     }

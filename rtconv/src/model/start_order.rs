@@ -100,8 +100,7 @@ impl ThreadSpans<'_, '_, '_> {
                 self.next = from + batch.len();
                 let Some(gate) = threads.gate.as_mut() else { return Some(batch) };
                 threads.batch.clear();
-                let kept =
-                    batch.iter().filter(|s| gate.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag()));
+                let kept = batch.iter().filter(|s| gate.keep_cut(s));
                 threads.batch.extend(kept);
                 return Some(&threads.batch);
             }
@@ -119,7 +118,7 @@ impl ThreadSpans<'_, '_, '_> {
         out.clear();
         threads.found += t.with_spans(DecodeBatch { tl, order, from, to, out, last_key: &mut self.last_key });
         if let Some(gate) = threads.gate.as_mut() {
-            out.retain(|s| gate.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag()));
+            out.retain(|s| gate.keep_cut(s));
         }
         Some(&threads.batch)
     }
@@ -358,7 +357,7 @@ impl<'t, 'a> Threads<'t, 'a> {
             let (clamped, too_deep) = clamp_into_parents(spans);
             self.found += Anomalies { clamped, too_deep, ..found };
             if let Some(gate) = self.gate.as_mut() {
-                spans.retain(|s| gate.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag()));
+                spans.retain(|s| gate.keep_cut(s));
             }
         }
         let source = if placed { Source::Placed } else { Source::Sorted };
