@@ -152,10 +152,15 @@ fn stated_hz(hz: &core::sync::atomic::AtomicU32) -> (u64, RateSource) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
 mod arch {
+    //! The TSC, on x86_64 and on 32-bit x86 (i686: SSE2's `lfence` is in its baseline).
     use super::*;
-    use core::arch::x86_64::{__rdtscp, _mm_lfence, _rdtsc};
+    #[cfg(target_arch = "x86")]
+    use core::arch::x86;
+    #[cfg(target_arch = "x86_64")]
+    use core::arch::x86_64 as x86;
+    use x86::{__rdtscp, _mm_lfence, _rdtsc};
 
     fn cpuid_hz() -> (u64, RateSource) {
         match cpuid_tsc_hz() {
@@ -165,16 +170,16 @@ mod arch {
     }
 
     clocks!(CounterKind::X86Tsc, 64, cpuid_hz();
-        // SAFETY: `rdtsc` exists on every x86_64 CPU and has no memory effects.
+        // SAFETY: `rdtsc` exists on every x86_64 and i686 CPU and has no memory effects.
         Fast => unsafe { _rdtsc() },
         Ordered => {
             let mut aux = 0u32;
-            // SAFETY: `rdtscp` exists on every x86_64 CPU this crate supports
+            // SAFETY: `rdtscp` exists on every x86 CPU this crate supports
             // (all since 2006); it writes only `aux`, a valid local.
             unsafe { __rdtscp(&mut aux) }
         },
-        // SAFETY: `lfence` and `rdtsc` exist on every x86_64 CPU (SSE2 is part of
-        // x86_64) and have no memory effects.
+        // SAFETY: `lfence` and `rdtsc` exist on every x86_64 and i686 CPU (SSE2 is part of
+        // both baselines) and have no memory effects.
         Serialized => unsafe {
             _mm_lfence();
             let t = _rdtsc();
@@ -190,7 +195,7 @@ mod arch {
 
     /// The TSC rate from CPUID leaf 0x15 (crystal ratio), if the CPU reports it.
     fn cpuid_tsc_hz() -> Option<u64> {
-        use core::arch::x86_64::__cpuid;
+        use x86::__cpuid;
         if __cpuid(0).eax < 0x15 {
             return None;
         }
@@ -238,7 +243,7 @@ mod arch {
         Fenced => cntvct(); enter isb_cntvct());
 }
 
-#[cfg(all(not(any(target_arch = "x86_64", target_arch = "aarch64")), feature = "std"))]
+#[cfg(all(not(any(target_arch = "x86_64", target_arch = "x86", target_arch = "aarch64")), feature = "std"))]
 mod arch {
     //! No cycle counter: the OS monotonic clock in nanoseconds.
     use super::*;
@@ -316,6 +321,7 @@ pub use riscv::{Mtime, set_core_hz};
 #[cfg(all(
     not(any(
         target_arch = "x86_64",
+        target_arch = "x86",
         target_arch = "aarch64",
         all(target_arch = "arm", target_os = "none"),
         all(any(target_arch = "riscv32", target_arch = "riscv64"), target_os = "none")

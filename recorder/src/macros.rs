@@ -215,6 +215,22 @@ macro_rules! code_address {
     }};
 }
 
+/// The address of this point in the code, as a span key: 32-bit x86 has no
+/// `rip`-relative `lea`, so a call to the next instruction pushes its address
+/// and a `pop` takes it back (the key is the `pop`, this function's own).
+#[doc(hidden)]
+#[macro_export]
+#[cfg(target_arch = "x86")]
+macro_rules! code_address {
+    () => {{
+        let pc: u32;
+        // SAFETY: the call pushes 4 bytes below the stack pointer, which the `pop` takes back
+        // at once: the stack is as it was, and no other memory is touched.
+        unsafe { ::core::arch::asm!("call 2f", "2: pop {0}", out(reg) pc, options(nomem, preserves_flags)) };
+        u64::from(pc)
+    }};
+}
+
 /// The address of this point in the code, as a span key.
 #[doc(hidden)]
 #[macro_export]
@@ -268,6 +284,7 @@ macro_rules! code_address {
 #[macro_export]
 #[cfg(not(any(
     target_arch = "x86_64",
+    target_arch = "x86",
     target_arch = "aarch64",
     target_arch = "arm",
     target_arch = "riscv32",

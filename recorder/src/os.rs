@@ -139,11 +139,22 @@ pub fn loaded_modules() -> Vec<LoadedModule> {
     modules
 }
 
+/// The loader's program headers: the ELF class of the process's own word size.
+#[cfg(target_pointer_width = "64")]
+type ProgramHeader = libc::Elf64_Phdr;
+#[cfg(target_pointer_width = "32")]
+type ProgramHeader = libc::Elf32_Phdr;
+
+/// An ELF address or size of either class, widened.
+fn wide(value: impl Into<u64>) -> u64 {
+    value.into()
+}
+
 unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
     // SAFETY: dl_iterate_phdr passes a valid info pointer and our `data` for the duration of the call.
     let (info, modules) = unsafe { (&*info, &mut *data.cast::<Vec<LoadedModule>>()) };
-    let bias = info.dlpi_addr;
-    let phdrs: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
+    let bias = wide(info.dlpi_addr);
+    let phdrs: &[ProgramHeader] = if info.dlpi_phdr.is_null() {
         &[]
     } else {
         // SAFETY: the loader guarantees dlpi_phnum headers at dlpi_phdr.
@@ -155,13 +166,16 @@ unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: libc::size_t, d
     for ph in phdrs {
         match ph.p_type {
             libc::PT_LOAD => {
-                start = start.min(bias.wrapping_add(ph.p_vaddr));
-                end = end.max(bias.wrapping_add(ph.p_vaddr).wrapping_add(ph.p_memsz));
+                start = start.min(bias.wrapping_add(wide(ph.p_vaddr)));
+                end = end.max(bias.wrapping_add(wide(ph.p_vaddr)).wrapping_add(wide(ph.p_memsz)));
             }
             libc::PT_NOTE if build_id.is_empty() => {
                 // SAFETY: PT_NOTE segments are mapped and readable for p_memsz bytes at bias + p_vaddr.
                 let notes = unsafe {
-                    std::slice::from_raw_parts(bias.wrapping_add(ph.p_vaddr) as *const u8, ph.p_memsz as usize)
+                    std::slice::from_raw_parts(
+                        bias.wrapping_add(wide(ph.p_vaddr)) as usize as *const u8,
+                        ph.p_memsz as usize,
+                    )
                 };
                 if let Some(id) = gnu_build_id(notes) {
                     build_id = id.to_vec();

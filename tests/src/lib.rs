@@ -67,27 +67,108 @@ pub fn static_library() -> PathBuf {
 /// `libringtrace.a` for aarch64 Linux (glibc), built on first use in release mode into
 /// `target/capi-aarch64`, for C programs cross-compiled with `aarch64-linux-gnu-gcc`.
 pub fn static_library_aarch64() -> PathBuf {
-    const TARGET: &str = "aarch64-unknown-linux-gnu";
     static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
-    LIBRARY
-        .get_or_init(|| {
-            let target = workspace_root().join("target").join("capi-aarch64");
-            let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["build", "--release", "--locked", "--target", TARGET, "--manifest-path"])
-                .arg(workspace_root().join("recorder/capi/Cargo.toml"))
-                .arg("--target-dir")
-                .arg(&target)
-                .stdin(std::process::Stdio::null())
-                .output()
-                .expect("cargo runs");
-            assert!(
-                out.status.success(),
-                "building the C library for {TARGET}:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            target.join(TARGET).join("release").join("libringtrace.a")
-        })
-        .clone()
+    LIBRARY.get_or_init(|| static_library_for("aarch64-unknown-linux-gnu", "capi-aarch64")).clone()
+}
+
+/// `libringtrace.a` for another Linux `target`, built in release mode into `target/TARGET_DIR`.
+fn static_library_for(target: &str, target_dir: &str) -> PathBuf {
+    let dir = workspace_root().join("target").join(target_dir);
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--locked", "--target", target, "--manifest-path"])
+        .arg(workspace_root().join("recorder/capi/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("cargo runs");
+    assert!(out.status.success(), "building the C library for {target}:\n{}", String::from_utf8_lossy(&out.stderr));
+    dir.join(target).join("release").join("libringtrace.a")
+}
+
+/// A 32-bit Linux the suite builds for (`tests/setup` installs its C compiler, its loader and
+/// Rust's target): its programs run natively (i686) or under `qemu-arm` (armv7).
+#[derive(Clone, Copy, Debug)]
+pub struct Linux32 {
+    /// Rust's target.
+    pub target: &'static str,
+    /// The C compiler (and Rust's linker) for it.
+    pub cc: &'static str,
+    /// What runs its programs here: nothing (natively), or QEMU with the target's libraries.
+    pub runner: &'static [&'static str],
+}
+
+/// 32-bit x86, run natively (the x86_64 kernel runs i386 programs; Debian's `libc6-i386`).
+pub const I686: Linux32 = Linux32 { target: "i686-unknown-linux-gnu", cc: "i686-linux-gnu-gcc", runner: &[] };
+
+/// 32-bit Arm with hardware floating point (Raspberry Pi OS 32-bit, armhf), under `qemu-arm`.
+pub const ARMV7: Linux32 = Linux32 {
+    target: "armv7-unknown-linux-gnueabihf",
+    cc: "arm-linux-gnueabihf-gcc",
+    runner: &["qemu-arm", "-L", "/usr/arm-linux-gnueabihf"],
+};
+
+impl Linux32 {
+    /// The samples binary `bin`, built in release mode (linked by the C compiler) into
+    /// `target/linux32`.
+    pub fn sample(&self, bin: &str) -> PathBuf {
+        let root = workspace_root();
+        let target_dir = root.join("target").join("linux32");
+        let built = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--release", "--locked", "-p", "samples", "--bin", bin, "--target", self.target])
+            .args(["--config", &format!("target.{}.linker=\"{}\"", self.target, self.cc)])
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .current_dir(&root)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("cargo runs");
+        assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+        target_dir.join(self.target).join("release").join(bin)
+    }
+
+    /// `libringtrace.a` for this target, built on first use into `target/capi-TARGET`.
+    pub fn static_library(&self) -> PathBuf {
+        static LIBRARIES: std::sync::Mutex<Vec<(&'static str, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+        let mut built = LIBRARIES.lock().unwrap();
+        if let Some((_, path)) = built.iter().find(|(t, _)| *t == self.target) {
+            return path.clone();
+        }
+        let path = static_library_for(self.target, &format!("capi-{}", self.target));
+        built.push((self.target, path.clone()));
+        path
+    }
+
+    /// Compiles C with `-g -O1` and `flags` against `recorder/include`, linked with this target's
+    /// [`static_library`](Self::static_library) (a PIE, as the compiler makes by default).
+    pub fn compile_c(&self, source: &Path, out: &Path, flags: &[&str]) -> PathBuf {
+        let status = tool(self.cc)
+            .args(["-g", "-O1", "-Wall", "-Wextra", "-Werror"])
+            .args(flags)
+            .arg("-I")
+            .arg(workspace_root().join("recorder/include"))
+            .arg("-o")
+            .arg(out)
+            .arg(source)
+            .arg(self.static_library())
+            .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"])
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.cc));
+        assert!(status.success(), "{} failed on {}", self.cc, source.display());
+        out.to_path_buf()
+    }
+
+    /// A command running `program` here.
+    pub fn command(&self, program: &Path) -> Command {
+        match self.runner.split_first() {
+            None => Command::new(program),
+            Some((runner, args)) => {
+                let mut cmd = tool(runner);
+                cmd.args(args).arg(program);
+                cmd
+            }
+        }
+    }
 }
 
 /// Compiles C (`cc`) or C++ (`c++`, for a `.cpp` source) with `-g` and

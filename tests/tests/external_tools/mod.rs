@@ -14,6 +14,7 @@ mod firmware_ram;
 mod firmware_stream;
 mod fleet;
 mod hostile;
+mod linux32;
 mod nesting;
 mod perfetto;
 mod pprof;
