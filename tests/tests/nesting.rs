@@ -6,7 +6,9 @@
 //! systrace — shows the tree the program made, thread by thread, because
 //! rtconv nests by the depth each record's key carries and the ring's order.
 //! (Chrome `X` events state nesting only by time: a viewer nests two spans
-//! of equal start and length as it likes.)
+//! of equal start and length as it likes.) The spans marked as having lost
+//! children to an overwriting ring are found by that order too: the oldest
+//! span kept and its callers, whatever their ticks.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,6 +32,9 @@ fn expected() -> Tree {
         ("main: root > d > d > d", 50),
         ("main: root > d > d > d > d", 50),
         ("loop-16: tick", 16),
+        ("nest-16: outer", 1),
+        ("nest-16: outer > mid", 5),
+        ("nest-16: outer > mid > leaf", 10),
     ] {
         t.insert(path.to_string(), calls);
     }
@@ -134,12 +139,55 @@ fn from_systrace(dump: &Path) -> Tree {
     tree
 }
 
+/// Per "thread: function", the spans Chrome JSON marks `missing_children`.
+fn marked_missing_children(dump: &Path) -> Tree {
+    let json: serde_json::Value =
+        serde_json::from_str(&rtconv_ok(&["convert", "-o", "-", dump.to_str().unwrap()])).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let names: BTreeMap<u64, String> = events
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap().to_string()))
+        .collect();
+    let mut marked = Tree::new();
+    for e in events.iter().filter(|e| e["ph"] == "X" && e["args"]["missing_children"] == true) {
+        let thread = &names[&e["tid"].as_u64().unwrap()];
+        *marked.entry(format!("{thread}: {}", e["name"].as_str().unwrap())).or_default() += 1;
+    }
+    marked
+}
+
 pub(crate) fn check_every_output(dump: &Path, what: &str) {
     let want = expected();
     assert_eq!(from_stats(dump), want, "{what}: stats --tree");
     assert_eq!(from_ftrace(dump), want, "{what}: ftrace");
     assert_eq!(from_chrome_be(dump), want, "{what}: Chrome B/E");
     assert_eq!(from_systrace(dump), want, "{what}: systrace");
+    // The oldest span each overwriting ring kept, and its callers: the loop's first `tick`, and
+    // the nest's first `leaf` kept, its `mid` and `outer` (each began before that leaf ended).
+    let marked: Tree = [("loop-16: tick", 1), ("nest-16: leaf", 1), ("nest-16: mid", 1), ("nest-16: outer", 1)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    assert_eq!(marked_missing_children(dump), marked, "{what}: Chrome JSON's missing_children");
+    assert_eq!(stats_missing_children(dump), marked, "{what}: stats' calls_missing_children");
+}
+
+/// Per "thread: function", `stats --per-thread`'s calls missing children (the walk straight
+/// from the ring, where Chrome JSON's come from the decoding in start order).
+fn stats_missing_children(dump: &Path) -> Tree {
+    let json: serde_json::Value =
+        serde_json::from_str(&rtconv_ok(&["stats", "--per-thread", "-f", "json", dump.to_str().unwrap()])).unwrap();
+    let mut marked = Tree::new();
+    for scope in json.as_array().unwrap() {
+        for f in scope["functions"].as_array().unwrap() {
+            let n = f["losses"]["calls_missing_children"].as_u64().unwrap_or(0); // no losses: no field
+            if n > 0 {
+                marked.insert(format!("{}: {}", scope["scope"].as_str().unwrap(), f["function"].as_str().unwrap()), n);
+            }
+        }
+    }
+    marked
 }
 
 #[test]

@@ -40,7 +40,7 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
                 let k = s.key_index as usize;
                 let duration = s.exit_ns.saturating_sub(s.enter_ns).max(0);
                 let enter = enter_len.of(s.enter_ns.saturating_add(shift));
-                let missing_children = lost.of(s.enter_ns, s.open());
+                let missing_children = lost.of(s);
                 let bytes = match plain.get(k) {
                     Some(&fixed) if !opts.begin_end && s.plain() && !missing_children => {
                         fixed + enter + us_len(duration)

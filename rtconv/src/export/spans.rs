@@ -141,7 +141,7 @@ pub fn write<E>(
                 if let Some(a) = active.get_mut(s.key_index as usize) {
                     *a += 1;
                 }
-                let missing_children = lost.of(s.enter_ns, s.open());
+                let missing_children = lost.of(s);
                 path.push(Open { span: *s, id: next_id, parent, depth, children_ns: 0, recursive, missing_children });
                 next_id += 1;
                 if rows.tid.len() >= BATCH_ROWS {

@@ -86,6 +86,14 @@ struct RingScan<'k> {
     prefixed: bool,
     /// Whether any span is open at the dump (`open_enters` is not empty).
     any_open: bool,
+    /// Records read so far that are not spans (flags, argument and wrap records): with
+    /// `finished`, the next record's position.
+    others: u64,
+    /// Where keys carry depth: the oldest span record's (depth tag, position), then the first
+    /// after it at each shallower depth — it and its callers (see `ThreadTrace::lost_by_depth`).
+    oldest_and_callers: Vec<(u8, u64)>,
+    /// The depth tag of the last of `oldest_and_callers` (256 before the first).
+    shallowest: u16,
 }
 
 /// A key no span has: a record's key once its depth tag is off is never an argument record's.
@@ -97,11 +105,12 @@ impl RingScan<'_> {
     #[inline(always)]
     fn add(&mut self, r: ringtrace_format::Record) {
         if r.key == FLAGS_KEY {
-            (self.flags, self.prefixed) = (r.enter, true);
+            (self.flags, self.prefixed, self.others) = (r.enter, true, self.others + 1);
             return;
         }
         if r.key == ARG_KEY || r.key == WRAP_KEY {
             self.prefixed |= r.key == ARG_KEY;
+            self.others += 1;
             return;
         }
         let (key, depth) = depth_tag(r.key, self.tagged);
@@ -111,6 +120,9 @@ impl RingScan<'_> {
         self.first_enter = self.first_enter.min(r.enter);
         if self.tagged == KeyDepth::Used {
             self.runs.add(depth, r.enter, r.exit);
+            if u16::from(depth) < self.shallowest {
+                self.shallowest_span(depth);
+            }
         } else {
             self.nesting.add(r.enter, r.exit);
         }
@@ -124,6 +136,14 @@ impl RingScan<'_> {
         if self.any_open && self.open_enters.contains(&r.enter) {
             self.ended_while_dumping.insert((key, r.enter));
         }
+    }
+
+    /// The span record just counted is shallower than every one before it: the oldest, or a
+    /// caller of it (at most 256 times a ring).
+    #[cold]
+    fn shallowest_span(&mut self, depth: u8) {
+        self.oldest_and_callers.push((depth, self.finished - 1 + self.others));
+        self.shallowest = u16::from(depth);
     }
 }
 
@@ -156,6 +176,9 @@ fn scan<'a>(
         seen: [NO_KEY; 256],
         prefixed: false,
         any_open: !open_enters.is_empty(),
+        others: 0,
+        oldest_and_callers: Vec::new(),
+        shallowest: 256,
     };
     records.for_each(
         false,
@@ -172,6 +195,7 @@ fn scan<'a>(
         mut nesting,
         mut runs,
         prefixed,
+        oldest_and_callers,
         ..
     } = scan;
     // An open span's depth is its place in the open stack (outermost first), where keys carry depth.
@@ -200,6 +224,11 @@ fn scan<'a>(
         KeyDepth::Used if !depths_fit => KeyDepth::Ignored,
         kd => kd,
     };
+    let overwrote = info.written.saturating_sub(info.aux).saturating_sub(finished) > 0;
+    let lost_by_depth = match key_depth {
+        KeyDepth::Used if overwrote && nested => lost_by_depth(&oldest_and_callers, &open, records.len() as u64),
+        _ => Vec::new(),
+    };
     ThreadTrace {
         tid: info.tid,
         name: lossy(info.name),
@@ -213,12 +242,31 @@ fn scan<'a>(
         records,
         prefixed,
         open,
+        lost_by_depth,
         nested,
         key_depth,
         dump_ticks,
         compact,
         after_anchor: 0,
     }
+}
+
+/// `ThreadTrace::lost_by_depth` of a ring that nests and overwrote spans: the oldest span
+/// record and its callers (`oldest_and_callers`, as the scan found them in the ring's order),
+/// then the open spans shallower than all of them (innermost first, after the `count` records).
+/// Empty where a depth is not stated (past 254) or a position does not fit.
+fn lost_by_depth(oldest_and_callers: &[(u8, u64)], open: &[OpenSpan], count: u64) -> Vec<u32> {
+    let Some(&(shallowest, _)) = oldest_and_callers.last() else { return Vec::new() };
+    let open_callers = open.iter().enumerate().filter(|(_, o)| o.depth < shallowest);
+    let open_callers = open_callers.map(|(j, o)| (o.depth, count + j as u64));
+    let mut by_depth = vec![u32::MAX; 256];
+    for (depth, position) in oldest_and_callers.iter().copied().chain(open_callers) {
+        match u32::try_from(position) {
+            Ok(position) if depth != 0 && position != u32::MAX => by_depth[usize::from(depth)] = position,
+            _ => return Vec::new(),
+        }
+    }
+    by_depth
 }
 
 /// Whether a ring whose keys state depths nests by time, and whether its

@@ -116,7 +116,8 @@ impl ThreadSpans<'_, '_, '_> {
         let t = tl.trace.threads.get(self.thread)?;
         let out = &mut threads.batch;
         out.clear();
-        threads.found += t.with_spans(DecodeBatch { tl, order, from, to, out, last_key: &mut self.last_key });
+        let (last_key, lost_by_depth) = (&mut self.last_key, t.lost_by_depth.as_slice());
+        threads.found += t.with_spans(DecodeBatch { tl, order, from, to, out, last_key, lost_by_depth });
         if let Some(gate) = threads.gate.as_mut() {
             out.retain(|s| gate.keep_cut(s));
         }
@@ -135,8 +136,15 @@ impl ThreadSpans<'_, '_, '_> {
             self.next = to;
             let tl = threads.timeline;
             if let Some(t) = tl.trace.threads.get(self.thread).filter(|_| from < to) {
-                threads.found +=
-                    t.with_spans(DecodeBatch { tl, order, from, to, out: into, last_key: &mut self.last_key });
+                threads.found += t.with_spans(DecodeBatch {
+                    tl,
+                    order,
+                    from,
+                    to,
+                    out: into,
+                    last_key: &mut self.last_key,
+                    lost_by_depth: &t.lost_by_depth,
+                });
             }
             return (into.len() <= cap).then_some(());
         }
@@ -251,15 +259,26 @@ struct DecodeBatch<'x, 'a> {
     to: usize,
     out: &'x mut Vec<SpanNs>,
     last_key: &'x mut Option<(u64, u32)>,
+    /// [`ThreadTrace::lost_by_depth`]: the spans marked as having begun before the oldest kept one ended.
+    lost_by_depth: &'x [u32],
 }
 
 impl RingVisitor for DecodeBatch<'_, '_> {
     type Out = Anomalies;
-    // Once per batch. Inlined into `next_batch`, its loop compiled to more
-    // instructions per span (docs/PERFORMANCE.md).
-    #[inline(never)]
     fn run<S: RingSpans>(self, t: &S) -> Anomalies {
-        let DecodeBatch { tl, order, from, to, out, last_key } = self;
+        // A ring that overwrote nothing (or states no depths) marks no span by its order:
+        // a loop without the check.
+        if self.lost_by_depth.is_empty() { self.decode::<S, false>(t) } else { self.decode::<S, true>(t) }
+    }
+}
+
+impl DecodeBatch<'_, '_> {
+    /// [`run`](RingVisitor::run), marking the spans `lost_by_depth` names where `MARK`. Once per
+    /// batch. Inlined into `next_batch`, its loop compiled to more instructions per span
+    /// (docs/PERFORMANCE.md).
+    #[inline(never)]
+    fn decode<S: RingSpans, const MARK: bool>(self, t: &S) -> Anomalies {
+        let DecodeBatch { tl, order, from, to, out, last_key, lost_by_depth } = self;
         let mut found = Anomalies::default();
         let mut last = *last_key;
         // Records are read out of file order here: each is found (its chunk, its bytes) and
@@ -279,7 +298,11 @@ impl RingVisitor for DecodeBatch<'_, '_> {
             let Some(r) = t.span_located(i as usize, loc) else { continue };
             let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
             let key_index = tl.key_index(r.key, &mut last);
-            out.push(SpanNs::at_depth(enter_ns, exit_ns, key_index, r.arg, r.ending(), r.depth));
+            let mut span = SpanNs::at_depth(enter_ns, exit_ns, key_index, r.arg, r.ending(), r.depth);
+            if MARK && lost_by_depth.get(usize::from(r.depth)) == Some(&i) {
+                span.mark_began_before_oldest_end();
+            }
+            out.push(span);
         }
         *last_key = last;
         found

@@ -31,6 +31,7 @@ const UNWOUND: u8 = 4;
 const CLAMPED: u8 = 8;
 const CLIPPED_START: u8 = 16;
 const CLIPPED_END: u8 = 32;
+const BEGAN_BEFORE_OLDEST_END: u8 = 64;
 
 /// How a span's time ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +140,17 @@ impl SpanNs {
             self.flags |= CLIPPED_END;
         }
         Some(self)
+    }
+
+    /// Began before the oldest span its ring kept ended, by the ring's order (see
+    /// [`LostChildren`](super::LostChildren)): it may have lost children.
+    pub(crate) fn began_before_oldest_end(&self) -> bool {
+        self.flags & BEGAN_BEFORE_OLDEST_END != 0
+    }
+
+    /// Marks it as [`began_before_oldest_end`](Self::began_before_oldest_end).
+    pub(crate) fn mark_began_before_oldest_end(&mut self) {
+        self.flags |= BEGAN_BEFORE_OLDEST_END;
     }
 
     /// Cuts the span at `exit_ns`, its parent's end (see [`clamped`](Self::clamped)).

@@ -212,6 +212,11 @@ pub struct ThreadTrace<'a> {
     pub(super) prefixed: bool,
     /// Spans open at dump time and not also among the finished ones, innermost first.
     pub(super) open: Vec<OpenSpan>,
+    /// Where the ring overwrote spans and its records state their depths and nest: per depth
+    /// tag, the position of the span there that began before the oldest kept span ended (that
+    /// span and its callers, see [`LostChildren`](super::LostChildren)), `u32::MAX` at depths
+    /// without one; empty otherwise.
+    pub(super) lost_by_depth: Vec<u32>,
     /// The spans nest without partial overlaps, in the order they ended, so
     /// the ring read backwards is its call tree in pre-order; false for a
     /// damaged or out-of-order ring (its spans are then sorted and clamped).
@@ -432,49 +437,62 @@ impl ThreadTrace<'_> {
 }
 
 impl ThreadTrace<'_> {
-    /// Calls `f` with every span in the reverse of [`spans`](Self::spans)'
-    /// order: open spans outermost first, then finished ones newest first.
-    /// When the ring is [`nested`](Self::nested), this is the call tree in
-    /// pre-order, each parent before its children, children right to left.
+    /// Calls `f` with every span, and its position where `positions` (else the ring's length),
+    /// in the reverse of [`spans`](Self::spans)' order: open spans outermost first, then
+    /// finished ones newest first. When the ring is [`nested`](Self::nested), this is the
+    /// call tree in pre-order, each parent before its children, children right to left.
     #[inline]
-    pub(crate) fn spans_rev(&self, mut f: impl FnMut(SpanRecord)) {
-        for open in self.open.iter().rev() {
-            f(open.at_dump(self.dump_ticks));
+    pub(crate) fn spans_rev(&self, positions: bool, f: impl FnMut(SpanRecord, usize)) {
+        // Two loops: counting positions costs a few instructions a span, paid only when asked.
+        if positions { self.spans_rev_counting::<true>(f) } else { self.spans_rev_counting::<false>(f) }
+    }
+
+    /// [`spans_rev`](Self::spans_rev), counting positions where `POSITIONS`.
+    #[inline(always)]
+    fn spans_rev_counting<const POSITIONS: bool>(&self, mut f: impl FnMut(SpanRecord, usize)) {
+        let count = self.records.len();
+        for (j, open) in self.open.iter().enumerate().rev() {
+            f(open.at_dump(self.dump_ticks), count + j);
         }
         let kd = self.key_depth;
+        let mut position = count;
         if !self.prefixed {
             // No argument or flags records: each span record is a span.
             self.records.for_each(true, |r| {
+                position -= usize::from(POSITIONS);
                 if r.key != WRAP_KEY {
-                    f(SpanRecord::of_record(r, kd));
+                    f(SpanRecord::of_record(r, kd), position);
                 }
             });
             return;
         }
         // Argument and flags records belong to the span record after them
         // (an argument record comes first), so the span waits for them here.
-        let mut pending: Option<SpanRecord> = None;
-        self.records.for_each(true, |r| match r.key {
-            ARG_KEY => {
-                if let Some(mut span) = pending.take() {
-                    span.arg = Some(r.enter);
-                    f(span);
+        let mut pending: Option<(SpanRecord, usize)> = None;
+        self.records.for_each(true, |r| {
+            position -= usize::from(POSITIONS);
+            match r.key {
+                ARG_KEY => {
+                    if let Some((mut span, at)) = pending.take() {
+                        span.arg = Some(r.enter);
+                        f(span, at);
+                    }
                 }
-            }
-            FLAGS_KEY => {
-                if let Some(span) = &mut pending {
-                    span.unwound = r.enter & SPAN_FLAG_UNWOUND != 0;
+                FLAGS_KEY => {
+                    if let Some((span, _)) = &mut pending {
+                        span.unwound = r.enter & SPAN_FLAG_UNWOUND != 0;
+                    }
                 }
-            }
-            WRAP_KEY => {}
-            _ => {
-                if let Some(span) = pending.replace(SpanRecord::of_record(r, kd)) {
-                    f(span);
+                WRAP_KEY => {}
+                _ => {
+                    if let Some((span, at)) = pending.replace((SpanRecord::of_record(r, kd), position)) {
+                        f(span, at);
+                    }
                 }
             }
         });
-        if let Some(span) = pending {
-            f(span);
+        if let Some((span, at)) = pending {
+            f(span, at);
         }
     }
 }

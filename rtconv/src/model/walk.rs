@@ -29,32 +29,57 @@ pub struct Visit<'p> {
 /// Which of a thread's spans lost children its ring did not keep, so their
 /// self time includes the children's:
 /// - in a ring that overwrote spans, those that began before the end of the
-///   oldest span it kept (children that ended before then were overwritten);
+///   oldest span it kept (children that ended before then were overwritten):
+///   that span and its callers. Where the records state their depths (and
+///   nest), these are found by the ring's order — the oldest record, then the
+///   first record after it at each shallower depth, then the open spans
+///   shallower still — so a counter too coarse to order their times (one
+///   that stamps a call and its callers with the same tick) marks the same
+///   spans as a fine one; elsewhere, by comparing start times with that end;
 /// - in a ring that dropped spans once full, those still open at the dump
 ///   (what they called after the ring filled was dropped; a span that ended
 ///   after that was dropped itself).
 #[derive(Clone, Copy, Debug)]
-pub struct LostChildren {
-    /// Spans that began before this (monotonic ns) lost children.
+pub struct LostChildren<'t> {
+    /// Spans that began before this (monotonic ns) lost children (`None` where `by_depth`
+    /// marks them).
     began_before_ns: Option<i64>,
+    /// [`ThreadTrace::lost_by_depth`](super::ThreadTrace::lost_by_depth), where the ring overwrote spans.
+    by_depth: &'t [u32],
     /// Open spans lost children.
     open: bool,
 }
 
-impl LostChildren {
-    /// Whether a span that began at `enter_ns` (and was still open at the dump, if `open`) lost children.
+impl LostChildren<'_> {
+    /// Whether decoded span `s` lost children (by the mark the decoding gave it, where the
+    /// ring's order decides: see [`ThreadTrace::lost_by_depth`](super::ThreadTrace::lost_by_depth)).
     #[inline]
-    pub fn of(&self, enter_ns: i64, open: bool) -> bool {
-        self.began_before_ns.is_some_and(|before| enter_ns < before) || (open && self.open)
+    pub fn of(&self, s: &super::SpanNs) -> bool {
+        s.began_before_oldest_end()
+            || self.began_before_ns.is_some_and(|before| s.enter_ns < before)
+            || (s.open() && self.open)
+    }
+
+    /// [`of`](Self::of) for a span read from the ring at `position` (depth tag `depth`), that
+    /// began at `enter_ns` and was open at the dump if `open`.
+    #[inline(always)]
+    fn of_record(&self, position: usize, depth: u8, enter_ns: i64, open: bool) -> bool {
+        self.began_before_ns.is_some_and(|before| enter_ns < before)
+            || self.by_depth.get(usize::from(depth)).is_some_and(|&p| p as usize == position)
+            || (open && self.open)
     }
 }
 
 impl Timeline<'_> {
     /// The rule for thread `t`'s spans: see [`LostChildren`].
-    pub fn lost_children(&self, t: &super::ThreadTrace<'_>) -> LostChildren {
-        let began_before_ns =
-            t.oldest_exit.filter(|_| t.overwritten() > 0).map(|w| self.span_ns(w, w, &mut Anomalies::default()).0);
-        LostChildren { began_before_ns, open: t.dropped > 0 }
+    pub fn lost_children<'t>(&self, t: &'t super::ThreadTrace<'_>) -> LostChildren<'t> {
+        let overwrote = t.overwritten() > 0;
+        let by_depth = if overwrote { t.lost_by_depth.as_slice() } else { &[] };
+        let began_before_ns = t
+            .oldest_exit
+            .filter(|_| overwrote && by_depth.is_empty())
+            .map(|w| self.span_ns(w, w, &mut Anomalies::default()).0);
+        LostChildren { began_before_ns, by_depth, open: t.dropped > 0 }
     }
 }
 
@@ -358,7 +383,7 @@ impl<'a> Timeline<'a> {
             } else if let Some(mut decoded) = decoder.decode(index) {
                 while let Some(batch) = decoded.next_batch() {
                     for s in batch {
-                        let missing_children = lost.of(s.enter_ns, s.open());
+                        let missing_children = lost.of(s);
                         p.span::<false>(
                             s.enter_ns,
                             s.exit_ns,
@@ -389,13 +414,15 @@ impl<'a> Timeline<'a> {
         mut keep: impl FnMut(i64, i64, u32, u8) -> bool,
     ) {
         let mut last: Option<(u64, u32)> = None;
+        // Positions only where the ring's order marks spans (see `LostChildren`).
         t.spans_rev(
+            !lost.by_depth.is_empty(),
             #[inline(always)] // into each storage's loop: a call per span otherwise
-            |r| {
+            |r, position| {
                 let (enter_ns, exit_ns) = self.span_ns(r.enter, r.exit, found);
                 let key_index = self.key_index(r.key, &mut last);
                 if keep(enter_ns, exit_ns, key_index, r.depth) {
-                    let missing_children = lost.of(enter_ns, r.open);
+                    let missing_children = lost.of_record(position, r.depth, enter_ns, r.open);
                     let marks = Marks { unwound: r.unwound, missing_children, depth: r.depth };
                     p.span::<true>(enter_ns, exit_ns, key_index, marks);
                 }

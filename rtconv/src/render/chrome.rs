@@ -317,14 +317,14 @@ pub(crate) fn key_args(tl: &Timeline<'_>, key: u64) -> String {
 /// (`missing_children`, see [`LostChildren`]).
 struct Args<'x> {
     places: &'x [String],
-    lost: LostChildren,
+    lost: LostChildren<'x>,
 }
 
 impl Args<'_> {
     #[inline]
     fn write(&self, s: &SpanNs, out: &mut Text<'_>) -> io::Result<()> {
         let place = self.places.get(s.key_index as usize).map_or("", String::as_str);
-        let missing_children = self.lost.of(s.enter_ns, s.open());
+        let missing_children = self.lost.of(s);
         if s.arg().is_none()
             && !s.open()
             && !s.unwound()

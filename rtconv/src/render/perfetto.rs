@@ -486,9 +486,9 @@ pub(crate) fn interned_data(tl: &Timeline<'_>, key: usize, placed: bool) -> (Vec
 
 /// The marks a span's begin carries as debug annotations: `arg`, `open`, `unwound`,
 /// `missing_children`, `clipped` (a split output's part cut it: 1 its start, 2 its end, 3 both).
-pub(crate) fn marks(s: &SpanNs, lost: &crate::model::LostChildren) -> [bool; 5] {
+pub(crate) fn marks(s: &SpanNs, lost: &crate::model::LostChildren<'_>) -> [bool; 5] {
     let clipped = s.clipped_start() || s.clipped_end();
-    [s.arg().is_some(), s.open(), s.unwound(), lost.of(s.enter_ns, s.open()), clipped]
+    [s.arg().is_some(), s.open(), s.unwound(), lost.of(s), clipped]
 }
 
 /// What the debug annotations of `s` with `marks` take in its event.

@@ -8,7 +8,11 @@
 //! - on the main thread, 50 times: `root` calling `a` 3 times (each calling
 //!   `b` twice, each calling `c` twice), then `d`, which recurses 3 levels;
 //! - on thread `loop-16` (an overwriting ring of 16), 40 calls of `tick`,
-//!   one after the other: it keeps the last 16.
+//!   one after the other: it keeps the last 16;
+//! - on thread `nest-16` (an overwriting ring of 16), `outer` calling `mid`
+//!   20 times, each calling `leaf` twice: of the 61 spans it keeps the last 16
+//!   (`outer`, the last 5 `mid` and their 10 `leaf`), the oldest a `leaf` that
+//!   lost nothing but `outer` and its `mid` having lost earlier calls.
 //!
 //! Then dumps to OUT. The tree is the same however coarse the counter.
 
@@ -61,6 +65,29 @@ fn d(n: u32) {
     }
 }
 
+#[inline(never)]
+fn mid() {
+    let _s = ringtrace::span!(clock = Stepped, "mid");
+    for _ in 0..2 {
+        let _s = ringtrace::span!(clock = Stepped, "leaf");
+        black_box(0);
+    }
+}
+
+/// Runs `body` on a new thread `name` with an overwriting ring of 16 records, to its end.
+fn on_a_ring_of_16(name: &str, body: fn()) {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            ringtrace::set_thread_ring(RingConfig { records: 16, mode: Mode::Overwrite })
+                .expect("before the first span");
+            body();
+        })
+        .expect("spawn")
+        .join()
+        .expect("the thread runs");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [clock, out] = args.as_slice() else {
@@ -68,17 +95,17 @@ fn main() {
         std::process::exit(2);
     };
     COARSE.store(clock == "coarse", Ordering::Relaxed);
-    let looping = std::thread::Builder::new()
-        .name("loop-16".into())
-        .spawn(|| {
-            ringtrace::set_thread_ring(RingConfig { records: 16, mode: Mode::Overwrite })
-                .expect("before the first span");
-            for _ in 0..40 {
-                let _s = ringtrace::span!(clock = Stepped, "tick");
-            }
-        })
-        .expect("spawn");
-    looping.join().expect("loop-16 runs");
+    on_a_ring_of_16("loop-16", || {
+        for _ in 0..40 {
+            let _s = ringtrace::span!(clock = Stepped, "tick");
+        }
+    });
+    on_a_ring_of_16("nest-16", || {
+        let _s = ringtrace::span!(clock = Stepped, "outer");
+        for _ in 0..20 {
+            mid();
+        }
+    });
     for _ in 0..50 {
         let _root = ringtrace::span!(clock = Stepped, "root");
         for _ in 0..3 {
