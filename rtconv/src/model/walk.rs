@@ -52,7 +52,7 @@ pub struct LostChildren<'t> {
 
 impl LostChildren<'_> {
     /// Whether decoded span `s` lost children (by the mark the decoding gave it, where the
-    /// ring's order decides: see [`ThreadTrace::lost_by_depth`](super::ThreadTrace::lost_by_depth)).
+    /// ring's order decides: see [`LostChildren`]).
     #[inline]
     pub fn of(&self, s: &super::SpanNs) -> bool {
         s.began_before_oldest_end()
