@@ -142,20 +142,7 @@ impl Linux32 {
     /// Compiles C with `-g -O1` and `flags` against `recorder/include`, linked with this target's
     /// [`static_library`](Self::static_library) (a PIE, as the compiler makes by default).
     pub fn compile_c(&self, source: &Path, out: &Path, flags: &[&str]) -> PathBuf {
-        let status = tool(self.cc)
-            .args(["-g", "-O1", "-Wall", "-Wextra", "-Werror"])
-            .args(flags)
-            .arg("-I")
-            .arg(workspace_root().join("recorder/include"))
-            .arg("-o")
-            .arg(out)
-            .arg(source)
-            .arg(self.static_library())
-            .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"])
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.cc));
-        assert!(status.success(), "{} failed on {}", self.cc, source.display());
-        out.to_path_buf()
+        compile_with(self.cc, &self.static_library(), source, out, flags)
     }
 
     /// A command running `program` here.
@@ -176,7 +163,12 @@ impl Linux32 {
 /// returns the executable.
 pub fn compile_c(source: &Path, out: &Path, flags: &[&str]) -> PathBuf {
     let cpp = source.extension().is_some_and(|e| e == "cpp");
-    let compiler = if cpp { "c++" } else { "cc" };
+    compile_with(if cpp { "c++" } else { "cc" }, &static_library(), source, out, flags)
+}
+
+/// Compiles `source` with `compiler`, `-g -O1`, warnings as errors and `flags`, against
+/// `recorder/include`, linked with `library`; returns the executable `out`.
+fn compile_with(compiler: &str, library: &Path, source: &Path, out: &Path, flags: &[&str]) -> PathBuf {
     let status = tool(compiler)
         .args(["-g", "-O1", "-Wall", "-Wextra", "-Werror"])
         .args(flags)
@@ -185,7 +177,7 @@ pub fn compile_c(source: &Path, out: &Path, flags: &[&str]) -> PathBuf {
         .arg("-o")
         .arg(out)
         .arg(source)
-        .arg(static_library())
+        .arg(library)
         // What Rust's standard library needs from the system (rustc --print native-static-libs).
         .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"])
         .status()
@@ -551,11 +543,17 @@ pub fn record_workload_timed(program: &Path, dir: &Path, name: &str, args: &[&st
     let out = run(program, &all);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "workload failed: {stderr}");
+    (dump, sleeper_rounds(&stderr))
+}
+
+/// How long each of the workload's sleeper rounds took, in ns, as it says on stderr (measured
+/// with `Instant` around the round's spans).
+pub fn sleeper_rounds(stderr: &str) -> Vec<u64> {
     let rounds = stderr
         .lines()
         .find_map(|l| l.strip_prefix("workload: sleeper rounds (ns):"))
         .unwrap_or_else(|| panic!("the workload says how long its sleeper rounds took: {stderr}"));
-    (dump, rounds.split_whitespace().map(|n| n.parse().unwrap()).collect())
+    rounds.split_whitespace().map(|n| n.parse().unwrap()).collect()
 }
 
 /// The thread ids that have spans in a Chrome JSON trace.

@@ -93,17 +93,22 @@ fn from_ftrace(dump: &Path) -> Tree {
     tree
 }
 
+/// Chrome JSON's thread names, by thread id.
+fn thread_names(events: &[serde_json::Value]) -> BTreeMap<u64, String> {
+    events
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap().to_string()))
+        .collect()
+}
+
 /// The tree of Chrome JSON written as B/E events.
 fn from_chrome_be(dump: &Path) -> Tree {
     let json: serde_json::Value =
         serde_json::from_str(&rtconv_ok(&["convert", "--chrome-events", "be", "-o", "-", dump.to_str().unwrap()]))
             .unwrap();
     let events = json["traceEvents"].as_array().unwrap();
-    let names: BTreeMap<u64, String> = events
-        .iter()
-        .filter(|e| e["name"] == "thread_name")
-        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap().to_string()))
-        .collect();
+    let names = thread_names(events);
     let (mut tree, mut stacks) = (Tree::new(), BTreeMap::<u64, Vec<String>>::new());
     for e in events {
         let tid = e["tid"].as_u64().unwrap_or(0);
@@ -144,11 +149,7 @@ fn marked_missing_children(dump: &Path) -> Tree {
     let json: serde_json::Value =
         serde_json::from_str(&rtconv_ok(&["convert", "-o", "-", dump.to_str().unwrap()])).unwrap();
     let events = json["traceEvents"].as_array().unwrap();
-    let names: BTreeMap<u64, String> = events
-        .iter()
-        .filter(|e| e["name"] == "thread_name")
-        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap().to_string()))
-        .collect();
+    let names = thread_names(events);
     let mut marked = Tree::new();
     for e in events.iter().filter(|e| e["ph"] == "X" && e["args"]["missing_children"] == true) {
         let thread = &names[&e["tid"].as_u64().unwrap()];

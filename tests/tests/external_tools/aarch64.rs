@@ -7,7 +7,7 @@
 //! host's wall clock, whose steps the test watches ([`WallClockWatch`]).
 
 use ringtrace_tests::wall_clock::WallClockWatch;
-use ringtrace_tests::{at_least, at_most, build_aarch64_sample, parse_chrome, scratch, tool};
+use ringtrace_tests::{at_least, at_most, build_aarch64_sample, parse_chrome, scratch, sleeper_rounds, tool};
 
 #[test]
 fn an_aarch64_program_under_qemu_user_keys_spans_by_code_address_and_times_them_by_cntvct() {
@@ -27,13 +27,7 @@ fn an_aarch64_program_under_qemu_user_keys_spans_by_code_address_and_times_them_
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     assert_eq!(run.status.code(), Some(0), "{stderr}");
     // The sleeper's rounds as the program measured them outside its spans.
-    let outside: Vec<u64> = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("workload: sleeper rounds (ns): "))
-        .unwrap_or_else(|| panic!("no sleeper line in {stderr}"))
-        .split_whitespace()
-        .map(|n| n.parse().unwrap())
-        .collect();
+    let outside = sleeper_rounds(&stderr);
 
     let info = ringtrace_tests::rtconv().arg("info").arg(&dump).output().unwrap();
     let info = String::from_utf8_lossy(&info.stdout).into_owned();

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use ringtrace_tests::{
-    ARMV7, I686, Linux32, compile_c, convert, fib_calls, parse_chrome, rtconv_run, scratch, workspace_root,
+    ARMV7, I686, Linux32, compile_c, convert, fib_calls, parse_chrome, rtconv_run, scratch, sleeper_rounds,
+    workspace_root,
 };
 
 /// `rtconv info -f json` of `dump`: its one object.
@@ -41,13 +42,7 @@ fn workload(linux: Linux32, counter: &str) {
     let run = linux.command(&exe).args(["--fib", "12", "--out"]).arg(&dump).output().unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     assert_eq!(run.status.code(), Some(0), "{stderr}");
-    let outside: Vec<u64> = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("workload: sleeper rounds (ns): "))
-        .unwrap_or_else(|| panic!("no sleeper line in {stderr}"))
-        .split_whitespace()
-        .map(|n| n.parse().unwrap())
-        .collect();
+    let outside = sleeper_rounds(&stderr);
 
     let info = info(&dump);
     assert_eq!(info["clock"]["counter"], counter, "{}", info["clock"]);
