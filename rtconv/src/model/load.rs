@@ -254,15 +254,19 @@ fn scan<'a>(
 /// `ThreadTrace::lost_by_depth` of a ring that nests and overwrote spans: the oldest span
 /// record and its callers (`oldest_and_callers`, as the scan found them in the ring's order),
 /// then the open spans shallower than all of them (innermost first, after the `count` records).
-/// Empty where a depth is not stated (past 254) or a position does not fit.
+/// Empty where a depth is not stated (past 254) or the ring's positions do not fit 32 bits (its
+/// spans are then sorted, not placed, and marked by their times).
 fn lost_by_depth(oldest_and_callers: &[(u8, u64)], open: &[OpenSpan], count: u64) -> Vec<u32> {
     let Some(&(shallowest, _)) = oldest_and_callers.last() else { return Vec::new() };
+    if u32::try_from(count.saturating_add(open.len() as u64)).is_err() {
+        return Vec::new();
+    }
     let open_callers = open.iter().enumerate().filter(|(_, o)| o.depth < shallowest);
     let open_callers = open_callers.map(|(j, o)| (o.depth, count + j as u64));
     let mut by_depth = vec![u32::MAX; 256];
     for (depth, position) in oldest_and_callers.iter().copied().chain(open_callers) {
         match u32::try_from(position) {
-            Ok(position) if depth != 0 && position != u32::MAX => by_depth[usize::from(depth)] = position,
+            Ok(position) if depth != 0 => by_depth[usize::from(depth)] = position,
             _ => return Vec::new(),
         }
     }
