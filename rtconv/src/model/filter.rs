@@ -404,7 +404,7 @@ impl<'s> Gate<'s> {
 
     /// [`keep`](Self::keep) for the next span in start order, cut at its parent's end as
     /// [`ThreadSpans`](super::start_order::ThreadSpans) lends them: where no rule looks at its
-    /// callers, decided from its own times alone (a tenth of the instructions).
+    /// callers, decided from its own times alone, with no stack.
     #[inline]
     pub(crate) fn keep_cut(&mut self, s: &SpanNs) -> bool {
         if !self.callers_unread {
