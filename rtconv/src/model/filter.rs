@@ -384,15 +384,32 @@ impl<'s> Gate<'s> {
         let depth = if in_scope { parent.map_or(0, |p| p.depth) + 1 } else { 0 };
         let end = parent.map_or(exit, |p| exit.min(p.end));
         self.open.push(Open { enter, end, depth_tag, in_scope, excluded, depth });
-        let (start, stop) = self.selection.range;
-        let counts = &mut self.counts;
-        let counter = if excluded || !in_scope {
-            &mut counts.function
+        let left_out = if excluded || !in_scope {
+            Some(&mut self.counts.function)
         } else if filter.depth.is_some_and(|max| depth > max) {
-            &mut counts.depth
-        } else if !(enter < stop && (end > start || enter >= start)) {
+            Some(&mut self.counts.depth)
+        } else {
+            None
+        };
+        match left_out {
+            Some(counter) => {
+                *counter += 1;
+                false
+            }
+            None => self.keep_in_time(enter, end),
+        }
+    }
+
+    /// The rules on a span's own times (the range, then `-t`), its end cut at its parent's:
+    /// counts it where it is kept or left out.
+    #[inline(always)]
+    fn keep_in_time(&mut self, enter: i64, end: i64) -> bool {
+        let (start, stop) = self.selection.range;
+        let min = self.selection.filter.min_duration_ns;
+        let counts = &mut self.counts;
+        let counter = if !(enter < stop && (end > start || enter >= start)) {
             &mut counts.time
-        } else if filter.min_duration_ns.is_some_and(|min| (end.saturating_sub(enter).max(0) as u64) < min) {
+        } else if min.is_some_and(|min| (end.saturating_sub(enter).max(0) as u64) < min) {
             &mut counts.duration
         } else {
             counts.kept += 1;
@@ -407,23 +424,11 @@ impl<'s> Gate<'s> {
     /// callers, decided from its own times alone, with no stack.
     #[inline]
     pub(crate) fn keep_cut(&mut self, s: &SpanNs) -> bool {
-        if !self.callers_unread {
-            return self.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag());
-        }
-        let (enter, end) = (s.enter_ns, s.exit_ns);
-        let (start, stop) = self.selection.range;
-        let min = self.selection.filter.min_duration_ns;
-        let counts = &mut self.counts;
-        let counter = if !(enter < stop && (end > start || enter >= start)) {
-            &mut counts.time
-        } else if min.is_some_and(|min| (end.saturating_sub(enter).max(0) as u64) < min) {
-            &mut counts.duration
+        if self.callers_unread {
+            self.keep_in_time(s.enter_ns, s.exit_ns)
         } else {
-            counts.kept += 1;
-            return true;
-        };
-        *counter += 1;
-        false
+            self.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag())
+        }
     }
 }
 

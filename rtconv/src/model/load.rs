@@ -224,12 +224,8 @@ fn scan<'a>(
         KeyDepth::Used if !depths_fit => KeyDepth::Ignored,
         kd => kd,
     };
-    let overwrote = info.written.saturating_sub(info.aux).saturating_sub(finished) > 0;
-    let lost_by_depth = match key_depth {
-        KeyDepth::Used if overwrote && nested => lost_by_depth(&oldest_and_callers, &open, records.len() as u64),
-        _ => Vec::new(),
-    };
-    ThreadTrace {
+    let count = records.len() as u64;
+    let mut trace = ThreadTrace {
         tid: info.tid,
         name: lossy(info.name),
         written: info.written,
@@ -242,13 +238,17 @@ fn scan<'a>(
         records,
         prefixed,
         open,
-        lost_by_depth,
+        lost_by_depth: Vec::new(),
         nested,
         key_depth,
         dump_ticks,
         compact,
         after_anchor: 0,
+    };
+    if key_depth == KeyDepth::Used && nested && trace.overwritten() > 0 {
+        trace.lost_by_depth = lost_by_depth(&oldest_and_callers, &trace.open, count);
     }
+    trace
 }
 
 /// `ThreadTrace::lost_by_depth` of a ring that nests and overwrote spans: the oldest span
@@ -265,10 +265,11 @@ fn lost_by_depth(oldest_and_callers: &[(u8, u64)], open: &[OpenSpan], count: u64
     let open_callers = open_callers.map(|(j, o)| (o.depth, count + j as u64));
     let mut by_depth = vec![u32::MAX; 256];
     for (depth, position) in oldest_and_callers.iter().copied().chain(open_callers) {
-        match u32::try_from(position) {
-            Ok(position) if depth != 0 => by_depth[usize::from(depth)] = position,
-            _ => return Vec::new(),
+        if depth == 0 {
+            return Vec::new();
         }
+        // Below `count + open.len()`, which fits.
+        by_depth[usize::from(depth)] = position as u32;
     }
     by_depth
 }

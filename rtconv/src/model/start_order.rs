@@ -6,6 +6,7 @@ use super::filter::{Gate, Selection};
 use super::ring_access::{RingSpans, RingVisitor};
 use super::timeline::{Anomalies, MAX_DEPTH, SpanNs, Timeline, deeper};
 use super::trace::ThreadTrace;
+use super::walk::began_before_oldest_end;
 
 /// Cuts every span that outlives its parent at the parent's end, in a
 /// thread's spans sorted by (start, longer first). Returns how many were cut
@@ -299,7 +300,7 @@ impl DecodeBatch<'_, '_> {
             let (enter_ns, exit_ns) = tl.span_ns(r.enter, r.exit, &mut found);
             let key_index = tl.key_index(r.key, &mut last);
             let mut span = SpanNs::at_depth(enter_ns, exit_ns, key_index, r.arg, r.ending(), r.depth);
-            if MARK && lost_by_depth.get(usize::from(r.depth)) == Some(&i) {
+            if MARK && began_before_oldest_end(lost_by_depth, i as usize, r.depth) {
                 span.mark_began_before_oldest_end();
             }
             out.push(span);

@@ -65,7 +65,7 @@ impl LostChildren<'_> {
     #[inline(always)]
     fn of_record(&self, position: usize, depth: u8, enter_ns: i64, open: bool) -> bool {
         self.began_before_ns.is_some_and(|before| enter_ns < before)
-            || self.by_depth.get(usize::from(depth)).is_some_and(|&p| p as usize == position)
+            || began_before_oldest_end(self.by_depth, position, depth)
             || (open && self.open)
     }
 }
@@ -73,14 +73,21 @@ impl LostChildren<'_> {
 impl Timeline<'_> {
     /// The rule for thread `t`'s spans: see [`LostChildren`].
     pub fn lost_children<'t>(&self, t: &'t super::ThreadTrace<'_>) -> LostChildren<'t> {
-        let overwrote = t.overwritten() > 0;
-        let by_depth = if overwrote { t.lost_by_depth.as_slice() } else { &[] };
+        // `lost_by_depth` is empty where the ring overwrote nothing.
+        let by_depth = t.lost_by_depth.as_slice();
         let began_before_ns = t
             .oldest_exit
-            .filter(|_| overwrote && by_depth.is_empty())
+            .filter(|_| t.overwritten() > 0 && by_depth.is_empty())
             .map(|w| self.span_ns(w, w, &mut Anomalies::default()).0);
         LostChildren { began_before_ns, by_depth, open: t.dropped > 0 }
     }
+}
+
+/// Whether the span at `position` of a ring, depth tag `depth`, is the one `by_depth`
+/// ([`ThreadTrace::lost_by_depth`](super::ThreadTrace::lost_by_depth)) names at its depth.
+#[inline(always)]
+pub(super) fn began_before_oldest_end(by_depth: &[u32], position: usize, depth: u8) -> bool {
+    by_depth.get(usize::from(depth)).is_some_and(|&p| p as usize == position)
 }
 
 /// The key index that stands, in a [capped path](Visit::capped_path), for
