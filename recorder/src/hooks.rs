@@ -104,7 +104,7 @@ pub extern "C" fn ringtrace_func_enter(this_fn: *mut c_void, call_site: *mut c_v
 
 #[cold]
 #[inline(never)]
-fn enter_slow(key: u64, site: u64, frame: u64) {
+extern "C" fn enter_slow(key: u64, site: u64, frame: u64) {
     let Some(track) = sink::current() else { return };
     let _ = STATE.try_with(|HookState { shadow, stack }| {
         if shadow.depth() == 0 {
@@ -132,7 +132,7 @@ pub extern "C" fn ringtrace_func_exit(this_fn: *mut c_void, call_site: *mut c_vo
 
 #[cold]
 #[inline(never)]
-fn exit_slow(key: u64, site: u64, frame: u64, now: u64) {
+extern "C" fn exit_slow(key: u64, site: u64, frame: u64, now: u64) {
     let Some(track) = sink::current() else { return };
     let _ = STATE.try_with(|state| state.shadow.exit(track, key, site, frame, now));
 }

@@ -146,6 +146,7 @@ macro_rules! ring_with_mode {
             slots: $slots,
             mask: $slots.len() as u64 - 1,
             stop_when_full: matches!($mode, Mode::StopWhenFull),
+            limit: $slots.len() as u64,
             on_half: None,
             head: AtomicWord::new(0),
             dropped: AtomicWord::new(0),
@@ -161,6 +162,10 @@ pub struct Ring {
     slots: &'static [Slot],
     mask: u64,
     stop_when_full: bool,
+    /// Records a stop-when-full ring holds before a push needs more than a
+    /// store ([`try_push`](Self::try_push)): its capacity, or half of it with
+    /// a drain hook.
+    limit: u64,
     /// Called by the writer when its stop-when-full ring is half full (a
     /// stream whose recording threads drain their own rings).
     on_half: Option<fn(&Ring)>,
@@ -244,6 +249,7 @@ impl Ring {
     pub const fn drained_by(slots: &'static [Slot], on_half: fn(&Ring)) -> Self {
         let mut ring = Self::with_mode(slots, Mode::StopWhenFull);
         ring.on_half = Some(on_half);
+        ring.limit = slots.len() as u64 / 2;
         ring
     }
 
@@ -301,11 +307,43 @@ impl Ring {
     /// undefined behaviour.
     #[inline(always)]
     pub fn push(&self, key: u64, enter: u64, exit: u64) {
+        if !self.try_push(key, enter, exit) {
+            self.push_at_limit(key, enter, exit);
+        }
+    }
+
+    /// Appends one record if the ring takes it without its drain hook or a
+    /// drop: an overwriting ring always; a stop-when-full one below half full
+    /// where it has a drain hook, below full where it has none. Otherwise
+    /// returns `false` having changed nothing, for
+    /// [`push_at_limit`](Self::push_at_limit) — so the common path makes no
+    /// call and its callers save no registers for one.
+    #[inline(always)]
+    pub(crate) fn try_push(&self, key: u64, enter: u64, exit: u64) -> bool {
         let n = own_load(&self.head);
-        if self.stop_when_full && self.full(n, 0) {
+        if self.stop_when_full && n.wrapping_sub(wide(consume!(self.drained))) >= self.limit {
+            return false;
+        }
+        self.store(n, key, enter, exit);
+        true
+    }
+
+    /// [`push`](Self::push) where [`try_push`](Self::try_push) declined: runs
+    /// the drain hook, then stores the record or counts it dropped.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn push_at_limit(&self, key: u64, enter: u64, exit: u64) {
+        let n = own_load(&self.head);
+        if self.full(n, 0) {
             self.dropped.store(word(own_load(&self.dropped) + 1), Ordering::Relaxed);
             return;
         }
+        self.store(n, key, enter, exit);
+    }
+
+    /// Writes record `n` and publishes it.
+    #[inline(always)]
+    fn store(&self, n: u64, key: u64, enter: u64, exit: u64) {
         // SAFETY: `slots.len()` is a power of two and `mask == slots.len() - 1`
         // (checked in `new`, never changed), so `n & mask < slots.len()`.
         let slot = unsafe { self.slots.get_unchecked((n & self.mask) as usize) };
@@ -443,6 +481,47 @@ mod tests {
         let snap = ring.snapshot(&mut out, true);
         assert_eq!(snap, Snapshot { written: 4, dropped: 6, aux: 0, copied: 4 });
         assert_eq!(out.map(|r| r.key), [0, 1, 2, 3]);
+    }
+
+    /// A ring with a drain hook calls it before the record that would make it half full, each
+    /// time, and drops nothing while the hook drains; one whose hook does not drain fills up and
+    /// then counts what it cannot take, calling the hook before each.
+    #[test]
+    fn the_drain_hook_runs_at_half_full_and_a_full_ring_counts_its_drops() {
+        extern crate std;
+        use core::sync::atomic::AtomicUsize;
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        static KEYS: [AtomicWord; 64] = [const { AtomicWord::new(0) }; 64];
+        static KEPT: AtomicUsize = AtomicUsize::new(0);
+        fn drain(ring: &Ring) {
+            CALLS.fetch_add(1, Ordering::Relaxed);
+            let mut out = [Record::default(); 8];
+            let drained = ring.drain(&mut out);
+            for r in &out[..drained.copied] {
+                KEYS[KEPT.fetch_add(1, Ordering::Relaxed)].store(word(r.key), Ordering::Relaxed);
+            }
+        }
+        let ring = Ring::drained_by(leak(8), drain);
+        for i in 0..20u64 {
+            ring.push(i, 0, 0);
+        }
+        // Half full (4 of 8) before records 4, 8, 12 and 16: drained each time.
+        assert_eq!(CALLS.load(Ordering::Relaxed), 4);
+        assert_eq!(ring.dropped(), 0);
+        let kept: std::vec::Vec<u64> =
+            KEYS[..KEPT.load(Ordering::Relaxed)].iter().map(|k| wide(k.load(Ordering::Relaxed))).collect();
+        assert_eq!(kept, (0..16).collect::<std::vec::Vec<u64>>());
+
+        fn ignore(_: &Ring) {
+            CALLS.fetch_add(1, Ordering::Relaxed);
+        }
+        CALLS.store(0, Ordering::Relaxed);
+        let ring = Ring::drained_by(leak(8), ignore);
+        for i in 0..11u64 {
+            ring.push(i, 0, 0);
+        }
+        // The hook runs before each record from the fourth on; the last three do not fit.
+        assert_eq!((CALLS.load(Ordering::Relaxed), ring.written(), ring.dropped()), (7, 8, 3));
     }
 
     #[test]

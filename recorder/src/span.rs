@@ -3,6 +3,7 @@
 use core::marker::PhantomData;
 
 use crate::clock::{Clock, DefaultClock};
+use crate::ring::{Word, wide, word};
 use crate::sink;
 use crate::track::Track;
 
@@ -13,35 +14,56 @@ use crate::track::Track;
 #[must_use = "a span ends when this guard is dropped; bind it: `let _span = span!();`"]
 #[derive(Debug)]
 pub struct Span<C: Clock = DefaultClock> {
-    /// `None` when recording was off at entry.
-    track: Option<&'static Track>,
-    key: u64,
-    enter: u64,
-    token: u64,
+    /// `None` when recording was off at entry (then nothing else is kept: the
+    /// off switch's path sets no fields).
+    running: Option<Running>,
     clock: PhantomData<C>,
+}
+
+/// What a span that records keeps until its end, each in one register on
+/// 32-bit targets where it fits one: its track; its key, an address
+/// (`usize`); its open-span token, a depth of at most 255; and its entry
+/// ticks in the ring's word (all the record keeps of them: 32 bits on
+/// firmware, 64 on 32-bit Linux).
+#[derive(Clone, Copy, Debug)]
+struct Running {
+    track: &'static Track,
+    key: usize,
+    enter: Word,
+    token: usize,
 }
 
 impl<C: Clock> Span<C> {
     /// Starts a span with `key` (a code address or a site descriptor's address).
     #[inline(always)]
     pub fn enter(key: u64) -> Self {
-        let Some(track) = sink::current() else {
-            return Span { track: None, key, enter: 0, token: 0, clock: PhantomData };
-        };
-        let enter = C::enter_now();
-        let token = track.begin(key, enter);
-        Span { track: Some(track), key, enter, token, clock: PhantomData }
+        let running = sink::current().map(|track| {
+            let enter = C::enter_now();
+            let token = track.begin(key, enter);
+            Running { track, key: key as usize, enter: word(enter), token: token as usize }
+        });
+        Span { running, clock: PhantomData }
     }
 }
 
 impl<C: Clock> Drop for Span<C> {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some(track) = self.track {
-            let exit = C::now();
-            track.end(self.token, self.key, self.enter, exit);
+        if let Some(Running { track, key, enter, token }) = self.running {
+            end::<C>(track, key, enter, token);
         }
     }
+}
+
+/// A span's end: the exit read and the record. Inline with `std`; without it
+/// (firmware, built for size) one call with its arguments in registers, so
+/// that an instrumented function holds the entry and the off switch's check
+/// and shares the rest.
+#[cfg_attr(feature = "std", inline(always))]
+#[cfg_attr(not(feature = "std"), inline(never))]
+fn end<C: Clock>(track: &Track, key: usize, enter: Word, token: usize) {
+    let exit = C::now();
+    track.end(token as u64, key as u64, wide(enter), exit);
 }
 
 /// A span that also records one integer argument (`#[trace(arg = n)]`).
@@ -64,9 +86,9 @@ impl<C: Clock> Drop for ArgSpan<C> {
     #[inline(always)]
     fn drop(&mut self) {
         // Taken, so the inner guard does not write the span a second time.
-        if let Some(track) = self.span.track.take() {
+        if let Some(Running { track, key, enter, token }) = self.span.running.take() {
             let exit = C::now();
-            track.end_with_arg(self.span.token, self.arg, self.span.key, self.span.enter, exit);
+            track.end_with_arg(token as u64, self.arg, key as u64, wide(enter), exit);
         }
     }
 }

@@ -7,7 +7,7 @@ use ringtrace_format::layout::key_depth_tag;
 
 use crate::directory::Entry;
 use crate::open::OpenStack;
-use crate::ring::{AtomicWord, Mode, Ring, Slot, own_load, wide, word};
+use crate::ring::{AtomicWord, Mode, Ring, Slot, Word, own_load, wide, word};
 
 /// Where one thread's spans go: finished ones into the ring, open ones onto the stack.
 #[derive(Debug)]
@@ -97,8 +97,24 @@ impl Track {
     /// [`Ring::flags`]).
     #[inline(always)]
     pub fn end(&self, token: u64, key: u64, enter: u64, exit: u64) {
-        self.ring.push(key | key_depth_tag(token), enter, exit);
-        self.open.pop(token);
+        let key = key | key_depth_tag(token);
+        if self.ring.try_push(key, enter, exit) {
+            self.open.pop(token);
+        } else {
+            self.end_at_limit(token as u8, word(key), word(enter), word(exit));
+        }
+    }
+
+    /// [`end`](Self::end) where the ring is at its drain hook's mark or full:
+    /// out of line, so that `end` makes no call on its common path. Its
+    /// arguments are what the ring and the stack keep of them (a token is a
+    /// depth of at most 255), so that they fit in argument registers and the
+    /// call can be a jump.
+    #[cold]
+    #[inline(never)]
+    fn end_at_limit(&self, token: u8, key: Word, enter: Word, exit: Word) {
+        self.ring.push_at_limit(wide(key), wide(enter), wide(exit));
+        self.open.pop(u64::from(token));
     }
 
     /// As [`end`](Self::end), for a span with an integer argument.

@@ -76,6 +76,9 @@ fn a_program_without_an_os_records_and_dumps_through_a_byte_sink() {
             expected.push(("freestanding::leaf", t + 200 + leaf * 200, 100));
         }
     }
+    // Switched off: no counter read, no record; on again, a leaf in the interrupt's track (the
+    // sample checks it), then this one.
+    expected.push(("freestanding::leaf", 3_800, 100));
     assert_eq!(events, expected);
     assert_eq!(trace.thread_names.values().collect::<Vec<_>>(), ["main"]);
     assert_eq!(trace.process_name.as_deref(), Some("freestanding"));

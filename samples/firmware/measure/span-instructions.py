@@ -3,8 +3,9 @@ its first instruction to the return into its caller, by single-stepping the
 firmware on QEMU's gdb stub. Run by measure.sh, which sets: PORT (the stub),
 LEAF (leaf's address, hex), RET (the return-address register: lr or ra),
 MASK (a gdb command masking interrupts while stepping, or empty), DISABLE
-(the address of the recorder's ENABLED flag, hex, to count a span switched
-off at run time; or empty)."""
+(to count a span switched off at run time: the addresses, hex, of the
+recorder's ENABLED flag and SINK pointer, which gdb clears as
+`set_enabled(false)` does; or empty)."""
 import gdb, os, time
 gdb.execute("set pagination off")
 gdb.execute("set confirm off")
@@ -20,7 +21,10 @@ leaf = int(os.environ['LEAF'], 16) & ~1
 gdb.execute("break *%d" % leaf)
 gdb.execute("continue", to_string=True)
 if os.environ.get("DISABLE"):
-    gdb.selected_inferior().write_memory(int(os.environ["DISABLE"], 16), b"\x00")
+    flag, *sink = (int(a, 16) for a in os.environ["DISABLE"].split())
+    gdb.selected_inferior().write_memory(flag, b"\x00")
+    for address in sink:  # none before the recorder had one
+        gdb.selected_inferior().write_memory(address, b"\x00" * int(gdb.parse_and_eval("sizeof(void *)")))
 if os.environ.get("MASK"):
     gdb.execute(os.environ["MASK"])
 ret = int(gdb.parse_and_eval("$" + os.environ.get("RET", "lr"))) & ~1

@@ -7,7 +7,11 @@
 //! is 32 bits wide and wraps in the first round:
 //! - `outer` (named span) 4 times, 700 ns each: its own two reads and three `leaf`s of two;
 //! - `freestanding::leaf` (code address, named from DWARF) 12 times, 100 ns each, inside `outer`;
-//! - `loop` (pulse) 3 intervals of 900 ns: one pass read, then `outer`'s 8 reads.
+//! - `loop` (pulse) 3 intervals of 900 ns: one pass read, then `outer`'s 8 reads;
+//! - then, with recording switched off, `outer` and (in an interrupt's track) a `leaf`, which read
+//!   no counter and record nothing; switched on, a `leaf` in the interrupt's track (exit code 3
+//!   unless that track holds exactly it) and one more in the main track, at 3600 ns after the
+//!   first read: each switch of the off switch and of the track, in either order, is obeyed.
 #![no_std]
 #![no_main]
 
@@ -39,6 +43,9 @@ impl Clock for SimClock {
 
 static SLOTS: [Slot; 64] = [const { Slot::new() }; 64];
 static TRACK: Track = Track::new(&SLOTS);
+/// An interrupt handler's track, not dumped.
+static IRQ_SLOTS: [Slot; 4] = [const { Slot::new() }; 4];
+static IRQ: Track = Track::new(&IRQ_SLOTS);
 
 #[inline(never)]
 fn leaf(i: u64) -> u64 {
@@ -110,6 +117,23 @@ extern "C" fn main() -> ! {
         total += outer();
     }
     core::hint::black_box(total);
+
+    ringtrace::set_enabled(false);
+    total += outer();
+    {
+        let _irq = ringtrace::interrupt(&IRQ);
+        total += leaf(0);
+    }
+    ringtrace::set_enabled(true);
+    {
+        let _irq = ringtrace::interrupt(&IRQ);
+        total += leaf(1);
+    }
+    total += leaf(2);
+    core::hint::black_box(total);
+    if IRQ.ring().written() != 1 {
+        sys::exit(3);
+    }
 
     let start = core::ptr::addr_of!(__executable_start) as u64;
     let end = core::ptr::addr_of!(_end) as u64;
