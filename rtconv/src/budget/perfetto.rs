@@ -21,11 +21,14 @@ use super::{Costs, varint_len};
 use crate::model::{Filtered, SpanNs, Timeline};
 use crate::render::perfetto::{self, SPAN_FRAMING, fields_len, packet_len};
 
-/// A span entered and not yet ended, in the walk.
+/// A span entered and not yet ended, in the walk: what its end needs.
 struct Open {
     span: SpanNs,
-    /// Its begin's time on the sequence's clock (ns since the origin).
+    /// Its duration, as the threshold compares it.
+    duration: u64,
+    /// Its begin's and its end's times on the sequence's clock (ns since the origin).
     begin: u64,
+    end: u64,
     /// Its begin packet's bytes, counted with its end's (one step per span).
     begin_bytes: usize,
     /// Where its children's stack starts in the walk's `children`.
@@ -62,8 +65,11 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
         .collect();
     let mut open: Vec<Open> = Vec::new();
     let mut children: Vec<Child> = Vec::new();
-    // Per key index, the longest span of it on the thread (its name is interned while kept).
-    let mut longest: Vec<Option<u64>> = vec![None; tl.keys.len()];
+    // Per key index, 1 + the longest span of it on the thread (its name is interned while kept);
+    // 0 for none.
+    let mut longest: Vec<u64> = vec![0; tl.keys.len()];
+    // Where the bytes go in time matters only to a split by size.
+    let profiled = costs.profile().width != 0;
     let mut threads = tl.threads();
     while let Some(mut t) = threads.next() {
         let sequence = t.thread as u64 + 2;
@@ -77,39 +83,45 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
         let mut walk = Walk { costs: &mut *costs, children: &mut children, in_order: true, origin: tl.origin_ns };
         walk.children.clear();
         open.clear();
-        longest.iter_mut().for_each(|l| *l = None);
+        longest.iter_mut().for_each(|l| *l = 0);
         while let Some(batch) = t.next_batch() {
             for s in batch {
                 while open.last().is_some_and(|top| !top.span.encloses(s)) {
                     let top = open.pop().expect("a top");
-                    walk.costs.at(top.span.enter_ns);
+                    if profiled {
+                        walk.costs.at(top.span.enter_ns);
+                    }
                     walk.end(&top, end_fields);
                 }
                 let d = duration(s);
                 let k = s.key_index as usize;
-                walk.costs.at(s.enter_ns);
+                if profiled {
+                    walk.costs.at(s.enter_ns);
+                }
                 if let Some(l) = longest.get_mut(k) {
-                    *l = Some(l.map_or(d, |l| l.max(d)));
+                    *l = (*l).max(d.saturating_add(1));
                 }
                 let (parent_begin, siblings) = open.last().map_or((0, 0), |p| (p.begin, p.children));
-                let begin = walk.time(s.enter_ns);
-                let marks = perfetto::marks(s, &lost);
-                let annotations = if marks.contains(&true) { perfetto::annotations_len(s, marks) } else { 0 };
+                let (begin, end) = (walk.time(s.enter_ns), walk.time(s.exit_ns));
+                let annotations =
+                    if s.plain() && !lost.of(s) { 0 } else { perfetto::annotations_len(s, perfetto::marks(s, &lost)) };
                 let fields = begin_fields.get(k).copied().unwrap_or(0) + annotations;
                 let begin_bytes = walk.packet(d, begin, parent_begin, siblings, fields);
                 // Now a child of its parent: an earlier sibling for the spans after it.
-                walk.push_child(siblings, Child { end: walk.time(s.exit_ns), duration: d });
-                open.push(Open { span: *s, begin, begin_bytes, children: walk.children.len() });
+                walk.push_child(siblings, Child { end, duration: d });
+                open.push(Open { span: *s, duration: d, begin, end, begin_bytes, children: walk.children.len() });
             }
         }
         while let Some(top) = open.pop() {
-            walk.costs.at(top.span.enter_ns);
+            if profiled {
+                walk.costs.at(top.span.enter_ns);
+            }
             walk.end(&top, end_fields);
         }
         // Each key's interned name, while any span of it is kept, its packet's length (a
         // one-byte length otherwise) counted for the longest body it can have.
         for (k, l) in longest.iter().enumerate() {
-            if let Some(l) = *l {
+            if let Some(l) = l.checked_sub(1) {
                 let (bytes, _) = interned[k];
                 let body = LONGEST_TIME + begin_fields[k] + LONGEST_ANNOTATIONS + bytes;
                 costs.while_kept(l, (bytes + varint_len(body as u64) - 1) as i64);
@@ -154,11 +166,10 @@ impl Walk<'_> {
     }
 
     /// A span's end packet: the span's step, both its packets' bytes.
+    #[inline(always)]
     fn end(&mut self, span: &Open, fields: usize) {
-        let at = self.time(span.span.exit_ns);
-        let d = duration(&span.span);
-        let end_bytes = self.packet(d, at, span.begin, span.children, fields);
-        self.costs.span(d, span.begin_bytes + end_bytes);
+        let end_bytes = self.packet(span.duration, span.end, span.begin, span.children, fields);
+        self.costs.span(span.duration, span.begin_bytes + end_bytes);
         self.children.truncate(span.children);
     }
 
@@ -166,6 +177,7 @@ impl Walk<'_> {
     /// `d`), after `before` (the packet before it when none of the children from `from` on in
     /// the stack is kept), `fields` bytes after its time; the bytes that kept children spare it
     /// are counted here, its own by the caller (in the span's step).
+    #[inline(always)]
     fn packet(&mut self, d: u64, at: u64, before: u64, from: usize, fields: usize) -> usize {
         let stack = &self.children[from..];
         if !self.in_order || at < before || stack.last().is_some_and(|c| c.end > at) {
@@ -174,8 +186,12 @@ impl Walk<'_> {
             self.in_order = false;
             return SPAN_FRAMING + 10 + 2 + fields + 1;
         }
-        let longest = at - before;
-        let lengths = LENGTHS.iter().take_while(|&&b| longest >= b).count();
+        // The varint lengths the delta from `before` passes: its length less one.
+        let lengths = varint_len(at - before) - 1;
+        if stack.is_empty() {
+            // No child to spare it a byte (a leaf's end; a first child's begin).
+            return SPAN_FRAMING + 1 + lengths + fields;
+        }
         for &b in &LENGTHS[..lengths] {
             // The children ending within `b` of the packet: the first in the stack is the longest.
             let near = stack.partition_point(|c| c.end <= at - b);
@@ -187,6 +203,7 @@ impl Walk<'_> {
     }
 
     /// Adds `child` to the stack of suffix maxima starting at `from`.
+    #[inline(always)]
     fn push_child(&mut self, from: usize, child: Child) {
         while self.children.len() > from && self.children.last().is_some_and(|c| c.duration <= child.duration) {
             self.children.pop();
