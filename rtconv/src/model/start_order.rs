@@ -101,8 +101,8 @@ impl ThreadSpans<'_, '_, '_> {
                 self.next = from + batch.len();
                 let Some(gate) = threads.gate.as_mut() else { return Some(batch) };
                 threads.batch.clear();
-                let kept = batch.iter().filter(|s| gate.keep_cut(s));
-                threads.batch.extend(kept);
+                threads.batch.extend_from_slice(batch);
+                threads.batch.retain(|s| gate.keep_cut(s));
                 return Some(&threads.batch);
             }
         }
