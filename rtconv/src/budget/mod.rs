@@ -116,9 +116,11 @@ impl Costs {
     #[inline(always)]
     pub fn at(&mut self, ns: i64) {
         let p = &mut self.profile;
-        if let Some(slice) = (ns.saturating_sub(p.start).max(0) as u64).checked_div(p.width) {
-            p.now = (slice as usize).min(p.bytes.len().saturating_sub(1));
+        if p.width == 0 {
+            return; // no profile kept: nothing to place
         }
+        let slice = (ns.saturating_sub(p.start).max(0) as u64) / p.width;
+        p.now = (slice as usize).min(p.bytes.len().saturating_sub(1));
     }
 
     /// The profile kept ([`profiled`](Self::profiled)).

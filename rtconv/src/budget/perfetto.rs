@@ -65,11 +65,8 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
         .collect();
     let mut open: Vec<Open> = Vec::new();
     let mut children: Vec<Child> = Vec::new();
-    // Per key index, 1 + the longest span of it on the thread (its name is interned while kept);
-    // 0 for none.
-    let mut longest: Vec<u64> = vec![0; tl.keys.len()];
-    // Where the bytes go in time matters only to a split by size.
-    let profiled = costs.profile().width != 0;
+    // Per key index, the longest span of it on the thread (its name is interned while kept).
+    let mut longest: Vec<Option<u64>> = vec![None; tl.keys.len()];
     let mut threads = tl.threads();
     while let Some(mut t) = threads.next() {
         let sequence = t.thread as u64 + 2;
@@ -83,23 +80,19 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
         let mut walk = Walk { costs: &mut *costs, children: &mut children, in_order: true, origin: tl.origin_ns };
         walk.children.clear();
         open.clear();
-        longest.iter_mut().for_each(|l| *l = 0);
+        longest.iter_mut().for_each(|l| *l = None);
         while let Some(batch) = t.next_batch() {
             for s in batch {
                 while open.last().is_some_and(|top| !top.span.encloses(s)) {
                     let top = open.pop().expect("a top");
-                    if profiled {
-                        walk.costs.at(top.span.enter_ns);
-                    }
+                    walk.costs.at(top.span.enter_ns);
                     walk.end(&top, end_fields);
                 }
                 let d = duration(s);
                 let k = s.key_index as usize;
-                if profiled {
-                    walk.costs.at(s.enter_ns);
-                }
+                walk.costs.at(s.enter_ns);
                 if let Some(l) = longest.get_mut(k) {
-                    *l = (*l).max(d.saturating_add(1));
+                    *l = Some(l.map_or(d, |l| l.max(d)));
                 }
                 let (parent_begin, siblings) = open.last().map_or((0, 0), |p| (p.begin, p.children));
                 let (begin, end) = (walk.time(s.enter_ns), walk.time(s.exit_ns));
@@ -113,15 +106,13 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
             }
         }
         while let Some(top) = open.pop() {
-            if profiled {
-                walk.costs.at(top.span.enter_ns);
-            }
+            walk.costs.at(top.span.enter_ns);
             walk.end(&top, end_fields);
         }
         // Each key's interned name, while any span of it is kept, its packet's length (a
         // one-byte length otherwise) counted for the longest body it can have.
         for (k, l) in longest.iter().enumerate() {
-            if let Some(l) = l.checked_sub(1) {
+            if let Some(l) = *l {
                 let (bytes, _) = interned[k];
                 let body = LONGEST_TIME + begin_fields[k] + LONGEST_ANNOTATIONS + bytes;
                 costs.while_kept(l, (bytes + varint_len(body as u64) - 1) as i64);

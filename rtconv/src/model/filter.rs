@@ -384,19 +384,14 @@ impl<'s> Gate<'s> {
         let depth = if in_scope { parent.map_or(0, |p| p.depth) + 1 } else { 0 };
         let end = parent.map_or(exit, |p| exit.min(p.end));
         self.open.push(Open { enter, end, depth_tag, in_scope, excluded, depth });
-        let left_out = if excluded || !in_scope {
-            Some(&mut self.counts.function)
+        if excluded || !in_scope {
+            self.counts.function += 1;
+            false
         } else if filter.depth.is_some_and(|max| depth > max) {
-            Some(&mut self.counts.depth)
+            self.counts.depth += 1;
+            false
         } else {
-            None
-        };
-        match left_out {
-            Some(counter) => {
-                *counter += 1;
-                false
-            }
-            None => self.keep_in_time(enter, end),
+            self.keep_in_time(enter, end)
         }
     }
 
