@@ -14,6 +14,10 @@ use cli::args::{Cli, Command};
 mod cli;
 
 fn main() -> ExitCode {
+    // Run as `llvm-symbolizer` or `addr2line` (a link or a copy), rtconv is that tool.
+    if let Some(tool) = cli::personality::of_program() {
+        return cli::personality::run(tool);
+    }
     let cli = Cli::parse();
     let color = cli.color.when();
     cli::diag::set_color(color);

@@ -1,10 +1,22 @@
 //! Writing `rtconv symbolize`'s answers: GNU addr2line's lines, or
-//! llvm-symbolizer's JSON.
+//! llvm-symbolizer's lines or JSON.
 
 use std::io::{self, Write};
 
 use rtconv::model::SpanName;
-use rtconv::symbolize::Query;
+use rtconv::symbolize::{DataSymbol, Query};
+
+/// Whose layout the answers have.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// GNU addr2line's: function and `file:line` lines, nothing between answers.
+    #[default]
+    Gnu,
+    /// llvm-symbolizer's: function and `file:line:column` lines, a blank line after each answer.
+    Llvm,
+    /// llvm-symbolizer's JSON (`--output-style=JSON`).
+    Json,
+}
 
 /// What is printed for each address.
 #[derive(Clone, Copy, Debug, Default)]
@@ -13,14 +25,16 @@ pub struct Style {
     pub addresses: bool,
     /// Function names (`-f`).
     pub functions: bool,
+    /// Function names without their scope and parameters (llvm's `--functions=short`).
+    pub short: bool,
     /// The functions the innermost one was inlined into (`-i`).
     pub inlines: bool,
     /// One line per frame: `function at file:line` (`-p`).
     pub pretty: bool,
     /// File names without their directories (`-s`).
     pub basenames: bool,
-    /// llvm-symbolizer's JSON (`--output-style=JSON`).
-    pub json: bool,
+    /// Whose layout.
+    pub layout: Layout,
 }
 
 /// `file` as `-s` shows it: its last component.
@@ -74,19 +88,53 @@ fn write_address(out: &mut dyn Write, value: u64) -> io::Result<()> {
     out.write_all(&text)
 }
 
-/// The frames to print, innermost first: (function, file, line).
-fn frames(name: Option<&SpanName>, style: Style) -> impl Iterator<Item = (&str, &Option<String>, Option<u32>)> {
+/// One frame as printed: function, file, line, column.
+type Shown<'a> = (&'a str, &'a Option<String>, Option<u32>, Option<u32>);
+
+/// The frames to print, innermost first.
+fn frames(name: Option<&SpanName>, style: Style) -> impl Iterator<Item = Shown<'_>> {
     const NONE: Option<String> = None;
-    let first = name.map_or(("??", &NONE, None), |n| (n.name.as_str(), &n.file, n.line));
+    let short = style.short;
+    let first = name.map_or(("??", &NONE, None, None), |n| (shown_name(&n.name, short), &n.file, n.line, n.column));
     let inlined = name.filter(|_| style.inlines).map_or(&[][..], |n| &n.inlined_into[..]);
-    std::iter::once(first).chain(inlined.iter().map(|f| (f.function.as_str(), &f.file, f.line)))
+    std::iter::once(first)
+        .chain(inlined.iter().map(move |f| (shown_name(&f.function, short), &f.file, f.line, f.column)))
+}
+
+/// A function's name as shown: whole, or `short` (see [`short_name`]).
+fn shown_name(name: &str, short: bool) -> &str {
+    if short { short_name(name) } else { name }
+}
+
+/// A function's name without its scope, template arguments' scopes aside, and parameters
+/// (`ns::Class::method(int) const` → `method`), as llvm-symbolizer's `--functions=short` shows
+/// DWARF's `DW_AT_name`.
+fn short_name(name: &str) -> &str {
+    let mut depth = 0i32;
+    let (mut start, mut end) = (0, name.len());
+    let bytes = name.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b'(' if depth == 0 && i > 0 => {
+                end = i;
+                break;
+            }
+            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => start = i + 2,
+            _ => {}
+        }
+    }
+    name.get(start..end).filter(|s| !s.is_empty()).unwrap_or(name)
 }
 
 /// Writes one answer as GNU addr2line does (or, with `style.json`, as one
 /// llvm-symbolizer JSON object, without a newline).
 pub fn write_answer(out: &mut dyn Write, style: Style, query: &Query, name: Option<&SpanName>) -> io::Result<()> {
-    if style.json {
-        return write_json(out, query, name, style);
+    match style.layout {
+        Layout::Json => return write_json(out, query, name, style),
+        Layout::Llvm => return write_llvm(out, query, name, style),
+        Layout::Gnu => {}
     }
     let frames = frames(name, style);
     if style.pretty {
@@ -94,7 +142,7 @@ pub fn write_answer(out: &mut dyn Write, style: Style, query: &Query, name: Opti
             write_address(out, query.address)?;
             out.write_all(b": ")?;
         }
-        for (i, (function, file, line)) in frames.enumerate() {
+        for (i, (function, file, line, _)) in frames.enumerate() {
             if i > 0 {
                 out.write_all(b" (inlined by) ")?;
             }
@@ -111,7 +159,7 @@ pub fn write_answer(out: &mut dyn Write, style: Style, query: &Query, name: Opti
         write_address(out, query.address)?;
         out.write_all(b"\n")?;
     }
-    for (function, file, line) in frames {
+    for (function, file, line, _) in frames {
         if style.functions {
             out.write_all(function.as_bytes())?;
             out.write_all(b"\n")?;
@@ -122,20 +170,77 @@ pub fn write_answer(out: &mut dyn Write, style: Style, query: &Query, name: Opti
     Ok(())
 }
 
-/// llvm-symbolizer's JSON object for one address. Columns, discriminators
-/// and a function's start are not known here: 0 and empty.
+/// Writes one answer as llvm-symbolizer does: per frame the function (unless `--functions=none`)
+/// and `file:line:column` (`??:0:0` where nothing is known), or with `-p` one line per frame; then
+/// a blank line.
+fn write_llvm(out: &mut dyn Write, query: &Query, name: Option<&SpanName>, style: Style) -> io::Result<()> {
+    if style.addresses {
+        write!(out, "{:#x}", query.address)?;
+        out.write_all(if style.pretty { b": " } else { b"\n" })?;
+    }
+    for (i, (function, file, line, column)) in frames(name, style).enumerate() {
+        if style.pretty && i > 0 {
+            out.write_all(b" (inlined by) ")?;
+        }
+        if style.functions {
+            out.write_all(function.as_bytes())?;
+            out.write_all(if style.pretty { b" at " } else { b"\n" })?;
+        }
+        out.write_all(file.as_deref().map_or("??", |f| shown_file(f, style)).as_bytes())?;
+        out.write_all(b":")?;
+        out.write_all(decimal(line.unwrap_or(0), &mut [0; 10]))?;
+        out.write_all(b":")?;
+        out.write_all(decimal(column.unwrap_or(0), &mut [0; 10]))?;
+        out.write_all(b"\n")?;
+    }
+    out.write_all(b"\n")
+}
+
+/// Writes a `DATA` query's answer as llvm-symbolizer does: the symbol's name, then its start
+/// and size in decimal (`??` and `0 0` for none), a blank line; in JSON, a `Data` object.
+pub fn write_data(out: &mut dyn Write, style: Style, query: &Query, data: Option<&DataSymbol>) -> io::Result<()> {
+    let (name, start, size) = data.map_or(("", 0, 0), |d| (d.name.as_str(), d.start, d.size));
+    if style.layout == Layout::Json {
+        let value = serde_json::json!({
+            "Address": format!("{:#x}", query.address),
+            "Data": { "Name": name, "Size": format!("{size:#x}"), "Start": format!("{start:#x}") },
+            "ModuleName": query.module.to_string_lossy(),
+        });
+        return serde_json::to_writer(&mut *out, &value).map_err(io::Error::from);
+    }
+    if style.addresses {
+        writeln!(out, "{:#x}", query.address)?;
+    }
+    writeln!(out, "{}\n{start} {size}\n", if name.is_empty() { "??" } else { name })
+}
+
+/// What llvm-symbolizer writes for a line that is not a query: the line itself (in JSON, an
+/// error object naming it).
+pub fn write_echo(out: &mut dyn Write, style: Style, line: &str, module: Option<&str>) -> io::Result<()> {
+    if style.layout == Layout::Json {
+        let mut value = serde_json::json!({ "Error": { "Message": format!("unable to parse arguments: {line}") } });
+        if let Some(module) = module {
+            value["ModuleName"] = module.into();
+        }
+        return serde_json::to_writer(&mut *out, &value).map_err(io::Error::from);
+    }
+    writeln!(out, "{line}")
+}
+
+/// llvm-symbolizer's JSON object for one address. Discriminators and a function's start are not
+/// known here: 0 and empty.
 fn write_json(out: &mut dyn Write, query: &Query, name: Option<&SpanName>, style: Style) -> io::Result<()> {
-    let symbol = |function: &str, file: &Option<String>, line: Option<u32>| {
+    let symbol = |function: &str, file: &Option<String>, line: Option<u32>, column: Option<u32>| {
         serde_json::json!({
-            "Column": 0, "Discriminator": 0,
+            "Column": column.unwrap_or(0), "Discriminator": 0,
             "FileName": file.as_deref().map_or("", |f| shown_file(f, style)),
-            "FunctionName": function, "Line": line.unwrap_or(0),
+            "FunctionName": if style.functions { function } else { "" }, "Line": line.unwrap_or(0),
             "StartAddress": "", "StartFileName": "", "StartLine": 0,
         })
     };
     let symbols: Vec<serde_json::Value> = match name {
-        None => vec![symbol("", &None, None)],
-        Some(_) => frames(name, style).map(|(f, file, line)| symbol(f, file, line)).collect(),
+        None => vec![symbol("", &None, None, None)],
+        Some(_) => frames(name, style).map(|(f, file, line, column)| symbol(f, file, line, column)).collect(),
     };
     let value = serde_json::json!({
         "Address": format!("{:#x}", query.address),

@@ -458,26 +458,47 @@ pub(crate) struct PackArgs {
 
 #[derive(clap::Args)]
 pub(crate) struct SymbolizeArgs {
+    /// Whose defaults and layout: `gnu` (GNU addr2line: file:line, names with -f, inline chains
+    /// with -i), or `llvm` (llvm-symbolizer: demangled function names, inline chains,
+    /// file:line:column, a blank line after each answer). Default: gnu, or llvm where an
+    /// llvm-only flag is given (--obj, --output-style, --inlining, ...). Run as `llvm-symbolizer`
+    /// or `addr2line` (a link to rtconv), rtconv is that tool.
+    #[arg(long, value_enum, value_name = "TOOL")]
+    pub(crate) style: Option<ToolStyle>,
     /// The binary (or debug file) the addresses are in; without it, each query line names its module
     /// (`"MODULE" 0xADDR`, llvm-symbolizer's input).
-    #[arg(short = 'e', long = "exe", visible_alias = "obj", value_name = "BIN")]
+    #[arg(short = 'e', long = "exe", value_name = "BIN")]
     pub(crate) exe: Option<PathBuf>,
+    /// As -e, llvm-symbolizer's name for it.
+    #[arg(long = "obj", value_name = "BIN", conflicts_with = "exe")]
+    pub(crate) obj: Option<PathBuf>,
     /// Addresses as the file sees them (ELF virtual addresses), hex with or without 0x; none: read
     /// queries from stdin, answering each as it comes.
     pub(crate) addresses: Vec<String>,
-    /// Print each address before its names (`addr2line -a`).
-    #[arg(short = 'a', long = "addresses")]
+    /// Print each address before its names (`addr2line -a`, `llvm-symbolizer --print-address`).
+    #[arg(short = 'a', long = "addresses", visible_alias = "print-address")]
     pub(crate) addresses_too: bool,
-    /// Print function names (`addr2line -f`).
-    #[arg(short = 'f', long)]
-    pub(crate) functions: bool,
-    /// Print the functions an inlined one was inlined into (`addr2line -i`).
+    /// Print function names (`-f`; llvm's `--functions=none|short|linkage`, linkage by default).
+    #[arg(
+        short = 'f',
+        long,
+        value_enum,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "linkage",
+        value_name = "KIND"
+    )]
+    pub(crate) functions: Option<FunctionsArg>,
+    /// Print the functions an inlined one was inlined into (`-i`).
     #[arg(short = 'i', long)]
     pub(crate) inlines: bool,
-    /// Only the innermost frame (llvm-symbolizer's `--no-inlines`; the default without -i).
+    /// Only the innermost frame (llvm-symbolizer's `--no-inlines`; the default without -i in gnu style).
     #[arg(long, conflicts_with = "inlines")]
     pub(crate) no_inlines: bool,
-    /// Demangle C++ and Rust names (`addr2line -C`).
+    /// llvm-symbolizer's `--inlining=true|false`.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub(crate) inlining: Option<bool>,
+    /// Demangle C++ and Rust names (`addr2line -C`; llvm style's default).
     #[arg(short = 'C', long)]
     pub(crate) demangle: bool,
     /// One line per frame: `function at file:line` (`addr2line -p`).
@@ -493,16 +514,45 @@ pub(crate) struct SymbolizeArgs {
     #[arg(long)]
     pub(crate) relative_address: bool,
     /// Look addresses up as if the file were loaded OFFSET higher (OFFSET is subtracted; 0x for hex).
-    #[arg(long, value_name = "OFFSET", value_parser = parse_offset, default_value = "0")]
-    pub(crate) adjust_vma: u64,
-    /// `GNU` (addr2line's layout) or `JSON` (llvm-symbolizer's).
-    #[arg(long, value_enum, ignore_case = true, default_value = "gnu", value_name = "STYLE")]
-    pub(crate) output_style: OutputStyle,
+    #[arg(long, value_name = "OFFSET", value_parser = parse_offset)]
+    pub(crate) adjust_vma: Option<u64>,
+    /// `GNU` (addr2line's layout), `LLVM` (llvm-symbolizer's) or `JSON` (llvm-symbolizer's).
+    #[arg(long, value_enum, ignore_case = true, value_name = "STYLE")]
+    pub(crate) output_style: Option<OutputStyle>,
     /// A directory of binaries and debug files, found by build-id (repeatable).
     #[arg(long, value_name = "DIR")]
     pub(crate) sym_dir: Vec<PathBuf>,
+    /// A root of `.build-id/xx/rest.debug` debug files (llvm-symbolizer's; repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) debug_file_directory: Vec<PathBuf>,
+    /// Accepted for llvm-symbolizer's callers (the sanitizers pass it); the file says its architecture.
+    #[arg(long, value_name = "ARCH", hide = true)]
+    pub(crate) default_arch: Option<String>,
+    /// Accepted for llvm-symbolizer's callers: the symbol table is always used.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", hide = true)]
+    pub(crate) use_symbol_table: Option<bool>,
     #[command(flatten)]
     pub(crate) naming: NamingArgs,
+}
+
+/// Which tool `rtconv symbolize` answers as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ToolStyle {
+    /// GNU addr2line.
+    Gnu,
+    /// llvm-symbolizer.
+    Llvm,
+}
+
+/// llvm-symbolizer's `--functions`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FunctionsArg {
+    /// No function names.
+    None,
+    /// Function names without their parameters.
+    Short,
+    /// Function names as the symbol or DWARF has them (demangled unless --no-demangle).
+    Linkage,
 }
 
 /// How `rtconv symbolize` prints its answers.
@@ -510,8 +560,23 @@ pub(crate) struct SymbolizeArgs {
 pub(crate) enum OutputStyle {
     /// GNU addr2line's lines.
     Gnu,
+    /// llvm-symbolizer's lines: function, file:line:column, a blank line after each answer.
+    Llvm,
     /// llvm-symbolizer's JSON: an array for addresses given as arguments, an object per line read.
     Json,
+}
+
+impl SymbolizeArgs {
+    /// The tool answered as: `--style`, else llvm where an llvm-only flag is given, else gnu.
+    pub(crate) fn tool(&self) -> ToolStyle {
+        let llvm_only = self.obj.is_some()
+            || self.output_style.is_some()
+            || self.inlining.is_some()
+            || !self.debug_file_directory.is_empty()
+            || self.default_arch.is_some()
+            || matches!(self.functions, Some(FunctionsArg::None | FunctionsArg::Short));
+        self.style.unwrap_or(if llvm_only { ToolStyle::Llvm } else { ToolStyle::Gnu })
+    }
 }
 
 /// An offset in decimal, or hex with `0x`.

@@ -14,6 +14,7 @@ pub mod info;
 pub mod live;
 pub mod man;
 pub mod output;
+pub mod personality;
 pub mod progress;
 pub mod queries;
 pub mod symbolize;

@@ -1,7 +1,8 @@
 //! Reading `rtconv symbolize`'s queries, as addr2line and llvm-symbolizer
 //! read theirs: an address for the binary given with `-e`/`--obj`, or —
 //! without one — a module and an address (`"/path/lib.so" 0x1d59f`; the
-//! module may be unquoted, and a leading `CODE` is skipped). Addresses are
+//! module may be unquoted). A leading `CODE` or `DATA` (llvm-symbolizer's:
+//! a code address, or a global's) is read by [`is_data`] and skipped. Addresses are
 //! hexadecimal, with or without `0x`, as GNU addr2line reads them. A line
 //! that is not a query is answered as an unknown address would be (`??`),
 //! with a warning naming it.
@@ -57,14 +58,19 @@ pub fn parse_address(text: &str) -> Option<u64> {
     u64::from_str_radix(digits, 16).ok()
 }
 
-/// One query line: an address for `default`, or `[CODE] MODULE ADDRESS`.
+/// Whether a query line asks for a global (`DATA ...`, llvm-symbolizer's) rather than code.
+pub fn is_data(line: &str) -> bool {
+    line.trim_start().starts_with("DATA ")
+}
+
+/// One query line: `[CODE|DATA] ADDRESS` for `default`, or `[CODE|DATA] MODULE ADDRESS`.
 pub fn parse_query(line: &str, default: Option<&Path>) -> Result<Query, String> {
     let line = line.trim();
     let bad = || format!("{line:?} is not a query; give a hex address like 0x1d59f, or \"MODULE\" 0x1d59f");
+    let rest = line.strip_prefix("CODE ").or_else(|| line.strip_prefix("DATA ")).map_or(line, str::trim_start);
     if let Some(module) = default {
-        return parse_address(line).map(|address| Query { module: module.to_path_buf(), address }).ok_or_else(bad);
+        return parse_address(rest).map(|address| Query { module: module.to_path_buf(), address }).ok_or_else(bad);
     }
-    let rest = line.strip_prefix("CODE ").map_or(line, str::trim_start);
     let (module, address) = match rest.strip_prefix('"') {
         Some(quoted) => {
             let (module, after) = quoted.split_once('"').ok_or_else(bad)?;

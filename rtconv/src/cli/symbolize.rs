@@ -1,23 +1,26 @@
 //! `rtconv symbolize`: addresses named as GNU addr2line and llvm-symbolizer
-//! name them — from the command line all at once, or read from stdin and
-//! answered as they come.
+//! name them, with either tool's defaults and layout — from the command line
+//! all at once, or read from stdin and answered as they come.
 
 use std::collections::HashSet;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
+use rtconv::model::SpanName;
 use rtconv::symbolize::{Lookup, Query, Session, name_batch};
 
-use super::answers::{Style, write_answer};
-use super::args::{OutputStyle, SymbolizeArgs, default_search};
-use super::queries::{parse_query, query_lines, read_query_line};
+use super::answers::{Layout, Style, write_answer, write_data, write_echo};
+use super::args::{FunctionsArg, OutputStyle, SymbolizeArgs, ToolStyle, default_search};
+use super::queries::{is_data, parse_query, query_lines, read_query_line};
 use super::{diag, exit, output};
 
 /// Warnings said once each, and whether any was (the exit status then says names were lost).
 struct Warnings {
     said: HashSet<String>,
     any: bool,
+    /// Run as another tool, which says none of these.
+    quiet: bool,
 }
 
 impl Warnings {
@@ -29,7 +32,7 @@ impl Warnings {
 
     /// Nothing was lost (the symbol index could not be used).
     fn note(&mut self, text: &str) {
-        if self.said.insert(text.to_string()) {
+        if !self.quiet && self.said.insert(text.to_string()) {
             diag::emit(&format!("rtconv: warning: {text}"));
         }
     }
@@ -37,69 +40,153 @@ impl Warnings {
 
 /// `rtconv symbolize`.
 pub fn run(args: SymbolizeArgs) -> ExitCode {
-    let search = rtconv::symbolize::Search { sym_dirs: args.sym_dir.clone(), ..default_search() };
-    let mut opts = args.naming.options(search);
-    // GNU addr2line's default: names as the file has them; -C demangles.
-    opts.demangle = args.demangle && opts.demangle;
+    run_as(args, false)
+}
+
+/// The settings a tool's defaults and the flags given make.
+struct Settings {
+    style: Style,
+    demangle: bool,
+    /// llvm-symbolizer's answers: `DATA` queries, lines that are not queries echoed.
+    llvm: bool,
+}
+
+fn settings(args: &SymbolizeArgs) -> Settings {
+    let llvm = args.tool() == ToolStyle::Llvm;
+    let functions = match (args.functions, llvm) {
+        (Some(kind), _) => kind != FunctionsArg::None,
+        (None, llvm) => llvm,
+    };
+    // llvm-symbolizer shows inline chains unless told not to; GNU addr2line with -i.
+    let inlines = match args.inlining {
+        Some(on) => on,
+        None => (llvm || args.inlines) && !args.no_inlines,
+    };
+    let layout = match (args.output_style, llvm) {
+        (Some(OutputStyle::Gnu), _) | (None, false) => Layout::Gnu,
+        (Some(OutputStyle::Llvm), _) | (None, true) => Layout::Llvm,
+        (Some(OutputStyle::Json), _) => Layout::Json,
+    };
     let style = Style {
         addresses: args.addresses_too,
-        functions: args.functions,
-        inlines: args.inlines && !args.no_inlines,
+        functions,
+        short: args.functions == Some(FunctionsArg::Short),
+        inlines,
         pretty: args.pretty_print,
         basenames: args.basenames,
-        json: args.output_style == OutputStyle::Json,
+        layout,
     };
-    let lookup = Lookup { section: args.section.clone(), relative: args.relative_address, adjust_vma: args.adjust_vma };
-    if let Some(exe) = &args.exe {
-        if !exe.is_file() {
-            diag::error(&format!("{}: no such file; pass the binary with -e", exe.display()));
-            return ExitCode::FAILURE;
-        }
-        if let Err(e) = opts.search.files_for(exe) {
-            diag::error(&e.to_string());
-            return ExitCode::FAILURE;
+    // GNU addr2line's names as the file has them unless -C; llvm-symbolizer's demangled unless
+    // --no-demangle.
+    let demangle = (llvm || args.demangle) && !args.naming.no_demangle;
+    Settings { style, demangle, llvm }
+}
+
+/// `rtconv symbolize`, or rtconv run as the tool `args.style` names (`as_tool`: its exit
+/// statuses — 0 whatever the answers, GNU's 1 for a binary that is not there — its default
+/// binary `a.out` for GNU, and no rtconv warnings for what the tool answers silently).
+pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
+    let Settings { style, demangle, llvm } = settings(&args);
+    let mut search = rtconv::symbolize::Search { sym_dirs: args.sym_dir.clone(), ..default_search() };
+    search.debug_roots.extend(args.debug_file_directory.iter().cloned());
+    let mut opts = args.naming.options(search);
+    opts.demangle = demangle && opts.demangle;
+    let lookup = Lookup {
+        section: args.section.clone(),
+        relative: args.relative_address,
+        adjust_vma: args.adjust_vma.unwrap_or(0),
+    };
+    let default_exe = (as_tool && !llvm).then(|| std::path::PathBuf::from("a.out"));
+    let exe_arg = args.exe.clone().or_else(|| args.obj.clone()).or(default_exe);
+    // llvm-symbolizer answers `??` for a binary it cannot read, and goes on.
+    let mut unreadable = false;
+    if let Some(exe) = &exe_arg {
+        let missing = if exe.is_file() {
+            opts.search.files_for(exe).err().map(|e| e.to_string())
+        } else if as_tool && !llvm {
+            Some(format!("'{}': No such file", exe.display()))
+        } else if llvm {
+            Some("No such file or directory".to_string())
+        } else {
+            Some(format!("{}: no such file; pass the binary with -e", exe.display()))
+        };
+        if let Some(message) = missing {
+            if !llvm {
+                let tool = if as_tool { "addr2line" } else { "rtconv" };
+                diag::emit(&format!("{tool}: {message}"));
+                return ExitCode::FAILURE;
+            }
+            diag::emit(&format!("LLVMSymbolizer: error reading file: {message}"));
+            unreadable = true;
         }
     }
-    // Each warning once (a module that cannot be read is said of its first query only).
-    let mut warnings = Warnings { said: HashSet::new(), any: false };
-    let exe = args.exe.as_deref();
+    // Each warning once (a module that cannot be read is said of its first query only). As the
+    // tool, only what the tool itself would say.
+    let mut warnings = Warnings { said: HashSet::new(), any: false, quiet: as_tool || unreadable };
+    let exe = exe_arg.as_deref();
     // What a line that is not a query is answered for: an unknown address.
     let unparsed = || Query { module: exe.map(Path::to_path_buf).unwrap_or_default(), address: 0 };
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let stdin = io::stdin();
-    // Answered as they come when read from a terminal or a pipe; a file, or arguments, all at once.
-    let interactive = args.addresses.is_empty() && !stdin_is_regular_file();
-    let written = if interactive {
-        let mut session = Session::new(opts, lookup);
-        let written = (|| -> io::Result<()> {
+    // Answered as they come when read from a terminal or a pipe; a file, or arguments, all at once
+    // (in llvm's answers, a file line by line too: its blank lines are echoed).
+    let one_by_one = args.addresses.is_empty() && (llvm || !stdin_is_regular_file());
+    let json_array = style.layout == Layout::Json && !args.addresses.is_empty();
+    let mut session = Session::new(opts.clone(), lookup.clone());
+    // One line's answer; `name`: its code address's name, if already looked up.
+    let answer = |out: &mut dyn Write,
+                  warnings: &mut Warnings,
+                  session: &mut Session,
+                  text: &str,
+                  name: Option<Result<Option<SpanName>, String>>| {
+        let module = exe.map(|e| e.to_string_lossy().into_owned());
+        let written = match parse_query(text, exe) {
+            Err(_) if llvm => write_echo(out, style, text.trim(), module.as_deref()),
+            Err(e) => {
+                warnings.warn(&e);
+                write_answer(out, style, &unparsed(), None)
+            }
+            Ok(q) if llvm && is_data(text) => {
+                let data = if unreadable { Ok(None) } else { session.data(&q) };
+                let data = data.unwrap_or_else(|e| {
+                    warnings.warn(&format!("{}: {e}", q.module.display()));
+                    None
+                });
+                write_data(out, style, &q, data.as_ref())
+            }
+            Ok(q) => {
+                let name = match name {
+                    _ if unreadable => Ok(None),
+                    Some(given) => given,
+                    None => session.name(&q),
+                };
+                let name = name.unwrap_or_else(|e| {
+                    warnings.warn(&format!("{}: {e}", q.module.display()));
+                    None
+                });
+                write_answer(out, style, &q, name.as_ref())
+            }
+        };
+        for w in session.warnings.drain(..) {
+            warnings.warn(&w);
+        }
+        for n in session.notes.drain(..) {
+            warnings.note(&n);
+        }
+        written
+    };
+    let written = if one_by_one {
+        (|| -> io::Result<()> {
             let mut input = io::BufReader::new(stdin.lock());
             let mut line = Vec::new();
             for number in 1.. {
                 let Some(text) = read_query_line(&mut input, &mut line, number)? else { break };
-                if text.trim().is_empty() {
+                let text = text.trim_end_matches(['\n', '\r']);
+                if text.trim().is_empty() && !llvm {
                     continue;
                 }
-                let (query, name) = match parse_query(&text, exe) {
-                    Ok(q) => {
-                        let name = session.name(&q).unwrap_or_else(|e| {
-                            warnings.warn(&format!("{}: {e}", q.module.display()));
-                            None
-                        });
-                        (q, name)
-                    }
-                    Err(e) => {
-                        warnings.warn(&e);
-                        (unparsed(), None)
-                    }
-                };
-                for w in session.warnings.drain(..) {
-                    warnings.warn(&w);
-                }
-                for n in session.notes.drain(..) {
-                    warnings.note(&n);
-                }
-                write_answer(&mut out, style, &query, name.as_ref())?;
-                if style.json {
+                answer(&mut out, &mut warnings, &mut session, text, None)?;
+                if style.layout == Layout::Json {
                     out.write_all(b"\n")?;
                 }
                 // Nothing more waiting: the asker may be waiting for this answer.
@@ -108,11 +195,7 @@ pub fn run(args: SymbolizeArgs) -> ExitCode {
                 }
             }
             out.flush()
-        })();
-        for n in session.finish() {
-            warnings.note(&n);
-        }
-        written
+        })()
     } else {
         let texts = if args.addresses.is_empty() {
             match query_lines(stdin.lock()) {
@@ -122,42 +205,30 @@ pub fn run(args: SymbolizeArgs) -> ExitCode {
         } else {
             args.addresses.clone()
         };
-        let parsed: Vec<Result<Query, String>> = texts.iter().map(|t| parse_query(t, exe)).collect();
-        let queries: Vec<Query> = parsed.iter().filter_map(|q| q.as_ref().ok().cloned()).collect();
-        let (names, said) = name_batch(&queries, &opts, &lookup);
+        // Code queries named at once, through the backends' parallel resolvers.
+        let code: Vec<Query> =
+            texts.iter().filter(|t| !(llvm && is_data(t))).filter_map(|t| parse_query(t, exe).ok()).collect();
+        let (names, said) =
+            if unreadable { (Vec::new(), Default::default()) } else { name_batch(&code, &opts, &lookup) };
         for w in &said.warnings {
             warnings.warn(w);
         }
         for n in &said.notes {
             warnings.note(n);
         }
-        let nothing = unparsed();
         let written = (|| -> io::Result<()> {
-            let mut names = names.iter();
-            let json_array = style.json && !args.addresses.is_empty();
+            let mut names = names.into_iter();
             if json_array {
                 out.write_all(b"[")?;
             }
-            for (i, q) in parsed.iter().enumerate() {
-                let (query, name) = match q {
-                    Ok(q) => match names.next() {
-                        Some(Ok(name)) => (q, name.as_ref()),
-                        Some(Err(e)) => {
-                            warnings.warn(&format!("{}: {e}", q.module.display()));
-                            (q, None)
-                        }
-                        None => (q, None),
-                    },
-                    Err(e) => {
-                        warnings.warn(e);
-                        (&nothing, None)
-                    }
-                };
+            for (i, text) in texts.iter().enumerate() {
                 if json_array && i > 0 {
                     out.write_all(b",")?;
                 }
-                write_answer(&mut out, style, query, name)?;
-                if style.json && !json_array {
+                let is_code = !(llvm && is_data(text)) && parse_query(text, exe).is_ok();
+                let name = if is_code { Some(names.next().unwrap_or(Ok(None))) } else { None };
+                answer(&mut out, &mut warnings, &mut session, text, name)?;
+                if style.layout == Layout::Json && !json_array {
                     out.write_all(b"\n")?;
                 }
             }
@@ -168,11 +239,14 @@ pub fn run(args: SymbolizeArgs) -> ExitCode {
         })();
         // The process ends next: its memory goes back to the system whole, sooner than
         // freed answer by answer (docs/PERFORMANCE.md measures it).
-        std::mem::forget((names, parsed, queries, texts));
+        std::mem::forget((code, texts));
         written
     };
+    for n in session.finish() {
+        warnings.note(&n);
+    }
     match written {
-        Ok(()) if warnings.any => ExitCode::from(exit::DEGRADED),
+        Ok(()) if warnings.any && !as_tool => ExitCode::from(exit::DEGRADED),
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::InvalidData => input_failed(&e),
         Err(e) => output::write_failed(&e, "the names"),

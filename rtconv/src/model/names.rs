@@ -12,6 +12,8 @@ pub struct Frame {
     pub file: Option<String>,
     /// Source line, when known.
     pub line: Option<u32>,
+    /// Source column, when known (0: the line as a whole, as DWARF says it).
+    pub column: Option<u32>,
 }
 
 /// The name of one span key.
@@ -23,6 +25,8 @@ pub struct SpanName {
     pub file: Option<String>,
     /// Source line, when known.
     pub line: Option<u32>,
+    /// Source column, when known (DWARF's; `rtconv symbolize` shows it as llvm-symbolizer does).
+    pub column: Option<u32>,
     /// Which backend named it.
     pub source: Source,
     /// The functions the innermost one was inlined into, innermost first.
@@ -40,6 +44,7 @@ impl SpanName {
             name: innermost.function,
             file: innermost.file,
             line: innermost.line,
+            column: innermost.column,
             source,
             inlined_into: chain,
         })

@@ -150,6 +150,26 @@ impl Session {
         Ok(name)
     }
 
+    /// The data symbol covering `query`'s address (a `DATA` query), or why it cannot be looked up.
+    pub fn data(&mut self, query: &Query) -> Result<Option<symtab::DataSymbol>, String> {
+        if !self.modules.contains_key(&query.module) {
+            let opened = self.open(&query.module);
+            self.modules.insert(query.module.clone(), opened);
+        }
+        let module = match self.modules.get_mut(&query.module) {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => return Err(e.clone()),
+            None => return Ok(None),
+        };
+        let address = module.layout.file_address(&self.lookup, query.address)?;
+        let debug = module.files.debug.as_deref().unwrap_or(&module.files.binary);
+        let warnings = &mut self.warnings;
+        let table = module
+            .symtab
+            .get_or_insert_with(|| symtab::Table::open(debug).map_err(|e| warnings.push(e.to_string())).ok());
+        Ok(table.as_mut().and_then(|t| t.data(address, self.opts.demangle)))
+    }
+
     /// Ends the session: what DWARF answered is added to each build's
     /// index; returns the [`notes`](Self::notes) not yet taken, with what
     /// could not be written.

@@ -14,5 +14,5 @@ pub fn resolve(trace: &Trace, key: u64, demangle: bool) -> Option<SpanName> {
         return None;
     }
     let name = demangled(&entry.symbol, demangle);
-    Some(SpanName { name, file: None, line: None, source: Source::Dladdr, inlined_into: Vec::new() })
+    Some(SpanName { name, file: None, line: None, column: None, source: Source::Dladdr, inlined_into: Vec::new() })
 }

@@ -220,15 +220,16 @@ impl Worker {
                 function: function.map_or_else(|| "??".to_string(), |(raw, language)| names.name(&raw, language)),
                 file: location.and_then(|l| l.file).map(str::to_owned),
                 line: location.and_then(|l| l.line),
+                column: location.and_then(|l| l.column),
             });
         }
         if !has_function {
             // Line info without function entries (code from a crate built with
             // line tables only): the symbol's name with the line table's place.
             let location = loader.find_location(address).ok().flatten()?;
-            let (file, line) = (location.file.map(str::to_owned), location.line);
+            let (file, line, column) = (location.file.map(str::to_owned), location.line, location.column);
             let name = names.name(loader.find_symbol(address).filter(|n| !super::is_local_label(n))?, None);
-            return Some(SpanName { name, file, line, source: Source::Dwarf, inlined_into: Vec::new() });
+            return Some(SpanName { name, file, line, column, source: Source::Dwarf, inlined_into: Vec::new() });
         }
         // The outermost frame is the function the code is in: named, as GNU addr2line and
         // llvm-symbolizer name it, by the symbol at the address (its full signature, a clone

@@ -63,7 +63,7 @@ fn parse_block(lines: Vec<String>) -> Option<SpanName> {
     let mut frames = lines.chunks(2).map(|pair| {
         let function = pair[0].trim().to_string();
         let (file, line) = parse_location(pair.get(1).map(String::as_str).unwrap_or("??:0"));
-        Frame { function, file, line }
+        Frame { function, file, line, column: None }
     });
     let innermost = frames.next()?;
     if innermost.function == "??" {
@@ -73,6 +73,7 @@ fn parse_block(lines: Vec<String>) -> Option<SpanName> {
         name: innermost.function,
         file: innermost.file,
         line: innermost.line,
+        column: None,
         source: Source::Addr2line,
         inlined_into: frames.collect(),
     })

@@ -1,18 +1,19 @@
 //! The bytes of a symbol index file: what DWARF answered for each address
 //! asked of one build, in a form that is read back without trusting it.
 //!
-//! Layout (little-endian), version 1:
+//! Layout (little-endian), version 2 (version 1 had no columns; its files are rebuilt):
 //!
 //! ```text
 //! magic      8   b"RTSYMIX\0"
-//! version    u32 1
+//! version    u32 2
 //! flags      u32 bit 0: names are demangled
 //! build-id   u32 length (≤ 64), then the bytes
 //! strings    u32 count, then each: u32 length, UTF-8 bytes
 //! entries    u32 count, then each, by strictly increasing address:
 //!            u64 address, u32 frames (0: DWARF names nothing there),
 //!            then per frame, innermost first: u32 function (string id),
-//!            u32 file (string id, or u32::MAX for none), u32 line + 1 (0 for none)
+//!            u32 file (string id, or u32::MAX for none), u32 line + 1 (0 for none),
+//!            u32 column + 1 (0 for none)
 //! checksum   u32 CRC-32 of every byte before it
 //! ```
 //!
@@ -24,11 +25,13 @@ use crate::model::{Frame, Source, SpanName};
 /// The first bytes of an index file.
 pub const MAGIC: &[u8; 8] = b"RTSYMIX\0";
 /// The version this code writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The longest inline chain kept (deeper chains are not indexed).
 pub const MAX_FRAMES: usize = 1024;
 /// No file in a frame.
 const NO_FILE: u32 = u32::MAX;
+/// The bytes of a frame: function, file, line and column, a `u32` each.
+const FRAME_BYTES: usize = 16;
 
 /// What an index file holds.
 #[derive(Debug, Default, PartialEq)]
@@ -59,7 +62,7 @@ pub fn encode(contents: &Contents) -> Vec<u8> {
     let mut ids: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
     // Two passes: first the string table, then the entries that refer to it.
     for (_, answer) in &contents.entries {
-        for (function, file, _) in frames(answer.as_ref()) {
+        for (function, file, ..) in frames(answer.as_ref()) {
             for text in [Some(function), file].into_iter().flatten() {
                 if !ids.contains_key(text) {
                     ids.insert(text, strings.len() as u32);
@@ -84,10 +87,11 @@ pub fn encode(contents: &Contents) -> Vec<u8> {
         out.extend_from_slice(&address.to_le_bytes());
         let chain = frames(answer.as_ref());
         out.extend_from_slice(&(chain.len() as u32).to_le_bytes());
-        for (function, file, line) in chain {
+        for (function, file, line, column) in chain {
             out.extend_from_slice(&ids[function].to_le_bytes());
             out.extend_from_slice(&file.map_or(NO_FILE, |f| ids[f]).to_le_bytes());
             out.extend_from_slice(&line.map_or(0, |l| l.saturating_add(1)).to_le_bytes());
+            out.extend_from_slice(&column.map_or(0, |c| c.saturating_add(1)).to_le_bytes());
         }
     }
     let checksum = crc32fast::hash(&out);
@@ -95,20 +99,23 @@ pub fn encode(contents: &Contents) -> Vec<u8> {
     out
 }
 
-/// The frames of an answer, innermost first: (function, file, line).
-fn frames(answer: Option<&SpanName>) -> Vec<(&str, Option<&str>, Option<u32>)> {
+/// A frame as stored: function, file, line, column.
+type Stored<'a> = (&'a str, Option<&'a str>, Option<u32>, Option<u32>);
+
+/// The frames of an answer, innermost first.
+fn frames(answer: Option<&SpanName>) -> Vec<Stored<'_>> {
     let Some(n) = answer else { return Vec::new() };
-    let mut out = vec![(n.name.as_str(), n.file.as_deref(), n.line)];
-    out.extend(n.inlined_into.iter().map(|f| (f.function.as_str(), f.file.as_deref(), f.line)));
+    let mut out = vec![(n.name.as_str(), n.file.as_deref(), n.line, n.column)];
+    out.extend(n.inlined_into.iter().map(|f| (f.function.as_str(), f.file.as_deref(), f.line, f.column)));
     out
 }
 
 /// Whether an answer fits the format (an inline chain no deeper than
-/// [`MAX_FRAMES`], no line that cannot be stored).
+/// [`MAX_FRAMES`], no line or column that cannot be stored).
 pub fn storable(answer: Option<&SpanName>) -> bool {
     answer.is_none_or(|n| {
         n.inlined_into.len() < MAX_FRAMES
-            && std::iter::once(n.line).chain(n.inlined_into.iter().map(|f| f.line)).all(|l| l != Some(u32::MAX))
+            && frames(Some(n)).iter().all(|&(_, _, line, column)| line != Some(u32::MAX) && column != Some(u32::MAX))
     })
 }
 
@@ -177,7 +184,7 @@ impl View {
                 return Err(r.error("address", at, format!("{address:#x}, not above the entry before it")));
             }
             entries.push((address, r.at));
-            let depth = r.count("frame count", 12, MAX_FRAMES)?;
+            let depth = r.count("frame count", FRAME_BYTES, MAX_FRAMES)?;
             for _ in 0..depth {
                 for field in ["function", "file"] {
                     let id = r.u32(field)?;
@@ -187,6 +194,7 @@ impl View {
                     }
                 }
                 r.u32("line")?;
+                r.u32("column")?;
             }
         }
         if r.at != body.len() {
@@ -215,9 +223,10 @@ impl View {
         let text = |id: u32| Some(self.text.get(self.strings.get(id as usize)?.clone())?.to_owned());
         let mut chain: Vec<Frame> = (0..word(0) as usize)
             .map(|f| Frame {
-                function: text(word(1 + 3 * f)).unwrap_or_default(),
-                file: text(word(2 + 3 * f)),
-                line: word(3 + 3 * f).checked_sub(1),
+                function: text(word(1 + 4 * f)).unwrap_or_default(),
+                file: text(word(2 + 4 * f)),
+                line: word(3 + 4 * f).checked_sub(1),
+                column: word(4 + 4 * f).checked_sub(1),
             })
             .collect();
         (!chain.is_empty()).then(|| {
@@ -226,6 +235,7 @@ impl View {
                 name: innermost.function,
                 file: innermost.file,
                 line: innermost.line,
+                column: innermost.column,
                 source: Source::Dwarf,
                 inlined_into: chain,
             }
@@ -290,7 +300,12 @@ mod tests {
     use super::*;
 
     fn sample() -> Contents {
-        let frame = |f: &str, file: Option<&str>, line| Frame { function: f.into(), file: file.map(Into::into), line };
+        let frame = |f: &str, file: Option<&str>, line, column| Frame {
+            function: f.into(),
+            file: file.map(Into::into),
+            line,
+            column,
+        };
         Contents {
             build_id: vec![0xab; 20],
             demangled: true,
@@ -302,8 +317,12 @@ mod tests {
                         name: "inner".into(),
                         file: Some("/src/a.rs".into()),
                         line: Some(0),
+                        column: Some(0),
                         source: Source::Dwarf,
-                        inlined_into: vec![frame("outer", Some("/src/a.rs"), Some(7)), frame("main", None, None)],
+                        inlined_into: vec![
+                            frame("outer", Some("/src/a.rs"), Some(7), Some(12)),
+                            frame("main", None, None, None),
+                        ],
                     }),
                 ),
                 (
@@ -312,6 +331,7 @@ mod tests {
                         name: "outer".into(),
                         file: None,
                         line: None,
+                        column: None,
                         source: Source::Dwarf,
                         inlined_into: vec![],
                     }),
@@ -367,8 +387,8 @@ mod tests {
         assert_eq!(e.field, "address", "{e}");
         let bytes = encode(&sample());
         let mut body = bytes[..bytes.len() - 4].to_vec();
-        // The last frame's function id is the 12th byte from the end of the body.
-        let at = body.len() - 12;
+        // The last frame's function id is the 16th byte from the end of the body.
+        let at = body.len() - 16;
         body[at..at + 4].copy_from_slice(&99u32.to_le_bytes());
         let e = decode(&resealed(body)).unwrap_err();
         assert_eq!((e.field, e.offset), ("function", at), "{e}");

@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 pub use addresses::{BatchSaid, Lookup, Named, Query, Session, name_batch};
 pub use files::{ModuleError, ModuleFiles, Search, debuginfod_caches, hex};
 pub use index::user_root as index_user_root;
+pub use symtab::DataSymbol;
 
 use crate::model::{Location, Names, Source, SpanName, Trace, locate};
 
@@ -351,6 +352,7 @@ fn unknown(trace: &Trace, key: u64, location: Location) -> SpanName {
         name: format!("?? ({place})"),
         file: None,
         line: None,
+        column: None,
         source: Source::Unknown,
         inlined_into: Vec::new(),
     }

@@ -15,10 +15,16 @@ pub fn resolve(trace: &Trace, key: u64, demangle: bool) -> Option<SpanName> {
         name: demangled(&first.function, demangle),
         file: first.file.clone(),
         line: first.line,
+        column: None,
         source: Source::Packed,
         inlined_into: rest
             .iter()
-            .map(|f| Frame { function: demangled(&f.function, demangle), file: f.file.clone(), line: f.line })
+            .map(|f| Frame {
+                function: demangled(&f.function, demangle),
+                file: f.file.clone(),
+                line: f.line,
+                column: None,
+            })
             .collect(),
     })
 }

@@ -12,6 +12,7 @@ pub fn resolve(trace: &Trace, offset: usize) -> Option<SpanName> {
         name: String::from_utf8_lossy(site.label).into_owned(),
         file: Some(String::from_utf8_lossy(site.file).into_owned()),
         line: Some(site.line),
+        column: None,
         source: Source::Site,
         inlined_into: Vec::new(),
     })

@@ -49,14 +49,28 @@ fn symbol_name(name: &str, demangle: bool) -> SpanName {
         name: demangled(name, demangle),
         file: None,
         line: None,
+        column: None,
         source: Source::Symtab,
         inlined_into: Vec::new(),
     }
 }
 
-/// A binary's function symbols with a size, by address.
+/// A binary's function symbols with a size, by address; its data symbols read on first use.
 pub(crate) struct Table {
     symbols: Vec<(u64, u64, String)>,
+    path: std::path::PathBuf,
+    data: Option<Vec<(u64, u64, String)>>,
+}
+
+/// A symbol's name, address and size (a `DATA` query's answer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataSymbol {
+    /// As the file has it, demangled if asked.
+    pub name: String,
+    /// Its address.
+    pub start: u64,
+    /// Its size.
+    pub size: u64,
 }
 
 impl Table {
@@ -65,7 +79,30 @@ impl Table {
         let bytes = map_file(binary, Pages::OnDemand).map_err(|e| failed(e.to_string()))?;
         let file = object::File::parse(&*bytes).map_err(|e| failed(e.to_string()))?;
         let symbols = function_symbols(&file).into_iter().map(|(a, s, n)| (a, s, n.to_string())).collect();
-        Ok(Table { symbols })
+        Ok(Table { symbols, path: binary.into(), data: None })
+    }
+
+    /// The data object whose symbol covers `address` (a global, a static, thread-local data), as
+    /// llvm-symbolizer answers a `DATA` query from the symbol table.
+    pub(crate) fn data(&mut self, address: u64, demangle: bool) -> Option<DataSymbol> {
+        let path = &self.path;
+        let data = self.data.get_or_insert_with(|| {
+            let Ok(bytes) = map_file(path, Pages::OnDemand) else { return Vec::new() };
+            let Ok(file) = object::File::parse(&*bytes) else { return Vec::new() };
+            let mut symbols: Vec<(u64, u64, String)> = file
+                .symbols()
+                .chain(file.dynamic_symbols())
+                .filter(|s| matches!(s.kind(), object::SymbolKind::Data | object::SymbolKind::Tls))
+                .filter(|s| s.is_definition() && s.size() > 0)
+                .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+                .collect();
+            symbols.sort_unstable();
+            symbols.dedup_by_key(|s| s.0);
+            symbols
+        });
+        let i = data.partition_point(|s| s.0 <= address).checked_sub(1)?;
+        let (start, size, name) = &data[i];
+        (address < start + size).then(|| DataSymbol { name: demangled(name, demangle), start: *start, size: *size })
     }
 
     /// The function whose symbol covers `address`.

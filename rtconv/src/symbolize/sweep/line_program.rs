@@ -1,5 +1,5 @@
-//! A unit's line-number program run for the three registers the sweep keeps
-//! (address, file, line), yielding the rows `gimli`'s `LineRows` yields.
+//! A unit's line-number program run for the four registers the sweep keeps
+//! (address, file, line, column), yielding the rows `gimli`'s `LineRows` yields.
 //!
 //! `gimli` decodes each instruction into an enum and runs it on all twelve
 //! registers; the sweep runs every line program of every unit an address
@@ -14,12 +14,13 @@ use gimli::Reader;
 
 use super::R;
 
-/// One row: the address, file index and line registers, and whether it ends a sequence.
+/// One row: the address, file index, line and column registers, and whether it ends a sequence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Step {
     pub(super) address: u64,
     pub(super) file: u64,
     pub(super) line: u64,
+    pub(super) column: u64,
     pub(super) end_sequence: bool,
 }
 
@@ -61,7 +62,8 @@ pub(super) fn run(header: &gimli::LineProgramHeader<R<'_>>, mut emit: impl FnMut
                     state.advance_line(increment);
                 }
                 gimli::DW_LNS_set_file => state.file = input.uleb()?,
-                gimli::DW_LNS_set_column | gimli::DW_LNS_set_isa => {
+                gimli::DW_LNS_set_column => state.column = input.uleb()?,
+                gimli::DW_LNS_set_isa => {
                     input.uleb()?;
                 }
                 gimli::DW_LNS_negate_stmt
@@ -126,16 +128,18 @@ struct State {
     address: u64,
     file: u64,
     line: u64,
+    column: u64,
     tombstone: bool,
 }
 
 impl State {
     /// At the start of a sequence (DWARF 5, 6.2.2).
-    const START: State = State { address: 0, file: 1, line: 1, tombstone: false };
+    const START: State = State { address: 0, file: 1, line: 1, column: 0, tombstone: false };
 
     fn emit(&self, end_sequence: bool, emit: &mut impl FnMut(Step)) {
         if !self.tombstone {
-            emit(Step { address: self.address, file: self.file, line: self.line, end_sequence });
+            let (address, file, line, column) = (self.address, self.file, self.line, self.column);
+            emit(Step { address, file, line, column, end_sequence });
         }
     }
 
@@ -233,6 +237,10 @@ mod tests {
                     address: row.address(),
                     file: row.file_index(),
                     line: row.line().map_or(0, |l| l.get()),
+                    column: match row.column() {
+                        gimli::ColumnType::LeftEdge => 0,
+                        gimli::ColumnType::Column(c) => c.get(),
+                    },
                     end_sequence: row.end_sequence(),
                 });
             }

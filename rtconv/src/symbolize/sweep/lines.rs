@@ -24,6 +24,8 @@ pub(super) struct Row {
     address: u64,
     pub(super) file: u64,
     pub(super) line: u32,
+    /// 0: none (the line's left edge, as DWARF says it).
+    pub(super) column: u32,
 }
 
 impl Lines {
@@ -46,7 +48,11 @@ impl Lines {
             while let Some((_, row)) = rows.next_row()? {
                 let line = row.line().map_or(0, std::num::NonZeroU64::get);
                 let (address, file, end_sequence) = (row.address(), row.file_index(), row.end_sequence());
-                keep(Step { address, file, line, end_sequence });
+                let column = match row.column() {
+                    gimli::ColumnType::LeftEdge => 0,
+                    gimli::ColumnType::Column(c) => c.get(),
+                };
+                keep(Step { address, file, line, column, end_sequence });
             }
         }
         self.sequences.sort_unstable_by_key(|s| s.start);
@@ -70,15 +76,15 @@ impl Lines {
             *first = all.len();
             return;
         }
-        let (address, file, line) = (step.address, step.file, step.line as u32);
+        let (address, file, line, column) = (step.address, step.file, step.line as u32, step.column as u32);
         if all.len() > *first
             && let Some(last) = all.last_mut()
             && last.address == address
         {
-            (last.file, last.line) = (file, line);
+            (last.file, last.line, last.column) = (file, line, column);
             return;
         }
-        all.push(Row { address, file, line });
+        all.push(Row { address, file, line, column });
     }
 
     /// The row whose range holds `probe` (as `addr2line` finds it).

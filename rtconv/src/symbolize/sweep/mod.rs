@@ -163,6 +163,7 @@ struct Inlined {
     name: Option<u32>,
     call_file: Option<u64>,
     call_line: u32,
+    call_column: u32,
 }
 
 /// The inline tree of a function an address falls in.
@@ -347,7 +348,7 @@ impl<'d, 'a> Sweep<'d, 'a> {
                 }
             };
             let mut attrs = RangeAttributes::default();
-            let (mut call_file, mut call_line) = (None, 0);
+            let (mut call_file, mut call_line, mut call_column) = (None, 0, 0);
             name_attrs.clear();
             let mut take = |field: Field, value: AttributeValue<R<'a>>| -> gimli::Result<()> {
                 match field {
@@ -361,6 +362,7 @@ impl<'d, 'a> Sweep<'d, 'a> {
                         }
                     }
                     Field::CallLine => call_line = value.udata_value().unwrap_or(0) as u32,
+                    Field::CallColumn => call_column = value.udata_value().unwrap_or(0) as u32,
                 }
                 Ok(())
             };
@@ -421,7 +423,7 @@ impl<'d, 'a> Sweep<'d, 'a> {
                 } else {
                     None
                 };
-                trees[tree].calls.push(Inlined { name, call_file, call_line });
+                trees[tree].calls.push(Inlined { name, call_file, call_line, call_column });
                 open.push((depth, touched.then_some(tree), call_depth + 1));
             }
         }
@@ -468,14 +470,17 @@ impl<'d, 'a> Sweep<'d, 'a> {
             return self.line_only(address, symbol);
         }
         let mut chain: Vec<Frame> = Vec::with_capacity(found.inlined.len() + 1);
-        let (mut file, mut line) = match found.row {
-            Some(row) => (naming.file(found.unit, row.file), (row.line != 0).then_some(row.line)),
-            None => (None, None),
+        // As the addr2line crate: a row's column wherever it has a line (0, the left edge,
+        // included), a call's where it is not 0.
+        let nonzero = |n: u32| (n != 0).then_some(n);
+        let (mut file, mut line, mut column) = match found.row {
+            Some(row) => (naming.file(found.unit, row.file), nonzero(row.line), nonzero(row.line).map(|_| row.column)),
+            None => (None, None, None),
         };
         for call in found.inlined.iter().rev() {
-            chain.push(Frame { function: shown(naming, call.name), file: file.take(), line });
+            chain.push(Frame { function: shown(naming, call.name), file: file.take(), line, column });
             file = call.call_file.and_then(|f| naming.file(found.unit, f));
-            line = (call.call_line != 0).then_some(call.call_line);
+            (line, column) = (nonzero(call.call_line), nonzero(call.call_column));
         }
         // The function is named by its symbol where it has one (its DWARF name is then not shown).
         let outermost = match (symbol, function) {
@@ -487,7 +492,7 @@ impl<'d, 'a> Sweep<'d, 'a> {
             }
             (None, None) => shown(naming, None),
         };
-        chain.push(Frame { function: outermost, file, line });
+        chain.push(Frame { function: outermost, file, line, column });
         SpanName::from_chain(chain, Source::Dwarf)
     }
 
@@ -504,6 +509,7 @@ impl<'d, 'a> Sweep<'d, 'a> {
             name,
             file: self.naming.file(unit, row.file),
             line: (row.line != 0).then_some(row.line),
+            column: (row.line != 0).then_some(row.column),
             source: Source::Dwarf,
             inlined_into: Vec::new(),
         })

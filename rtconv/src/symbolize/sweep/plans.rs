@@ -41,6 +41,7 @@ pub(super) enum Field {
     Name(gimli::DwAt),
     CallFile,
     CallLine,
+    CallColumn,
 }
 
 impl Field {
@@ -55,6 +56,7 @@ impl Field {
             | gimli::DW_AT_specification => Some(Field::Name(at)),
             gimli::DW_AT_call_file => Some(Field::CallFile),
             gimli::DW_AT_call_line => Some(Field::CallLine),
+            gimli::DW_AT_call_column => Some(Field::CallColumn),
             _ => None,
         }
     }
@@ -242,7 +244,7 @@ fn decodes(field: Field, form: gimli::DwForm, header: &gimli::UnitHeader<R<'_>>)
                 || (form == gimli::DW_FORM_ref_addr && header.version() >= 3)
         }
         Field::Name(_) => form == gimli::DW_FORM_strp,
-        Field::CallFile | Field::CallLine => data,
+        Field::CallFile | Field::CallLine | Field::CallColumn => data,
     }
 }
 
@@ -280,7 +282,7 @@ pub(super) fn value<'a>(
             V::UnitRef(gimli::UnitOffset(offset))
         }
         (Field::CallFile, _) => V::FileIndex(number(input)?),
-        (Field::CallLine, _) => V::Udata(number(input)?),
+        (Field::CallLine | Field::CallColumn, _) => V::Udata(number(input)?),
     })
 }
 
