@@ -95,7 +95,13 @@ type Shown<'a> = (&'a str, &'a Option<String>, Option<u32>, Option<u32>);
 fn frames(name: Option<&SpanName>, style: Style) -> impl Iterator<Item = Shown<'_>> {
     const NONE: Option<String> = None;
     let short = style.short;
-    let first = name.map_or(("??", &NONE, None, None), |n| (shown_name(&n.name, short), &n.file, n.line, n.column));
+    // Without the chain, GNU names the innermost function, llvm-symbolizer the one the code is
+    // in (the outermost); both place it where the innermost is.
+    let outermost = matches!(style.layout, Layout::Llvm | Layout::Json) && !style.inlines;
+    let first = name.map_or(("??", &NONE, None, None), |n| {
+        let function = if outermost { n.inlined_into.last().map_or(&n.name, |f| &f.function) } else { &n.name };
+        (shown_name(function, short), &n.file, n.line, n.column)
+    });
     let inlined = name.filter(|_| style.inlines).map_or(&[][..], |n| &n.inlined_into[..]);
     std::iter::once(first)
         .chain(inlined.iter().map(move |f| (shown_name(&f.function, short), &f.file, f.line, f.column)))

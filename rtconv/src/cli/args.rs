@@ -76,9 +76,11 @@ pub(crate) enum Command {
     /// converts anywhere without them. Packing a packed dump changes nothing.
     Pack(PackArgs),
     /// Name addresses in a binary, a drop-in for GNU addr2line (`-a -f -i -C -e -p -s -j`) and
-    /// llvm-symbolizer (`--obj`, `--no-inlines`, `--relative-address`, `--adjust-vma`,
-    /// `--output-style=JSON`, `"MODULE" 0xADDR` lines). Addresses from the command line, or queries
-    /// read from stdin and answered as they come.
+    /// llvm-symbolizer (`--obj`, `--no-inlines`, `--functions`, `--relative-address`, `--adjust-vma`,
+    /// `--output-style=LLVM|GNU|JSON`, `CODE`/`DATA` lines), with either tool's defaults (`--style`).
+    /// Addresses from the command line, or queries read from stdin and answered as they come. Run
+    /// under the tool's name, rtconv is that tool (for the sanitizers' ASAN_SYMBOLIZER_PATH, perf):
+    /// `ln -s "$(command -v rtconv)" ~/.local/bin/llvm-symbolizer`, likewise `addr2line`.
     Symbolize(SymbolizeArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions {

@@ -112,7 +112,8 @@ pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
         };
         if let Some(message) = missing {
             if !llvm {
-                let tool = if as_tool { "addr2line" } else { "rtconv" };
+                // GNU addr2line names itself as it was run.
+                let tool = if as_tool { std::env::args().next().unwrap_or_default() } else { "rtconv".into() };
                 diag::emit(&format!("{tool}: {message}"));
                 return ExitCode::FAILURE;
             }

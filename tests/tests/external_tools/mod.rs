@@ -19,6 +19,7 @@ mod nesting;
 mod perfetto;
 mod pprof;
 mod symbolize;
+mod symbolize_callers;
 mod symbolize_compat;
 mod symbols;
 mod viewer;
