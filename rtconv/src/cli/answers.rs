@@ -221,16 +221,28 @@ pub fn write_data(out: &mut dyn Write, style: Style, query: &Query, data: Option
 }
 
 /// What llvm-symbolizer writes for a line that is not a query: the line itself (in JSON, an
-/// error object naming it).
-pub fn write_echo(out: &mut dyn Write, style: Style, line: &str, module: Option<&str>) -> io::Result<()> {
+/// error object naming it and `module`).
+pub fn write_echo(out: &mut dyn Write, style: Style, line: &str, module: &str) -> io::Result<()> {
     if style.layout == Layout::Json {
-        let mut value = serde_json::json!({ "Error": { "Message": format!("unable to parse arguments: {line}") } });
-        if let Some(module) = module {
-            value["ModuleName"] = module.into();
-        }
+        let message = format!("unable to parse arguments: {line}");
+        let value = serde_json::json!({ "Error": { "Message": message }, "ModuleName": module });
         return serde_json::to_writer(&mut *out, &value).map_err(io::Error::from);
     }
     writeln!(out, "{line}")
+}
+
+/// What llvm-symbolizer writes for an address in a module it cannot read: `??` (in JSON, an error
+/// object with the reason).
+pub fn write_error(out: &mut dyn Write, style: Style, query: &Query, message: &str) -> io::Result<()> {
+    if style.layout == Layout::Json {
+        let value = serde_json::json!({
+            "Address": format!("{:#x}", query.address),
+            "Error": { "Message": message },
+            "ModuleName": query.module.to_string_lossy(),
+        });
+        return serde_json::to_writer(&mut *out, &value).map_err(io::Error::from);
+    }
+    write_answer(out, style, query, None)
 }
 
 /// llvm-symbolizer's JSON object for one address. Discriminators and a function's start are not

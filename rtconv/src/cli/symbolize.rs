@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use rtconv::model::SpanName;
 use rtconv::symbolize::{Lookup, Query, Session, name_batch};
 
-use super::answers::{Layout, Style, write_answer, write_data, write_echo};
+use super::answers::{Layout, Style, write_answer, write_data, write_echo, write_error};
 use super::args::{FunctionsArg, OutputStyle, SymbolizeArgs, ToolStyle, default_search};
 use super::queries::{is_data, parse_query, query_lines, read_query_line};
 use super::{diag, exit, output};
@@ -117,7 +117,9 @@ pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
                 diag::emit(&format!("{tool}: {message}"));
                 return ExitCode::FAILURE;
             }
-            diag::emit(&format!("LLVMSymbolizer: error reading file: {message}"));
+            if args.output_style != Some(OutputStyle::Json) {
+                diag::emit(&format!("LLVMSymbolizer: error reading file: {message}"));
+            }
             unreadable = true;
         }
     }
@@ -140,9 +142,14 @@ pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
                   session: &mut Session,
                   text: &str,
                   name: Option<Result<Option<SpanName>, String>>| {
-        let module = exe.map(|e| e.to_string_lossy().into_owned());
+        // llvm-symbolizer's JSON names a line's module even where the line is no query: its
+        // first word.
+        let module = exe.map_or_else(
+            || text.split_whitespace().next().unwrap_or("").to_string(),
+            |e| e.to_string_lossy().into_owned(),
+        );
         let written = match parse_query(text, exe) {
-            Err(_) if llvm => write_echo(out, style, text.trim(), module.as_deref()),
+            Err(_) if llvm => write_echo(out, style, text.trim(), &module),
             Err(e) => {
                 warnings.warn(&e);
                 write_answer(out, style, &unparsed(), None)
@@ -157,15 +164,28 @@ pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
             }
             Ok(q) => {
                 let name = match name {
-                    _ if unreadable => Ok(None),
+                    _ if unreadable => Err("No such file or directory".to_string()),
                     Some(given) => given,
                     None => session.name(&q),
                 };
-                let name = name.unwrap_or_else(|e| {
-                    warnings.warn(&format!("{}: {e}", q.module.display()));
-                    None
-                });
-                write_answer(out, style, &q, name.as_ref())
+                match name {
+                    Ok(name) => write_answer(out, style, &q, name.as_ref()),
+                    Err(e) if llvm => {
+                        // As llvm-symbolizer: the file's error said (once per module), `??` answered.
+                        let message = if q.module.exists() { e } else { "No such file or directory".to_string() };
+                        // (In JSON the error is in the answer only.)
+                        let said = style.layout == Layout::Json || unreadable;
+                        if as_tool && !said && warnings.said.insert(q.module.display().to_string()) {
+                            diag::emit(&format!("LLVMSymbolizer: error reading file: {message}"));
+                        }
+                        warnings.warn(&format!("{}: {message}", q.module.display()));
+                        write_error(out, style, &q, &message)
+                    }
+                    Err(e) => {
+                        warnings.warn(&format!("{}: {e}", q.module.display()));
+                        write_answer(out, style, &q, None)
+                    }
+                }
             }
         };
         for w in session.warnings.drain(..) {

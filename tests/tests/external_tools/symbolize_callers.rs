@@ -230,6 +230,100 @@ fn the_llvm_symbolizer_link_answers_every_address_as_llvm_symbolizer_does() {
     }
 }
 
+/// A C program with globals of each kind (initialized, zeroed, static, thread-local, read-only),
+/// built with DWARF in `dir`.
+fn with_globals(dir: &Path) -> PathBuf {
+    let source = dir.join("globals.c");
+    std::fs::write(
+        &source,
+        "int counter = 3;\nstatic int table[16];\n__thread int per_thread;\nconst char *const names[4] = {\"a\"};\n\
+         int use(int i) { return counter + table[i & 15] + per_thread + names[i & 3][0]; }\n\
+         int main(int argc, char **argv) { (void)argv; table[argc] = argc; return use(argc); }\n",
+    )
+    .unwrap();
+    let exe = dir.join("globals");
+    must_run(tool("cc").args(["-O1", "-g", "-o"]).arg(&exe).arg(&source));
+    exe
+}
+
+#[test]
+fn code_and_data_lines_read_from_a_pipe_are_answered_as_llvm_symbolizer_answers_them() {
+    let dir = scratch("llvm-protocol");
+    let exe = with_globals(&dir);
+    let ours = personality(&dir.join("link"), "llvm-symbolizer");
+    let nm = must_run(tool("nm").args(["--defined-only", "-S"]).arg(&exe));
+    let symbol = |name: &str| {
+        nm.lines()
+            .find_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+                [a, _, _, n] if n == name => u64::from_str_radix(a, 16).ok(),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{name} in the symbol table:\n{nm}"))
+    };
+    let module = exe.display();
+    let mut lines = Vec::new();
+    for (name, offset) in [("counter", 0), ("counter", 3), ("table", 0), ("table", 40), ("names", 8), ("per_thread", 0)]
+    {
+        lines.push(format!("DATA \"{module}\" {:#x}", symbol(name) + offset));
+    }
+    lines.push(format!("DATA {module} 0x1"));
+    lines.push(format!("CODE \"{module}\" {:#x}", symbol("use") + 4));
+    lines.push(format!("\"{module}\" {:#x}", symbol("main")));
+    lines.push(format!("{module} {:#x}", symbol("use")));
+    lines.push(format!("CODE \"{module}\" 0x0"));
+    // Not queries: echoed as they are, blank lines too.
+    lines.extend(["0x1234".to_string(), "not a query".to_string(), String::new()]);
+    lines.push(format!("CODE \"{}\" 0x10", dir.join("missing").display()));
+    let input = lines.join("\n") + "\n";
+    let answer = |program: &Path, flags: &[&str]| {
+        use std::io::Write;
+        let mut child = Command::new(program)
+            .env(NO_INDEX.0, NO_INDEX.1)
+            .args(flags)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status.code(), String::from_utf8(out.stdout).unwrap())
+    };
+    let real = on_path("llvm-symbolizer");
+    for flags in [&[][..], &["-a"]] {
+        let (o, t) = (answer(&ours, flags), answer(&real, flags));
+        assert_eq!(o, t, "{flags:?}, asked:\n{input}");
+    }
+    // JSON: the same objects, but for the function's start (its entry, declaration file and
+    // line), which rtconv leaves empty.
+    let without_start = |(code, text): (Option<i32>, String)| {
+        let objects: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                for frame in v.get_mut("Symbol").and_then(|s| s.as_array_mut()).into_iter().flatten() {
+                    for key in ["StartAddress", "StartFileName", "StartLine"] {
+                        frame.as_object_mut().unwrap().remove(key);
+                    }
+                }
+                v
+            })
+            .collect();
+        (code, objects)
+    };
+    let json = ["--output-style=JSON"];
+    assert_eq!(without_start(answer(&ours, &json)), without_start(answer(&real, &json)), "asked:\n{input}");
+    let (_, text) = answer(&ours, &[]);
+    assert!(text.starts_with(&format!("counter\n{} 4\n\n", symbol("counter"))), "{text}");
+    // `rtconv symbolize` itself takes llvm's defaults where an llvm-only flag is given.
+    let args = [format!("{:#x}", symbol("use") + 4), format!("{:#x}", symbol("main"))];
+    let via_rtconv = must_run(ringtrace_tests::rtconv().arg("symbolize").arg("--obj").arg(&exe).args(&args));
+    let theirs = must_run(Command::new(&real).arg("--obj").arg(&exe).args(&args));
+    assert_eq!(via_rtconv, theirs);
+    let styled = must_run(ringtrace_tests::rtconv().args(["symbolize", "--style", "llvm", "-e"]).arg(&exe).args(&args));
+    assert_eq!(styled, theirs);
+}
+
 #[test]
 fn the_addr2line_link_answers_as_gnu_addr2line_and_exits_as_it_does() {
     let dir = scratch("gnu-personality");
