@@ -83,6 +83,12 @@ fn an_address_sanitizer_report_through_the_llvm_symbolizer_link_names_what_llvm_
     let debug_flag = format!("--debug-file-directory={}", debug_dir.display());
     let ours = personality(&dir.join("link"), "llvm-symbolizer");
     logging_wrapper(&dir.join("ours/llvm-symbolizer"), "ours", &log, &ours, &[&debug_flag]);
+    // Also with the debug file anywhere under a --sym-dir (rtconv's own flag; found by build-id).
+    let sym_dir = dir.join("symbols");
+    std::fs::create_dir_all(sym_dir.join("nested")).unwrap();
+    must_run(tool("objcopy").arg("--only-keep-debug").arg(&prog).arg(sym_dir.join("nested/prog.dbg")));
+    let sym_flag = format!("--sym-dir={}", sym_dir.display());
+    logging_wrapper(&dir.join("ours-sym-dir/llvm-symbolizer"), "ours-sym-dir", &log, &ours, &[&sym_flag]);
     logging_wrapper(&dir.join("real/llvm-symbolizer"), "real", &log, &on_path("llvm-symbolizer"), &[&debug_flag]);
     let report = |who: &str| {
         let out = Command::new(&stripped)
@@ -93,14 +99,14 @@ fn an_address_sanitizer_report_through_the_llvm_symbolizer_link_names_what_llvm_
         assert!(!out.status.success(), "ASan stops the program");
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
-    let (theirs, ours) = (report("real"), report("ours"));
+    let (theirs, ours, ours_sym_dir) = (report("real"), report("ours"), report("ours-sym-dir"));
     let invocations = std::fs::read_to_string(&log).unwrap();
-    assert!(
-        invocations.lines().any(|l| l.starts_with("ours ")) && invocations.lines().any(|l| l.starts_with("real ")),
-        "both symbolizers were run: {invocations}"
-    );
+    for who in ["ours ", "ours-sym-dir ", "real "] {
+        assert!(invocations.lines().any(|l| l.starts_with(who)), "{who}was run: {invocations}");
+    }
     let (ours_frames, their_frames) = (frames_in(&ours, "asan_overflow.c"), frames_in(&theirs, "asan_overflow.c"));
     assert_eq!(ours_frames, their_frames, "ours:\n{ours}\nllvm-symbolizer's:\n{theirs}");
+    assert_eq!(frames_in(&ours_sym_dir, "asan_overflow.c"), their_frames, "with --sym-dir:\n{ours_sym_dir}");
     // The overflow's stack, named and placed to the column, then the block's allocation.
     let names: Vec<&str> = ours_frames.iter().map(|(f, _)| f.as_str()).collect();
     assert_eq!(names, ["deep", "mid", "outer", "main", "outer", "main"], "{ours}");
