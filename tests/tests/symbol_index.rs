@@ -77,7 +77,7 @@ fn setup(test: &str) -> Setup {
     let exe = symbolize_subject(&dir);
     let addresses = spread_addresses(&exe, 200);
     let root = dir.join("index");
-    let file = root.join(build_id(&exe)).join("names-demangled.v1");
+    let file = root.join(build_id(&exe)).join("names-demangled.v2");
     Setup { dir, exe, addresses, root, file }
 }
 
@@ -149,7 +149,7 @@ fn convert_names_a_dump_from_the_index_of_its_build() {
     };
     let cold = chrome(Some(&root));
     assert!(cold.iter().any(|n| n == "workload::fib"), "{cold:?}");
-    assert!(root.join(build_id(&exe)).join("names-demangled.v1").is_file());
+    assert!(root.join(build_id(&exe)).join("names-demangled.v2").is_file());
     zero_debug_info(&exe);
     assert_ne!(chrome(None), cold, "zeroing .debug_info did not change the names: the test proves nothing");
     assert_eq!(chrome(Some(&root)), cold);
@@ -192,7 +192,7 @@ fn a_corrupt_truncated_or_foreign_index_is_refused_and_replaced() {
     must_run(tool("c++").args(["-g", "-o"]).arg(&other_exe).arg(&other));
     let other_root = s.dir.join("other-index");
     symbolize(Some(&other_root), &other_exe, &["0x1000".to_string()]);
-    let other_file = other_root.join(build_id(&other_exe)).join("names-demangled.v1");
+    let other_file = other_root.join(build_id(&other_exe)).join("names-demangled.v2");
     std::fs::copy(other_file, &s.file).unwrap();
     refused(&s, &cold, "build-id field is");
 }

@@ -1,8 +1,9 @@
 //! The persistent symbol index: what DWARF answered for each address asked
 //! of a build, kept per build-id so later runs answer without parsing DWARF.
 //!
-//! One file per build and naming style, `ROOT/BUILD-ID/names.v1` (or
-//! `names-demangled.v1`); ROOT is [`Options::index`](super::Options::index),
+//! One file per build, naming style and format version, `ROOT/BUILD-ID/names.v2`
+//! (or `names-demangled.v2`; a newer rtconv's format has a name of its own, so
+//! runs of two versions never replace each other's file); ROOT is [`Options::index`](super::Options::index),
 //! which the command line and the Python package set to [`user_root`]
 //! (`$RTCONV_SYMBOL_INDEX`, else the user's cache directory).
 //! It grows with what is asked: a run looks every address up in the file,
@@ -72,7 +73,8 @@ impl Index {
             ));
             return None;
         }
-        let name = if demangled { "names-demangled.v1" } else { "names.v1" };
+        let style = if demangled { "names-demangled" } else { "names" };
+        let name = format!("{style}.v{}", index_format::VERSION);
         let mut index = Index { file: dir.join(name), build_id, demangled, file_view: None, added: HashMap::new() };
         index.file_view = index.read(warnings);
         Some(index)

@@ -1,7 +1,8 @@
 //! The bytes of a symbol index file: what DWARF answered for each address
 //! asked of one build, in a form that is read back without trusting it.
 //!
-//! Layout (little-endian), version 2 (version 1 had no columns; its files are rebuilt):
+//! Layout (little-endian), version 2 (version 1 had no columns; its files, `names.v1`, are
+//! left as they are):
 //!
 //! ```text
 //! magic      8   b"RTSYMIX\0"
