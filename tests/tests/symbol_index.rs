@@ -176,7 +176,7 @@ fn a_corrupt_truncated_or_foreign_index_is_refused_and_replaced() {
     for (bytes, reason) in [
         (flipped, "checksum at offset"),
         (good[..good.len() - 9].to_vec(), "checksum at offset"),
-        (b"RTSYMIX\0\x07\0\0\0\0\0\0\0".to_vec(), "version at offset 8: 7, expected 1"),
+        (b"RTSYMIX\0\x07\0\0\0\0\0\0\0".to_vec(), "version at offset 8: 7, expected 2"),
         (vec![0; 3], "file at offset 0: 3 bytes"),
     ] {
         std::fs::write(&s.file, &bytes).unwrap();
