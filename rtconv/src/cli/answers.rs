@@ -131,11 +131,15 @@ fn short_name(name: &str) -> &str {
             _ => {}
         }
     }
+    // Angle brackets that do not pair (`operator<`, `operator->`): not taken apart.
+    if depth != 0 {
+        return name;
+    }
     name.get(start..end).filter(|s| !s.is_empty()).unwrap_or(name)
 }
 
-/// Writes one answer as GNU addr2line does (or, with `style.json`, as one
-/// llvm-symbolizer JSON object, without a newline).
+/// Writes one answer in `style.layout`: GNU addr2line's lines, llvm-symbolizer's, or one
+/// llvm-symbolizer JSON object (without a newline).
 pub fn write_answer(out: &mut dyn Write, style: Style, query: &Query, name: Option<&SpanName>) -> io::Result<()> {
     match style.layout {
         Layout::Json => return write_json(out, query, name, style),
@@ -266,4 +270,19 @@ fn write_json(out: &mut dyn Write, query: &Query, name: Option<&SpanName>, style
         "Symbol": symbols,
     });
     serde_json::to_writer(&mut *out, &value).map_err(io::Error::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_name;
+
+    #[test]
+    fn a_short_name_is_the_function_without_its_scope_and_parameters() {
+        assert_eq!(short_name("subject::Stats::add(std::string const&, double)"), "add");
+        assert_eq!(short_name("std::vector<ns::T, std::allocator<ns::T> >::push_back(ns::T&&)"), "push_back");
+        assert_eq!(short_name("workload::fib"), "fib");
+        assert_eq!(short_name("main"), "main");
+        // Names it cannot take apart are shown whole.
+        assert_eq!(short_name("bool std::operator< <char>(a, b)"), "bool std::operator< <char>(a, b)");
+    }
 }
