@@ -8,7 +8,10 @@
   starting no later and ending no earlier, and self = duration − children's;
 - the `dumps` table has DUMPS rows whose span (and clamped span) counts add up to the spans table's;
 - every file carries the schema version and the table's name, and the repeated
-  strings are dictionary-encoded.
+  strings are dictionary-encoded; every column is zstd-compressed, `span_id` and `start_ns`
+  delta-encoded, and the spans of each dump come in their start order but where a span outlasts
+  its batch of 65,536 (formats/PARQUET.md). (Bytes a span are measured on large traces in
+  docs/PERFORMANCE.md: on these small dumps the files' own records weigh more than the spans.)
 Prints `functions N spans M bytes_per_span B`.
 """
 
@@ -67,5 +70,22 @@ for path in glob.glob(f"{out}/*/*.parquet"):
         for column in ("dump", "host", "build_id", "thread_name", "function", "file"):
             chunk = meta.row_group(0).column(names.index(column))
             assert "RLE_DICTIONARY" in chunk.encodings or "PLAIN_DICTIONARY" in chunk.encodings, (column, chunk.encodings)
+        for column in ("span_id", "start_ns"):
+            chunk = meta.row_group(0).column(names.index(column))
+            assert "DELTA_BINARY_PACKED" in chunk.encodings, (column, chunk.encodings)
+    for group in range(meta.num_row_groups):
+        for column in range(meta.num_columns):
+            assert meta.row_group(group).column(column).compression == "ZSTD", (path, column)
+
+# Start order: within a dump, a span id lower than the one before it only where a span (its row
+# written with the batch it ended in) outlasted the batches before.
+steps_back = con.execute(
+    f"SELECT count(*) FROM (SELECT span_id < lag(span_id) OVER (PARTITION BY dump ORDER BY file_row_number) AS back "
+    f"FROM read_parquet('{out}/spans/*.parquet', file_row_number = true)) WHERE back"
+).fetchone()[0]
+outlasting = con.execute(
+    f"SELECT count(*) FROM read_parquet('{out}/spans/*.parquet') WHERE duration_ns > 0 AND depth < 2"
+).fetchone()[0]
+assert steps_back <= outlasting, f"{steps_back} steps back in span_id, {outlasting} outermost spans"
 
 print(f"functions {functions} spans {total} bytes_per_span {size / total:.1f}")

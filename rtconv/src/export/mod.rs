@@ -14,7 +14,8 @@
 //!   writers' business, so the library, and the Python package, build
 //!   without Parquet, and rtconv's Parquet without Arrow.
 //! - Repeated strings (dump, host, program, build, thread, function, file)
-//!   are dictionary-encoded; columns are Snappy-compressed.
+//!   are dictionary-encoded; spans are written in their start order, ids and
+//!   starts delta-encoded; columns are zstd-compressed.
 //! - The layout is versioned ([`schema::SCHEMA_VERSION`] in each file's
 //!   key-value metadata) and documented in formats/PARQUET.md.
 //!

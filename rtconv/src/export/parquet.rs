@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parquet::basic::{Compression, LogicalType, Repetition, Type as Physical};
+use parquet::basic::{Compression, Encoding, LogicalType, Repetition, Type as Physical, ZstdLevel};
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
@@ -112,15 +112,27 @@ impl Table {
         std::fs::create_dir_all(&dir).map_err(|source| ExportError::Io { path: dir.clone(), source })?;
         let path = dir.join(format!("part-{part}.parquet"));
         let file = AtomicFile::create(&path).map_err(|source| ExportError::Io { path: path.clone(), source })?;
-        let mut props =
-            WriterProperties::builder().set_compression(Compression::SNAPPY).set_key_value_metadata(Some(vec![
+        let mut props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+            .set_key_value_metadata(Some(vec![
                 KeyValue::new("ringtrace.schema_version".into(), schema::SCHEMA_VERSION.to_string()),
                 KeyValue::new("ringtrace.table".into(), table.to_string()),
                 KeyValue::new("ringtrace.producer".into(), format!("rtconv {}", env!("CARGO_PKG_VERSION"))),
             ]));
-        // Columns of distinct values: a dictionary would only be thrown away.
-        for column in ["span_id", "parent_span_id", "start_ns", "duration_ns", "self_ns"] {
-            props = props.set_column_dictionary_enabled(ColumnPath::from(column), false);
+        // Columns of distinct values: a dictionary would only be thrown away. In start order ids
+        // and starts grow by small steps, which delta encoding stores in a few bits; parents and
+        // durations repeat in patterns (a loop's calls), which zstd finds in their plain bytes
+        // (measured on the Lua trace: 3.8 bytes a span against 5.5 all delta-encoded).
+        for (column, encoding) in [
+            ("span_id", Encoding::DELTA_BINARY_PACKED),
+            ("start_ns", Encoding::DELTA_BINARY_PACKED),
+            ("parent_span_id", Encoding::PLAIN),
+            ("duration_ns", Encoding::PLAIN),
+            ("self_ns", Encoding::PLAIN),
+        ] {
+            props = props
+                .set_column_dictionary_enabled(ColumnPath::from(column), false)
+                .set_column_encoding(ColumnPath::from(column), encoding);
         }
         let writer = SerializedFileWriter::new(file, message(table, &fields)?, Arc::new(props.build()))?;
         let pending = fields.iter().map(|f| Pending::new(f.kind)).collect();

@@ -159,6 +159,33 @@ pub fn write<E>(
     Ok(threads.anomalies())
 }
 
+/// `rows` (gathered as their spans end) in their spans' start order, which their ids follow:
+/// ids, parents and starts then grow by small steps, which Parquet's delta encoding stores in a
+/// few bits.
+fn in_start_order(rows: Columns) -> Columns {
+    let mut order: Vec<u32> = (0..rows.span_id.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| rows.span_id[i as usize]);
+    fn take<T: Copy>(values: &[T], order: &[u32]) -> Vec<T> {
+        order.iter().map(|&i| values[i as usize]).collect()
+    }
+    Columns {
+        tid: take(&rows.tid, &order),
+        thread: take(&rows.thread, &order),
+        function: take(&rows.function, &order),
+        depth: take(&rows.depth, &order),
+        span_id: take(&rows.span_id, &order),
+        parent: take(&rows.parent, &order),
+        start_ns: take(&rows.start_ns, &order),
+        duration_ns: take(&rows.duration_ns, &order),
+        self_ns: take(&rows.self_ns, &order),
+        recursive: take(&rows.recursive, &order),
+        open: take(&rows.open, &order),
+        unwound: take(&rows.unwound, &order),
+        clamped: take(&rows.clamped, &order),
+        missing_children: take(&rows.missing_children, &order),
+    }
+}
+
 /// A span's start in realtime nanoseconds (Unix epoch), as Chrome's metadata states the trace's start.
 fn realtime(tl: &Timeline<'_>, mono_ns: i64) -> i64 {
     let ns = tl.timebase.realtime_ns(i128::from(mono_ns));
@@ -167,7 +194,7 @@ fn realtime(tl: &Timeline<'_>, mono_ns: i64) -> i64 {
 
 /// The rows buffered in `rows` as one batch (and `rows` emptied).
 fn batch_of(rows: &mut Columns, dump: &DumpColumns, names: &NameColumns, thread_names: &Arc<[String]>) -> Batch {
-    let c = std::mem::take(rows);
+    let c = in_start_order(std::mem::take(rows));
     let n = c.tid.len();
     let file_keys: Vec<Option<u32>> =
         c.function.iter().map(|&f| names.file_of.get(f as usize).copied().flatten()).collect();
