@@ -8,8 +8,8 @@
   starting no later and ending no earlier, and self = duration − children's;
 - the `dumps` table has DUMPS rows whose span (and clamped span) counts add up to the spans table's;
 - every file carries the schema version and the table's name, and the repeated
-  strings are dictionary-encoded; every column is zstd-compressed, `span_id` and `start_ns`
-  delta-encoded, and the spans of each dump come in their start order but where a span outlasts
+  strings are dictionary-encoded; every column is zstd-compressed, `span_id`, `start_ns` and the
+  durations delta-encoded, and the spans of each dump come in their start order but where a span outlasts
   its batch of 65,536 (formats/PARQUET.md). (Bytes a span are measured on large traces in
   docs/PERFORMANCE.md: on these small dumps the files' own records weigh more than the spans.)
 Prints `functions N spans M bytes_per_span B`.
@@ -70,7 +70,7 @@ for path in glob.glob(f"{out}/*/*.parquet"):
         for column in ("dump", "host", "build_id", "thread_name", "function", "file"):
             chunk = meta.row_group(0).column(names.index(column))
             assert "RLE_DICTIONARY" in chunk.encodings or "PLAIN_DICTIONARY" in chunk.encodings, (column, chunk.encodings)
-        for column in ("span_id", "start_ns"):
+        for column in ("span_id", "start_ns", "duration_ns", "self_ns"):
             chunk = meta.row_group(0).column(names.index(column))
             assert "DELTA_BINARY_PACKED" in chunk.encodings, (column, chunk.encodings)
     for group in range(meta.num_row_groups):

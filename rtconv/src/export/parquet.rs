@@ -120,15 +120,17 @@ impl Table {
                 KeyValue::new("ringtrace.producer".into(), format!("rtconv {}", env!("CARGO_PKG_VERSION"))),
             ]));
         // Columns of distinct values: a dictionary would only be thrown away. In start order ids
-        // and starts grow by small steps, which delta encoding stores in a few bits; parents and
-        // durations repeat in patterns (a loop's calls), which zstd finds in their plain bytes
-        // (measured on the Lua trace: 3.8 bytes a span against 5.5 all delta-encoded).
+        // and starts grow by small steps, which delta encoding stores in a few bits; durations
+        // are small numbers, which it packs in their few significant bits, so a scan decompresses
+        // a fifth of their plain bytes (plain, zstd finds a loop's repeats and they take 40 % less,
+        // but DuckDB's sums over them took 3× as long: docs/PERFORMANCE.md). Parents, which
+        // queries rarely read, are plain: zstd takes them down further than deltas do.
         for (column, encoding) in [
             ("span_id", Encoding::DELTA_BINARY_PACKED),
             ("start_ns", Encoding::DELTA_BINARY_PACKED),
+            ("duration_ns", Encoding::DELTA_BINARY_PACKED),
+            ("self_ns", Encoding::DELTA_BINARY_PACKED),
             ("parent_span_id", Encoding::PLAIN),
-            ("duration_ns", Encoding::PLAIN),
-            ("self_ns", Encoding::PLAIN),
         ] {
             props = props
                 .set_column_dictionary_enabled(ColumnPath::from(column), false)
