@@ -6,6 +6,8 @@
   merged over the same dumps (STATS_JSON; see fleet.py);
 - every span's parent is a span of the same dump and thread, one level up,
   starting no later and ending no earlier, and self = duration − children's;
+- each function's percentiles from the `durations` table alone, merged over the dumps, equal
+  `rtconv stats`' merged ones;
 - the `dumps` table has DUMPS rows whose span (and clamped span) counts add up to the spans table's;
 - every file carries the schema version and the table's name, and the repeated
   strings are dictionary-encoded; every column is zstd-compressed, `span_id`, `start_ns` and the
@@ -16,6 +18,7 @@ Prints `functions N spans M bytes_per_span B`.
 """
 
 import glob
+import json
 import os
 import sys
 
@@ -31,6 +34,31 @@ con = duckdb.connect()
 
 rows = [dict(zip([d[0] for d in c.description], r)) for c in [con.execute(fleet.per_function_sql(spans))] for r in c.fetchall()]
 functions = fleet.check_against_stats(rows, stats_json)
+
+# The `durations` table: each percentile over all the dumps from the merged buckets alone (the
+# query formats/PARQUET.md shows, over every build at once), exactly `stats`' merged one.
+percentiles = ", ".join(
+    f"min(duration_ns) FILTER (WHERE up_to >= greatest(1, ceil({q} * all_calls))) AS {name}"
+    for name, q in fleet.QUANTILES.items()
+)
+from_durations = con.execute(f"""
+    WITH b AS (SELECT function, duration_ns, sum(calls) AS calls
+               FROM read_parquet('{out}/durations/*.parquet') GROUP BY ALL),
+         r AS (SELECT *, sum(calls) OVER (PARTITION BY function ORDER BY duration_ns) AS up_to,
+                      sum(calls) OVER (PARTITION BY function) AS all_calls FROM b),
+         q AS (SELECT function, any_value(all_calls) AS calls, {percentiles} FROM r GROUP BY ALL),
+         m AS (SELECT function, min(min_ns) AS lo, max(max_ns) AS hi
+               FROM read_parquet('{out}/functions/*.parquet') GROUP BY ALL)
+    SELECT function, calls, {", ".join(f"least(greatest({n}, lo), hi) AS {n}" for n in fleet.QUANTILES)}
+    FROM q JOIN m USING (function)
+""").fetchall()
+merged = {f["function"]: f for f in json.loads(stats_json)[0]["functions"]}
+assert len(from_durations) == len(merged), (len(from_durations), len(merged))
+for function, calls, *quantiles in from_durations:
+    e = merged[function]
+    assert calls == e["calls"], (function, calls, e["calls"])
+    for name, value in zip(fleet.QUANTILES, quantiles):
+        assert value == e[name], f"{function} {name}: durations {value}, stats {e[name]}"
 
 bad_parents = con.execute(f"""
     SELECT count(*) FROM {spans} c LEFT JOIN {spans} p

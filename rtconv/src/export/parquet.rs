@@ -18,7 +18,7 @@ use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
 use parquet::schema::types::{ColumnPath, Type};
 
 use super::columns::{Batch, Column, Field, Kind, Values};
-use super::{DumpColumns, Host, ROW_GROUP_ROWS, dump_row, functions, schema, spans};
+use super::{DumpColumns, Host, ROW_GROUP_ROWS, dump_row, functions_and_durations, schema, spans};
 use crate::io::AtomicFile;
 use crate::model::{Anomalies, Timeline};
 
@@ -39,7 +39,7 @@ pub enum ExportError {
 }
 
 /// One writer's part of each table: `DIR/spans/part-N.parquet`,
-/// `DIR/functions/part-N.parquet`, `DIR/dumps/part-N.parquet`, each written
+/// `DIR/functions/part-N.parquet`, `DIR/durations/part-N.parquet`, `DIR/dumps/part-N.parquet`, each written
 /// beside its name and renamed into place by [`finish`](Self::finish).
 ///
 /// ```no_run
@@ -66,25 +66,29 @@ pub enum ExportError {
 pub struct Parts {
     spans: Table,
     functions: Table,
+    durations: Table,
     dumps: Table,
 }
 
 impl Parts {
-    /// Part `part` of the three tables under `dir` (created if needed).
+    /// Part `part` of the four tables under `dir` (created if needed).
     pub fn new(dir: &Path, part: usize) -> Result<Parts, ExportError> {
         Ok(Parts {
             spans: Table::new(dir, "spans", part, schema::spans())?,
             functions: Table::new(dir, "functions", part, schema::functions())?,
+            durations: Table::new(dir, "durations", part, schema::durations())?,
             dumps: Table::new(dir, "dumps", part, schema::dumps())?,
         })
     }
 
-    /// Adds one dump: its spans, its functions' `rtconv stats` figures, its
-    /// row of metadata. Returns what its spans had wrong.
+    /// Adds one dump: its spans, its functions' `rtconv stats` figures and
+    /// duration histograms, its row of metadata. Returns what its spans had wrong.
     pub fn dump(&mut self, tl: &Timeline<'_>, name: &str, host: Host<'_>) -> Result<Anomalies, ExportError> {
         let dump = DumpColumns::new(tl, name, host);
         let found = spans::write(tl, &dump, &mut |batch| self.spans.add(batch))?;
-        self.functions.add(functions(tl, &dump))?;
+        let (functions, durations) = functions_and_durations(tl, &dump);
+        self.functions.add(functions)?;
+        self.durations.add(durations)?;
         self.dumps.add(dump_row(tl, &dump, &found))?;
         Ok(found)
     }
@@ -93,6 +97,7 @@ impl Parts {
     pub fn finish(self) -> Result<(), ExportError> {
         self.spans.finish()?;
         self.functions.finish()?;
+        self.durations.finish()?;
         self.dumps.finish()
     }
 }

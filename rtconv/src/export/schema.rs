@@ -1,4 +1,4 @@
-//! The three tables' columns, as formats/PARQUET.md describes them.
+//! The four tables' columns, as formats/PARQUET.md describes them.
 
 use super::columns::{Field, Kind};
 
@@ -60,6 +60,16 @@ pub fn functions() -> Vec<Field> {
     .concat()
 }
 
+/// One row per dump, function and duration bucket: how many of the function's calls in the dump
+/// lasted that long (`stats`' histogram: exact below 2048 ns, each bucket at its highest value).
+pub fn durations() -> Vec<Field> {
+    [
+        &DUMP[..],
+        &[Field::new("function", Kind::Words), Field::new("duration_ns", Kind::U64), Field::new("calls", Kind::U64)],
+    ]
+    .concat()
+}
+
 /// One row per dump: where it came from, its clock, what it lost, how its keys were named.
 pub fn dumps() -> Vec<Field> {
     [
@@ -89,7 +99,7 @@ mod tests {
 
     #[test]
     fn every_table_starts_with_the_dump_columns_and_names_each_column_once() {
-        for table in [spans(), functions(), dumps()] {
+        for table in [spans(), functions(), durations(), dumps()] {
             let names: Vec<&str> = table.iter().map(|f| f.name).collect();
             assert_eq!(names[..5], ["dump", "host", "program", "build_id", "pid"]);
             let mut unique = names.clone();
