@@ -1,8 +1,10 @@
 """Per build-id and function figures over raw ringtrace dumps, on Spark: the
 dumps are read as files (`binaryFile`), decoded in the executors by the
-`ringtrace` Python package (`mapInArrow`: rtconv's own reader and naming,
-Arrow batches in and out), and aggregated — calls, total, self, min, p50,
-p90, p99, max — as `rtconv stats` gives them over the same dumps.
+`ringtrace` Python package (`mapInArrow`: rtconv's own reader, naming and
+statistics in native code, Arrow batches out: each dump's per-function
+figures and duration histograms, a few thousand rows however many spans it
+holds), and merged — calls, total, self, min, p50, p90, p99, max — exactly
+as `rtconv stats` merges them over the same dumps.
 
     spark-submit --master 'local[2]' samples/fleet/stats_job.py DUMPS OUT [--spans SPANS_OUT]
 
@@ -25,6 +27,7 @@ aggregation shuffles one partial row per (build_id, function) and task.
 import argparse
 
 from pyspark.sql import SparkSession
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 # The spans table's columns, strings plain (Spark has no dictionary type).
@@ -45,7 +48,7 @@ def decode(batches):
     for batch in batches:
         paths, contents = batch.column("path"), batch.column("content")
         for i in range(batch.num_rows):
-            spans = ringtrace.open(contents[i].as_py(), name=paths[i].as_py()).spans()
+            (spans,) = ringtrace.tables(contents[i].as_py(), "spans", name=paths[i].as_py())
             # Dictionary strings to plain ones, unsigned to the types Spark has.
             columns = []
             for field, column in zip(spans.schema, spans.columns):
@@ -57,6 +60,44 @@ def decode(batches):
                     column = pc.cast(column, pa.int64())
                 columns.append(column)
             yield from pa.Table.from_arrays(columns, names=spans.schema.names).to_batches()
+
+
+# Per dump and function, its figures (a row with no `duration_ns`) and its histogram (a row per
+# duration bucket, its calls in `bucket_calls`): what the figures over many dumps are made of.
+FIGURES = (
+    "dump string, build_id string, function string, calls long, total_ns long, self_ns long, "
+    "min_ns long, max_ns long, duration_ns long, bucket_calls long"
+)
+
+
+def decode_figures(batches):
+    """mapInArrow: each (path, content) row a dump, decoded in native code into its `functions`
+    and `durations` tables (rtconv stats' figures and histograms): a few thousand rows a dump,
+    whatever its spans."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import ringtrace
+
+    names = FIGURES.replace(",", "").split()[::2]
+    strings = ("dump", "build_id", "function")
+    for batch in batches:
+        paths, contents = batch.column("path"), batch.column("content")
+        for i in range(batch.num_rows):
+            functions, durations = ringtrace.tables(
+                contents[i].as_py(), "functions", "durations", name=paths[i].as_py()
+            )
+            # Each table's columns under FIGURES' names; the other table's columns null.
+            for table, taken in (
+                (functions, {n: n for n in names[:8]}),
+                (durations, {"dump": "dump", "build_id": "build_id", "function": "function",
+                             "duration_ns": "duration_ns", "bucket_calls": "calls"}),
+            ):
+                arrays = []
+                for name in names:
+                    kind = pa.string() if name in strings else pa.int64()
+                    source = taken.get(name)
+                    arrays.append(pc.cast(table.column(source), kind) if source else pa.nulls(table.num_rows, kind))
+                yield from pa.Table.from_arrays(arrays, names=names).to_batches()
 
 
 def main():
@@ -74,25 +115,54 @@ def main():
         .load(args.dumps)
         .select("path", "content")
     )
-    spans = files.mapInArrow(decode, SPANS)
     if args.spans:
-        spans.write.mode("overwrite").parquet(args.spans)
-        spans = spark.read.parquet(args.spans)
+        files.mapInArrow(decode, SPANS).write.mode("overwrite").parquet(args.spans)
+
+    rows = files.mapInArrow(decode_figures, FIGURES).cache()
+    key = ["build_id", "function"]
+    sums = (
+        rows.where(F.col("duration_ns").isNull())
+        .groupBy(*key)
+        .agg(
+            F.sum("calls").alias("calls"),
+            F.sum("total_ns").alias("total_ns"),
+            F.sum("self_ns").alias("self_ns"),
+            F.min("min_ns").alias("min_ns"),
+            F.max("max_ns").alias("max_ns"),
+            F.countDistinct("dump").alias("dumps"),
+        )
+    )
+    # The histograms merged: each percentile is the bucket holding the call at rank
+    # max(1, ceil(q × calls)), as rtconv stats ranks its merged histogram.
+    buckets = (
+        rows.where(F.col("duration_ns").isNotNull())
+        .groupBy(*key, "duration_ns")
+        .agg(F.sum("bucket_calls").alias("n"))
+    )
+    upward = Window.partitionBy(*key).orderBy("duration_ns").rowsBetween(Window.unboundedPreceding, 0)
+    ranked = buckets.withColumn("up_to", F.sum("n").over(upward)).withColumn(
+        "all_calls", F.sum("n").over(Window.partitionBy(*key))
+    )
 
     def percentile(q):
-        # The call at rank ceil(q × calls), as rtconv stats' histogram ranks it.
-        return F.expr(f"percentile_disc({q}) WITHIN GROUP (ORDER BY duration_ns)").cast("long")
+        rank = F.greatest(F.lit(1), F.ceil(F.lit(q) * F.col("all_calls")))
+        return F.min(F.when(F.col("up_to") >= rank, F.col("duration_ns")))
 
-    figures = spans.groupBy("build_id", "function").agg(
-        F.count("*").alias("calls"),
-        F.coalesce(F.sum(F.when(~F.col("recursive"), F.col("duration_ns"))), F.lit(0)).alias("total_ns"),
-        F.sum("self_ns").alias("self_ns"),
-        F.min("duration_ns").alias("min_ns"),
-        F.max("duration_ns").alias("max_ns"),
-        percentile(0.5).alias("p50_ns"),
-        percentile(0.9).alias("p90_ns"),
-        percentile(0.99).alias("p99_ns"),
-        F.countDistinct("dump").alias("dumps"),
+    quantiles = ranked.groupBy(*key).agg(
+        percentile(0.5).alias("p50"), percentile(0.9).alias("p90"), percentile(0.99).alias("p99")
+    )
+    joined = sums.join(
+        quantiles.withColumnRenamed("build_id", "q_build").withColumnRenamed("function", "q_function"),
+        sums.build_id.eqNullSafe(F.col("q_build")) & (sums.function == F.col("q_function")),
+    )
+
+    def clamped(name):
+        # Within the calls' shortest and longest, as stats clamps its percentiles.
+        return F.least(F.greatest(F.col(name), F.col("min_ns")), F.col("max_ns"))
+
+    figures = joined.select(
+        "build_id", "function", "calls", "total_ns", "self_ns", "min_ns", "max_ns",
+        clamped("p50").alias("p50_ns"), clamped("p90").alias("p90_ns"), clamped("p99").alias("p99_ns"), "dumps",
     )
     figures.write.mode("overwrite").parquet(args.out)
     spark.stop()

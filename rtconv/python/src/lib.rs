@@ -27,7 +27,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rtconv::convert;
 use rtconv::export::columns::{Column, Field, Kind, Values};
-use rtconv::export::{DumpColumns, Host, dump_row, functions, schema, spans};
+use rtconv::export::{DumpColumns, Host, dump_row, functions, functions_and_durations, schema, spans};
 use rtconv::model::{Anomalies, Filter, Source, Timeline};
 use rtconv::symbolize;
 
@@ -36,33 +36,43 @@ use rtconv::symbolize;
 enum Table {
     Spans,
     Functions,
+    Durations,
     Dumps,
 }
 
-/// One table of the dump in `data` (named `name` in messages and in the
-/// tables' `dump` column) as an Arrow IPC stream, and the diagnostics of
-/// reading it. `symbolizer`: backends in order (`packed`, `sites`, `dwarf`,
-/// `symtab`, `dladdr`), else the automatic order.
+impl Table {
+    fn named(name: &str) -> PyResult<Table> {
+        Ok(match name {
+            "spans" => Table::Spans,
+            "functions" => Table::Functions,
+            "durations" => Table::Durations,
+            "dumps" => Table::Dumps,
+            other => {
+                return Err(PyValueError::new_err(format!("no table {other:?}: spans, functions, durations or dumps")));
+            }
+        })
+    }
+}
+
+/// Tables of the dump in `data` (named `name` in messages and in the
+/// tables' `dump` column), each as an Arrow IPC stream, from one decode, and
+/// the diagnostics of reading it. `symbolizer`: backends in order (`packed`,
+/// `sites`, `dwarf`, `symtab`, `dladdr`), else the automatic order.
 #[pyfunction]
-#[pyo3(signature = (data, name, table, host=None, sym_dirs=Vec::new(), symbolizer=None, demangle=true, symbol_index=true))]
+#[pyo3(signature = (data, name, tables, host=None, sym_dirs=Vec::new(), symbolizer=None, demangle=true, symbol_index=true))]
 #[allow(clippy::too_many_arguments)] // Python's keyword arguments
-fn table<'py>(
+fn tables<'py>(
     py: Python<'py>,
     data: &[u8],
     name: &str,
-    table: &str,
+    tables: Vec<String>,
     host: Option<&str>,
     sym_dirs: Vec<PathBuf>,
     symbolizer: Option<Vec<String>>,
     demangle: bool,
     symbol_index: bool,
-) -> PyResult<(Bound<'py, PyBytes>, Vec<String>)> {
-    let which = match table {
-        "spans" => Table::Spans,
-        "functions" => Table::Functions,
-        "dumps" => Table::Dumps,
-        other => return Err(PyValueError::new_err(format!("no table {other:?}: spans, functions or dumps"))),
-    };
+) -> PyResult<(Vec<Bound<'py, PyBytes>>, Vec<String>)> {
+    let which = tables.iter().map(|t| Table::named(t)).collect::<PyResult<Vec<_>>>()?;
     let mut opts = symbolize::Options::default();
     opts.search.sym_dirs = sym_dirs;
     opts.search.debuginfod_caches = symbolize::debuginfod_caches();
@@ -73,9 +83,9 @@ fn table<'py>(
     if let Some(order) = symbolizer {
         opts.order = Some(order.iter().map(|s| backend(s)).collect::<PyResult<_>>()?);
     }
-    let made = py.detach(|| ipc(data, name, which, host, &opts));
-    let (stream, diagnostics) = made.map_err(PyValueError::new_err)?;
-    Ok((PyBytes::new(py, &stream), diagnostics))
+    let made = py.detach(|| ipc(data, name, &which, host, &opts));
+    let (streams, diagnostics) = made.map_err(PyValueError::new_err)?;
+    Ok((streams.iter().map(|s| PyBytes::new(py, s)).collect(), diagnostics))
 }
 
 /// A backend by its name; `addr2line` is not one here (it needs a program to run).
@@ -85,24 +95,36 @@ fn backend(name: &str) -> PyResult<Source> {
         .ok_or_else(|| PyValueError::new_err(format!("no symbolizer {name:?}: packed, sites, dwarf, symtab or dladdr")))
 }
 
-/// The table as an IPC stream, with the reading's diagnostics (one line each).
+/// The tables as IPC streams, with the reading's diagnostics (one line each).
 fn ipc(
     data: &[u8],
     name: &str,
-    which: Table,
+    which: &[Table],
     host: Option<&str>,
     opts: &symbolize::Options,
-) -> Result<(Vec<u8>, Vec<String>), String> {
+) -> Result<(Vec<Vec<u8>>, Vec<String>), String> {
     let cache = symbolize::Cache::default();
     let filter = Filter::default();
     let input = convert::Input::new(Path::new(name), data, opts, &filter, &cache);
-    let written = convert::with_timeline(input, false, |tl| match stream(tl, name, which, host) {
-        Ok((bytes, found)) => (Ok(bytes), found),
-        Err(e) => (Err(e), Anomalies::default()),
+    let written = convert::with_timeline(input, false, |tl| {
+        let mut found = Anomalies::default();
+        let streams = which
+            .iter()
+            .map(|&w| {
+                stream(tl, name, w, host).map(|(bytes, f)| {
+                    // What the spans had wrong, found by the tables that walk them (spans, dumps).
+                    if f != Anomalies::default() {
+                        found = f;
+                    }
+                    bytes
+                })
+            })
+            .collect::<Result<Vec<_>, _>>();
+        (streams, found)
     });
-    let (stream, report) = written.map_err(|e| e.to_string())?;
-    let stream = stream.map_err(|e| format!("{name}: {e}"))?;
-    Ok((stream, report.diagnostics.iter().map(ToString::to_string).collect()))
+    let (streams, report) = written.map_err(|e| e.to_string())?;
+    let streams = streams.map_err(|e| format!("{name}: {e}"))?;
+    Ok((streams, report.diagnostics.iter().map(ToString::to_string).collect()))
 }
 
 fn stream(tl: &Timeline<'_>, name: &str, which: Table, host: Option<&str>) -> Result<(Vec<u8>, Anomalies), ArrowError> {
@@ -110,6 +132,7 @@ fn stream(tl: &Timeline<'_>, name: &str, which: Table, host: Option<&str>) -> Re
     let fields = match which {
         Table::Spans => schema::spans(),
         Table::Functions => schema::functions(),
+        Table::Durations => schema::durations(),
         Table::Dumps => schema::dumps(),
     };
     let schema = Arc::new(schema_of(&fields));
@@ -123,6 +146,10 @@ fn stream(tl: &Timeline<'_>, name: &str, which: Table, host: Option<&str>) -> Re
         Table::Spans => spans::write(tl, &dump, &mut write)?,
         Table::Functions => {
             write(functions(tl, &dump))?;
+            Anomalies::default()
+        }
+        Table::Durations => {
+            write(functions_and_durations(tl, &dump).1)?;
             Anomalies::default()
         }
         Table::Dumps => {
@@ -191,7 +218,7 @@ fn array(column: Column) -> Result<ArrayRef, ArrowError> {
 #[pymodule]
 #[pyo3(name = "_native")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(table, m)?)?;
+    m.add_function(wrap_pyfunction!(tables, m)?)?;
     m.add("SCHEMA_VERSION", schema::SCHEMA_VERSION)?;
     Ok(())
 }
