@@ -87,14 +87,16 @@ pub fn export_tables(
     cache: &rtconv::symbolize::Cache,
 ) -> Result<(), rtconv::convert::ConvertError> {
     use rtconv::export::columns::check;
-    use rtconv::export::{DumpColumns, Host, dump_row, functions, schema, spans};
+    use rtconv::export::{DumpColumns, Host, dump_row, functions_and_durations, schema, spans};
     let filter = rtconv::model::Filter::default();
     let input = rtconv::convert::Input::new(path, bytes, opts, &filter, cache);
     let (fit, _) = rtconv::convert::with_timeline(input, false, |tl| {
         let dump = DumpColumns::new(tl, &path.to_string_lossy(), Host(None));
         let (spans_fields, functions_fields, dumps_fields) = (schema::spans(), schema::functions(), schema::dumps());
         let fit = spans::write(tl, &dump, &mut |batch| check(&spans_fields, &batch)).and_then(|found| {
-            check(&functions_fields, &functions(tl, &dump))?;
+            let (functions, durations) = functions_and_durations(tl, &dump);
+            check(&functions_fields, &functions)?;
+            check(&schema::durations(), &durations)?;
             check(&dumps_fields, &dump_row(tl, &dump, &found))?;
             Ok(found)
         });
