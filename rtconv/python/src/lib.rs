@@ -26,8 +26,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rtconv::convert;
+use rtconv::export::columns::Batch;
 use rtconv::export::columns::{Column, Field, Kind, Values};
-use rtconv::export::{DumpColumns, Host, dump_row, functions, functions_and_durations, schema, spans};
+use rtconv::export::{DumpColumns, Host, dump_row, functions_and_durations, schema, spans};
 use rtconv::model::{Anomalies, Filter, Source, Timeline};
 use rtconv::symbolize;
 
@@ -107,11 +108,11 @@ fn ipc(
     let filter = Filter::default();
     let input = convert::Input::new(Path::new(name), data, opts, &filter, &cache);
     let written = convert::with_timeline(input, false, |tl| {
-        let mut found = Anomalies::default();
+        let (mut found, mut figures) = (Anomalies::default(), None);
         let streams = which
             .iter()
             .map(|&w| {
-                stream(tl, name, w, host).map(|(bytes, f)| {
+                stream(tl, name, w, host, &mut figures).map(|(bytes, f)| {
                     // What the spans had wrong, found by the tables that walk them (spans, dumps).
                     if f != Anomalies::default() {
                         found = f;
@@ -127,7 +128,17 @@ fn ipc(
     Ok((streams, report.diagnostics.iter().map(ToString::to_string).collect()))
 }
 
-fn stream(tl: &Timeline<'_>, name: &str, which: Table, host: Option<&str>) -> Result<(Vec<u8>, Anomalies), ArrowError> {
+/// The `functions` and `durations` rows of one dump, made by one statistics pass and each taken
+/// once, when either table is asked for.
+type Figures = Option<(Option<Batch>, Option<Batch>)>;
+
+fn stream(
+    tl: &Timeline<'_>,
+    name: &str,
+    which: Table,
+    host: Option<&str>,
+    figures: &mut Figures,
+) -> Result<(Vec<u8>, Anomalies), ArrowError> {
     let dump = DumpColumns::new(tl, name, Host(host));
     let fields = match which {
         Table::Spans => schema::spans(),
@@ -144,12 +155,18 @@ fn stream(tl: &Timeline<'_>, name: &str, which: Table, host: Option<&str>) -> Re
     };
     let found = match which {
         Table::Spans => spans::write(tl, &dump, &mut write)?,
-        Table::Functions => {
-            write(functions(tl, &dump))?;
-            Anomalies::default()
-        }
-        Table::Durations => {
-            write(functions_and_durations(tl, &dump).1)?;
+        Table::Functions | Table::Durations => {
+            let (functions, durations) = figures.get_or_insert_with(|| {
+                let (functions, durations) = functions_and_durations(tl, &dump);
+                (Some(functions), Some(durations))
+            });
+            let rows = if matches!(which, Table::Functions) { functions.take() } else { durations.take() };
+            // Asked twice in one call: made again.
+            let rows = rows.unwrap_or_else(|| {
+                let made = functions_and_durations(tl, &dump);
+                if matches!(which, Table::Functions) { made.0 } else { made.1 }
+            });
+            write(rows)?;
             Anomalies::default()
         }
         Table::Dumps => {

@@ -136,11 +136,13 @@ pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
     let one_by_one = args.addresses.is_empty() && (llvm || !stdin_is_regular_file());
     let json_array = style.layout == Layout::Json && !args.addresses.is_empty();
     let mut session = Session::new(opts.clone(), lookup.clone());
-    // One line's answer; `name`: its code address's name, if already looked up.
+    // One line's answer: `parsed` is the line read as a query; `name` its code address's name,
+    // if already looked up.
     let answer = |out: &mut dyn Write,
                   warnings: &mut Warnings,
                   session: &mut Session,
                   text: &str,
+                  parsed: &Result<Query, String>,
                   name: Option<Result<Option<SpanName>, String>>| {
         // llvm-symbolizer's JSON names a line's module even where the line is no query: its
         // first word.
@@ -148,28 +150,28 @@ pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
             || text.split_whitespace().next().unwrap_or("").to_string(),
             |e| e.to_string_lossy().into_owned(),
         );
-        let written = match parse_query(text, exe) {
+        let written = match parsed {
             Err(_) if llvm => write_echo(out, style, text.trim(), &module),
             Err(e) => {
-                warnings.warn(&e);
+                warnings.warn(e);
                 write_answer(out, style, &unparsed(), None)
             }
             Ok(q) if llvm && is_data(text) => {
-                let data = if unreadable { Ok(None) } else { session.data(&q) };
+                let data = if unreadable { Ok(None) } else { session.data(q) };
                 let data = data.unwrap_or_else(|e| {
                     warnings.warn(&format!("{}: {e}", q.module.display()));
                     None
                 });
-                write_data(out, style, &q, data.as_ref())
+                write_data(out, style, q, data.as_ref())
             }
             Ok(q) => {
                 let name = match name {
                     _ if unreadable => Err("No such file or directory".to_string()),
                     Some(given) => given,
-                    None => session.name(&q),
+                    None => session.name(q),
                 };
                 match name {
-                    Ok(name) => write_answer(out, style, &q, name.as_ref()),
+                    Ok(name) => write_answer(out, style, q, name.as_ref()),
                     Err(e) if llvm => {
                         // As llvm-symbolizer: the file's error said (once per module), `??` answered.
                         let message = if q.module.exists() { e } else { "No such file or directory".to_string() };
@@ -179,11 +181,11 @@ pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
                             diag::emit(&format!("LLVMSymbolizer: error reading file: {message}"));
                         }
                         warnings.warn(&format!("{}: {message}", q.module.display()));
-                        write_error(out, style, &q, &message)
+                        write_error(out, style, q, &message)
                     }
                     Err(e) => {
                         warnings.warn(&format!("{}: {e}", q.module.display()));
-                        write_answer(out, style, &q, None)
+                        write_answer(out, style, q, None)
                     }
                 }
             }
@@ -206,7 +208,7 @@ pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
                 if text.trim().is_empty() && !llvm {
                     continue;
                 }
-                answer(&mut out, &mut warnings, &mut session, text, None)?;
+                answer(&mut out, &mut warnings, &mut session, text, &parse_query(text, exe), None)?;
                 if style.layout == Layout::Json {
                     out.write_all(b"\n")?;
                 }
@@ -226,9 +228,12 @@ pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
         } else {
             args.addresses.clone()
         };
-        // Code queries named at once, through the backends' parallel resolvers.
+        // Each line read once; its code queries named at once, through the backends' parallel
+        // resolvers.
+        let parsed: Vec<Result<Query, String>> = texts.iter().map(|t| parse_query(t, exe)).collect();
+        let is_code = |i: usize| parsed[i].is_ok() && !(llvm && is_data(&texts[i]));
         let code: Vec<Query> =
-            texts.iter().filter(|t| !(llvm && is_data(t))).filter_map(|t| parse_query(t, exe).ok()).collect();
+            (0..texts.len()).filter(|&i| is_code(i)).filter_map(|i| parsed[i].as_ref().ok().cloned()).collect();
         let (names, said) =
             if unreadable { (Vec::new(), Default::default()) } else { name_batch(&code, &opts, &lookup) };
         for w in &said.warnings {
@@ -246,9 +251,8 @@ pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
                 if json_array && i > 0 {
                     out.write_all(b",")?;
                 }
-                let is_code = !(llvm && is_data(text)) && parse_query(text, exe).is_ok();
-                let name = if is_code { Some(names.next().unwrap_or(Ok(None))) } else { None };
-                answer(&mut out, &mut warnings, &mut session, text, name)?;
+                let name = is_code(i).then(|| names.next().unwrap_or(Ok(None)));
+                answer(&mut out, &mut warnings, &mut session, text, &parsed[i], name)?;
                 if style.layout == Layout::Json && !json_array {
                     out.write_all(b"\n")?;
                 }
@@ -260,7 +264,7 @@ pub fn run_as(args: SymbolizeArgs, as_tool: bool) -> ExitCode {
         })();
         // The process ends next: its memory goes back to the system whole, sooner than
         // freed answer by answer (docs/PERFORMANCE.md measures it).
-        std::mem::forget((code, texts));
+        std::mem::forget((code, parsed, texts));
         written
     };
     for n in session.finish() {

@@ -111,28 +111,16 @@ impl Session {
     /// [`warnings`](Self::warnings) (a backend that failed) or
     /// [`notes`](Self::notes) (the index).
     pub fn name(&mut self, query: &Query) -> Result<Option<SpanName>, String> {
-        if !self.modules.contains_key(&query.module) {
-            let opened = self.open(&query.module);
-            self.modules.insert(query.module.clone(), opened);
-        }
+        self.open_once(&query.module);
         let (opts, warnings) = (&self.opts, &mut self.warnings);
-        let module = match self.modules.get_mut(&query.module) {
-            Some(Ok(m)) => m,
-            Some(Err(e)) => return Err(e.clone()),
-            None => return Ok(None),
-        };
+        let Some(module) = self.modules.get_mut(&query.module) else { return Ok(None) };
+        let module = module.as_mut().map_err(|e| e.clone())?;
         let address = module.layout.file_address(&self.lookup, query.address)?;
         let mut name = [None];
         each_backend(&opts.backends(), &mut name, |backend, _| {
             vec![match backend {
                 Source::Dwarf => module.dwarf_name(address, opts, warnings),
-                Source::Symtab => {
-                    let debug = module.files.debug.as_deref().unwrap_or(&module.files.binary);
-                    let table = module.symtab.get_or_insert_with(|| {
-                        symtab::Table::open(debug).map_err(|e| warnings.push(e.to_string())).ok()
-                    });
-                    table.as_ref().and_then(|t| t.name(address, opts.demangle))
-                }
+                Source::Symtab => module.symtab(warnings).and_then(|t| t.name(address, opts.demangle)),
                 Source::Addr2line => opts.addr2line.as_ref().and_then(|program| {
                     let debug = module.files.debug.as_deref().unwrap_or(&module.files.binary);
                     match external::resolve(program, debug, &[address], opts.demangle) {
@@ -152,22 +140,11 @@ impl Session {
 
     /// The data symbol covering `query`'s address (a `DATA` query), or why it cannot be looked up.
     pub fn data(&mut self, query: &Query) -> Result<Option<symtab::DataSymbol>, String> {
-        if !self.modules.contains_key(&query.module) {
-            let opened = self.open(&query.module);
-            self.modules.insert(query.module.clone(), opened);
-        }
-        let module = match self.modules.get_mut(&query.module) {
-            Some(Ok(m)) => m,
-            Some(Err(e)) => return Err(e.clone()),
-            None => return Ok(None),
-        };
+        self.open_once(&query.module);
+        let Some(module) = self.modules.get_mut(&query.module) else { return Ok(None) };
+        let module = module.as_mut().map_err(|e| e.clone())?;
         let address = module.layout.file_address(&self.lookup, query.address)?;
-        let debug = module.files.debug.as_deref().unwrap_or(&module.files.binary);
-        let warnings = &mut self.warnings;
-        let table = module
-            .symtab
-            .get_or_insert_with(|| symtab::Table::open(debug).map_err(|e| warnings.push(e.to_string())).ok());
-        Ok(table.as_mut().and_then(|t| t.data(address, self.opts.demangle)))
+        Ok(module.symtab(&mut self.warnings).and_then(|t| t.data(address, self.opts.demangle)))
     }
 
     /// Ends the session: what DWARF answered is added to each build's
@@ -188,6 +165,14 @@ impl Session {
         }
     }
 
+    /// Opens the module at `path` on its first query (what it could not open is kept too).
+    fn open_once(&mut self, path: &Path) {
+        if !self.modules.contains_key(path) {
+            let opened = self.open(path);
+            self.modules.insert(path.to_path_buf(), opened);
+        }
+    }
+
     fn open(&mut self, path: &Path) -> Result<Module, String> {
         let files = self.opts.search.files_for(path).map_err(|e| e.to_string())?;
         let wants_dwarf = self.opts.backends().contains(&Source::Dwarf);
@@ -200,6 +185,15 @@ impl Session {
 }
 
 impl Module {
+    /// Its symbol table, read on first use (`None`: it could not be, said in `warnings`).
+    fn symtab(&mut self, warnings: &mut Vec<String>) -> Option<&mut symtab::Table> {
+        let debug = self.files.debug.as_deref().unwrap_or(&self.files.binary);
+        let table = self
+            .symtab
+            .get_or_insert_with(|| symtab::Table::open(debug).map_err(|e| warnings.push(e.to_string())).ok());
+        table.as_mut()
+    }
+
     /// DWARF's name at `address`: from the index, else from the DWARF
     /// (opened on first use), then kept in the index.
     fn dwarf_name(&mut self, address: u64, opts: &Options, warnings: &mut Vec<String>) -> Option<SpanName> {

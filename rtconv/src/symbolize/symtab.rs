@@ -16,7 +16,7 @@ pub fn resolve(binary: &Path, file_addresses: &[u64], demangle: bool) -> Result<
     let file = object::File::parse(&*bytes).map_err(|e| failed(e.to_string()))?;
     // The names borrowed from the mapped file: only the ones asked for are copied.
     let symbols = function_symbols(&file);
-    Ok(file_addresses.iter().map(|&a| covering(&symbols, a).map(|name| symbol_name(name, demangle))).collect())
+    Ok(file_addresses.iter().map(|&a| covering(&symbols, a).map(|s| symbol_name(s.2, demangle))).collect())
 }
 
 /// `file`'s function symbols with a size, by address (the first by size, then name, where
@@ -37,11 +37,11 @@ fn function_symbols<'data>(file: &object::File<'data>) -> Vec<(u64, u64, &'data 
     symbols
 }
 
-/// The name of the symbol covering `address` in `symbols` (sorted, one per address).
-fn covering<N>(symbols: &[(u64, u64, N)], address: u64) -> Option<&N> {
+/// The symbol (address, size, name) covering `address` in `symbols` (sorted, one per address).
+fn covering<N>(symbols: &[(u64, u64, N)], address: u64) -> Option<&(u64, u64, N)> {
     let i = symbols.partition_point(|s| s.0 <= address).checked_sub(1)?;
-    let (start, size, name) = &symbols[i];
-    (address < start + size).then_some(name)
+    let symbol = &symbols[i];
+    (address < symbol.0 + symbol.1).then_some(symbol)
 }
 
 fn symbol_name(name: &str, demangle: bool) -> SpanName {
@@ -100,13 +100,12 @@ impl Table {
             symbols.dedup_by_key(|s| s.0);
             symbols
         });
-        let i = data.partition_point(|s| s.0 <= address).checked_sub(1)?;
-        let (start, size, name) = &data[i];
-        (address < start + size).then(|| DataSymbol { name: demangled(name, demangle), start: *start, size: *size })
+        let (start, size, name) = covering(data, address)?;
+        Some(DataSymbol { name: demangled(name, demangle), start: *start, size: *size })
     }
 
     /// The function whose symbol covers `address`.
     pub(crate) fn name(&self, address: u64, demangle: bool) -> Option<SpanName> {
-        covering(&self.symbols, address).map(|name| symbol_name(name, demangle))
+        covering(&self.symbols, address).map(|s| symbol_name(&s.2, demangle))
     }
 }
