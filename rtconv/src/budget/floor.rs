@@ -11,6 +11,12 @@
 //! ([`Plan::above`](super::Plan::above)): no span below the floor is kept at any threshold above
 //! it, so no delta, leaf line or interned name there depends on one.
 //!
+//! The same sample names a *ceiling*: the duration above which the spans take
+//! `CEILING_SHARE` (0.8) of the budget at their fewest bytes, so that the threshold is estimated to
+//! lie below it. Perfetto's model keeps only the packets of the spans below the ceiling, those
+//! a cut may take out; where they all go and the rest still does not fit, it walks again keeping
+//! every span's.
+//!
 //! The estimate is checked, not trusted: the plan is exact only if the spans above the floor do
 //! not all fit ([`Plan::exact`](super::Plan::exact)) — then no shorter threshold fits either, as
 //! each span more it keeps adds more bytes than the cut's statement spares with its smaller
@@ -29,7 +35,14 @@ pub struct Floor {
     pub ns: u64,
     /// About how many spans last at least `ns` (for the memory to decode them into).
     pub spans: u64,
+    /// The spans at least this long (ns) are estimated to take 0.8 of the budget at their fewest
+    /// bytes, so to fit: the threshold is estimated to lie below it.
+    pub ceiling: u64,
 }
+
+/// The share of the budget the spans above a floor's ceiling take at their fewest bytes: they
+/// fit unless they take more than 1 / 0.8 (1.25) times that, a byte more a packet being a tenth.
+const CEILING_SHARE: f64 = 0.8;
 
 /// The floor for `tl` in `layout` within `max_bytes`: a duration below which a budget of
 /// `max_bytes` is estimated to leave out every span; `None` where no estimate is made (a
@@ -57,17 +70,23 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
     // that long then do not fit, but for bad luck.
     let mut bytes = 0.0;
     let mut floor: Option<u64> = None;
+    let mut ceiling = u64::MAX;
     for (i, &(ns, key, tag)) in sample.iter().enumerate() {
         match floor {
             // The spans as long as the floor's (ties) lie above it too.
-            Some(f) if ns < f => return (f > 0).then_some(Floor { ns: f, spans: i as u64 * stride }),
+            Some(f) if ns < f => return (f > 0).then_some(Floor { ns: f, spans: i as u64 * stride, ceiling }),
             Some(_) => continue,
             None => {}
         }
         bytes += (least.get(key as usize).copied().unwrap_or(0) + indent(tag)) as f64 * stride as f64;
-        if bytes >= max_bytes as f64 * (1.0 + 3.0 / ((i + 1) as f64).sqrt()) {
+        // Where the count is uncertain, the ceiling errs high (fewer bytes above it).
+        let error = 3.0 / ((i + 1) as f64).sqrt();
+        if ceiling == u64::MAX && bytes >= max_bytes as f64 * CEILING_SHARE * (1.0 - error.min(0.5)) {
+            ceiling = ns;
+        }
+        if bytes >= max_bytes as f64 * (1.0 + error) {
             floor = Some(ns);
         }
     }
-    floor.filter(|&ns| ns > 0).map(|ns| Floor { ns, spans: sample.len() as u64 * stride })
+    floor.filter(|&ns| ns > 0).map(|ns| Floor { ns, spans: sample.len() as u64 * stride, ceiling })
 }

@@ -2,13 +2,16 @@
 //! timeline output stays within a size, found from the spans' durations before a byte is
 //! written.
 //!
-//! Each timeline format has a cost model here that walks the spans as its renderer does and
-//! states what every span adds to the output as a function of the threshold T (a span is kept
-//! when it lasts at least T, as with `-t T`): the bytes of its own events or lines, and what it
-//! changes in others' (a ftrace span is one leaf line once its children are all left out; a
-//! Perfetto event's time is a delta from the previous event kept). Each such amount is a
-//! *step*, present while T ≤ some duration ([`Costs`]); their sum is the output's size at every
-//! T at once, and [`Costs::choose`] takes the smallest T whose size fits.
+//! Each timeline format has a cost model here that walks the spans as its renderer does. The
+//! text formats and Chrome JSON state what every span adds to the output as a function of the
+//! threshold T (a span is kept when it lasts at least T, as with `-t T`): the bytes of its own
+//! events or lines, and what it changes in others' (a ftrace span is one leaf line once its
+//! children are all left out). Each such amount is a *step*, present while T ≤ some duration
+//! ([`Costs`]); their sum is the output's size at every T at once, and [`Costs::choose`] takes
+//! the smallest T whose size fits. In Perfetto's protobuf a packet's time is a delta from the
+//! packet before it, so what a span spares depends on its neighbours: that model keeps the
+//! packets of the spans that may go and takes them out shortest first, the size exact after
+//! each duration ([`perfetto::Packets`]).
 //!
 //! A span never outlasts its parent (every renderer cuts a child at its parent's end), so at
 //! any T the kept spans are the whole upper part of each call tree: a kept span keeps its
@@ -80,6 +83,34 @@ pub struct Profile {
     now: usize,
 }
 
+impl Profile {
+    /// A profile of `slices` slices of time from `start` to `end` (ns).
+    pub fn new(start: i64, end: i64, slices: usize) -> Self {
+        let slices = slices.max(1);
+        let span = end.saturating_sub(start).max(1) as u64;
+        let width = span.div_ceil(slices as u64).max(1);
+        Profile { start, width, bytes: vec![0; slices], now: 0 }
+    }
+
+    /// The bytes added from now on belong to a span starting at `ns`.
+    #[inline(always)]
+    pub fn at(&mut self, ns: i64) {
+        if self.width == 0 {
+            return; // no profile kept: nothing to place
+        }
+        let slice = (ns.saturating_sub(self.start).max(0) as u64) / self.width;
+        self.now = (slice as usize).min(self.bytes.len().saturating_sub(1));
+    }
+
+    /// Adds `bytes` (negative: takes them away) to the slice of now.
+    #[inline(always)]
+    pub fn add(&mut self, bytes: i64) {
+        if let Some(slice) = self.bytes.get_mut(self.now) {
+            *slice += bytes;
+        }
+    }
+}
+
 impl Default for Costs {
     fn default() -> Self {
         Costs {
@@ -104,23 +135,15 @@ pub struct Choice {
 }
 
 impl Costs {
-    /// Costs that also keep a [`Profile`] of `slices` slices of time from `start` to `end` (ns).
-    pub fn profiled(start: i64, end: i64, slices: usize) -> Self {
-        let slices = slices.max(1);
-        let span = end.saturating_sub(start).max(1) as u64;
-        let width = span.div_ceil(slices as u64).max(1);
-        Costs { profile: Profile { start, width, bytes: vec![0; slices], now: 0 }, ..Costs::default() }
+    /// Costs that also keep `profile`.
+    pub fn profiled(profile: Profile) -> Self {
+        Costs { profile, ..Costs::default() }
     }
 
     /// The bytes added from now on belong to a span starting at `ns` (for the profile).
     #[inline(always)]
     pub fn at(&mut self, ns: i64) {
-        let p = &mut self.profile;
-        if p.width == 0 {
-            return; // no profile kept: nothing to place
-        }
-        let slice = (ns.saturating_sub(p.start).max(0) as u64) / p.width;
-        p.now = (slice as usize).min(p.bytes.len().saturating_sub(1));
+        self.profile.at(ns);
     }
 
     /// The profile kept ([`profiled`](Self::profiled)).
@@ -152,9 +175,7 @@ impl Costs {
 
     #[inline(always)]
     fn on_profile(&mut self, bytes: i64) {
-        if let Some(slice) = self.profile.bytes.get_mut(self.profile.now) {
-            *slice += bytes;
-        }
+        self.profile.add(bytes);
     }
 
     #[inline(always)]
@@ -241,8 +262,19 @@ pub(crate) fn cut_timeline<'a>(tl: &Timeline<'a>, filter: &Filter, cut: Option<C
 /// The bytes of a varint of `v`.
 #[inline(always)]
 pub(crate) fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+    VARINT_LEN[(v | 1).leading_zeros() as usize] as usize
 }
+
+/// A varint's bytes by its value's leading zeros: 7 bits a byte.
+const VARINT_LEN: [u8; 64] = {
+    let mut len = [0; 64];
+    let mut zeros = 0;
+    while zeros < 64 {
+        len[zeros] = (64 - zeros).div_ceil(7) as u8;
+        zeros += 1;
+    }
+    len
+};
 
 #[cfg(test)]
 mod tests {

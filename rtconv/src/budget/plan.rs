@@ -1,7 +1,10 @@
 //! A budget applied to one timeline in one format: its model's costs, the threshold chosen for
 //! a size, and the timeline cut at it.
 
-use super::{Choice, Costs, cut_timeline};
+use std::cell::OnceCell;
+
+use super::perfetto::{Over, Packets};
+use super::{Choice, Costs, Floor, Profile, cut_timeline};
 use crate::model::{Cut, Filter, Filtered, Timeline};
 use crate::render::chrome;
 
@@ -23,21 +26,24 @@ pub struct Plan<'t, 'a> {
     tl: &'t Timeline<'a>,
     filter: &'t Filter,
     layout: Layout,
-    costs: Costs,
+    model: Model,
     /// What the filters kept and left out, every span counted.
     found: Filtered,
     /// The floor of a plan [`above`](Self::above) one: the threshold, and the spans below it.
     floor: Option<(u64, u64)>,
+    /// Perfetto's packets with every span a candidate, where the threshold lies above the
+    /// candidates `model` holds (walked when that is found).
+    every: OnceCell<Packets>,
 }
 
 impl<'t, 'a> Plan<'t, 'a> {
     /// Walks `tl` (its spans those `filter` keeps) to cost it in `layout`.
     pub fn new(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout) -> Self {
-        Self::with(tl, filter, layout, Costs::default())
+        Self::with(tl, filter, layout, u64::MAX, Profile::default())
     }
 
     /// As [`new`](Self::new), also keeping where in time the bytes go: `slices` slices from
-    /// `start` to `end` (ns; see [`Costs::profiled`]).
+    /// `start` to `end` (ns; see [`Profile::new`]).
     pub fn profiled(
         tl: &'t Timeline<'a>,
         filter: &'t Filter,
@@ -45,43 +51,55 @@ impl<'t, 'a> Plan<'t, 'a> {
         (start, end): (i64, i64),
         slices: usize,
     ) -> Self {
-        Self::with(tl, filter, layout, Costs::profiled(start, end, slices))
+        // For a size alone: no Perfetto candidates.
+        Self::with(tl, filter, layout, 0, Profile::new(start, end, slices))
     }
 
     /// As [`new`](Self::new), for a timeline without a filter whose decoded spans are those lasting
-    /// at least `floor_ns` (`Timeline::decode_above`; see [`super::floor`]): its choices and cuts
+    /// at least `floor.ns` (`Timeline::decode_above`; see [`super::floor`]): its choices and cuts
     /// count the spans below the floor as left out, and are [`exact`](Self::exact) only where
     /// the spans above it do not all fit.
-    pub fn above(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, floor_ns: u64) -> Self {
-        let mut plan = Self::with(tl, filter, layout, Costs::default());
+    pub fn above(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, floor: Floor) -> Self {
+        // Perfetto's candidates: the spans below the floor's ceiling.
+        let mut plan = Self::with(tl, filter, layout, floor.ceiling, Profile::default());
         // The decode counted the spans below the floor as left out by duration.
-        plan.floor = Some((floor_ns, plan.found.duration));
+        plan.floor = Some((floor.ns, plan.found.duration));
         plan
     }
 
-    fn with(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, mut costs: Costs) -> Self {
-        let mut found = match layout {
-            Layout::Chrome(opts) => super::chrome::costs(tl, &opts, &mut costs),
-            Layout::Ftrace => super::ftrace::costs(tl, &mut costs),
-            Layout::Systrace => super::systrace::costs(tl, &mut costs),
-            Layout::Perfetto => super::perfetto::costs(tl, &mut costs),
+    /// `below`: Perfetto's candidates are the spans shorter than this.
+    fn with(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, below: u64, profile: Profile) -> Self {
+        let (model, mut found) = match layout {
+            Layout::Perfetto => {
+                let (packets, found) = Packets::new(tl, below, profile);
+                (Model::Packets(packets), found)
+            }
+            Layout::Chrome(_) | Layout::Ftrace | Layout::Systrace => {
+                let mut costs = Costs::profiled(profile);
+                let found = match layout {
+                    Layout::Chrome(opts) => super::chrome::costs(tl, &opts, &mut costs),
+                    Layout::Ftrace => super::ftrace::costs(tl, &mut costs),
+                    _ => super::systrace::costs(tl, &mut costs),
+                };
+                (Model::Steps(costs), found)
+            }
         };
         if tl.selection.is_none() {
             // Without a filter nothing is counted: it kept every span.
-            found.kept = costs.spans();
+            found.kept = model.spans();
         }
-        Plan { tl, filter, layout, costs, found, floor: None }
+        Plan { tl, filter, layout, model, found, floor: None, every: OnceCell::new() }
     }
 
     /// Where the bytes go in time, if [`profiled`](Self::profiled).
     pub fn profile(&self) -> &super::Profile {
-        self.costs.profile()
+        self.model.profile()
     }
 
     /// What the output takes with every span the filters keep; above a floor, with every span
     /// above it (less than all would take).
     pub fn whole(&self) -> u64 {
-        self.costs.whole(|cut| self.fixed(self.with_floor(cut), 0))
+        self.model.whole(|cut| self.fixed(self.with_floor(cut), 0))
     }
 
     /// The floor the plan's spans lie above ([`above`](Self::above)), ns.
@@ -95,7 +113,22 @@ impl<'t, 'a> Plan<'t, 'a> {
     /// smallest above it; see [`exact`](Self::exact).
     pub fn choose(&self, fit: u64, max_bytes: u64) -> Result<Choice, u64> {
         let below = self.floor.map_or(0, |(_, below)| below);
-        let choice = self.costs.choose(fit, |cut| self.fixed(self.with_floor(cut), max_bytes))?;
+        let fixed = |cut| self.fixed(self.with_floor(cut), max_bytes);
+        let choice = match &self.model {
+            Model::Steps(costs) => costs.choose(fit, fixed)?,
+            Model::Packets(packets) => match packets.choose(fit, fixed) {
+                Ok(choice) => choice,
+                Err(Over::Least(bytes)) => return Err(bytes),
+                Err(Over::Candidates) => {
+                    let every = self.every.get_or_init(|| Packets::new(self.tl, u64::MAX, Profile::default()).0);
+                    every.choose(fit, fixed).map_err(|over| match over {
+                        Over::Least(bytes) => bytes,
+                        // Every span is a candidate there.
+                        Over::Candidates => every.whole(fixed),
+                    })?
+                }
+            },
+        };
         Ok(Choice {
             threshold_ns: choice.threshold_ns.or(self.floor()),
             left_out: choice.left_out + below,
@@ -145,6 +178,35 @@ impl<'t, 'a> Plan<'t, 'a> {
             Layout::Ftrace => super::ftrace::fixed(&tl),
             Layout::Systrace => super::systrace::fixed(&tl, found.kept),
             Layout::Perfetto => super::perfetto::fixed(&tl),
+        }
+    }
+}
+
+/// A layout's size model: steps of bytes by duration, or Perfetto's packets.
+enum Model {
+    Steps(Costs),
+    Packets(Packets),
+}
+
+impl Model {
+    fn spans(&self) -> u64 {
+        match self {
+            Model::Steps(costs) => costs.spans(),
+            Model::Packets(packets) => packets.spans(),
+        }
+    }
+
+    fn profile(&self) -> &Profile {
+        match self {
+            Model::Steps(costs) => costs.profile(),
+            Model::Packets(packets) => packets.profile(),
+        }
+    }
+
+    fn whole(&self, fixed: impl Fn(Option<(u64, u64)>) -> u64) -> u64 {
+        match self {
+            Model::Steps(costs) => costs.whole(fixed),
+            Model::Packets(packets) => packets.whole(fixed),
         }
     }
 }

@@ -56,11 +56,11 @@ pub fn convert_within(
     let above = floor.and_then(|floor| {
         let mut tl = timeline();
         tl.decoded = Some(Arc::new(tl.decode_above(KEPT_MAX_BYTES, floor.ns, floor.spans)?));
-        Some((tl, floor.ns))
+        Some((tl, floor))
     });
     // The plan above the floor, and its choice where that holds for all the spans.
-    let floored = above.as_ref().and_then(|(tl, floor_ns)| {
-        let plan = Plan::above(tl, filter, layout, *floor_ns);
+    let floored = above.as_ref().and_then(|(tl, floor)| {
+        let plan = Plan::above(tl, filter, layout, *floor);
         let choice = plan.choose(max, max).ok().filter(|choice| plan.exact(choice))?;
         Some((plan, choice))
     });
@@ -258,7 +258,7 @@ mod tests {
                     floored += 1;
                     let mut above = timeline();
                     above.decoded = above.decode_above(KEPT_MAX_BYTES, floor_ns, floor.spans).map(Arc::new);
-                    let plan = Plan::above(&above, &none, layout, floor_ns);
+                    let plan = Plan::above(&above, &none, layout, floor);
                     let choice = plan.choose(max, max);
                     if !choice.is_ok_and(|c| plan.exact(&c)) {
                         continue;
@@ -279,10 +279,11 @@ mod tests {
                 assert!(timeline().decode_above(32 * 1000, 1, 10).is_none(), "{format:?}");
                 // A floor too high (a twentieth's): everything above it fits, which is not exact.
                 let max = full.whole() / 10;
-                let high = budget::floor(&timeline(), layout, max / 20).unwrap().ns;
+                let high = budget::floor(&timeline(), layout, max / 20).unwrap();
                 let mut above = timeline();
-                above.decoded = above.decode_above(KEPT_MAX_BYTES, high, 0).map(Arc::new);
+                above.decoded = above.decode_above(KEPT_MAX_BYTES, high.ns, 0).map(Arc::new);
                 let plan = Plan::above(&above, &none, layout, high);
+                let high = high.ns;
                 let choice = plan.choose(max, max).unwrap();
                 assert_eq!(choice.threshold_ns, Some(high), "{format:?}");
                 assert!(!plan.exact(&choice), "{format:?}: a floor of {high} ns at {max}");

@@ -39,6 +39,7 @@ pub use losses::Losses;
 pub use names::{Frame, Names, Source, SpanName};
 pub use start_order::{ThreadSpans, Threads};
 pub use timebase::{RateOrigin, Timebase, TimebaseError};
+pub(crate) use timeline::inside;
 pub use timeline::{Anomalies, Ending, MAX_DEPTH, RecorderCost, SpanNs, Timeline};
 pub use trace::{Clock, Crash, ModuleEntry, Process, ThreadTrace, Trace};
 pub use walk::{Arrival, DEEPER, LostChildren, Visit};

@@ -87,10 +87,10 @@ impl ThreadSpans<'_, '_, '_> {
 
     /// [`next_batch`](Self::next_batch) without a window.
     fn next_unclipped(&mut self) -> Option<&[SpanNs]> {
-        let threads = &mut *self.threads;
         match self.source {
             Source::Placed => {}
             Source::Sorted => {
+                let threads = &*self.threads;
                 let batch = threads.sorted.get(self.next..).filter(|rest| !rest.is_empty())?;
                 self.next = threads.sorted.len();
                 return Some(batch);
@@ -98,14 +98,53 @@ impl ThreadSpans<'_, '_, '_> {
             Source::Kept(spans) => {
                 let from = self.next;
                 let batch = spans.get(from..spans.len().min(from.saturating_add(BATCH))).filter(|b| !b.is_empty())?;
-                self.next = from + batch.len();
-                let Some(gate) = threads.gate.as_mut() else { return Some(batch) };
-                threads.batch.clear();
-                threads.batch.extend_from_slice(batch);
-                threads.batch.retain(|s| gate.keep_cut(s));
-                return Some(&threads.batch);
+                let windowed = self.threads.timeline.window.is_some();
+                let threads = &mut *self.threads;
+                let Some(gate) = threads.gate.as_mut() else {
+                    self.next = from + batch.len();
+                    return Some(batch);
+                };
+                if windowed {
+                    // A window stops at a batch's first span past its end: the gate sees whole
+                    // batches, as where the rings are decoded, and counts the same spans.
+                    self.next = from + batch.len();
+                    threads.batch.clear();
+                    threads.batch.extend_from_slice(batch);
+                    threads.batch.retain(|s| gate.keep_cut(s));
+                    return Some(&threads.batch);
+                }
+                // Through a gate: the next run of spans it keeps, lent where they are (each span
+                // is put to the gate once, in order).
+                let mut at = from;
+                while at < spans.len() && !gate.keep_cut(&spans[at]) {
+                    at += 1;
+                }
+                let first = at;
+                let end = spans.len().min(first.saturating_add(BATCH));
+                at = end.min(at + 1); // past the first kept, if any
+                while at < end {
+                    if !gate.keep_cut(&spans[at]) {
+                        self.next = at + 1;
+                        return spans.get(first..at);
+                    }
+                    at += 1;
+                }
+                self.next = at;
+                return spans.get(first..at).filter(|run| !run.is_empty());
             }
         }
+        self.decode_next()?;
+        let threads = &mut *self.threads;
+        if let Some(gate) = threads.gate.as_mut() {
+            threads.batch.retain(|s| gate.keep_cut(s));
+        }
+        Some(&threads.batch)
+    }
+
+    /// Decodes the next batch of a ring placed in start order into `threads.batch`, through no
+    /// gate; `None` past its last span.
+    fn decode_next(&mut self) -> Option<()> {
+        let threads = &mut *self.threads;
         let order = &threads.buffers.order;
         let from = self.next;
         let to = order.len().min(from.saturating_add(BATCH));
@@ -119,15 +158,13 @@ impl ThreadSpans<'_, '_, '_> {
         out.clear();
         let (last_key, lost_by_depth) = (&mut self.last_key, t.lost_by_depth.as_slice());
         threads.found += t.with_spans(DecodeBatch { tl, order, from, to, out, last_key, lost_by_depth });
-        if let Some(gate) = threads.gate.as_mut() {
-            out.retain(|s| gate.keep_cut(s));
-        }
-        Some(&threads.batch)
+        Some(())
     }
 
     /// Appends all the remaining spans to `into`: decoded straight into it where nothing filters
-    /// or cuts them (no copy through a batch), else batch by batch, stopping (`None`) once it
-    /// holds more than `cap` (checked after each batch: a filter's spans are not counted before).
+    /// or cuts them (no copy through a batch), through a gate batch by batch (the spans it keeps
+    /// copied once), else as [`next_batch`](Self::next_batch) lends them; stopping (`None`) once
+    /// it holds more than `cap` (checked after each batch: a filter's spans are not counted before).
     pub(crate) fn append_to(mut self, into: &mut Vec<SpanNs>, cap: usize) -> Option<()> {
         let plain = self.threads.gate.is_none() && self.threads.timeline.window.is_none();
         if plain && matches!(self.source, Source::Placed) {
@@ -148,6 +185,18 @@ impl ThreadSpans<'_, '_, '_> {
                 });
             }
             return (into.len() <= cap).then_some(());
+        }
+        if self.threads.timeline.window.is_none() && matches!(self.source, Source::Placed) {
+            // Through a gate: each batch copied once, the spans it keeps.
+            while self.decode_next().is_some() {
+                let threads = &mut *self.threads;
+                let Some(gate) = threads.gate.as_mut() else { break };
+                into.extend(threads.batch.iter().filter(|s| gate.keep_cut(s)));
+                if into.len() > cap {
+                    return None;
+                }
+            }
+            return Some(());
         }
         while let Some(batch) = self.next_batch() {
             into.extend_from_slice(batch);

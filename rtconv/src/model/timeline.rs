@@ -172,7 +172,7 @@ pub(crate) fn deeper(outer: u8, inner: u8) -> Option<bool> {
 /// coming after an open span (tag `open_depth`, ending at `open_end`) in start
 /// order, lies inside it: see [`SpanNs::encloses`].
 #[inline(always)]
-fn inside(open_depth: u8, open_end: i64, next_depth: u8, next_enter: i64) -> bool {
+pub(crate) fn inside(open_depth: u8, open_end: i64, next_depth: u8, next_enter: i64) -> bool {
     deeper(open_depth, next_depth).unwrap_or(next_enter < open_end)
 }
 
