@@ -1,12 +1,20 @@
 """Per build-id and function figures over raw ringtrace dumps, on Spark: the
-dumps are read as files (`binaryFile`), decoded in the executors by the
-`ringtrace` Python package (`mapInArrow`: rtconv's own reader, naming and
+dumps are listed as files (`binaryFile`), read and decoded in the executors by
+the `ringtrace` Python package (`mapInArrow`: rtconv's own reader, naming and
 statistics in native code, Arrow batches out: each dump's per-function
 figures and duration histograms, a few thousand rows however many spans it
 holds), and merged — calls, total, self, min, p50, p90, p99, max — exactly
 as `rtconv stats` merges them over the same dumps.
 
-    spark-submit --master 'local[2]' samples/fleet/stats_job.py DUMPS OUT [--spans SPANS_OUT]
+    spark-submit --master 'local[2]' samples/fleet/stats_job.py DUMPS OUT \
+        [--spans SPANS_OUT] [--through-spark]
+
+Each executor reads its dumps itself, through pyarrow's filesystems (local
+paths, `hdfs://`, `s3://`/`s3a://`): the JVM only lists them, so a dump's
+bytes are read once, by the process that decodes them. With
+--through-spark the JVM reads them (`binaryFile`'s content) and hands them
+over, for a filesystem only Hadoop reaches — about four times the time a
+dump (docs/PERFORMANCE.md).
 
 DUMPS is a directory or prefix searched recursively for `*.rtd` (a local
 path, `hdfs://…`, `s3a://…` — whatever Hadoop reads); OUT receives the
@@ -39,16 +47,38 @@ SPANS = (
 )
 
 
+def dumps_of(batch):
+    """A `binaryFile` batch's dumps: (path, bytes) each, the bytes from its `content` column
+    where the JVM read them, else read here through pyarrow's filesystems."""
+    import pyarrow.fs
+
+    paths = batch.column("path")
+    contents = batch.column("content") if "content" in batch.schema.names else None
+    for i in range(batch.num_rows):
+        path = paths[i].as_py()
+        if contents is not None:
+            yield path, contents[i].as_py()
+            continue
+        # Hadoop's spellings as pyarrow's: file:/x is file:///x, s3a:// is s3://.
+        uri = path
+        if uri.startswith("file:/") and not uri.startswith("file://"):
+            uri = "file://" + uri[len("file:"):]
+        elif uri.startswith("s3a://"):
+            uri = "s3://" + uri[len("s3a://"):]
+        filesystem, inner = pyarrow.fs.FileSystem.from_uri(uri)
+        with filesystem.open_input_file(inner) as f:
+            yield path, f.read()
+
+
 def decode(batches):
-    """mapInArrow: each (path, content) row a dump, decoded into spans batches."""
+    """mapInArrow: each `binaryFile` row a dump, decoded into spans batches."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import ringtrace
 
     for batch in batches:
-        paths, contents = batch.column("path"), batch.column("content")
-        for i in range(batch.num_rows):
-            (spans,) = ringtrace.tables(contents[i].as_py(), "spans", name=paths[i].as_py())
+        for path, data in dumps_of(batch):
+            (spans,) = ringtrace.tables(data, "spans", name=path)
             # Dictionary strings to plain ones, unsigned to the types Spark has.
             columns = []
             for field, column in zip(spans.schema, spans.columns):
@@ -71,7 +101,7 @@ FIGURES = (
 
 
 def decode_figures(batches):
-    """mapInArrow: each (path, content) row a dump, decoded in native code into its `functions`
+    """mapInArrow: each `binaryFile` row a dump, decoded in native code into its `functions`
     and `durations` tables (rtconv stats' figures and histograms): a few thousand rows a dump,
     whatever its spans."""
     import pyarrow as pa
@@ -81,11 +111,8 @@ def decode_figures(batches):
     names = FIGURES.replace(",", "").split()[::2]
     strings = ("dump", "build_id", "function")
     for batch in batches:
-        paths, contents = batch.column("path"), batch.column("content")
-        for i in range(batch.num_rows):
-            functions, durations = ringtrace.tables(
-                contents[i].as_py(), "functions", "durations", name=paths[i].as_py()
-            )
+        for path, data in dumps_of(batch):
+            functions, durations = ringtrace.tables(data, "functions", "durations", name=path)
             # Each table's columns under FIGURES' names; the other table's columns null.
             for table, taken in (
                 (functions, {n: n for n in names[:8]}),
@@ -105,6 +132,9 @@ def main():
     parser.add_argument("dumps")
     parser.add_argument("out")
     parser.add_argument("--spans", help="also write every span here (Parquet)")
+    parser.add_argument(
+        "--through-spark", action="store_true", help="the JVM reads the dumps and hands their bytes over"
+    )
     args = parser.parse_args()
 
     spark = SparkSession.builder.appName("ringtrace-fleet-stats").getOrCreate()
@@ -113,7 +143,8 @@ def main():
         .option("pathGlobFilter", "*.rtd")
         .option("recursiveFileLookup", "true")
         .load(args.dumps)
-        .select("path", "content")
+        # Without the content column the JVM lists the files and reads none of them.
+        .select("path", *(["content"] if args.through_spark else []))
     )
     if args.spans:
         files.mapInArrow(decode, SPANS).write.mode("overwrite").parquet(args.spans)

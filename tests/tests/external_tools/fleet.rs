@@ -90,21 +90,29 @@ fn the_python_reader_gives_the_export_tables_and_duckdb_answers_as_stats() {
 fn the_spark_job_decodes_raw_dumps_in_its_executors_and_agrees_with_stats() {
     let dir = scratch("fleet-spark");
     let (dumps, _, stats) = dumps(&dir);
-    let out = dir.join("figures");
-    let spans = dir.join("spans");
-    let job = with_package("spark-submit")
-        .args(["--master", "local[2]", "--conf", "spark.ui.enabled=false"])
-        .arg(workspace_root().join("samples/fleet/stats_job.py"))
-        .arg(&dumps)
-        .arg(&out)
-        .arg("--spans")
-        .arg(&spans)
-        .output()
-        .unwrap();
-    assert!(job.status.success(), "spark-submit: {}", String::from_utf8_lossy(&job.stderr));
-    // The figures Spark wrote, read back with DuckDB and compared with stats.
-    let compare = format!(
-        r#"
+    // The executors read the dumps themselves (every span written too), or the JVM hands them over.
+    for (mode, extra) in [("read", vec!["--spans".to_string()]), ("through-spark", vec!["--through-spark".into()])] {
+        let out = dir.join(format!("figures-{mode}"));
+        let spans = dir.join("spans");
+        let mut job = with_package("spark-submit");
+        job.args(["--master", "local[2]", "--conf", "spark.ui.enabled=false"])
+            .arg(workspace_root().join("samples/fleet/stats_job.py"))
+            .arg(&dumps)
+            .arg(&out)
+            .args(&extra);
+        if mode == "read" {
+            job.arg(&spans);
+        }
+        let job = job.output().unwrap();
+        assert!(job.status.success(), "spark-submit ({mode}): {}", String::from_utf8_lossy(&job.stderr));
+        // The figures Spark wrote, read back with DuckDB and compared with stats.
+        let spans_count = if mode == "read" {
+            format!("con.execute(\"SELECT count(*) FROM read_parquet('{}/*.parquet')\").fetchone()[0]", spans.display())
+        } else {
+            "None".into()
+        };
+        let compare = format!(
+            r#"
 import duckdb, json, sys
 sys.path.insert(0, {python_dir:?})
 import fleet
@@ -112,17 +120,16 @@ con = duckdb.connect()
 cur = con.execute("SELECT * FROM read_parquet('{out}/*.parquet') ORDER BY function")
 rows = [dict(zip([c[0] for c in cur.description], r)) for r in cur.fetchall()]
 assert len({{r["build_id"] for r in rows}}) == 1 and all(r["dumps"] == 3 for r in rows), rows
-print("functions", fleet.check_against_stats(rows, open({stats:?}).read()),
-      "spans", con.execute("SELECT count(*) FROM read_parquet('{spans}/*.parquet')").fetchone()[0])
+print("{mode}: functions", fleet.check_against_stats(rows, open({stats:?}).read()), "spans", {spans_count})
 "#,
-        python_dir = workspace_root().join("tests/python"),
-        out = out.display(),
-        spans = spans.display(),
-        stats = stats,
-    );
-    let checked = with_package("python").arg("-c").arg(compare).output().unwrap();
-    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
-    eprintln!("spark: {}", String::from_utf8_lossy(&checked.stdout));
+            python_dir = workspace_root().join("tests/python"),
+            out = out.display(),
+            stats = stats,
+        );
+        let checked = with_package("python").arg("-c").arg(compare).output().unwrap();
+        assert!(checked.status.success(), "{mode}: {}", String::from_utf8_lossy(&checked.stderr));
+        eprintln!("spark: {}", String::from_utf8_lossy(&checked.stdout));
+    }
 }
 
 #[test]
