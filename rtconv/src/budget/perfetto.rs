@@ -303,12 +303,8 @@ impl List {
     ) {
         let below = self.below;
         let List { time, candidates, profile, spans, .. } = self;
-        let mut bytes = 0u64;
         let mut beyond = u64::MAX;
-        // The sequence's clock: the last packet's time (ABSOLUTE once one came out of order), and
-        // whether that packet is the last in `time`.
-        let mut clock = 0u64;
-        let mut kept = false;
+        let mut sequence = Sequence { clock: 0, kept: false, bytes: 0 };
         let at = |ns: i64| ns.max(thread.origin).wrapping_sub(thread.origin) as u64;
         open.clear();
         while let Some(batch) = t.next_batch() {
@@ -319,22 +315,7 @@ impl List {
                         break;
                     }
                     open.pop();
-                    let (now, time_bytes) = tick(clock, at(top.exit_ns));
-                    bytes += thread.end + time_bytes;
-                    if PROFILED {
-                        profile.at(top.enter_ns);
-                        profile.add((thread.end + time_bytes) as i64);
-                    }
-                    if let Some(c) = candidates.get_mut(top.candidate as usize) {
-                        c.end = time.len() as u32;
-                        time.push(now);
-                        kept = true;
-                    } else if kept {
-                        // The packet after a run.
-                        time.push(now);
-                        kept = false;
-                    }
-                    clock = now;
+                    sequence.end::<PROFILED>(&top, at(top.exit_ns), thread.end, time, candidates, profile);
                 }
                 let k = s.key_index as usize;
                 let d = s.exit_ns.max(s.enter_ns).wrapping_sub(s.enter_ns) as u64;
@@ -342,7 +323,7 @@ impl List {
                 if let (Some(l), Some(key)) = (longest.get_mut(k), thread.keys.get(k)) {
                     begin = key.begin;
                     if *l == UNSEEN {
-                        bytes += key.name;
+                        sequence.bytes += key.name;
                         *l = d;
                     } else {
                         *l = (*l).max(d);
@@ -351,17 +332,17 @@ impl List {
                 if !s.plain() || thread.lost.of(s) {
                     begin += annotations(s, &thread.lost);
                 }
-                let (now, time_bytes) = tick(clock, at(s.enter_ns));
-                bytes += begin + time_bytes;
+                let (now, time_bytes) = tick(sequence.clock, at(s.enter_ns));
+                sequence.bytes += begin + time_bytes;
                 if PROFILED {
                     profile.at(s.enter_ns);
                     profile.add((begin + time_bytes) as i64);
                 }
                 let mut candidate = NONE;
                 if d < below {
-                    if !kept {
+                    if !sequence.kept {
                         // The packet before a run.
-                        time.push(clock);
+                        time.push(sequence.clock);
                     }
                     candidate = candidates.len() as u32;
                     candidates.push(Span {
@@ -371,43 +352,69 @@ impl List {
                         bytes: begin + thread.end,
                     });
                     time.push(now);
-                    kept = true;
+                    sequence.kept = true;
                 } else {
                     beyond = beyond.min(d);
-                    if kept {
+                    if sequence.kept {
+                        // The packet after a run.
                         time.push(now);
-                        kept = false;
+                        sequence.kept = false;
                     }
                 }
-                clock = now;
+                sequence.clock = now;
                 open.push(Open { exit_ns: s.exit_ns, enter_ns: s.enter_ns, depth: s.depth_tag(), candidate });
             }
         }
         while let Some(top) = open.pop() {
-            let (now, time_bytes) = tick(clock, at(top.exit_ns));
-            bytes += thread.end + time_bytes;
-            if PROFILED {
-                profile.at(top.enter_ns);
-                profile.add((thread.end + time_bytes) as i64);
-            }
-            if let Some(c) = candidates.get_mut(top.candidate as usize) {
-                c.end = time.len() as u32;
-                time.push(now);
-                kept = true;
-            } else if kept {
-                time.push(now);
-                kept = false;
-            }
-            clock = now;
+            sequence.end::<PROFILED>(&top, at(top.exit_ns), thread.end, time, candidates, profile);
         }
-        if kept {
+        if sequence.kept {
             // No packet after the thread's last run.
             time.push(ABSOLUTE);
         }
-        self.whole += bytes;
+        self.whole += sequence.bytes;
         if beyond != u64::MAX {
             self.beyond = Some(self.beyond.map_or(beyond, |b| b.min(beyond)));
         }
+    }
+}
+
+/// A thread's sequence as the walk writes it: its clock (the last packet's time, ABSOLUTE once
+/// one came out of order), whether that packet is the last in `time`, and the bytes so far.
+struct Sequence {
+    clock: u64,
+    kept: bool,
+    bytes: u64,
+}
+
+impl Sequence {
+    /// The end packet, at `at` ns since the origin and `end` bytes beside its time, of `top`.
+    #[inline(always)]
+    fn end<const PROFILED: bool>(
+        &mut self,
+        top: &Open,
+        at: u64,
+        end: u64,
+        time: &mut Vec<u64>,
+        candidates: &mut [Span],
+        profile: &mut Profile,
+    ) {
+        let (now, time_bytes) = tick(self.clock, at);
+        self.bytes += end + time_bytes;
+        if PROFILED {
+            profile.at(top.enter_ns);
+            profile.add((end + time_bytes) as i64);
+        }
+        if let Some(c) = candidates.get_mut(top.candidate as usize) {
+            c.end = time.len() as u32;
+            time.push(now);
+            self.kept = true;
+        } else if self.kept {
+            // The packet after a run.
+            time.push(now);
+            self.kept = false;
+        }
+        self.clock = now;
     }
 }
 
