@@ -12,7 +12,7 @@
 - every file carries the schema version and the table's name, and the repeated
   strings are dictionary-encoded; every column is zstd-compressed, `span_id`, `start_ns` and the
   durations delta-encoded, and the spans of each dump come in their start order but where a span outlasts
-  its batch of 65,536 (formats/PARQUET.md). (Bytes a span are measured on large traces in
+  its batch of 262,144 (formats/PARQUET.md). (Bytes a span are measured on large traces in
   docs/PERFORMANCE.md: on these small dumps the files' own records weigh more than the spans.)
 Prints `functions N spans M bytes_per_span B`.
 """

@@ -44,8 +44,12 @@
 pub mod columns;
 #[cfg(feature = "parquet")]
 mod parquet;
+#[cfg(feature = "parquet")]
+mod rle;
 pub mod schema;
 pub mod spans;
+#[cfg(feature = "parquet")]
+mod words;
 
 #[cfg(feature = "parquet")]
 pub use parquet::{ExportError, Parts};

@@ -15,9 +15,10 @@ use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Ty
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
-use parquet::schema::types::{ColumnPath, Type};
+use parquet::schema::types::{ColumnDescPtr, ColumnPath, Type};
 
 use super::columns::{Batch, Column, Field, Kind, Values};
+use super::words::{self, Zstd};
 use super::{DumpColumns, Host, ROW_GROUP_ROWS, dump_row, functions_and_durations, schema, spans};
 use crate::io::AtomicFile;
 use crate::model::{Anomalies, Timeline};
@@ -102,10 +103,17 @@ impl Parts {
     }
 }
 
+/// The zstd level of every column.
+const ZSTD_LEVEL: i32 = 3;
+
 /// One part file of one table.
 struct Table {
     path: PathBuf,
     fields: Vec<Field>,
+    /// Per field: its column in the file's schema.
+    columns: Vec<ColumnDescPtr>,
+    /// The compressor of the columns of repeated strings, which are encoded here.
+    zstd: Zstd,
     writer: SerializedFileWriter<AtomicFile>,
     /// The rows of the row group not yet written, a column per field.
     pending: Vec<Pending>,
@@ -117,8 +125,14 @@ impl Table {
         std::fs::create_dir_all(&dir).map_err(|source| ExportError::Io { path: dir.clone(), source })?;
         let path = dir.join(format!("part-{part}.parquet"));
         let file = AtomicFile::create(&path).map_err(|source| ExportError::Io { path: path.clone(), source })?;
+        // A page per column chunk (a row group's rows, up to 8 MiB): the crate compresses each page
+        // with a zstd context of its own, whose set-up cost as much as its compression at 20,000
+        // rows a page, the default.
         let mut props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
+            .set_data_page_row_count_limit(words::PAGE_ROWS)
+            .set_data_page_size_limit(8 << 20)
+            .set_write_batch_size(8192)
             .set_key_value_metadata(Some(vec![
                 KeyValue::new("ringtrace.schema_version".into(), schema::SCHEMA_VERSION.to_string()),
                 KeyValue::new("ringtrace.table".into(), table.to_string()),
@@ -129,21 +143,29 @@ impl Table {
         // are small numbers, which it packs in their few significant bits, so a scan decompresses
         // a fifth of their plain bytes (plain, zstd finds a loop's repeats and they take 40 % less,
         // but DuckDB's sums over them took 3× as long: docs/PERFORMANCE.md). Parents, which
-        // queries rarely read, are plain: zstd takes them down further than deltas do.
+        // queries rarely read, are plain: zstd takes them down further than deltas do. Process,
+        // thread, depth and line change seldom or by little: deltas take them in a bit or two
+        // without the dictionary's hash of every value (the strings' dictionaries are built here,
+        // `words`).
         for (column, encoding) in [
             ("span_id", Encoding::DELTA_BINARY_PACKED),
             ("start_ns", Encoding::DELTA_BINARY_PACKED),
             ("duration_ns", Encoding::DELTA_BINARY_PACKED),
             ("self_ns", Encoding::DELTA_BINARY_PACKED),
             ("parent_span_id", Encoding::PLAIN),
+            ("pid", Encoding::DELTA_BINARY_PACKED),
+            ("tid", Encoding::DELTA_BINARY_PACKED),
+            ("depth", Encoding::DELTA_BINARY_PACKED),
+            ("line", Encoding::DELTA_BINARY_PACKED),
         ] {
             props = props
                 .set_column_dictionary_enabled(ColumnPath::from(column), false)
                 .set_column_encoding(ColumnPath::from(column), encoding);
         }
         let writer = SerializedFileWriter::new(file, message(table, &fields)?, Arc::new(props.build()))?;
+        let columns = writer.schema_descr().columns().to_vec();
         let pending = fields.iter().map(|f| Pending::new(f.kind)).collect();
-        Ok(Table { path, fields, writer, pending })
+        Ok(Table { path, fields, columns, zstd: Zstd::new(ZSTD_LEVEL)?, writer, pending })
     }
 
     /// Adds `batch`'s rows (a column per field), writing row groups as they fill.
@@ -165,12 +187,19 @@ impl Table {
 
     fn write_row_group(&mut self) -> Result<(), ExportError> {
         let mut group = self.writer.next_row_group()?;
-        for (pending, field) in self.pending.iter_mut().zip(&self.fields) {
-            let Some(mut column) = group.next_column()? else {
-                unreachable!("the file's schema has a column per field")
-            };
-            std::mem::replace(pending, Pending::new(field.kind)).write(&mut column, field.nullable)?;
-            column.close()?;
+        for ((pending, field), descr) in self.pending.iter_mut().zip(&self.fields).zip(&self.columns) {
+            let pending = std::mem::replace(pending, Pending::new(field.kind));
+            if let Gathered::Words { words, keys, .. } = &pending.values {
+                let (bytes, close) =
+                    words::chunk(descr.clone(), words, keys, pending.valid.as_deref(), &mut self.zstd)?;
+                group.append_column(&bytes, close)?;
+            } else {
+                let Some(mut column) = group.next_column()? else {
+                    unreachable!("the file's schema has a column per field")
+                };
+                pending.write(&mut column, field.nullable)?;
+                column.close()?;
+            }
         }
         group.close()?;
         Ok(())
@@ -282,8 +311,8 @@ impl Pending {
         }
     }
 
-    /// Writes the rows: the values of the rows that have one, and (for a
-    /// nullable column) a definition level per row.
+    /// Writes the rows of a column other than words (which [`words::chunk`] encodes): the values
+    /// of the rows that have one, and (for a nullable column) a definition level per row.
     fn write(self, column: &mut SerializedColumnWriter<'_>, nullable: bool) -> Result<(), ExportError> {
         let valid = self.valid.as_deref();
         let levels: Option<Vec<i16>> = nullable.then(|| match valid {
@@ -299,10 +328,7 @@ impl Pending {
             }
         }
         match self.values {
-            Gathered::Words { words, keys, .. } => {
-                let values: Vec<ByteArray> = kept(&keys, valid).iter().map(|&k| words[k as usize].clone()).collect();
-                column.typed::<ByteArrayType>().write_batch(&values, levels, None)?;
-            }
+            Gathered::Words { .. } => unreachable!("words are written as chunks of their own"),
             Gathered::Plain(None) => {}
             Gathered::Plain(Some(values)) => match values {
                 Values::Text(v) => {

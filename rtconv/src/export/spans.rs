@@ -9,8 +9,10 @@ use super::DumpColumns;
 use super::columns::{Batch, Column, Values};
 use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
 
-/// Rows buffered before they are handed on as one batch (72 bytes a row in its column buffers).
-pub const BATCH_ROWS: usize = 1 << 16;
+/// Rows buffered before they are handed on as one batch (72 bytes a row in its column buffers): a
+/// row group's, so that the Parquet writer takes a dump's batch as its row group without copying
+/// it, and sorts each batch into start order once.
+pub const BATCH_ROWS: usize = super::ROW_GROUP_ROWS;
 
 /// The span columns of the rows not yet handed on.
 #[derive(Default)]
@@ -29,6 +31,42 @@ struct Columns {
     unwound: Vec<bool>,
     clamped: Vec<bool>,
     missing_children: Vec<bool>,
+}
+
+impl Columns {
+    /// Empties every column, keeping its buffer for the next batch.
+    fn clear(&mut self) {
+        let Columns {
+            tid,
+            thread,
+            function,
+            depth,
+            span_id,
+            parent,
+            start_ns,
+            duration_ns,
+            self_ns,
+            recursive,
+            open,
+            unwound,
+            clamped,
+            missing_children,
+        } = self;
+        tid.clear();
+        thread.clear();
+        function.clear();
+        depth.clear();
+        span_id.clear();
+        parent.clear();
+        start_ns.clear();
+        duration_ns.clear();
+        self_ns.clear();
+        recursive.clear();
+        open.clear();
+        unwound.clear();
+        clamped.clear();
+        missing_children.clear();
+    }
 }
 
 /// A span on the open path: its row so far and its children's time.
@@ -162,7 +200,7 @@ pub fn write<E>(
 /// `rows` (gathered as their spans end) in their spans' start order, which their ids follow:
 /// ids, parents and starts then grow by small steps, which Parquet's delta encoding stores in a
 /// few bits.
-fn in_start_order(rows: Columns) -> Columns {
+fn in_start_order(rows: &Columns) -> Columns {
     let mut order: Vec<u32> = (0..rows.span_id.len() as u32).collect();
     order.sort_unstable_by_key(|&i| rows.span_id[i as usize]);
     fn take<T: Copy>(values: &[T], order: &[u32]) -> Vec<T> {
@@ -194,7 +232,8 @@ fn realtime(tl: &Timeline<'_>, mono_ns: i64) -> i64 {
 
 /// The rows buffered in `rows` as one batch (and `rows` emptied).
 fn batch_of(rows: &mut Columns, dump: &DumpColumns, names: &NameColumns, thread_names: &Arc<[String]>) -> Batch {
-    let c = in_start_order(std::mem::take(rows));
+    let c = in_start_order(rows);
+    rows.clear();
     let n = c.tid.len();
     let file_keys: Vec<Option<u32>> =
         c.function.iter().map(|&f| names.file_of.get(f as usize).copied().flatten()).collect();

@@ -1,0 +1,71 @@
+//! Parquet's RLE / bit-packing hybrid encoding of small unsigned integers
+//! (dictionary keys, definition levels), as the format's `Encodings.md`
+//! defines it: runs of one repeated value, and groups of eight values packed
+//! in `width` bits each, least significant bit first.
+
+/// Repeats shorter than this go into bit-packed groups.
+const MIN_REPEAT: usize = 8;
+
+/// Groups in one bit-packed run at most: its header then fits in one byte, as the reference
+/// writers (parquet-cpp, parquet-mr) keep it.
+const MAX_GROUPS: usize = 63;
+
+/// Appends `values`, each below 2^`width` (1 ≤ `width` ≤ 32), to `out`; the last group is padded
+/// with zeros, which a reader leaves out by the page's count of values.
+pub fn encode(values: &[u32], width: u8, out: &mut Vec<u8>) {
+    debug_assert!((1..=32).contains(&width));
+    // The start of the values not written yet.
+    let mut literal = 0;
+    let mut i = 0;
+    while let Some(&v) = values.get(i) {
+        let end = i + values[i..].iter().take_while(|&&x| x == v).count();
+        if end - i >= MIN_REPEAT {
+            // The values before the repeat go out in whole groups: the repeat lends the last group
+            // its first values.
+            let lent = (8 - (i - literal) % 8) % 8;
+            bit_packed(&values[literal..i + lent], width, out);
+            repeated(v, end - i - lent, width, out);
+            literal = end;
+        }
+        i = end;
+    }
+    bit_packed(&values[literal..], width, out);
+}
+
+/// `values` as bit-packed runs; all but the last group of the last run whole.
+fn bit_packed(values: &[u32], width: u8, out: &mut Vec<u8>) {
+    for run in values.chunks(MAX_GROUPS * 8) {
+        let groups = run.len().div_ceil(8);
+        varint((groups as u64) << 1 | 1, out);
+        let (mut bits, mut pending) = (0u64, 0u32);
+        for k in 0..groups * 8 {
+            bits |= u64::from(run.get(k).copied().unwrap_or(0)) << pending;
+            pending += u32::from(width);
+            while pending >= 8 {
+                out.push(bits as u8);
+                bits >>= 8;
+                pending -= 8;
+            }
+        }
+    }
+}
+
+/// `count` repeats of `value`: the count, then the value in whole bytes.
+fn repeated(value: u32, count: usize, width: u8, out: &mut Vec<u8>) {
+    varint((count as u64) << 1, out);
+    out.extend_from_slice(&value.to_le_bytes()[..usize::from(width).div_ceil(8)]);
+}
+
+/// ULEB128, as run headers are written.
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The bits a value up to `max` takes, at least one.
+pub fn width(max: u32) -> u8 {
+    (32 - max.leading_zeros()).max(1) as u8
+}
