@@ -41,7 +41,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "parquet")]
+mod chunk;
 pub mod columns;
+#[cfg(feature = "parquet")]
+mod numbers;
 #[cfg(feature = "parquet")]
 mod parquet;
 #[cfg(feature = "parquet")]

@@ -1,9 +1,13 @@
 //! The tables written as Apache Parquet part files, through the `parquet`
-//! crate's column writers (no Arrow in between).
+//! crate's file writer (no Arrow in between).
 //!
 //! A writer gathers a row group's rows as columns, dumps after dumps, and
 //! encodes them when it holds [`ROW_GROUP_ROWS`] or is finished; the
-//! dictionaries of repeated strings are merged as the dumps come.
+//! dictionaries of repeated strings are merged as the dumps come. Strings
+//! that repeat, integers and booleans are encoded here, a column chunk at a
+//! time (`words`, `numbers`: the crate's column writers took a value at a
+//! time, two thirds of an export's CPU), and appended to the row group whole;
+//! text and floating point go through the crate's column writers.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -15,10 +19,12 @@ use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Ty
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
-use parquet::schema::types::{ColumnDescPtr, ColumnPath, Type};
+use parquet::schema::types::{ColumnDescPtr, Type};
 
+use super::chunk::Zstd;
 use super::columns::{Batch, Column, Field, Kind, Values};
-use super::words::{self, Zstd};
+use super::numbers::{self, Numbers};
+use super::words;
 use super::{DumpColumns, Host, ROW_GROUP_ROWS, dump_row, functions_and_durations, schema, spans};
 use crate::io::AtomicFile;
 use crate::model::{Anomalies, Timeline};
@@ -125,43 +131,15 @@ impl Table {
         std::fs::create_dir_all(&dir).map_err(|source| ExportError::Io { path: dir.clone(), source })?;
         let path = dir.join(format!("part-{part}.parquet"));
         let file = AtomicFile::create(&path).map_err(|source| ExportError::Io { path: path.clone(), source })?;
-        // A page per column chunk (a row group's rows, up to 8 MiB): the crate compresses each page
-        // with a zstd context of its own, whose set-up cost as much as its compression at 20,000
-        // rows a page, the default.
-        let mut props = WriterProperties::builder()
+        // The crate's column writers write only the text and floating-point columns (the
+        // `dumps` table's few); the rest are encoded here (`chunk`).
+        let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
-            .set_data_page_row_count_limit(words::PAGE_ROWS)
-            .set_data_page_size_limit(8 << 20)
-            .set_write_batch_size(8192)
             .set_key_value_metadata(Some(vec![
                 KeyValue::new("ringtrace.schema_version".into(), schema::SCHEMA_VERSION.to_string()),
                 KeyValue::new("ringtrace.table".into(), table.to_string()),
                 KeyValue::new("ringtrace.producer".into(), format!("rtconv {}", env!("CARGO_PKG_VERSION"))),
             ]));
-        // Columns of distinct values: a dictionary would only be thrown away. In start order ids
-        // and starts grow by small steps, which delta encoding stores in a few bits; durations
-        // are small numbers, which it packs in their few significant bits, so a scan decompresses
-        // a fifth of their plain bytes (plain, zstd finds a loop's repeats and they take 40 % less,
-        // but DuckDB's sums over them took 3× as long: docs/PERFORMANCE.md). Parents, which
-        // queries rarely read, are plain: zstd takes them down further than deltas do. Process,
-        // thread, depth and line change seldom or by little: deltas take them in a bit or two
-        // without the dictionary's hash of every value (the strings' dictionaries are built here,
-        // `words`).
-        for (column, encoding) in [
-            ("span_id", Encoding::DELTA_BINARY_PACKED),
-            ("start_ns", Encoding::DELTA_BINARY_PACKED),
-            ("duration_ns", Encoding::DELTA_BINARY_PACKED),
-            ("self_ns", Encoding::DELTA_BINARY_PACKED),
-            ("parent_span_id", Encoding::PLAIN),
-            ("pid", Encoding::DELTA_BINARY_PACKED),
-            ("tid", Encoding::DELTA_BINARY_PACKED),
-            ("depth", Encoding::DELTA_BINARY_PACKED),
-            ("line", Encoding::DELTA_BINARY_PACKED),
-        ] {
-            props = props
-                .set_column_dictionary_enabled(ColumnPath::from(column), false)
-                .set_column_encoding(ColumnPath::from(column), encoding);
-        }
         let writer = SerializedFileWriter::new(file, message(table, &fields)?, Arc::new(props.build()))?;
         let columns = writer.schema_descr().columns().to_vec();
         let pending = fields.iter().map(|f| Pending::new(f.kind)).collect();
@@ -189,17 +167,31 @@ impl Table {
         let mut group = self.writer.next_row_group()?;
         for ((pending, field), descr) in self.pending.iter_mut().zip(&self.fields).zip(&self.columns) {
             let pending = std::mem::replace(pending, Pending::new(field.kind));
-            if let Gathered::Words { words, keys, .. } = &pending.values {
-                let (bytes, close) =
-                    words::chunk(descr.clone(), words, keys, pending.valid.as_deref(), &mut self.zstd)?;
-                group.append_column(&bytes, close)?;
-            } else {
-                let Some(mut column) = group.next_column()? else {
-                    unreachable!("the file's schema has a column per field")
-                };
-                pending.write(&mut column, field.nullable)?;
-                column.close()?;
-            }
+            let valid = pending.valid.as_deref();
+            let numbers = match &pending.values {
+                Gathered::Plain(Some(Values::U32(v))) => Some(Numbers::U32(v)),
+                Gathered::Plain(Some(Values::U64(v))) => Some(Numbers::U64(v)),
+                Gathered::Plain(Some(Values::I64(v))) => Some(Numbers::I64(v)),
+                Gathered::Plain(Some(Values::Bool(v))) => Some(Numbers::Bool(v)),
+                _ => None,
+            };
+            let (bytes, close) = match (&pending.values, numbers) {
+                (Gathered::Words { words, keys, .. }, _) => {
+                    words::chunk(descr.clone(), words, keys, valid, &mut self.zstd)?
+                }
+                (_, Some(numbers)) => {
+                    numbers::chunk(descr.clone(), numbers, valid, encoding(field.name), &mut self.zstd)?
+                }
+                _ => {
+                    let Some(mut column) = group.next_column()? else {
+                        unreachable!("the file's schema has a column per field")
+                    };
+                    pending.write(&mut column, field.nullable)?;
+                    column.close()?;
+                    continue;
+                }
+            };
+            group.append_column(&bytes, close)?;
         }
         group.close()?;
         Ok(())
@@ -212,6 +204,23 @@ impl Table {
         let path = self.path;
         let file = self.writer.into_inner()?;
         file.commit().map_err(|source| ExportError::Io { path, source })
+    }
+}
+
+/// How the integers of column `name` are encoded. Columns of distinct values take no dictionary
+/// (it would only be thrown away), and nor do the others here: in start order ids and starts grow
+/// by small steps, which delta encoding stores in a few bits; durations are small numbers, which it
+/// packs in their few significant bits, so a scan decompresses a fifth of their plain bytes (plain,
+/// zstd finds a loop's repeats and they take 40 % less, but DuckDB's sums over them took 3× as
+/// long: docs/PERFORMANCE.md); process, thread, depth and line change seldom or by little. Parents,
+/// which queries rarely read, are plain: zstd takes them down further than deltas do; so are the
+/// small tables' figures.
+fn encoding(name: &str) -> Encoding {
+    match name {
+        "span_id" | "start_ns" | "duration_ns" | "self_ns" | "pid" | "tid" | "depth" | "line" => {
+            Encoding::DELTA_BINARY_PACKED
+        }
+        _ => Encoding::PLAIN,
     }
 }
 
@@ -311,8 +320,9 @@ impl Pending {
         }
     }
 
-    /// Writes the rows of a column other than words (which [`words::chunk`] encodes): the values
-    /// of the rows that have one, and (for a nullable column) a definition level per row.
+    /// Writes the rows of a column of text or floating point numbers (the others are encoded by
+    /// [`words::chunk`] and [`numbers::chunk`]) through the crate's column writer: the values of
+    /// the rows that have one, and (for a nullable column) a definition level per row.
     fn write(self, column: &mut SerializedColumnWriter<'_>, nullable: bool) -> Result<(), ExportError> {
         let valid = self.valid.as_deref();
         let levels: Option<Vec<i16>> = nullable.then(|| match valid {

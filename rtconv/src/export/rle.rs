@@ -37,17 +37,31 @@ fn bit_packed(values: &[u32], width: u8, out: &mut Vec<u8>) {
     for run in values.chunks(MAX_GROUPS * 8) {
         let groups = run.len().div_ceil(8);
         varint((groups as u64) << 1 | 1, out);
-        let (mut bits, mut pending) = (0u64, 0u32);
-        for k in 0..groups * 8 {
-            bits |= u64::from(run.get(k).copied().unwrap_or(0)) << pending;
-            pending += u32::from(width);
-            while pending >= 8 {
-                out.push(bits as u8);
-                bits >>= 8;
-                pending -= 8;
-            }
+        let run: Vec<u64> = run.iter().map(|&v| u64::from(v)).collect();
+        pack(&run, groups * 8, width, out);
+    }
+}
+
+/// `values`, then zeros up to `count` values, each in `width` bits (0 to 64), least significant
+/// bit first, as Parquet packs bits; `count * width` a multiple of 8.
+pub fn pack(values: &[u64], count: usize, width: u8, out: &mut Vec<u8>) {
+    let width = u32::from(width);
+    let padding = count.saturating_sub(values.len());
+    let values = values[..values.len().min(count)].iter().copied().chain(std::iter::repeat_n(0, padding));
+    out.reserve(count * width as usize / 8 + 8);
+    // Fewer than 64 bits wait at a time, so a value fits beside them in 128; they go out 8 bytes
+    // at a time.
+    let (mut bits, mut pending) = (0u128, 0u32);
+    for v in values {
+        bits |= u128::from(v) << pending;
+        pending += width;
+        if pending >= 64 {
+            out.extend_from_slice(&(bits as u64).to_le_bytes());
+            bits >>= 64;
+            pending -= 64;
         }
     }
+    out.extend_from_slice(&(bits as u64).to_le_bytes()[..pending.div_ceil(8) as usize]);
 }
 
 /// `count` repeats of `value`: the count, then the value in whole bytes.
@@ -57,7 +71,7 @@ fn repeated(value: u32, count: usize, width: u8, out: &mut Vec<u8>) {
 }
 
 /// ULEB128, as run headers are written.
-fn varint(mut v: u64, out: &mut Vec<u8>) {
+pub fn varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
         v >>= 7;

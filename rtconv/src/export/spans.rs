@@ -201,8 +201,7 @@ pub fn write<E>(
 /// ids, parents and starts then grow by small steps, which Parquet's delta encoding stores in a
 /// few bits.
 fn in_start_order(rows: &Columns) -> Columns {
-    let mut order: Vec<u32> = (0..rows.span_id.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| rows.span_id[i as usize]);
+    let order = start_order(&rows.span_id);
     fn take<T: Copy>(values: &[T], order: &[u32]) -> Vec<T> {
         order.iter().map(|&i| values[i as usize]).collect()
     }
@@ -222,6 +221,28 @@ fn in_start_order(rows: &Columns) -> Columns {
         clamped: take(&rows.clamped, &order),
         missing_children: take(&rows.missing_children, &order),
     }
+}
+
+/// The indices of `ids` (distinct) in the order of their values. A batch's ids lie within a few
+/// times its length of its highest but those of the spans that began before the batch's others
+/// (at most the depth of the call tree at its start): those are placed in one pass, the others
+/// sorted and put first.
+fn start_order(ids: &[u64]) -> Vec<u32> {
+    let Some(&high) = ids.iter().max() else {
+        return Vec::new();
+    };
+    let low = high.saturating_sub(4 * ids.len() as u64);
+    let mut before: Vec<u32> = Vec::new();
+    let mut at = vec![u32::MAX; (high - low) as usize + 1];
+    for (i, &id) in ids.iter().enumerate() {
+        match at.get_mut(id.wrapping_sub(low) as usize) {
+            Some(slot) if id >= low => *slot = i as u32,
+            _ => before.push(i as u32),
+        }
+    }
+    before.sort_unstable_by_key(|&i| ids[i as usize]);
+    before.extend(at.into_iter().filter(|&i| i != u32::MAX));
+    before
 }
 
 /// A span's start in realtime nanoseconds (Unix epoch), as Chrome's metadata states the trace's start.
@@ -258,4 +279,22 @@ fn batch_of(rows: &mut Columns, dump: &DumpColumns, names: &NameColumns, thread_
         Column::new(Values::Bool(c.missing_children)),
     ]);
     columns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::start_order;
+
+    #[test]
+    fn start_order_sorts_ids_near_and_far_below_the_highest() {
+        // Ids within the window, ids far below it (spans that began long before), and none.
+        let ids: Vec<u64> = vec![1_000_004, 7, 1_000_001, 1_000_000, 3, 1_000_003, 999_990];
+        let order = start_order(&ids);
+        let sorted: Vec<u64> = order.iter().map(|&i| ids[i as usize]).collect();
+        let mut expected = ids.clone();
+        expected.sort_unstable();
+        assert_eq!(sorted, expected);
+        assert!(start_order(&[]).is_empty());
+        assert_eq!(start_order(&[5]), vec![0]);
+    }
 }

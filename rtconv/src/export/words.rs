@@ -5,48 +5,18 @@
 //!
 //! The crate's writers take a string a row and hash each into their dictionary
 //! and compare it for the statistics (half of an export's CPU, for eight such
-//! columns); here each word is looked at once a row group. The chunk goes
-//! into the file through `SerializedRowGroupWriter::append_column`.
+//! columns); here each word is looked at once a row group.
 
 use bytes::Bytes;
-use parquet::basic::{Compression, Encoding, PageType, ZstdLevel};
-use parquet::column::page::{CompressedPage, Page, PageWriter};
+use parquet::basic::Encoding;
 use parquet::column::writer::ColumnCloseResult;
 use parquet::data_type::ByteArray;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncodingStats};
 use parquet::file::statistics::Statistics;
-use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 
+use super::chunk::{Pages, Zstd, page_ranges};
 use super::rle;
-
-/// Rows a data page holds at most: a row group's, in one page as the crate's writers are set to
-/// write the other columns (`export/parquet.rs`).
-pub const PAGE_ROWS: usize = super::ROW_GROUP_ROWS;
-
-/// Compresses pages with zstd at one level, reusing its context.
-pub struct Zstd {
-    level: i32,
-    compressor: zstd::bulk::Compressor<'static>,
-}
-
-impl Zstd {
-    /// A compressor at `level`.
-    pub fn new(level: i32) -> Result<Zstd, ParquetError> {
-        let compressor = zstd::bulk::Compressor::new(level).map_err(|e| ParquetError::External(Box::new(e)))?;
-        Ok(Zstd { level, compressor })
-    }
-
-    fn compress(&mut self, data: &[u8]) -> Result<Bytes, ParquetError> {
-        Ok(self.compressor.compress(data).map_err(|e| ParquetError::External(Box::new(e)))?.into())
-    }
-
-    /// The codec as a chunk's metadata names it.
-    pub fn codec(&self) -> Result<Compression, ParquetError> {
-        Ok(Compression::ZSTD(ZstdLevel::try_new(self.level)?))
-    }
-}
 
 /// The column chunk of `descr` for rows whose values are `words[keys[i]]`, or no value where
 /// `valid` says so (`None`: every row has one): its bytes, and what `append_column` takes.
@@ -58,97 +28,38 @@ pub fn chunk(
     zstd: &mut Zstd,
 ) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
     let rows = keys.len();
-    let nullable = descr.max_def_level() > 0;
-    let wrong = |what: String| Err(ParquetError::General(format!("{}: {what}", descr.name())));
+    let mut pages = Pages::new(descr, zstd);
     if valid.is_some_and(|v| v.len() != rows) {
-        return wrong("a validity per row".into());
+        return pages.wrong("a validity per row");
     }
-    if !nullable && valid.is_some_and(|v| v.contains(&false)) {
-        return wrong("a value in every row".into());
+    if !pages.nullable() && valid.is_some_and(|v| v.contains(&false)) {
+        return pages.wrong("a value in every row");
     }
     let Some((used, values)) = dictionary(words, keys, valid) else {
-        return wrong(format!("keys within its {} words", words.len()));
+        return pages.wrong("keys within its words");
     };
-    let mut pages = Pages::new();
-
     let mut plain = Vec::new();
     for w in &used {
         plain.extend_from_slice(&(w.len() as u32).to_le_bytes());
         plain.extend_from_slice(w.data());
     }
-    let dictionary = Page::DictionaryPage {
-        buf: zstd.compress(&plain)?,
-        num_values: used.len() as u32,
-        encoding: Encoding::PLAIN,
-        is_sorted: false,
-    };
-    pages.write(CompressedPage::new(dictionary, plain.len()))?;
-
+    pages.dictionary(&plain, used.len())?;
     let width = rle::width(used.len().saturating_sub(1) as u32);
-    let (mut page, mut done) = (Vec::new(), 0);
-    // At least one page, if empty: a chunk has one.
-    for start in (0..rows.max(1)).step_by(PAGE_ROWS) {
-        let end = (start + PAGE_ROWS).min(rows);
-        page.clear();
-        let mut present = end - start;
-        if nullable {
-            // Version 1 pages: the definition levels' length, then the levels.
-            let levels: Vec<u32> = (start..end).map(|i| u32::from(valid.is_none_or(|v| v[i]))).collect();
-            present = levels.iter().filter(|&&l| l == 1).count();
-            page.extend_from_slice(&[0; 4]);
-            rle::encode(&levels, 1, &mut page);
-            let len = (page.len() - 4) as u32;
-            page[..4].copy_from_slice(&len.to_le_bytes());
-        }
-        page.push(width);
-        rle::encode(&values[done..done + present], width, &mut page);
+    let mut done = 0;
+    for range in page_ranges(rows) {
+        let valid = valid.map(|v| &v[range.clone()]);
+        let present = valid.map_or(range.len(), |v| v.iter().filter(|&&v| v).count());
+        let keys = &values[done..done + present];
         done += present;
-        let data = Page::DataPage {
-            buf: zstd.compress(&page)?,
-            num_values: (end - start) as u32,
-            encoding: Encoding::RLE_DICTIONARY,
-            def_level_encoding: Encoding::RLE,
-            rep_level_encoding: Encoding::RLE,
-            statistics: None,
-        };
-        pages.write(CompressedPage::new(data, page.len()))?;
-        pages.offsets.append_row_count((end - start) as i64);
+        pages.data(range.len(), valid, Encoding::RLE_DICTIONARY, |page| {
+            page.push(width);
+            rle::encode(keys, width, page);
+        })?;
     }
-
     let min = used.iter().min_by(|a, b| a.data().cmp(b.data())).map(|w| (*w).clone());
     let max = used.iter().max_by(|a, b| a.data().cmp(b.data())).map(|w| (*w).clone());
     let nulls = (rows - values.len()) as u64;
-    let mut encodings = vec![Encoding::PLAIN, Encoding::RLE_DICTIONARY];
-    if nullable {
-        encodings.push(Encoding::RLE);
-    }
-    let metadata = ColumnChunkMetaData::builder(descr)
-        .set_encodings(encodings)
-        .set_page_encoding_stats(vec![
-            PageEncodingStats { page_type: PageType::DICTIONARY_PAGE, encoding: Encoding::PLAIN, count: 1 },
-            PageEncodingStats {
-                page_type: PageType::DATA_PAGE,
-                encoding: Encoding::RLE_DICTIONARY,
-                count: pages.data_pages,
-            },
-        ])
-        .set_compression(zstd.codec()?)
-        .set_num_values(rows as i64)
-        .set_total_compressed_size(pages.compressed)
-        .set_total_uncompressed_size(pages.uncompressed)
-        .set_dictionary_page_offset(Some(0))
-        .set_data_page_offset(pages.first_data.unwrap_or(pages.compressed))
-        .set_statistics(Statistics::byte_array(min, max, None, Some(nulls), false))
-        .build()?;
-    let close = ColumnCloseResult {
-        bytes_written: pages.sink.bytes_written() as u64,
-        rows_written: rows as u64,
-        metadata,
-        bloom_filter: None,
-        column_index: None,
-        offset_index: Some(pages.offsets.build()),
-    };
-    Ok((Bytes::from(pages.sink.into_inner()?), close))
+    pages.finish(rows, Encoding::RLE_DICTIONARY, Statistics::byte_array(min, max, None, Some(nulls), false))
 }
 
 /// The words the rows with a value use, in the order they first come (the chunk's dictionary),
@@ -172,44 +83,6 @@ fn dictionary<'w>(
         values.push(*s);
     }
     Some((used, values))
-}
-
-/// A column chunk's pages as they are written: their bytes, sizes, and where its data pages are.
-struct Pages {
-    sink: TrackedWrite<Vec<u8>>,
-    compressed: i64,
-    uncompressed: i64,
-    first_data: Option<i64>,
-    data_pages: i32,
-    /// Where each data page is: the file's other columns have this index, and a file has it for
-    /// every column or none.
-    offsets: OffsetIndexBuilder,
-}
-
-impl Pages {
-    fn new() -> Pages {
-        Pages {
-            sink: TrackedWrite::new(Vec::new()),
-            compressed: 0,
-            uncompressed: 0,
-            first_data: None,
-            data_pages: 0,
-            offsets: OffsetIndexBuilder::new(),
-        }
-    }
-
-    fn write(&mut self, page: CompressedPage) -> Result<(), ParquetError> {
-        let data = page.compressed_page().is_data_page();
-        let spec = SerializedPageWriter::new(&mut self.sink).write_page(page)?;
-        self.compressed += spec.compressed_size as i64;
-        self.uncompressed += spec.uncompressed_size as i64;
-        if data {
-            self.first_data.get_or_insert(spec.offset as i64);
-            self.offsets.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
-            self.data_pages += 1;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

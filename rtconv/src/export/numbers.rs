@@ -1,0 +1,320 @@
+//! A row group's column of integers or booleans as a Parquet column chunk,
+//! encoded here at once: PLAIN (little-endian values, booleans a bit each) or
+//! DELTA_BINARY_PACKED (blocks of 128 deltas from their least, in 4 miniblocks
+//! of 32 packed in the bits their largest needs), as the format's
+//! `Encodings.md` defines them.
+
+use bytes::Bytes;
+use parquet::basic::Encoding;
+use parquet::column::writer::ColumnCloseResult;
+use parquet::errors::ParquetError;
+use parquet::file::statistics::Statistics;
+use parquet::schema::types::ColumnDescPtr;
+
+use super::chunk::{Pages, Zstd, page_ranges};
+use super::rle;
+
+/// A column's values, a value per row (a placeholder where a row has none).
+#[derive(Clone, Copy)]
+pub enum Numbers<'v> {
+    /// `INT32` annotated unsigned: stored as their bits.
+    U32(&'v [u32]),
+    /// `INT64` annotated unsigned: stored as their bits.
+    U64(&'v [u64]),
+    /// `INT64`.
+    I64(&'v [i64]),
+    /// `BOOLEAN` (PLAIN only).
+    Bool(&'v [bool]),
+}
+
+impl Numbers<'_> {
+    fn len(self) -> usize {
+        match self {
+            Numbers::U32(v) => v.len(),
+            Numbers::U64(v) => v.len(),
+            Numbers::I64(v) => v.len(),
+            Numbers::Bool(v) => v.len(),
+        }
+    }
+
+    /// Appends to `out` the bits Parquet stores of the values of rows `range` that have one.
+    fn gather(self, range: std::ops::Range<usize>, valid: Option<&[bool]>, out: &mut Vec<u64>) {
+        fn take<T: Copy>(v: &[T], valid: Option<&[bool]>, bits: impl Fn(T) -> u64, out: &mut Vec<u64>) {
+            match valid {
+                None => out.extend(v.iter().map(|&x| bits(x))),
+                Some(valid) => out.extend(v.iter().zip(valid).filter(|(_, v)| **v).map(|(&x, _)| bits(x))),
+            }
+        }
+        match self {
+            Numbers::U32(v) => take(&v[range], valid, u64::from, out),
+            Numbers::U64(v) => take(&v[range], valid, |x| x, out),
+            Numbers::I64(v) => take(&v[range], valid, |x| x as u64, out),
+            Numbers::Bool(v) => take(&v[range], valid, u64::from, out),
+        }
+    }
+
+    /// The bits of a value of the physical type.
+    fn width(self) -> u32 {
+        match self {
+            Numbers::U32(_) => 32,
+            Numbers::U64(_) | Numbers::I64(_) => 64,
+            Numbers::Bool(_) => 1,
+        }
+    }
+}
+
+/// The least and greatest of the values so far, by their bits: as signed numbers or not.
+struct Bounds {
+    signed: bool,
+    least: Option<u64>,
+    most: Option<u64>,
+}
+
+impl Bounds {
+    fn add(&mut self, bits: &[u64]) {
+        if bits.is_empty() {
+            return;
+        }
+        // Signed numbers in the order of their bits with the sign bit flipped.
+        let flip = if self.signed { 1 << 63 } else { 0 };
+        let (mut low, mut high) = (u64::MAX, 0);
+        for &b in bits {
+            low = low.min(b ^ flip);
+            high = high.max(b ^ flip);
+        }
+        let (least, most) = (Some(low ^ flip), Some(high ^ flip));
+        let order = |x: u64| if self.signed { (x as i64).into() } else { i128::from(x) };
+        self.least = [self.least, least].into_iter().flatten().min_by_key(|&x| order(x));
+        self.most = [self.most, most].into_iter().flatten().max_by_key(|&x| order(x));
+    }
+
+    /// The column's statistics, with `nulls` rows without a value.
+    fn statistics(&self, values: Numbers<'_>, nulls: u64) -> Statistics {
+        let (least, most) = (self.least, self.most);
+        match values {
+            Numbers::U32(_) => {
+                Statistics::int32(least.map(|x| x as i32), most.map(|x| x as i32), None, Some(nulls), false)
+            }
+            Numbers::U64(_) | Numbers::I64(_) => {
+                Statistics::int64(least.map(|x| x as i64), most.map(|x| x as i64), None, Some(nulls), false)
+            }
+            Numbers::Bool(_) => {
+                Statistics::boolean(least.map(|x| x != 0), most.map(|x| x != 0), None, Some(nulls), false)
+            }
+        }
+    }
+}
+
+/// The column chunk of `descr` for `values`, but no value where `valid` says so (`None`: every
+/// row has one), its pages in `encoding` (PLAIN or DELTA_BINARY_PACKED; booleans PLAIN): its
+/// bytes, and what `append_column` takes.
+pub fn chunk(
+    descr: ColumnDescPtr,
+    values: Numbers<'_>,
+    valid: Option<&[bool]>,
+    encoding: Encoding,
+    zstd: &mut Zstd,
+) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+    let rows = values.len();
+    let mut pages = Pages::new(descr, zstd);
+    if valid.is_some_and(|v| v.len() != rows) {
+        return pages.wrong("a validity per row");
+    }
+    if !pages.nullable() && valid.is_some_and(|v| v.contains(&false)) {
+        return pages.wrong("a value in every row");
+    }
+    let encoding = match (encoding, values) {
+        (_, Numbers::Bool(_)) | (Encoding::PLAIN, _) => Encoding::PLAIN,
+        (Encoding::DELTA_BINARY_PACKED, _) => Encoding::DELTA_BINARY_PACKED,
+        _ => return pages.wrong("PLAIN or DELTA_BINARY_PACKED"),
+    };
+    let mut bounds = Bounds { signed: matches!(values, Numbers::I64(_)), least: None, most: None };
+    let (mut bits, mut present) = (Vec::new(), 0);
+    for range in page_ranges(rows) {
+        let valid = valid.map(|v| &v[range.clone()]);
+        bits.clear();
+        values.gather(range.clone(), valid, &mut bits);
+        bounds.add(&bits);
+        present += bits.len();
+        pages.data(range.len(), valid, encoding, |page| match encoding {
+            Encoding::DELTA_BINARY_PACKED => delta(&bits, values.width(), page),
+            _ => plain(&bits, values.width(), page),
+        })?;
+    }
+    let statistics = bounds.statistics(values, (rows - present) as u64);
+    pages.finish(rows, encoding, statistics)
+}
+
+/// `values`, each `width` bits, PLAIN: booleans a bit each, integers little-endian.
+fn plain(values: &[u64], width: u32, out: &mut Vec<u8>) {
+    out.reserve(values.len() * width.div_ceil(8) as usize);
+    match width {
+        1 => rle::pack(values, values.len().next_multiple_of(8), 1, out),
+        32 => values.iter().for_each(|&v| out.extend_from_slice(&(v as u32).to_le_bytes())),
+        _ => values.iter().for_each(|&v| out.extend_from_slice(&v.to_le_bytes())),
+    }
+}
+
+/// Deltas a block holds.
+const BLOCK: usize = 128;
+/// Deltas a miniblock holds: a block's a quarter.
+const MINIBLOCK: usize = 32;
+
+/// `values`, each `width` (32 or 64) bits, DELTA_BINARY_PACKED: a header (block size, miniblocks
+/// a block, count, first value), then per block the least delta and its miniblocks' bit widths and
+/// deltas from the least. Deltas wrap at `width` bits, as readers add them.
+fn delta(values: &[u64], width: u32, out: &mut Vec<u8>) {
+    let mask = u64::MAX >> (64 - width);
+    // A value of `width` bits, sign-extended.
+    let signed = |v: u64| ((v << (64 - width)) as i64) >> (64 - width);
+    let zigzag = |v: i64| ((v << 1) ^ (v >> 63)) as u64;
+    rle::varint(BLOCK as u64, out);
+    rle::varint((BLOCK / MINIBLOCK) as u64, out);
+    rle::varint(values.len() as u64, out);
+    rle::varint(zigzag(signed(values.first().copied().unwrap_or(0))), out);
+    let (mut deltas, mut above) = ([0i64; BLOCK], [0u64; BLOCK]);
+    for start in (1..values.len()).step_by(BLOCK) {
+        let block = &values[start - 1..(start + BLOCK).min(values.len())];
+        let deltas = &mut deltas[..block.len() - 1];
+        for (d, pair) in deltas.iter_mut().zip(block.windows(2)) {
+            *d = signed(pair[1].wrapping_sub(pair[0]) & mask);
+        }
+        let least = deltas.iter().copied().fold(i64::MAX, i64::min);
+        rle::varint(zigzag(least), out);
+        let above = &mut above[..deltas.len()];
+        for (a, &d) in above.iter_mut().zip(deltas.iter()) {
+            *a = (d.wrapping_sub(least) as u64) & mask;
+        }
+        let above = &above[..];
+        let mut widths = [0u8; BLOCK / MINIBLOCK];
+        for (w, mini) in widths.iter_mut().zip(above.chunks(MINIBLOCK)) {
+            *w = (64 - mini.iter().fold(0, |m, &a| m | a).leading_zeros()) as u8;
+        }
+        out.extend_from_slice(&widths);
+        for (mini, &w) in above.chunks(MINIBLOCK).zip(&widths) {
+            rle::pack(mini, MINIBLOCK, w, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use parquet::basic::{LogicalType, Repetition, Type as Physical};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::types::Type;
+
+    use super::*;
+
+    /// Each column of `rows` written as a chunk of its own encoding, read back by the crate's
+    /// reader, in `groups` row groups; with the statistics of the first row group.
+    fn round_trip(rows: &[(u32, i64, u64, Option<u64>, bool)], groups: usize) -> (Vec<String>, Vec<String>) {
+        let column = |name, physical, unsigned: Option<i8>, repetition| {
+            let logical = unsigned.map(|bits| LogicalType::Integer { bit_width: bits, is_signed: false });
+            Arc::new(
+                Type::primitive_type_builder(name, physical)
+                    .with_repetition(repetition)
+                    .with_logical_type(logical)
+                    .build()
+                    .unwrap(),
+            )
+        };
+        let fields = vec![
+            column("u32", Physical::INT32, Some(32), Repetition::REQUIRED),
+            column("i64", Physical::INT64, None, Repetition::REQUIRED),
+            column("u64", Physical::INT64, Some(64), Repetition::REQUIRED),
+            column("opt", Physical::INT64, Some(64), Repetition::OPTIONAL),
+            column("bool", Physical::BOOLEAN, None, Repetition::REQUIRED),
+        ];
+        let schema = Arc::new(Type::group_type_builder("t").with_fields(fields).build().unwrap());
+        let mut file = SerializedFileWriter::new(Vec::new(), schema, Arc::new(WriterProperties::default())).unwrap();
+        let descrs = file.schema_descr().columns().to_vec();
+        let mut zstd = Zstd::new(3).unwrap();
+        for part in rows.chunks(rows.len().div_ceil(groups)) {
+            let a: Vec<u32> = part.iter().map(|r| r.0).collect();
+            let b: Vec<i64> = part.iter().map(|r| r.1).collect();
+            let c: Vec<u64> = part.iter().map(|r| r.2).collect();
+            let d: Vec<u64> = part.iter().map(|r| r.3.unwrap_or(0)).collect();
+            let valid: Vec<bool> = part.iter().map(|r| r.3.is_some()).collect();
+            let e: Vec<bool> = part.iter().map(|r| r.4).collect();
+            let mut group = file.next_row_group().unwrap();
+            for (i, (values, valid, encoding)) in [
+                (Numbers::U32(&a), None, Encoding::DELTA_BINARY_PACKED),
+                (Numbers::I64(&b), None, Encoding::DELTA_BINARY_PACKED),
+                (Numbers::U64(&c), None, Encoding::PLAIN),
+                (Numbers::U64(&d), Some(&valid[..]), Encoding::DELTA_BINARY_PACKED),
+                (Numbers::Bool(&e), None, Encoding::PLAIN),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let (bytes, close) = chunk(descrs[i].clone(), values, valid, encoding, &mut zstd).unwrap();
+                group.append_column(&bytes, close).unwrap();
+            }
+            group.close().unwrap();
+        }
+        let reader = SerializedFileReader::new(Bytes::from(file.into_inner().unwrap())).unwrap();
+        let stats = reader.metadata().row_group(0).columns().iter().map(|c| format!("{:?}", c.statistics())).collect();
+        let read = reader
+            .get_row_iter(None)
+            .unwrap()
+            .map(|row| {
+                let row = row.unwrap();
+                row.get_column_iter().map(|(_, f)| f.to_string()).collect::<Vec<_>>().join(" ")
+            })
+            .collect();
+        (read, stats)
+    }
+
+    fn expected(rows: &[(u32, i64, u64, Option<u64>, bool)]) -> Vec<String> {
+        rows.iter()
+            .map(|r| format!("{} {} {} {} {}", r.0, r.1, r.2, r.3.map_or("null".to_owned(), |v| v.to_string()), r.4))
+            .collect()
+    }
+
+    #[test]
+    fn the_crate_reads_back_what_the_chunks_hold() {
+        // Deltas that wrap at the type's width (u32::MAX to 0, i64::MIN to i64::MAX), deltas of
+        // every width to 64 bits, a block and a miniblock left part full, nulls, one row.
+        let mut rows: Vec<(u32, i64, u64, Option<u64>, bool)> = Vec::new();
+        for i in 0..300u64 {
+            let wide = if i % 2 == 0 { 1u64 << (i % 64) } else { u64::MAX >> (i % 64) };
+            let a = if i % 7 == 0 { u32::MAX } else { (i * 2_654_435_761) as u32 };
+            let b = match i % 5 {
+                0 => i64::MIN,
+                1 => i64::MAX,
+                _ => (i as i64 - 150) * 1_000_003,
+            };
+            rows.push((a, b, wide, (i % 3 != 1).then_some(wide ^ i), i % 11 == 0));
+        }
+        for groups in [1, 3] {
+            let (read, _) = round_trip(&rows, groups);
+            assert_eq!(read, expected(&rows), "{groups} row groups");
+        }
+        let one = [(7, -3, 9, None, true)];
+        assert_eq!(round_trip(&one, 1).0, expected(&one));
+    }
+
+    #[test]
+    fn statistics_order_unsigned_columns_as_unsigned_and_signed_as_signed() {
+        let rows =
+            [(u32::MAX, -5, u64::MAX, Some(3), false), (1, 4, 2, None, false), (9, i64::MIN, 8, Some(u64::MAX), false)];
+        let (_, stats) = round_trip(&rows, 1);
+        let bounds = |s: &str| s.split(", distinct_count").next().unwrap_or(s).to_owned();
+        assert!(
+            stats[0].contains("min: Some(1)") && stats[0].contains(&format!("max: Some({})", u32::MAX as i32)),
+            "{}",
+            bounds(&stats[0])
+        );
+        assert!(
+            stats[1].contains(&format!("min: Some({})", i64::MIN)) && stats[1].contains("max: Some(4)"),
+            "{}",
+            bounds(&stats[1])
+        );
+        assert!(stats[3].contains("null_count: Some(1)"), "{}", stats[3]);
+        assert!(stats[4].contains("min: Some(false)") && stats[4].contains("max: Some(false)"), "{}", stats[4]);
+    }
+}
