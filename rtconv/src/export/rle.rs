@@ -46,13 +46,14 @@ fn bit_packed(values: &[u32], width: u8, out: &mut Vec<u8>) {
 /// bit first, as Parquet packs bits; `count * width` a multiple of 8.
 pub fn pack(values: &[u64], count: usize, width: u8, out: &mut Vec<u8>) {
     let width = u32::from(width);
-    let padding = count.saturating_sub(values.len());
-    let values = values[..values.len().min(count)].iter().copied().chain(std::iter::repeat_n(0, padding));
-    out.reserve(count * width as usize / 8 + 8);
+    let values = &values[..values.len().min(count)];
+    let bytes = count * width as usize / 8;
+    let end = out.len() + bytes;
+    out.reserve(bytes + 8);
     // Fewer than 64 bits wait at a time, so a value fits beside them in 128; they go out 8 bytes
-    // at a time.
+    // at a time, and the zeros after the values as the bytes they make.
     let (mut bits, mut pending) = (0u128, 0u32);
-    for v in values {
+    for &v in values {
         bits |= u128::from(v) << pending;
         pending += width;
         if pending >= 64 {
@@ -62,6 +63,7 @@ pub fn pack(values: &[u64], count: usize, width: u8, out: &mut Vec<u8>) {
         }
     }
     out.extend_from_slice(&(bits as u64).to_le_bytes()[..pending.div_ceil(8) as usize]);
+    out.resize(end, 0);
 }
 
 /// `count` repeats of `value`: the count, then the value in whole bytes.
