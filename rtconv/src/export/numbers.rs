@@ -137,7 +137,8 @@ pub fn chunk(
         bounds.add(&bits);
         present += bits.len();
         pages.data(range.len(), valid, encoding, |page| match encoding {
-            Encoding::DELTA_BINARY_PACKED => delta(&bits, values.width(), page),
+            Encoding::DELTA_BINARY_PACKED if values.width() == 32 => delta::<32>(&bits, page),
+            Encoding::DELTA_BINARY_PACKED => delta::<64>(&bits, page),
             _ => plain(&bits, values.width(), page),
         })?;
     }
@@ -160,13 +161,13 @@ const BLOCK: usize = 128;
 /// Deltas a miniblock holds: a block's a quarter.
 const MINIBLOCK: usize = 32;
 
-/// `values`, each `width` (32 or 64) bits, DELTA_BINARY_PACKED: a header (block size, miniblocks
+/// `values`, each `WIDTH` (32 or 64) bits, DELTA_BINARY_PACKED: a header (block size, miniblocks
 /// a block, count, first value), then per block the least delta and its miniblocks' bit widths and
-/// deltas from the least. Deltas wrap at `width` bits, as readers add them.
-fn delta(values: &[u64], width: u32, out: &mut Vec<u8>) {
-    let mask = u64::MAX >> (64 - width);
-    // A value of `width` bits, sign-extended.
-    let signed = |v: u64| ((v << (64 - width)) as i64) >> (64 - width);
+/// deltas from the least. Deltas wrap at `WIDTH` bits, as readers add them.
+fn delta<const WIDTH: u32>(values: &[u64], out: &mut Vec<u8>) {
+    let mask = u64::MAX >> (64 - WIDTH);
+    // A value of `WIDTH` bits, sign-extended.
+    let signed = |v: u64| ((v << (64 - WIDTH)) as i64) >> (64 - WIDTH);
     let zigzag = |v: i64| ((v << 1) ^ (v >> 63)) as u64;
     rle::varint(BLOCK as u64, out);
     rle::varint((BLOCK / MINIBLOCK) as u64, out);
@@ -294,6 +295,9 @@ mod tests {
             let (read, _) = round_trip(&rows, groups);
             assert_eq!(read, expected(&rows), "{groups} row groups");
         }
+        // Deltas all their least (a miniblock of no bits), as ids and constant columns have.
+        let steady: Vec<_> = (0..200u32).map(|i| (i, 5 - 3 * i64::from(i), 9, Some(7), false)).collect();
+        assert_eq!(round_trip(&steady, 1).0, expected(&steady));
         let one = [(7, -3, 9, None, true)];
         assert_eq!(round_trip(&one, 1).0, expected(&one));
     }

@@ -47,22 +47,45 @@ fn bit_packed(values: &[u32], width: u8, out: &mut Vec<u8>) {
 pub fn pack(values: &[u64], count: usize, width: u8, out: &mut Vec<u8>) {
     let width = u32::from(width);
     let values = &values[..values.len().min(count)];
-    let bytes = count * width as usize / 8;
-    let end = out.len() + bytes;
-    out.reserve(bytes + 8);
-    // Fewer than 64 bits wait at a time, so a value fits beside them in 128; they go out 8 bytes
-    // at a time, and the zeros after the values as the bytes they make.
-    let (mut bits, mut pending) = (0u128, 0u32);
-    for &v in values {
-        bits |= u128::from(v) << pending;
-        pending += width;
-        if pending >= 64 {
-            out.extend_from_slice(&(bits as u64).to_le_bytes());
-            bits >>= 64;
-            pending -= 64;
+    let end = out.len() + count * width as usize / 8;
+    match width {
+        // Deltas that are all their least (ids, a thread's constant columns) take no bits.
+        0 => {}
+        1 => {
+            for group in values.chunks(8) {
+                out.push(group.iter().enumerate().fold(0u8, |byte, (k, &v)| byte | ((v as u8 & 1) << k)));
+            }
+        }
+        2..=32 => {
+            // Fewer than 32 bits wait at a time, so a value fits beside them in 64; they go out 4
+            // bytes at a time.
+            let (mut bits, mut pending) = (0u64, 0u32);
+            for &v in values {
+                bits |= v << pending;
+                pending += width;
+                if pending >= 32 {
+                    out.extend_from_slice(&(bits as u32).to_le_bytes());
+                    bits >>= 32;
+                    pending -= 32;
+                }
+            }
+            out.extend_from_slice(&(bits as u32).to_le_bytes()[..pending.div_ceil(8) as usize]);
+        }
+        _ => {
+            let (mut bits, mut pending) = (0u128, 0u32);
+            for &v in values {
+                bits |= u128::from(v) << pending;
+                pending += width;
+                if pending >= 64 {
+                    out.extend_from_slice(&(bits as u64).to_le_bytes());
+                    bits >>= 64;
+                    pending -= 64;
+                }
+            }
+            out.extend_from_slice(&(bits as u64).to_le_bytes()[..pending.div_ceil(8) as usize]);
         }
     }
-    out.extend_from_slice(&(bits as u64).to_le_bytes()[..pending.div_ceil(8) as usize]);
+    // The zeros after the values, as the bytes they make.
     out.resize(end, 0);
 }
 
