@@ -85,6 +85,18 @@ impl<'z> Pages<'z> {
         Err(ParquetError::General(format!("{}: {what}", self.descr.name())))
     }
 
+    /// Checks that `valid` (`None`: every row has a value) says of each of `rows` rows whether it
+    /// has one, and leaves none without where the column needs one.
+    pub fn check(&self, rows: usize, valid: Option<&[bool]>) -> Result<(), ParquetError> {
+        if valid.is_some_and(|v| v.len() != rows) {
+            return self.wrong("a validity per row");
+        }
+        if !self.nullable() && valid.is_some_and(|v| v.contains(&false)) {
+            return self.wrong("a value in every row");
+        }
+        Ok(())
+    }
+
     /// Whether a row may have no value.
     pub fn nullable(&self) -> bool {
         self.descr.max_def_level() > 0

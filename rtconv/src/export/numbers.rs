@@ -117,12 +117,7 @@ pub fn chunk(
 ) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
     let rows = values.len();
     let mut pages = Pages::new(descr, zstd);
-    if valid.is_some_and(|v| v.len() != rows) {
-        return pages.wrong("a validity per row");
-    }
-    if !pages.nullable() && valid.is_some_and(|v| v.contains(&false)) {
-        return pages.wrong("a value in every row");
-    }
+    pages.check(rows, valid)?;
     let encoding = match (encoding, values) {
         (_, Numbers::Bool(_)) | (Encoding::PLAIN, _) => Encoding::PLAIN,
         (Encoding::DELTA_BINARY_PACKED, _) => Encoding::DELTA_BINARY_PACKED,

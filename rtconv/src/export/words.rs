@@ -29,12 +29,7 @@ pub fn chunk(
 ) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
     let rows = keys.len();
     let mut pages = Pages::new(descr, zstd);
-    if valid.is_some_and(|v| v.len() != rows) {
-        return pages.wrong("a validity per row");
-    }
-    if !pages.nullable() && valid.is_some_and(|v| v.contains(&false)) {
-        return pages.wrong("a value in every row");
-    }
+    pages.check(rows, valid)?;
     let Some((used, values)) = dictionary(words, keys, valid) else {
         return pages.wrong("keys within its words");
     };
