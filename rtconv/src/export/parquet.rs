@@ -118,7 +118,7 @@ struct Table {
     fields: Vec<Field>,
     /// Per field: its column in the file's schema.
     columns: Vec<ColumnDescPtr>,
-    /// The compressor of the columns of repeated strings, which are encoded here.
+    /// The compressor of the column chunks encoded here (`words`, `numbers`).
     zstd: Zstd,
     writer: SerializedFileWriter<AtomicFile>,
     /// The rows of the row group not yet written, a column per field.
