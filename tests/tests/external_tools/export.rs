@@ -1,8 +1,9 @@
 //! `rtconv export` and `rtconv batch -f parquet`: the Parquet tables read by
 //! a real engine (DuckDB, pyarrow, in tests/.venv) — per-function figures
 //! equal `rtconv stats` merged over the same dumps, parents and self times
-//! consistent, metadata and encodings as formats/PARQUET.md says — and a bad
-//! dump named while the others are exported.
+//! consistent, metadata and encodings as formats/PARQUET.md says; Spark's
+//! reader agreeing with DuckDB's on every column — and a bad dump named while
+//! the others are exported.
 
 use std::path::Path;
 use std::process::Command;
@@ -90,6 +91,30 @@ fn duckdb_over_the_tables_answers_as_stats_merged() {
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(check(&from_archive, &dumps, 3).split(" bytes").next(), summary.split(" bytes").next());
+}
+
+#[test]
+fn spark_reads_the_tables_as_duckdb_does() {
+    // rtconv encodes most column chunks itself; Spark's own Parquet reader must read them as
+    // DuckDB does: two dumps with a host, files and lines, and nulls (the outermost spans' parents).
+    let dir = scratch("export-spark");
+    let dumps = dir.join("dumps");
+    std::fs::create_dir_all(&dumps).unwrap();
+    for (name, rounds) in [("a.rtd", "2"), ("b.rtd", "3")] {
+        record_workload_with(&binary("workload"), &dumps, name, &["--rounds", rounds]);
+    }
+    let tables = dir.join("tables");
+    rtconv_ok(&["export", dumps.to_str().unwrap(), "-o", tables.to_str().unwrap(), "-q", "--host", "h1"]);
+    let out = python()
+        .env("PYSPARK_PYTHON", venv("python"))
+        .arg(workspace_root().join("tests/python/spark_reads_export.py"))
+        .arg(&tables)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary = String::from_utf8(out.stdout).unwrap();
+    assert!(summary.starts_with("spark agrees: "), "{summary}");
+    eprintln!("{summary}");
 }
 
 #[test]
