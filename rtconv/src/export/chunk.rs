@@ -20,8 +20,7 @@ use parquet::schema::types::ColumnDescPtr;
 
 use super::rle;
 
-/// Rows a data page holds at most: a row group's, in one page (the crate's writers are set to
-/// the same for the columns they write, `export/parquet.rs`).
+/// Rows a data page holds at most: a row group's, in one page.
 pub const PAGE_ROWS: usize = super::ROW_GROUP_ROWS;
 
 /// Compresses pages with zstd at one level, reusing its context.

@@ -1,7 +1,8 @@
 //! Parquet's RLE / bit-packing hybrid encoding of small unsigned integers
 //! (dictionary keys, definition levels), as the format's `Encodings.md`
 //! defines it: runs of one repeated value, and groups of eight values packed
-//! in `width` bits each, least significant bit first.
+//! in `width` bits each, least significant bit first — the packing
+//! DELTA_BINARY_PACKED's miniblocks and PLAIN booleans share ([`pack`]).
 
 /// Repeats shorter than this go into bit-packed groups.
 const MIN_REPEAT: usize = 8;
