@@ -12,6 +12,7 @@ use parquet::file::statistics::Statistics;
 use parquet::schema::types::ColumnDescPtr;
 
 use super::chunk::{Pages, Zstd, page_ranges};
+use super::columns::Values;
 use super::rle;
 
 /// A column's values, a value per row (a placeholder where a row has none).
@@ -27,7 +28,18 @@ pub enum Numbers<'v> {
     Bool(&'v [bool]),
 }
 
-impl Numbers<'_> {
+impl<'v> Numbers<'v> {
+    /// `values` as numbers, if they are integers or booleans.
+    pub fn of(values: &'v Values) -> Option<Numbers<'v>> {
+        match values {
+            Values::U32(v) => Some(Numbers::U32(v)),
+            Values::U64(v) => Some(Numbers::U64(v)),
+            Values::I64(v) => Some(Numbers::I64(v)),
+            Values::Bool(v) => Some(Numbers::Bool(v)),
+            Values::Words { .. } | Values::Text(_) | Values::F64(_) => None,
+        }
+    }
+
     fn len(self) -> usize {
         match self {
             Numbers::U32(v) => v.len(),

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parquet::basic::{Compression, Encoding, LogicalType, Repetition, Type as Physical, ZstdLevel};
-use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
+use parquet::data_type::{ByteArray, ByteArrayType, DoubleType};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
@@ -168,29 +168,23 @@ impl Table {
         for ((pending, field), descr) in self.pending.iter_mut().zip(&self.fields).zip(&self.columns) {
             let pending = std::mem::replace(pending, Pending::new(field.kind));
             let valid = pending.valid.as_deref();
-            let numbers = match &pending.values {
-                Gathered::Plain(Some(Values::U32(v))) => Some(Numbers::U32(v)),
-                Gathered::Plain(Some(Values::U64(v))) => Some(Numbers::U64(v)),
-                Gathered::Plain(Some(Values::I64(v))) => Some(Numbers::I64(v)),
-                Gathered::Plain(Some(Values::Bool(v))) => Some(Numbers::Bool(v)),
-                _ => None,
+            let chunk = match &pending.values {
+                Gathered::Words { words, keys, .. } => {
+                    Some(words::chunk(descr.clone(), words, keys, valid, &mut self.zstd))
+                }
+                Gathered::Plain(Some(values)) => Numbers::of(values)
+                    .map(|values| numbers::chunk(descr.clone(), values, valid, encoding(field.name), &mut self.zstd)),
+                Gathered::Plain(None) => None,
             };
-            let (bytes, close) = match (&pending.values, numbers) {
-                (Gathered::Words { words, keys, .. }, _) => {
-                    words::chunk(descr.clone(), words, keys, valid, &mut self.zstd)?
-                }
-                (_, Some(numbers)) => {
-                    numbers::chunk(descr.clone(), numbers, valid, encoding(field.name), &mut self.zstd)?
-                }
-                _ => {
-                    let Some(mut column) = group.next_column()? else {
-                        unreachable!("the file's schema has a column per field")
-                    };
-                    pending.write(&mut column, field.nullable)?;
-                    column.close()?;
-                    continue;
-                }
+            let Some(chunk) = chunk else {
+                let Some(mut column) = group.next_column()? else {
+                    unreachable!("the file's schema has a column per field")
+                };
+                pending.write(&mut column, field.nullable)?;
+                column.close()?;
+                continue;
             };
+            let (bytes, close) = chunk?;
             group.append_column(&bytes, close)?;
         }
         group.close()?;
@@ -345,25 +339,10 @@ impl Pending {
                     let v: Vec<ByteArray> = kept(&v, valid).iter().map(|s| ByteArray::from(s.as_str())).collect();
                     column.typed::<ByteArrayType>().write_batch(&v, levels, None)?;
                 }
-                // Unsigned integers are stored as their bits, as Parquet's unsigned annotations say.
-                Values::U32(v) => {
-                    let v: Vec<i32> = kept(&v, valid).iter().map(|&x| x as i32).collect();
-                    column.typed::<Int32Type>().write_batch(&v, levels, None)?;
-                }
-                Values::U64(v) => {
-                    let v: Vec<i64> = kept(&v, valid).iter().map(|&x| x as i64).collect();
-                    column.typed::<Int64Type>().write_batch(&v, levels, None)?;
-                }
-                Values::I64(v) => {
-                    column.typed::<Int64Type>().write_batch(&kept(&v, valid), levels, None)?;
-                }
                 Values::F64(v) => {
                     column.typed::<DoubleType>().write_batch(&kept(&v, valid), levels, None)?;
                 }
-                Values::Bool(v) => {
-                    column.typed::<BoolType>().write_batch(&kept(&v, valid), levels, None)?;
-                }
-                Values::Words { .. } => unreachable!("words are gathered as Gathered::Words"),
+                _ => unreachable!("words, integers and booleans are encoded as chunks of their own"),
             },
         }
         Ok(())

@@ -38,14 +38,13 @@ fn bit_packed(values: &[u32], width: u8, out: &mut Vec<u8>) {
     for run in values.chunks(MAX_GROUPS * 8) {
         let groups = run.len().div_ceil(8);
         varint((groups as u64) << 1 | 1, out);
-        let run: Vec<u64> = run.iter().map(|&v| u64::from(v)).collect();
-        pack(&run, groups * 8, width, out);
+        pack(run, groups * 8, width, out);
     }
 }
 
 /// `values`, then zeros up to `count` values, each in `width` bits (0 to 64), least significant
 /// bit first, as Parquet packs bits; `count * width` a multiple of 8.
-pub fn pack(values: &[u64], count: usize, width: u8, out: &mut Vec<u8>) {
+pub fn pack<T: Copy + Into<u64>>(values: &[T], count: usize, width: u8, out: &mut Vec<u8>) {
     let width = u32::from(width);
     let values = &values[..values.len().min(count)];
     let end = out.len() + count * width as usize / 8;
@@ -54,7 +53,7 @@ pub fn pack(values: &[u64], count: usize, width: u8, out: &mut Vec<u8>) {
         0 => {}
         1 => {
             for group in values.chunks(8) {
-                out.push(group.iter().enumerate().fold(0u8, |byte, (k, &v)| byte | ((v as u8 & 1) << k)));
+                out.push(group.iter().enumerate().fold(0u8, |byte, (k, &v)| byte | ((v.into() as u8 & 1) << k)));
             }
         }
         2..=32 => {
@@ -62,7 +61,7 @@ pub fn pack(values: &[u64], count: usize, width: u8, out: &mut Vec<u8>) {
             // bytes at a time.
             let (mut bits, mut pending) = (0u64, 0u32);
             for &v in values {
-                bits |= v << pending;
+                bits |= v.into() << pending;
                 pending += width;
                 if pending >= 32 {
                     out.extend_from_slice(&(bits as u32).to_le_bytes());
@@ -75,7 +74,7 @@ pub fn pack(values: &[u64], count: usize, width: u8, out: &mut Vec<u8>) {
         _ => {
             let (mut bits, mut pending) = (0u128, 0u32);
             for &v in values {
-                bits |= u128::from(v) << pending;
+                bits |= u128::from(v.into()) << pending;
                 pending += width;
                 if pending >= 64 {
                     out.extend_from_slice(&(bits as u64).to_le_bytes());

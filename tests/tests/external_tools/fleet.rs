@@ -91,19 +91,19 @@ fn the_spark_job_decodes_raw_dumps_in_its_executors_and_agrees_with_stats() {
     let dir = scratch("fleet-spark");
     let (dumps, _, stats) = dumps(&dir);
     // The executors read the dumps themselves (every span written too), or the JVM hands them over.
-    for (mode, extra) in [("read", vec!["--spans".to_string()]), ("through-spark", vec!["--through-spark".into()])] {
+    let spans = dir.join("spans");
+    for (mode, extra) in
+        [("read", vec!["--spans".as_ref(), spans.as_os_str()]), ("through-spark", vec!["--through-spark".as_ref()])]
+    {
         let out = dir.join(format!("figures-{mode}"));
-        let spans = dir.join("spans");
-        let mut job = with_package("spark-submit");
-        job.args(["--master", "local[2]", "--conf", "spark.ui.enabled=false"])
+        let job = with_package("spark-submit")
+            .args(["--master", "local[2]", "--conf", "spark.ui.enabled=false"])
             .arg(workspace_root().join("samples/fleet/stats_job.py"))
             .arg(&dumps)
             .arg(&out)
-            .args(&extra);
-        if mode == "read" {
-            job.arg(&spans);
-        }
-        let job = job.output().unwrap();
+            .args(extra)
+            .output()
+            .unwrap();
         assert!(job.status.success(), "spark-submit ({mode}): {}", String::from_utf8_lossy(&job.stderr));
         // The figures Spark wrote, read back with DuckDB and compared with stats.
         let spans_count = if mode == "read" {
