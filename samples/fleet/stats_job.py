@@ -13,8 +13,8 @@ Each executor reads its dumps itself, through pyarrow's filesystems (local
 paths, `hdfs://`, `s3://`/`s3a://`): the JVM only lists them, so a dump's
 bytes are read once, by the process that decodes them. With
 --through-spark the JVM reads them (`binaryFile`'s content) and hands them
-over, for a filesystem only Hadoop reaches — about four times the time a
-dump (docs/PERFORMANCE.md).
+over, for a filesystem only Hadoop reaches — 3 to 19 times the time a dump
+in docs/PERFORMANCE.md's two runs.
 
 DUMPS is a directory or prefix searched recursively for `*.rtd` (a local
 path, `hdfs://…`, `s3a://…` — whatever Hadoop reads); OUT receives the
