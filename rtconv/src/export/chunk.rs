@@ -122,9 +122,11 @@ impl<'z> Pages<'z> {
         page.clear();
         if self.nullable() {
             // The definition levels' length, then the levels.
-            let levels: Vec<u32> = (0..rows).map(|i| u32::from(valid.is_none_or(|v| v[i]))).collect();
             page.extend_from_slice(&[0; 4]);
-            rle::encode(&levels, 1, &mut page);
+            match valid {
+                Some(valid) => rle::encode(valid, 1, &mut page),
+                None => rle::run(1, rows, 1, &mut page),
+            }
             let len = (page.len() - 4) as u32;
             page[..4].copy_from_slice(&len.to_le_bytes());
         }

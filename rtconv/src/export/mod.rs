@@ -121,7 +121,11 @@ pub fn functions(tl: &Timeline<'_>, dump: &DumpColumns) -> Batch {
 /// calls' durations as `stats` keeps them (exact below 2048 ns, within 0.1 % above: each bucket
 /// at its highest value), from which a fleet's percentiles are exactly `stats`' merged ones.
 pub fn functions_and_durations(tl: &Timeline<'_>, dump: &DumpColumns) -> (Batch, Batch) {
-    let (totals, _) = crate::stats::totals(tl, false, false);
+    functions_and_durations_of(crate::stats::totals(tl, false, false).0, dump)
+}
+
+/// [`functions_and_durations`] of a dump whose `totals` are at hand ([`spans::write_and_total`]).
+pub fn functions_and_durations_of(totals: crate::stats::DumpTotals, dump: &DumpColumns) -> (Batch, Batch) {
     let (mut rows, mut buckets): (Vec<crate::stats::Row>, Vec<(String, u64, u64)>) = (Vec::new(), Vec::new());
     for (name, mut stats) in totals.functions {
         buckets.extend(stats.distribution().into_iter().map(|(ns, calls)| (name.clone(), ns, calls)));

@@ -48,72 +48,33 @@ impl<'v> Numbers<'v> {
             Numbers::Bool(v) => v.len(),
         }
     }
+}
 
-    /// Appends to `out` the bits Parquet stores of the values of rows `range` that have one.
-    fn gather(self, range: std::ops::Range<usize>, valid: Option<&[bool]>, out: &mut Vec<u64>) {
-        fn take<T: Copy>(v: &[T], valid: Option<&[bool]>, bits: impl Fn(T) -> u64, out: &mut Vec<u64>) {
-            match valid {
-                None => out.extend(v.iter().map(|&x| bits(x))),
-                Some(valid) => out.extend(v.iter().zip(valid).filter(|(_, v)| **v).map(|(&x, _)| bits(x))),
-            }
-        }
-        match self {
-            Numbers::U32(v) => take(&v[range], valid, u64::from, out),
-            Numbers::U64(v) => take(&v[range], valid, |x| x, out),
-            Numbers::I64(v) => take(&v[range], valid, |x| x as u64, out),
-            Numbers::Bool(v) => take(&v[range], valid, u64::from, out),
-        }
-    }
+/// An integer type of a column: its bits as Parquet stores them, ordered as its statistics are.
+trait Int: Copy + Ord {
+    /// The bits of the physical type (`INT32` or `INT64`).
+    const WIDTH: u32;
+    fn bits(self) -> u64;
+}
 
-    /// The bits of a value of the physical type.
-    fn width(self) -> u32 {
-        match self {
-            Numbers::U32(_) => 32,
-            Numbers::U64(_) | Numbers::I64(_) => 64,
-            Numbers::Bool(_) => 1,
-        }
+impl Int for u32 {
+    const WIDTH: u32 = 32;
+    fn bits(self) -> u64 {
+        u64::from(self)
     }
 }
 
-/// The least and greatest of the values so far, by their bits: as signed numbers or not.
-struct Bounds {
-    signed: bool,
-    least: Option<u64>,
-    most: Option<u64>,
+impl Int for u64 {
+    const WIDTH: u32 = 64;
+    fn bits(self) -> u64 {
+        self
+    }
 }
 
-impl Bounds {
-    fn add(&mut self, bits: &[u64]) {
-        if bits.is_empty() {
-            return;
-        }
-        // Signed numbers in the order of their bits with the sign bit flipped.
-        let flip = if self.signed { 1 << 63 } else { 0 };
-        let (mut low, mut high) = (u64::MAX, 0);
-        for &b in bits {
-            low = low.min(b ^ flip);
-            high = high.max(b ^ flip);
-        }
-        let (least, most) = (Some(low ^ flip), Some(high ^ flip));
-        let order = |x: u64| if self.signed { (x as i64).into() } else { i128::from(x) };
-        self.least = [self.least, least].into_iter().flatten().min_by_key(|&x| order(x));
-        self.most = [self.most, most].into_iter().flatten().max_by_key(|&x| order(x));
-    }
-
-    /// The column's statistics, with `nulls` rows without a value.
-    fn statistics(&self, values: Numbers<'_>, nulls: u64) -> Statistics {
-        let (least, most) = (self.least, self.most);
-        match values {
-            Numbers::U32(_) => {
-                Statistics::int32(least.map(|x| x as i32), most.map(|x| x as i32), None, Some(nulls), false)
-            }
-            Numbers::U64(_) | Numbers::I64(_) => {
-                Statistics::int64(least.map(|x| x as i64), most.map(|x| x as i64), None, Some(nulls), false)
-            }
-            Numbers::Bool(_) => {
-                Statistics::boolean(least.map(|x| x != 0), most.map(|x| x != 0), None, Some(nulls), false)
-            }
-        }
+impl Int for i64 {
+    const WIDTH: u32 = 64;
+    fn bits(self) -> u64 {
+        self as u64
     }
 }
 
@@ -128,38 +89,110 @@ pub fn chunk(
     zstd: &mut Zstd,
 ) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
     let rows = values.len();
-    let mut pages = Pages::new(descr, zstd);
+    let pages = Pages::new(descr, zstd);
     pages.check(rows, valid)?;
     let encoding = match (encoding, values) {
         (_, Numbers::Bool(_)) | (Encoding::PLAIN, _) => Encoding::PLAIN,
         (Encoding::DELTA_BINARY_PACKED, _) => Encoding::DELTA_BINARY_PACKED,
         _ => return pages.wrong("PLAIN or DELTA_BINARY_PACKED"),
     };
-    let mut bounds = Bounds { signed: matches!(values, Numbers::I64(_)), least: None, most: None };
-    let (mut bits, mut present) = (Vec::new(), 0);
+    // Unsigned columns' statistics are their bits, as the physical (signed) type holds them.
+    match values {
+        Numbers::U32(v) => ints(pages, v, valid, encoding, |least, most, nulls| {
+            Statistics::int32(least.map(|x| x as i32), most.map(|x| x as i32), None, Some(nulls), false)
+        }),
+        Numbers::U64(v) => ints(pages, v, valid, encoding, |least, most, nulls| {
+            Statistics::int64(least.map(|x| x as i64), most.map(|x| x as i64), None, Some(nulls), false)
+        }),
+        Numbers::I64(v) => ints(pages, v, valid, encoding, |least, most, nulls| {
+            Statistics::int64(least, most, None, Some(nulls), false)
+        }),
+        Numbers::Bool(v) => bools(pages, v, valid),
+    }
+}
+
+/// The values of rows `range` that have one: `values` itself when every row has one, else those
+/// copied into `kept`.
+fn present<'a, T: Copy>(
+    values: &'a [T],
+    range: std::ops::Range<usize>,
+    valid: Option<&[bool]>,
+    kept: &'a mut Vec<T>,
+) -> &'a [T] {
+    match valid {
+        None => &values[range],
+        Some(valid) => {
+            kept.clear();
+            kept.extend(values[range].iter().zip(valid).filter(|(_, v)| **v).map(|(&x, _)| x));
+            kept
+        }
+    }
+}
+
+/// A chunk of integers (see [`chunk`]), with the statistics `statistics` makes of their least, their
+/// greatest and the rows without a value.
+fn ints<T: Int>(
+    mut pages: Pages<'_>,
+    values: &[T],
+    valid: Option<&[bool]>,
+    encoding: Encoding,
+    statistics: impl FnOnce(Option<T>, Option<T>, u64) -> Statistics,
+) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+    let rows = values.len();
+    let (mut bounds, mut kept, mut count) = (None, Vec::new(), 0);
     for range in page_ranges(rows) {
         let valid = valid.map(|v| &v[range.clone()]);
-        bits.clear();
-        values.gather(range.clone(), valid, &mut bits);
-        bounds.add(&bits);
-        present += bits.len();
-        pages.data(range.len(), valid, encoding, |page| match encoding {
-            Encoding::DELTA_BINARY_PACKED if values.width() == 32 => delta::<32>(&bits, page),
-            Encoding::DELTA_BINARY_PACKED => delta::<64>(&bits, page),
-            _ => plain(&bits, values.width(), page),
+        let page = present(values, range.clone(), valid, &mut kept);
+        bounds = match (bounds, least_and_most(page)) {
+            (Some((l, m)), Some((pl, pm))) => Some((Ord::min(l, pl), Ord::max(m, pm))),
+            (b, p) => b.or(p),
+        };
+        count += page.len();
+        pages.data(range.len(), valid, encoding, |out| match encoding {
+            Encoding::DELTA_BINARY_PACKED => delta(page, out),
+            _ => plain(page, out),
         })?;
     }
-    let statistics = bounds.statistics(values, (rows - present) as u64);
+    let statistics = statistics(bounds.map(|b| b.0), bounds.map(|b| b.1), (rows - count) as u64);
     pages.finish(rows, encoding, statistics)
 }
 
-/// `values`, each `width` bits, PLAIN: booleans a bit each, integers little-endian.
-fn plain(values: &[u64], width: u32, out: &mut Vec<u8>) {
-    out.reserve(values.len() * width.div_ceil(8) as usize);
-    match width {
-        1 => rle::pack(values, values.len().next_multiple_of(8), 1, out),
-        32 => values.iter().for_each(|&v| out.extend_from_slice(&(v as u32).to_le_bytes())),
-        _ => values.iter().for_each(|&v| out.extend_from_slice(&v.to_le_bytes())),
+/// A chunk of booleans (see [`chunk`]), PLAIN.
+fn bools(
+    mut pages: Pages<'_>,
+    values: &[bool],
+    valid: Option<&[bool]>,
+) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+    let rows = values.len();
+    let (mut any_false, mut any_true, mut kept, mut count) = (false, false, Vec::new(), 0);
+    for range in page_ranges(rows) {
+        let valid = valid.map(|v| &v[range.clone()]);
+        let page = present(values, range.clone(), valid, &mut kept);
+        any_false |= page.contains(&false);
+        any_true |= page.contains(&true);
+        count += page.len();
+        pages.data(range.len(), valid, Encoding::PLAIN, |out| rle::pack_bools(page, out))?;
+    }
+    let (least, most) = match (any_false, any_true) {
+        (false, false) => (None, None),
+        (f, t) => (Some(!f), Some(t)),
+    };
+    pages.finish(rows, Encoding::PLAIN, Statistics::boolean(least, most, None, Some((rows - count) as u64), false))
+}
+
+/// The least and the greatest of `values`, if any.
+fn least_and_most<T: Ord + Copy>(values: &[T]) -> Option<(T, T)> {
+    let (&first, rest) = values.split_first()?;
+    Some(rest.iter().fold((first, first), |(l, m), &x| (Ord::min(l, x), Ord::max(m, x))))
+}
+
+/// `values` PLAIN: little-endian, in their type's width.
+fn plain<T: Int>(values: &[T], out: &mut Vec<u8>) {
+    let bytes = T::WIDTH as usize / 8;
+    let start = out.len();
+    out.resize(start + values.len() * bytes, 0);
+    for (to, &v) in out[start..].chunks_exact_mut(bytes).zip(values) {
+        to.copy_from_slice(&v.bits().to_le_bytes()[..bytes]);
     }
 }
 
@@ -168,26 +201,27 @@ const BLOCK: usize = 128;
 /// Deltas a miniblock holds: a block's a quarter.
 const MINIBLOCK: usize = 32;
 
-/// `values`, each `WIDTH` (32 or 64) bits, DELTA_BINARY_PACKED: a header (block size, miniblocks
-/// a block, count, first value), then per block the least delta and its miniblocks' bit widths and
-/// deltas from the least. Deltas wrap at `WIDTH` bits, as readers add them.
-fn delta<const WIDTH: u32>(values: &[u64], out: &mut Vec<u8>) {
-    let mask = u64::MAX >> (64 - WIDTH);
-    // A value of `WIDTH` bits, sign-extended.
-    let signed = |v: u64| ((v << (64 - WIDTH)) as i64) >> (64 - WIDTH);
+/// `values` DELTA_BINARY_PACKED: a header (block size, miniblocks a block, count, first value),
+/// then per block the least delta and its miniblocks' bit widths and deltas from the least.
+/// Deltas wrap at the type's width, as readers add them.
+fn delta<T: Int>(values: &[T], out: &mut Vec<u8>) {
+    let mask = u64::MAX >> (64 - T::WIDTH);
+    // A value of the type's width, sign-extended.
+    let signed = |v: u64| ((v << (64 - T::WIDTH)) as i64) >> (64 - T::WIDTH);
     let zigzag = |v: i64| ((v << 1) ^ (v >> 63)) as u64;
     rle::varint(BLOCK as u64, out);
     rle::varint((BLOCK / MINIBLOCK) as u64, out);
     rle::varint(values.len() as u64, out);
-    rle::varint(zigzag(signed(values.first().copied().unwrap_or(0))), out);
+    rle::varint(zigzag(signed(values.first().map_or(0, |v| v.bits()))), out);
     let (mut deltas, mut above) = ([0i64; BLOCK], [0u64; BLOCK]);
     for start in (1..values.len()).step_by(BLOCK) {
         let block = &values[start - 1..(start + BLOCK).min(values.len())];
         let deltas = &mut deltas[..block.len() - 1];
+        let mut least = i64::MAX;
         for (d, pair) in deltas.iter_mut().zip(block.windows(2)) {
-            *d = signed(pair[1].wrapping_sub(pair[0]) & mask);
+            *d = signed(pair[1].bits().wrapping_sub(pair[0].bits()) & mask);
+            least = least.min(*d);
         }
-        let least = deltas.iter().copied().fold(i64::MAX, i64::min);
         rle::varint(zigzag(least), out);
         let above = &mut above[..deltas.len()];
         for (a, &d) in above.iter_mut().zip(deltas.iter()) {

@@ -25,7 +25,7 @@ use super::chunk::Zstd;
 use super::columns::{Batch, Column, Field, Kind, Values};
 use super::numbers::{self, Numbers};
 use super::words;
-use super::{DumpColumns, Host, ROW_GROUP_ROWS, dump_row, functions_and_durations, schema, spans};
+use super::{DumpColumns, Host, ROW_GROUP_ROWS, dump_row, functions_and_durations_of, schema, spans};
 use crate::io::AtomicFile;
 use crate::model::{Anomalies, Timeline};
 
@@ -92,8 +92,8 @@ impl Parts {
     /// duration histograms, its row of metadata. Returns what its spans had wrong.
     pub fn dump(&mut self, tl: &Timeline<'_>, name: &str, host: Host<'_>) -> Result<Anomalies, ExportError> {
         let dump = DumpColumns::new(tl, name, host);
-        let found = spans::write(tl, &dump, &mut |batch| self.spans.add(batch))?;
-        let (functions, durations) = functions_and_durations(tl, &dump);
+        let (found, totals) = spans::write_and_total(tl, &dump, &mut |batch| self.spans.add(batch))?;
+        let (functions, durations) = functions_and_durations_of(totals, &dump);
         self.functions.add(functions)?;
         self.durations.add(durations)?;
         self.dumps.add(dump_row(tl, &dump, &found))?;

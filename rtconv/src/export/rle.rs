@@ -13,7 +13,7 @@ const MAX_GROUPS: usize = 63;
 
 /// Appends `values`, each below 2^`width` (1 ≤ `width` ≤ 32), to `out`; the last group is padded
 /// with zeros, which a reader leaves out by the page's count of values.
-pub fn encode(values: &[u32], width: u8, out: &mut Vec<u8>) {
+pub fn encode<T: Copy + PartialEq + Into<u64>>(values: &[T], width: u8, out: &mut Vec<u8>) {
     debug_assert!((1..=32).contains(&width));
     // The start of the values not written yet.
     let mut literal = 0;
@@ -25,7 +25,7 @@ pub fn encode(values: &[u32], width: u8, out: &mut Vec<u8>) {
             // its first values.
             let lent = (8 - (i - literal) % 8) % 8;
             bit_packed(&values[literal..i + lent], width, out);
-            repeated(v, end - i - lent, width, out);
+            repeated(v.into(), end - i - lent, width, out);
             literal = end;
         }
         i = end;
@@ -34,7 +34,7 @@ pub fn encode(values: &[u32], width: u8, out: &mut Vec<u8>) {
 }
 
 /// `values` as bit-packed runs; all but the last group of the last run whole.
-fn bit_packed(values: &[u32], width: u8, out: &mut Vec<u8>) {
+fn bit_packed<T: Copy + Into<u64>>(values: &[T], width: u8, out: &mut Vec<u8>) {
     for run in values.chunks(MAX_GROUPS * 8) {
         let groups = run.len().div_ceil(8);
         varint((groups as u64) << 1 | 1, out);
@@ -89,8 +89,30 @@ pub fn pack<T: Copy + Into<u64>>(values: &[T], count: usize, width: u8, out: &mu
     out.resize(end, 0);
 }
 
+/// Booleans a bit each, least significant bit first, the last byte padded with zeros: PLAIN
+/// booleans, eight to a multiplication.
+pub fn pack_bools(values: &[bool], out: &mut Vec<u8>) {
+    let mut groups = values.chunks_exact(8);
+    for group in &mut groups {
+        let bytes: [u8; 8] = std::array::from_fn(|k| u8::from(group[k]));
+        // Byte k (0 or 1) of the word lands on bit 56 + k of the product, and nothing else does.
+        out.push((u64::from_le_bytes(bytes).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8);
+    }
+    let rest = groups.remainder();
+    if !rest.is_empty() {
+        out.push(rest.iter().enumerate().fold(0, |byte, (k, &v)| byte | (u8::from(v) << k)));
+    }
+}
+
+/// `count` repeats of `value` as one run (nothing if `count` is 0).
+pub fn run(value: u64, count: usize, width: u8, out: &mut Vec<u8>) {
+    if count > 0 {
+        repeated(value, count, width, out);
+    }
+}
+
 /// `count` repeats of `value`: the count, then the value in whole bytes.
-fn repeated(value: u32, count: usize, width: u8, out: &mut Vec<u8>) {
+fn repeated(value: u64, count: usize, width: u8, out: &mut Vec<u8>) {
     varint((count as u64) << 1, out);
     out.extend_from_slice(&value.to_le_bytes()[..usize::from(width).div_ceil(8)]);
 }
@@ -107,4 +129,26 @@ pub fn varint(mut v: u64, out: &mut Vec<u8>) {
 /// The bits a value up to `max` takes, at least one.
 pub fn width(max: u32) -> u8 {
     (32 - max.leading_zeros()).max(1) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn booleans_pack_as_one_bit_each_does() {
+        // Every byte's pattern, then a part group.
+        let values: Vec<bool> = (0..256 * 8 + 5).map(|i| (i / 8) >> (i % 8) & 1 == 1 || i >= 256 * 8 + 3).collect();
+        let (mut fast, mut bitwise) = (Vec::new(), Vec::new());
+        pack_bools(&values, &mut fast);
+        pack(
+            &values.iter().map(|&b| u8::from(b)).collect::<Vec<_>>(),
+            values.len().next_multiple_of(8),
+            1,
+            &mut bitwise,
+        );
+        assert_eq!(fast, bitwise);
+        assert_eq!(fast[..256], (0..=255).collect::<Vec<u8>>());
+        assert_eq!(fast[256], 0b11000);
+    }
 }

@@ -1,6 +1,13 @@
 //! A dump's spans as rows of the `spans` table: each with its depth, its
 //! parent's id, its self time and whether a call of its function is open
 //! around it, found from the open path as the spans come in start order.
+//!
+//! A row is written in place as its span starts (all of it is known then but
+//! its self time, which its children's starts take from its duration), so the
+//! rows of a batch are in start order as they are gathered. A batch is handed
+//! on when it holds [`BATCH_ROWS`] finished rows; the rows of spans still open
+//! then (at most the call path's) are carried to the end of the batch they
+//! end in.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -8,21 +15,41 @@ use std::sync::Arc;
 use super::DumpColumns;
 use super::columns::{Batch, Column, Values};
 use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
+use crate::stats::{DumpTotals, Totals};
 
-/// Rows buffered before they are handed on as one batch (72 bytes a row in its column buffers): a
-/// row group's, so that the Parquet writer takes a dump's batch as its row group without copying
-/// it, and sorts each batch into start order once.
+/// Finished rows a batch holds when it is handed on (about 70 bytes a row in its column buffers):
+/// a row group's, so that the Parquet writer takes a dump's batch as its row group without
+/// copying it.
 pub const BATCH_ROWS: usize = super::ROW_GROUP_ROWS;
 
-/// The span columns of the rows not yet handed on.
+/// A span's row, but for the columns its thread and function give (`tid`, `file`, `line`).
+#[derive(Clone, Copy)]
+struct Row {
+    thread: u32,
+    function: u32,
+    depth: u32,
+    span_id: u64,
+    parent: Option<u64>,
+    start_ns: i64,
+    duration_ns: i64,
+    self_ns: i64,
+    recursive: bool,
+    open: bool,
+    unwound: bool,
+    clamped: bool,
+    missing_children: bool,
+}
+
+/// The rows of the batch being gathered, a column each, in start order.
 #[derive(Default)]
 struct Columns {
-    tid: Vec<u64>,
     thread: Vec<u32>,
     function: Vec<u32>,
     depth: Vec<u32>,
     span_id: Vec<u64>,
-    parent: Vec<Option<u64>>,
+    /// The parent's id, 0 where `has_parent` says there is none.
+    parent: Vec<u64>,
+    has_parent: Vec<bool>,
     start_ns: Vec<i64>,
     duration_ns: Vec<i64>,
     self_ns: Vec<i64>,
@@ -33,16 +60,16 @@ struct Columns {
     missing_children: Vec<bool>,
 }
 
-impl Columns {
-    /// Empties every column, keeping its buffer for the next batch.
-    fn clear(&mut self) {
+/// Calls `$f!(column)` for each column of `$c`, a [`Columns`].
+macro_rules! each_column {
+    ($c:expr, $f:ident) => {{
         let Columns {
-            tid,
             thread,
             function,
             depth,
             span_id,
             parent,
+            has_parent,
             start_ns,
             duration_ns,
             self_ns,
@@ -51,33 +78,114 @@ impl Columns {
             unwound,
             clamped,
             missing_children,
-        } = self;
-        tid.clear();
-        thread.clear();
-        function.clear();
-        depth.clear();
-        span_id.clear();
-        parent.clear();
-        start_ns.clear();
-        duration_ns.clear();
-        self_ns.clear();
-        recursive.clear();
-        open.clear();
-        unwound.clear();
-        clamped.clear();
-        missing_children.clear();
+        } = $c;
+        $f!(thread);
+        $f!(function);
+        $f!(depth);
+        $f!(span_id);
+        $f!(parent);
+        $f!(has_parent);
+        $f!(start_ns);
+        $f!(duration_ns);
+        $f!(self_ns);
+        $f!(recursive);
+        $f!(open);
+        $f!(unwound);
+        $f!(clamped);
+        $f!(missing_children);
+    }};
+}
+
+impl Columns {
+    fn len(&self) -> usize {
+        self.span_id.len()
+    }
+
+    #[inline(always)] // once per span
+    fn push(&mut self, r: &Row) {
+        self.thread.push(r.thread);
+        self.function.push(r.function);
+        self.depth.push(r.depth);
+        self.span_id.push(r.span_id);
+        self.parent.push(r.parent.unwrap_or(0));
+        self.has_parent.push(r.parent.is_some());
+        self.start_ns.push(r.start_ns);
+        self.duration_ns.push(r.duration_ns);
+        self.self_ns.push(r.self_ns);
+        self.recursive.push(r.recursive);
+        self.open.push(r.open);
+        self.unwound.push(r.unwound);
+        self.clamped.push(r.clamped);
+        self.missing_children.push(r.missing_children);
+    }
+
+    fn row(&self, i: usize) -> Row {
+        Row {
+            thread: self.thread[i],
+            function: self.function[i],
+            depth: self.depth[i],
+            span_id: self.span_id[i],
+            parent: self.has_parent[i].then_some(self.parent[i]),
+            start_ns: self.start_ns[i],
+            duration_ns: self.duration_ns[i],
+            self_ns: self.self_ns[i],
+            recursive: self.recursive[i],
+            open: self.open[i],
+            unwound: self.unwound[i],
+            clamped: self.clamped[i],
+            missing_children: self.missing_children[i],
+        }
+    }
+
+    /// Takes out the rows at `holes` (ascending), moving the rest up.
+    fn remove(&mut self, holes: &[usize]) {
+        fn remove<T: Copy>(v: &mut Vec<T>, holes: &[usize]) {
+            let Some(&first) = holes.first() else { return };
+            let mut to = first;
+            for (k, &hole) in holes.iter().enumerate() {
+                let end = holes.get(k + 1).copied().unwrap_or(v.len());
+                v.copy_within(hole + 1..end, to);
+                to += end - hole - 1;
+            }
+            v.truncate(to);
+        }
+        macro_rules! take_out {
+            ($v:ident) => {
+                remove($v, holes)
+            };
+        }
+        each_column!(self, take_out);
+    }
+
+    /// Columns with room for `n` rows each.
+    fn with_capacity(n: usize) -> Columns {
+        let mut c = Columns::default();
+        macro_rules! reserve {
+            ($v:ident) => {
+                $v.reserve_exact(n)
+            };
+        }
+        each_column!(&mut c, reserve);
+        c
     }
 }
 
-/// A span on the open path: its row so far and its children's time.
+/// Where an open span's row is.
+#[derive(Clone, Copy)]
+enum Slot {
+    /// In the batch being gathered, at this index.
+    Here(usize),
+    /// Carried out of a batch handed on while it was open: in `Walk::carried`, at this index.
+    Carried(usize),
+}
+
+/// A span on the open path.
 struct Open {
     span: SpanNs,
+    slot: Slot,
     id: u64,
-    parent: Option<u64>,
     depth: u32,
     children_ns: i64,
-    recursive: bool,
-    missing_children: bool,
 }
 
 /// Per dump: its functions' names and files, each once, as dictionary values.
@@ -117,6 +225,160 @@ impl NameColumns {
     }
 }
 
+/// A dump's spans on their way to rows: the batch being gathered, the open path, and the rows
+/// of open spans carried out of batches handed on.
+struct Walk<'d> {
+    dump: &'d DumpColumns,
+    names: NameColumns,
+    thread_names: Arc<[String]>,
+    tids: Vec<u64>,
+    rows: Columns,
+    path: Vec<Open>,
+    /// Open spans' rows whose `Slot::Here` the path holds.
+    open_here: usize,
+    /// Rows carried out of batches handed on while their spans were open, in start order; with
+    /// whether their span has ended since.
+    carried: Vec<(Row, bool)>,
+    /// Carried rows whose span has ended: they go at the end of the next batch.
+    ended: usize,
+    /// Per key index: calls of it open on the path.
+    active: Vec<u32>,
+    next_id: u64,
+    /// Realtime less monotonic nanoseconds.
+    realtime_offset: i128,
+    totals: Totals,
+}
+
+impl Walk<'_> {
+    /// Rows finished and not handed on yet.
+    fn finished(&self) -> usize {
+        self.rows.len() - self.open_here + self.ended
+    }
+
+    /// Starts span `s` of thread `thread`: its row, and its time taken from its parent's self time.
+    #[inline(always)] // once per span
+    fn start(&mut self, s: &SpanNs, thread: u32, missing_children: bool) {
+        let duration = s.exit_ns.saturating_sub(s.enter_ns);
+        let (parent, depth, parent_key) = match self.path.last_mut() {
+            Some(p) => {
+                p.children_ns = p.children_ns.saturating_add(duration);
+                (Some(p.id), p.depth + 1, Some(p.span.key_index))
+            }
+            None => (None, 0, None),
+        };
+        let key = s.key_index as usize;
+        let recursive = self.active.get(key).is_some_and(|&a| a > 0);
+        if let Some(a) = self.active.get_mut(key) {
+            *a += 1;
+        }
+        self.totals.span(s, parent_key, !recursive, missing_children);
+        self.rows.push(&Row {
+            thread,
+            function: self.names.of_key.get(key).copied().unwrap_or(0),
+            depth,
+            span_id: self.next_id,
+            parent,
+            start_ns: realtime(self.realtime_offset, s.enter_ns),
+            duration_ns: duration,
+            self_ns: duration,
+            recursive,
+            open: s.open(),
+            unwound: s.unwound(),
+            clamped: s.clamped(),
+            missing_children,
+        });
+        self.path.push(Open {
+            span: *s,
+            slot: Slot::Here(self.rows.len() - 1),
+            id: self.next_id,
+            depth,
+            children_ns: 0,
+        });
+        self.open_here += 1;
+        self.next_id += 1;
+    }
+
+    /// Ends the innermost open span: its self time, now that its children have started.
+    fn end(&mut self) {
+        let Some(o) = self.path.pop() else { return };
+        if let Some(a) = self.active.get_mut(o.span.key_index as usize) {
+            *a = a.saturating_sub(1);
+        }
+        let duration = o.span.exit_ns.saturating_sub(o.span.enter_ns);
+        let self_ns = duration.saturating_sub(o.children_ns).max(0);
+        match o.slot {
+            Slot::Here(i) => {
+                self.rows.self_ns[i] = self_ns;
+                self.open_here -= 1;
+            }
+            Slot::Carried(i) => {
+                self.carried[i].0.self_ns = self_ns;
+                self.carried[i].1 = true;
+                self.ended += 1;
+            }
+        }
+    }
+
+    /// The finished rows as a batch: those of open spans carried out, those carried before that
+    /// have ended since put at its end.
+    fn hand_on(&mut self) -> Batch {
+        let mut carried = Vec::new();
+        let mut holes = Vec::new();
+        for o in &mut self.path {
+            let row = match o.slot {
+                Slot::Carried(i) => self.carried[i].0,
+                Slot::Here(i) => {
+                    holes.push(i);
+                    self.rows.row(i)
+                }
+            };
+            o.slot = Slot::Carried(carried.len());
+            carried.push((row, false));
+        }
+        let capacity = self.rows.span_id.capacity();
+        let mut rows = std::mem::replace(&mut self.rows, Columns::with_capacity(capacity));
+        rows.remove(&holes);
+        for (row, _) in self.carried.iter().filter(|(_, ended)| *ended) {
+            rows.push(row);
+        }
+        (self.carried, self.open_here, self.ended) = (carried, 0, 0);
+        self.batch(rows)
+    }
+
+    /// `c`'s rows as the `spans` table's columns.
+    fn batch(&self, c: Columns) -> Batch {
+        let n = c.len();
+        let names = &self.names;
+        let tid: Vec<u64> = c.thread.iter().map(|&t| self.tids.get(t as usize).copied().unwrap_or(0)).collect();
+        let file_keys: Vec<Option<u32>> =
+            c.function.iter().map(|&f| names.file_of.get(f as usize).copied().flatten()).collect();
+        let lines: Vec<Option<u32>> =
+            c.function.iter().map(|&f| names.lines.get(f as usize).copied().flatten()).collect();
+        let parent =
+            Column { values: Values::U64(c.parent), valid: c.has_parent.contains(&false).then_some(c.has_parent) };
+        let mut columns = self.dump.columns(n);
+        columns.extend([
+            Column::new(Values::U64(tid)),
+            Column::new(Values::Words { words: self.thread_names.clone(), keys: c.thread }),
+            Column::new(Values::Words { words: names.functions.clone(), keys: c.function }),
+            Column::options(&file_keys, |keys| Values::Words { words: names.files.clone(), keys }),
+            Column::options(&lines, Values::U32),
+            Column::new(Values::U32(c.depth)),
+            Column::new(Values::U64(c.span_id)),
+            parent,
+            Column::new(Values::I64(c.start_ns)),
+            Column::new(Values::I64(c.duration_ns)),
+            Column::new(Values::I64(c.self_ns)),
+            Column::new(Values::Bool(c.recursive)),
+            Column::new(Values::Bool(c.open)),
+            Column::new(Values::Bool(c.unwound)),
+            Column::new(Values::Bool(c.clamped)),
+            Column::new(Values::Bool(c.missing_children)),
+        ]);
+        columns
+    }
+}
+
 /// Writes `tl`'s spans as `spans` rows, a batch of at most [`BATCH_ROWS`]
 /// at a time, through `emit`; returns what its spans had wrong.
 pub fn write<E>(
@@ -124,177 +386,169 @@ pub fn write<E>(
     dump: &DumpColumns,
     emit: &mut dyn FnMut(Batch) -> Result<(), E>,
 ) -> Result<Anomalies, E> {
-    let names = NameColumns::new(tl);
-    let thread_names: Arc<[String]> = tl
-        .trace
-        .threads
-        .iter()
-        .map(|t| if t.name.is_empty() { format!("thread {}", t.tid) } else { t.name.clone() })
-        .collect();
-    let mut rows = Columns::default();
-    let mut next_id = 0u64;
-    let mut path: Vec<Open> = Vec::new();
-    // Per key index: calls of it open on the path.
-    let mut active = vec![0u32; tl.keys.len()];
-    let mut threads = tl.threads();
-    while let Some(mut t) = threads.next() {
-        let thread = &tl.trace.threads[t.thread];
-        let lost: LostChildren = tl.lost_children(thread);
-        let (tid, thread_index) = (thread.tid, t.thread as u32);
-        let close = |o: Open, rows: &mut Columns, active: &mut [u32]| {
-            if let Some(a) = active.get_mut(o.span.key_index as usize) {
-                *a = a.saturating_sub(1);
-            }
-            let duration = o.span.exit_ns.saturating_sub(o.span.enter_ns);
-            rows.tid.push(tid);
-            rows.thread.push(thread_index);
-            rows.function.push(names.of_key.get(o.span.key_index as usize).copied().unwrap_or(0));
-            rows.depth.push(o.depth);
-            rows.span_id.push(o.id);
-            rows.parent.push(o.parent);
-            rows.start_ns.push(realtime(tl, o.span.enter_ns));
-            rows.duration_ns.push(duration);
-            rows.self_ns.push(duration.saturating_sub(o.children_ns).max(0));
-            rows.recursive.push(o.recursive);
-            rows.open.push(o.span.open());
-            rows.unwound.push(o.span.unwound());
-            rows.clamped.push(o.span.clamped());
-            rows.missing_children.push(o.missing_children);
-        };
+    write_and_total(tl, dump, emit).map(|(found, _)| found)
+}
+
+/// [`write()`], and the dump's per-function figures (what [`crate::stats::totals`] gives) from the
+/// same walk.
+pub fn write_and_total<E>(
+    tl: &Timeline<'_>,
+    dump: &DumpColumns,
+    emit: &mut dyn FnMut(Batch) -> Result<(), E>,
+) -> Result<(Anomalies, DumpTotals), E> {
+    walk(tl, dump, BATCH_ROWS, emit)
+}
+
+/// [`write_and_total`], handing batches on at `batch_rows` finished rows.
+fn walk<E>(
+    tl: &Timeline<'_>,
+    dump: &DumpColumns,
+    batch_rows: usize,
+    emit: &mut dyn FnMut(Batch) -> Result<(), E>,
+) -> Result<(Anomalies, DumpTotals), E> {
+    let threads = &tl.trace.threads;
+    let mut walk = Walk {
+        dump,
+        names: NameColumns::new(tl),
+        thread_names: threads
+            .iter()
+            .map(|t| if t.name.is_empty() { format!("thread {}", t.tid) } else { t.name.clone() })
+            .collect(),
+        tids: threads.iter().map(|t| t.tid).collect(),
+        // A batch's rows, or the dump's if fewer: a small dump's batch allocates no more.
+        rows: Columns::with_capacity(
+            batch_rows.min(threads.iter().map(|t| t.span_count() as usize).sum::<usize>() + 1),
+        ),
+        path: Vec::new(),
+        open_here: 0,
+        carried: Vec::new(),
+        ended: 0,
+        active: vec![0; tl.keys.len()],
+        next_id: 0,
+        realtime_offset: tl.timebase.realtime_ns(0),
+        totals: Totals::new(tl),
+    };
+    let mut decoder = tl.threads();
+    while let Some(mut t) = decoder.next() {
+        let lost: LostChildren = tl.lost_children(&threads[t.thread]);
+        let thread = t.thread as u32;
         while let Some(batch) = t.next_batch() {
             for s in batch {
-                while path.last().is_some_and(|o| !o.span.encloses(s)) {
-                    if let Some(o) = path.pop() {
-                        close(o, &mut rows, &mut active);
+                while walk.path.last().is_some_and(|o| !o.span.encloses(s)) {
+                    walk.end();
+                    if walk.finished() >= batch_rows {
+                        emit(walk.hand_on())?;
                     }
                 }
-                let (parent, depth) = match path.last_mut() {
-                    Some(p) => {
-                        p.children_ns = p.children_ns.saturating_add(s.exit_ns.saturating_sub(s.enter_ns));
-                        (Some(p.id), p.depth + 1)
-                    }
-                    None => (None, 0),
-                };
-                let recursive = active.get(s.key_index as usize).is_some_and(|&a| a > 0);
-                if let Some(a) = active.get_mut(s.key_index as usize) {
-                    *a += 1;
-                }
-                let missing_children = lost.of(s);
-                path.push(Open { span: *s, id: next_id, parent, depth, children_ns: 0, recursive, missing_children });
-                next_id += 1;
-                if rows.tid.len() >= BATCH_ROWS {
-                    emit(batch_of(&mut rows, dump, &names, &thread_names))?;
-                }
+                walk.start(s, thread, lost.of(s));
             }
         }
-        while let Some(o) = path.pop() {
-            close(o, &mut rows, &mut active);
+        while !walk.path.is_empty() {
+            walk.end();
+            if walk.finished() >= batch_rows {
+                emit(walk.hand_on())?;
+            }
         }
     }
-    if !rows.tid.is_empty() {
-        emit(batch_of(&mut rows, dump, &names, &thread_names))?;
+    if walk.finished() > 0 {
+        emit(walk.hand_on())?;
     }
-    Ok(threads.anomalies())
+    let found = decoder.anomalies();
+    Ok((found, walk.totals.finish(tl)))
 }
 
-/// `rows` (gathered as their spans end) in their spans' start order, which their ids follow:
-/// ids, parents and starts then grow by small steps, which Parquet's delta encoding stores in a
-/// few bits.
-fn in_start_order(rows: &Columns) -> Columns {
-    let order = start_order(&rows.span_id);
-    fn take<T: Copy>(values: &[T], order: &[u32]) -> Vec<T> {
-        order.iter().map(|&i| values[i as usize]).collect()
-    }
-    Columns {
-        tid: take(&rows.tid, &order),
-        thread: take(&rows.thread, &order),
-        function: take(&rows.function, &order),
-        depth: take(&rows.depth, &order),
-        span_id: take(&rows.span_id, &order),
-        parent: take(&rows.parent, &order),
-        start_ns: take(&rows.start_ns, &order),
-        duration_ns: take(&rows.duration_ns, &order),
-        self_ns: take(&rows.self_ns, &order),
-        recursive: take(&rows.recursive, &order),
-        open: take(&rows.open, &order),
-        unwound: take(&rows.unwound, &order),
-        clamped: take(&rows.clamped, &order),
-        missing_children: take(&rows.missing_children, &order),
-    }
-}
-
-/// The indices of `ids` (distinct) in the order of their values. A batch's ids lie within a few
-/// times its length of its highest but those of the spans that began before the batch's others
-/// (at most the depth of the call tree at its start): those are placed in one pass, the others
-/// sorted and put first.
-fn start_order(ids: &[u64]) -> Vec<u32> {
-    let Some(&high) = ids.iter().max() else {
-        return Vec::new();
-    };
-    let low = high.saturating_sub(4 * ids.len() as u64);
-    let mut before: Vec<u32> = Vec::new();
-    let mut at = vec![u32::MAX; (high - low) as usize + 1];
-    for (i, &id) in ids.iter().enumerate() {
-        match at.get_mut(id.wrapping_sub(low) as usize) {
-            Some(slot) if id >= low => *slot = i as u32,
-            _ => before.push(i as u32),
-        }
-    }
-    before.sort_unstable_by_key(|&i| ids[i as usize]);
-    before.extend(at.into_iter().filter(|&i| i != u32::MAX));
-    before
-}
-
-/// A span's start in realtime nanoseconds (Unix epoch), as Chrome's metadata states the trace's start.
-fn realtime(tl: &Timeline<'_>, mono_ns: i64) -> i64 {
-    let ns = tl.timebase.realtime_ns(i128::from(mono_ns));
+/// A span's start in realtime nanoseconds (Unix epoch), as Chrome's metadata states the trace's
+/// start, from its monotonic start and the timebase's `offset` between the two.
+#[inline(always)]
+fn realtime(offset: i128, mono_ns: i64) -> i64 {
+    let ns = offset + i128::from(mono_ns);
     i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX })
-}
-
-/// The rows buffered in `rows` as one batch (and `rows` emptied).
-fn batch_of(rows: &mut Columns, dump: &DumpColumns, names: &NameColumns, thread_names: &Arc<[String]>) -> Batch {
-    let c = in_start_order(rows);
-    rows.clear();
-    let n = c.tid.len();
-    let file_keys: Vec<Option<u32>> =
-        c.function.iter().map(|&f| names.file_of.get(f as usize).copied().flatten()).collect();
-    let lines: Vec<Option<u32>> = c.function.iter().map(|&f| names.lines.get(f as usize).copied().flatten()).collect();
-    let mut columns = dump.columns(n);
-    columns.extend([
-        Column::new(Values::U64(c.tid)),
-        Column::new(Values::Words { words: thread_names.clone(), keys: c.thread }),
-        Column::new(Values::Words { words: names.functions.clone(), keys: c.function }),
-        Column::options(&file_keys, |keys| Values::Words { words: names.files.clone(), keys }),
-        Column::options(&lines, Values::U32),
-        Column::new(Values::U32(c.depth)),
-        Column::new(Values::U64(c.span_id)),
-        Column::options(&c.parent, Values::U64),
-        Column::new(Values::I64(c.start_ns)),
-        Column::new(Values::I64(c.duration_ns)),
-        Column::new(Values::I64(c.self_ns)),
-        Column::new(Values::Bool(c.recursive)),
-        Column::new(Values::Bool(c.open)),
-        Column::new(Values::Bool(c.unwound)),
-        Column::new(Values::Bool(c.clamped)),
-        Column::new(Values::Bool(c.missing_children)),
-    ]);
-    columns
 }
 
 #[cfg(test)]
 mod tests {
-    use super::start_order;
+    use super::*;
+    use crate::export::Host;
+    use crate::model::test_dumps::{TestRing, nested, records, with_rings};
+
+    /// The rows of `batch` by column name, in `span_id` order.
+    fn rows_by_id(batches: &[Batch]) -> Vec<Vec<String>> {
+        let fields = crate::export::schema::spans();
+        let id = fields.iter().position(|f| f.name == "span_id").unwrap();
+        let mut rows: Vec<(u64, Vec<String>)> = Vec::new();
+        for batch in batches {
+            for i in 0..crate::export::columns::rows(batch) {
+                let cell = |c: &Column| {
+                    if !c.is_valid(i) {
+                        return "null".to_owned();
+                    }
+                    match &c.values {
+                        Values::Words { words, keys } => words[keys[i] as usize].clone(),
+                        Values::U32(v) => v[i].to_string(),
+                        Values::U64(v) => v[i].to_string(),
+                        Values::I64(v) => v[i].to_string(),
+                        Values::Bool(v) => v[i].to_string(),
+                        Values::Text(v) => v[i].clone(),
+                        Values::F64(v) => v[i].to_string(),
+                    }
+                };
+                let Values::U64(ids) = &batch[id].values else { panic!("span_id is u64") };
+                rows.push((ids[i], batch.iter().map(cell).collect()));
+            }
+        }
+        rows.sort_by_key(|r| r.0);
+        rows.into_iter().map(|r| r.1).collect()
+    }
 
     #[test]
-    fn start_order_sorts_ids_near_and_far_below_the_highest() {
-        // Ids within the window, ids far below it (spans that began long before), and none.
-        let ids: Vec<u64> = vec![1_000_004, 7, 1_000_001, 1_000_000, 3, 1_000_003, 999_990];
-        let order = start_order(&ids);
-        let sorted: Vec<u64> = order.iter().map(|&i| ids[i as usize]).collect();
-        let mut expected = ids.clone();
-        expected.sort_unstable();
-        assert_eq!(sorted, expected);
-        assert!(start_order(&[]).is_empty());
-        assert_eq!(start_order(&[5]), vec![0]);
+    fn rows_of_spans_open_across_batches_come_whole_with_the_batch_they_end_in() {
+        // Two threads of random call trees up to 40 deep, keys 0..5, one with spans open at the dump.
+        let ring = |seed| {
+            let mut spans = nested(seed, 3_000, false);
+            for (i, s) in spans.iter_mut().enumerate() {
+                s.key_index = (i % 5) as u32;
+            }
+            records(&spans)
+        };
+        let rings = [
+            TestRing { records: ring(7), written: 3_000, dropped: 0, open: vec![(1, 0), (2, 1)] },
+            TestRing { records: ring(8), written: 3_000, dropped: 0, open: Vec::new() },
+        ];
+        with_rings(&rings, 1 << 40, |tl| {
+            let dump = DumpColumns::new(tl, "t.rtd", Host(None));
+            let run = |batch_rows| {
+                let mut batches = Vec::new();
+                let (_, totals) = walk::<()>(tl, &dump, batch_rows, &mut |b| {
+                    batches.push(b);
+                    Ok(())
+                })
+                .unwrap();
+                (batches, totals)
+            };
+            let (whole, totals) = run(1 << 20);
+            assert_eq!(whole.len(), 1);
+            let (small, small_totals) = run(97);
+            let sizes: Vec<usize> = small.iter().map(|b| crate::export::columns::rows(b)).collect();
+            assert!(sizes[..sizes.len() - 1].iter().all(|&n| n == 97), "{sizes:?}");
+            assert_eq!(sizes.iter().sum::<usize>(), 6_002);
+            assert_eq!(rows_by_id(&small), rows_by_id(&whole));
+            // Within a batch, start order but for the rows carried to its end.
+            let id = crate::export::schema::spans().iter().position(|f| f.name == "span_id").unwrap();
+            for batch in &small {
+                let Values::U64(ids) = &batch[id].values else { panic!("span_id is u64") };
+                assert!(ids.windows(2).filter(|w| w[1] < w[0]).count() <= 1, "{ids:?}");
+            }
+            // The figures of the walk are `stats`' own.
+            let (stats, _) = crate::stats::totals(tl, false, false);
+            let figures = |t: crate::stats::DumpTotals| {
+                let mut rows: Vec<_> =
+                    t.functions.into_iter().map(|(name, s)| format!("{:?}", s.row(name, 0))).collect();
+                rows.sort();
+                (t.total_ns, rows)
+            };
+            let stats = figures(stats);
+            assert_eq!(figures(totals), stats);
+            assert_eq!(figures(small_totals), stats);
+        });
     }
 }

@@ -317,16 +317,64 @@ pub struct DumpTotals {
 /// The accumulators of `tl` over all its threads (see [`DumpTotals`]), and
 /// what its spans had wrong with them.
 pub fn totals(tl: &Timeline<'_>, calibrated: bool, clean: bool) -> (DumpTotals, Anomalies) {
-    let (mut scopes, found) = accumulate(tl, false, calibrated, clean);
+    let (scopes, found) = accumulate(tl, false, calibrated, clean);
+    (by_name(tl, scopes), found)
+}
+
+/// The one scope of `scopes` (over all threads) as a [`DumpTotals`], keys of a name merged.
+fn by_name(tl: &Timeline<'_>, mut scopes: Vec<ScopeStats>) -> DumpTotals {
     let Some(all) = scopes.pop() else {
-        return (DumpTotals { total_ns: 0, functions: Vec::new(), losses: tl.trace.losses() }, found);
+        return DumpTotals { total_ns: 0, functions: Vec::new(), losses: tl.trace.losses() };
     };
     let mut by_name: HashMap<String, CallStats> = HashMap::new();
     for (key, stats) in all.functions {
         by_name.entry(tl.name(key as usize).to_string()).or_default().merge(stats);
     }
     let functions = by_name.into_iter().collect();
-    (DumpTotals { total_ns: all.total_ns, functions, losses: tl.trace.losses() }, found)
+    DumpTotals { total_ns: all.total_ns, functions, losses: tl.trace.losses() }
+}
+
+/// [`totals`] (uncalibrated, not cleaned) for a caller that walks the spans itself, handing each
+/// over as it starts (`export` does, as it writes its rows): the same figures without a second walk.
+pub struct Totals {
+    filling: Filling,
+    scopes: Vec<ScopeStats>,
+}
+
+impl Totals {
+    /// Accumulators for `tl`'s functions, none called yet.
+    pub fn new(tl: &Timeline<'_>) -> Totals {
+        let scopes = tl
+            .scope_names(false)
+            .into_iter()
+            .map(|name| ScopeStats { name, total_ns: 0, functions: Vec::new() })
+            .collect();
+        let dense = tl.keys.iter().map(|_| CallStats::new(false)).collect();
+        Totals { filling: Filling { scope: 0, total_ns: 0, dense, touched: Vec::new(), clean: false }, scopes }
+    }
+
+    /// One span as it starts, with its parent's key index (`None` at the top) and whether no span
+    /// around it has its key; its duration clamped into its parent's, as every walk hands it out.
+    #[inline(always)] // once per span
+    pub fn span(&mut self, span: &crate::model::SpanNs, parent: Option<u32>, outermost: bool, missing_children: bool) {
+        let arrival = Arrival {
+            thread: 0,
+            key_index: span.key_index,
+            parent,
+            enter_ns: span.enter_ns,
+            duration: span.exit_ns.saturating_sub(span.enter_ns).max(0) as u64,
+            outermost,
+            unwound: span.unwound(),
+            missing_children,
+        };
+        self.filling.arrival(&arrival, false, &mut self.scopes);
+    }
+
+    /// What [`totals`] gives of the spans handed over.
+    pub fn finish(mut self, tl: &Timeline<'_>) -> DumpTotals {
+        self.filling.switch(0, &mut self.scopes);
+        by_name(tl, self.scopes)
+    }
 }
 
 /// Per-function figures merged over many dumps: calls, times and histograms
