@@ -143,15 +143,18 @@ fn ints<T: Int>(
     for range in page_ranges(rows) {
         let valid = valid.map(|v| &v[range.clone()]);
         let page = present(values, range.clone(), valid, &mut kept);
-        bounds = match (bounds, least_and_most(page)) {
+        count += page.len();
+        let mut page_bounds = None;
+        pages.data(range.len(), valid, encoding, |out| {
+            page_bounds = match encoding {
+                Encoding::DELTA_BINARY_PACKED => delta(page, out),
+                _ => plain(page, out),
+            }
+        })?;
+        bounds = match (bounds, page_bounds) {
             (Some((l, m)), Some((pl, pm))) => Some((Ord::min(l, pl), Ord::max(m, pm))),
             (b, p) => b.or(p),
         };
-        count += page.len();
-        pages.data(range.len(), valid, encoding, |out| match encoding {
-            Encoding::DELTA_BINARY_PACKED => delta(page, out),
-            _ => plain(page, out),
-        })?;
     }
     let statistics = statistics(bounds.map(|b| b.0), bounds.map(|b| b.1), (rows - count) as u64);
     pages.finish(rows, encoding, statistics)
@@ -186,14 +189,15 @@ fn least_and_most<T: Ord + Copy>(values: &[T]) -> Option<(T, T)> {
     Some(rest.iter().fold((first, first), |(l, m), &x| (Ord::min(l, x), Ord::max(m, x))))
 }
 
-/// `values` PLAIN: little-endian, in their type's width.
-fn plain<T: Int>(values: &[T], out: &mut Vec<u8>) {
+/// `values` PLAIN: little-endian, in their type's width; returns their least and greatest.
+fn plain<T: Int>(values: &[T], out: &mut Vec<u8>) -> Option<(T, T)> {
     let bytes = T::WIDTH as usize / 8;
     let start = out.len();
     out.resize(start + values.len() * bytes, 0);
     for (to, &v) in out[start..].chunks_exact_mut(bytes).zip(values) {
         to.copy_from_slice(&v.bits().to_le_bytes()[..bytes]);
     }
+    least_and_most(values)
 }
 
 /// Deltas a block holds.
@@ -203,8 +207,8 @@ const MINIBLOCK: usize = 32;
 
 /// `values` DELTA_BINARY_PACKED: a header (block size, miniblocks a block, count, first value),
 /// then per block the least delta and its miniblocks' bit widths and deltas from the least.
-/// Deltas wrap at the type's width, as readers add them.
-fn delta<T: Int>(values: &[T], out: &mut Vec<u8>) {
+/// Deltas wrap at the type's width, as readers add them. Returns the least and greatest value.
+fn delta<T: Int>(values: &[T], out: &mut Vec<u8>) -> Option<(T, T)> {
     let mask = u64::MAX >> (64 - T::WIDTH);
     // A value of the type's width, sign-extended.
     let signed = |v: u64| ((v << (64 - T::WIDTH)) as i64) >> (64 - T::WIDTH);
@@ -212,30 +216,84 @@ fn delta<T: Int>(values: &[T], out: &mut Vec<u8>) {
     rle::varint(BLOCK as u64, out);
     rle::varint((BLOCK / MINIBLOCK) as u64, out);
     rle::varint(values.len() as u64, out);
-    rle::varint(zigzag(signed(values.first().map_or(0, |v| v.bits()))), out);
-    let (mut deltas, mut above) = ([0i64; BLOCK], [0u64; BLOCK]);
-    for start in (1..values.len()).step_by(BLOCK) {
-        let block = &values[start - 1..(start + BLOCK).min(values.len())];
-        let deltas = &mut deltas[..block.len() - 1];
+    let Some((&first, rest)) = values.split_first() else {
+        rle::varint(0, out);
+        return None;
+    };
+    rle::varint(zigzag(signed(first.bits())), out);
+    let mut previous = first.bits();
+    let (mut lowest, mut highest) = (first, first);
+    // A block's deltas, then their excess over the least (padded with zeros).
+    let mut deltas = [0u64; BLOCK];
+    for block in rest.chunks(BLOCK) {
         let mut least = i64::MAX;
-        for (d, pair) in deltas.iter_mut().zip(block.windows(2)) {
-            *d = signed(pair[1].bits().wrapping_sub(pair[0].bits()) & mask);
-            least = least.min(*d);
+        for (d, &v) in deltas.iter_mut().zip(block) {
+            (lowest, highest) = (Ord::min(lowest, v), Ord::max(highest, v));
+            let bits = v.bits();
+            let delta = signed(bits.wrapping_sub(previous) & mask);
+            previous = bits;
+            least = least.min(delta);
+            *d = delta as u64;
         }
+        deltas[block.len()..].fill(least as u64);
         rle::varint(zigzag(least), out);
-        let above = &mut above[..deltas.len()];
-        for (a, &d) in above.iter_mut().zip(deltas.iter()) {
-            *a = (d.wrapping_sub(least) as u64) & mask;
-        }
-        let above = &above[..];
+        // Miniblocks past the block's values have a width but no bits.
+        let minis = block.len().div_ceil(MINIBLOCK);
         let mut widths = [0u8; BLOCK / MINIBLOCK];
-        for (w, mini) in widths.iter_mut().zip(above.chunks(MINIBLOCK)) {
-            *w = (64 - mini.iter().fold(0, |m, &a| m | a).leading_zeros()) as u8;
+        for (w, mini) in widths.iter_mut().zip(deltas.chunks_exact_mut(MINIBLOCK)).take(minis) {
+            let mut any = 0;
+            for d in mini.iter_mut() {
+                *d = d.wrapping_sub(least as u64) & mask;
+                any |= *d;
+            }
+            *w = (64 - any.leading_zeros()) as u8;
         }
         out.extend_from_slice(&widths);
-        for (mini, &w) in above.chunks(MINIBLOCK).zip(&widths) {
-            rle::pack(mini, MINIBLOCK, w, out);
+        for (mini, &w) in deltas.chunks_exact(MINIBLOCK).zip(&widths).take(minis) {
+            pack_miniblock(mini.try_into().expect("a miniblock's length"), w, out);
         }
+    }
+    Some((lowest, highest))
+}
+
+/// 32 values below 2^`width` (0 to 64), in `width` bits each, least significant bit first: the
+/// width known at compile time, so the shifts are.
+fn pack_miniblock(values: &[u64; MINIBLOCK], width: u8, out: &mut Vec<u8>) {
+    macro_rules! by_width {
+        ($($w:literal)*) => {
+            match width {
+                $($w => pack_in::<$w>(values, out),)*
+                _ => {}
+            }
+        };
+    }
+    by_width!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
+        33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64);
+}
+
+/// [`pack_miniblock`] for width `W`.
+#[inline(always)]
+fn pack_in<const W: u32>(values: &[u64; MINIBLOCK], out: &mut Vec<u8>) {
+    let mut words = [0u64; MINIBLOCK];
+    // Value k's bits go at bit k × W: a constant for each k (the loop unrolled by hand).
+    macro_rules! put {
+        ($($k:literal)*) => {$(
+            let at = $k * W;
+            let (word, shift) = ((at / 64) as usize, at % 64);
+            words[word] |= values[$k] << shift;
+            if shift + W > 64 {
+                words[word + 1] |= values[$k] >> (64 - shift);
+            }
+        )*};
+    }
+    put!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+    // 4 × W bytes: whole words, and half of one where W is odd.
+    let whole = W as usize / 2;
+    for word in &words[..whole] {
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+    if W % 2 == 1 {
+        out.extend_from_slice(&words[whole].to_le_bytes()[..4]);
     }
 }
 
