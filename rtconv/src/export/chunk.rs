@@ -48,7 +48,8 @@ impl Zstd {
 /// A column chunk's pages as they are written.
 pub struct Pages<'z> {
     descr: ColumnDescPtr,
-    zstd: &'z mut Zstd,
+    /// `None`: the pages are not compressed.
+    zstd: Option<&'z mut Zstd>,
     sink: TrackedWrite<Vec<u8>>,
     compressed: i64,
     uncompressed: i64,
@@ -63,8 +64,8 @@ pub struct Pages<'z> {
 }
 
 impl<'z> Pages<'z> {
-    /// The pages of a chunk of `descr`, compressed by `zstd`.
-    pub fn new(descr: ColumnDescPtr, zstd: &'z mut Zstd) -> Pages<'z> {
+    /// The pages of a chunk of `descr`, compressed by `zstd` (`None`: not compressed).
+    pub fn new(descr: ColumnDescPtr, zstd: Option<&'z mut Zstd>) -> Pages<'z> {
         Pages {
             descr,
             zstd,
@@ -103,7 +104,7 @@ impl<'z> Pages<'z> {
 
     /// The dictionary page: `count` values, PLAIN-encoded in `plain`. Written first.
     pub fn dictionary(&mut self, plain: &[u8], count: usize) -> Result<(), ParquetError> {
-        let buf = self.zstd.compress(plain)?;
+        let buf = self.compress(plain)?;
         let page = Page::DictionaryPage { buf, num_values: count as u32, encoding: Encoding::PLAIN, is_sorted: false };
         self.dictionary = true;
         self.write(CompressedPage::new(page, plain.len()))
@@ -132,7 +133,7 @@ impl<'z> Pages<'z> {
         }
         values(&mut page);
         let data = Page::DataPage {
-            buf: self.zstd.compress(&page)?,
+            buf: self.compress(&page)?,
             num_values: rows as u32,
             encoding,
             def_level_encoding: Encoding::RLE,
@@ -143,6 +144,13 @@ impl<'z> Pages<'z> {
         self.page = page;
         self.offsets.append_row_count(rows as i64);
         self.write(CompressedPage::new(data, uncompressed))
+    }
+
+    fn compress(&mut self, data: &[u8]) -> Result<Bytes, ParquetError> {
+        match self.zstd.as_mut() {
+            Some(zstd) => zstd.compress(data),
+            None => Ok(Bytes::copy_from_slice(data)),
+        }
     }
 
     fn write(&mut self, page: CompressedPage) -> Result<(), ParquetError> {
@@ -179,7 +187,7 @@ impl<'z> Pages<'z> {
         let metadata = ColumnChunkMetaData::builder(self.descr)
             .set_encodings(encodings)
             .set_page_encoding_stats(stats)
-            .set_compression(self.zstd.codec()?)
+            .set_compression(self.zstd.as_ref().map_or(Ok(Compression::UNCOMPRESSED), |z| z.codec())?)
             .set_num_values(rows as i64)
             .set_total_compressed_size(self.compressed)
             .set_total_uncompressed_size(self.uncompressed)

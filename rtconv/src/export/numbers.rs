@@ -79,14 +79,14 @@ impl Int for i64 {
 }
 
 /// The column chunk of `descr` for `values`, but no value where `valid` says so (`None`: every
-/// row has one), its pages in `encoding` (PLAIN or DELTA_BINARY_PACKED; booleans PLAIN): its
-/// bytes, and what `append_column` takes.
+/// row has one), its pages in `encoding` (PLAIN or DELTA_BINARY_PACKED; booleans PLAIN) and
+/// compressed by `zstd` (`None`: not compressed): its bytes, and what `append_column` takes.
 pub fn chunk(
     descr: ColumnDescPtr,
     values: Numbers<'_>,
     valid: Option<&[bool]>,
     encoding: Encoding,
-    zstd: &mut Zstd,
+    zstd: Option<&mut Zstd>,
 ) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
     let rows = values.len();
     let pages = Pages::new(descr, zstd);
@@ -351,7 +351,7 @@ mod tests {
             .into_iter()
             .enumerate()
             {
-                let (bytes, close) = chunk(descrs[i].clone(), values, valid, encoding, &mut zstd).unwrap();
+                let (bytes, close) = chunk(descrs[i].clone(), values, valid, encoding, Some(&mut zstd)).unwrap();
                 group.append_column(&bytes, close).unwrap();
             }
             group.close().unwrap();

@@ -114,6 +114,8 @@ const ZSTD_LEVEL: i32 = 3;
 
 /// One part file of one table.
 struct Table {
+    /// Its name (`spans`, ...).
+    table: String,
     path: PathBuf,
     fields: Vec<Field>,
     /// Per field: its column in the file's schema.
@@ -143,7 +145,7 @@ impl Table {
         let writer = SerializedFileWriter::new(file, message(table, &fields)?, Arc::new(props.build()))?;
         let columns = writer.schema_descr().columns().to_vec();
         let pending = fields.iter().map(|f| Pending::new(f.kind)).collect();
-        Ok(Table { path, fields, columns, zstd: Zstd::new(ZSTD_LEVEL)?, writer, pending })
+        Ok(Table { table: table.to_owned(), path, fields, columns, zstd: Zstd::new(ZSTD_LEVEL)?, writer, pending })
     }
 
     /// Adds `batch`'s rows (a column per field), writing row groups as they fill.
@@ -172,8 +174,10 @@ impl Table {
                 Gathered::Words { words, keys, .. } => {
                     Some(words::chunk(descr.clone(), words, keys, valid, &mut self.zstd))
                 }
-                Gathered::Plain(Some(values)) => Numbers::of(values)
-                    .map(|values| numbers::chunk(descr.clone(), values, valid, encoding(field.name), &mut self.zstd)),
+                Gathered::Plain(Some(values)) => Numbers::of(values).map(|values| {
+                    let zstd = compressed(&self.table, field.name).then_some(&mut self.zstd);
+                    numbers::chunk(descr.clone(), values, valid, encoding(field.name), zstd)
+                }),
                 Gathered::Plain(None) => None,
             };
             let Some(chunk) = chunk else {
@@ -202,20 +206,27 @@ impl Table {
 }
 
 /// How the integers of column `name` are encoded. Columns of distinct values take no dictionary
-/// (it would only be thrown away), and nor do the others here: in start order ids and starts grow
-/// by small steps, which delta encoding stores in a few bits; durations are small numbers, which it
-/// packs in their few significant bits, so a scan decompresses a fifth of their plain bytes (plain,
-/// zstd finds a loop's repeats and they take 40 % less, but DuckDB's sums over them took 3× as
-/// long: docs/PERFORMANCE.md); process, thread, depth and line change seldom or by little. Parents,
-/// which queries rarely read, are plain: zstd takes them down further than deltas do; so are the
-/// small tables' figures.
+/// (it would only be thrown away), and nor do the others here: in start order ids, starts and
+/// parents grow by small steps, which delta encoding stores in a few bits; durations are small
+/// numbers, which it packs in their few significant bits, so a scan decompresses a fifth of their
+/// plain bytes (plain, zstd finds a loop's repeats and they take 40 % less, but DuckDB's sums over
+/// them took 3× as long: docs/PERFORMANCE.md); process, thread, depth and line change seldom or by
+/// little. (Parents plain took 0.7 bytes a span less after zstd, at twice the export's zstd time.)
+/// The small tables' figures are plain.
 fn encoding(name: &str) -> Encoding {
     match name {
-        "span_id" | "start_ns" | "duration_ns" | "self_ns" | "pid" | "tid" | "depth" | "line" => {
+        "span_id" | "parent_span_id" | "start_ns" | "duration_ns" | "self_ns" | "pid" | "tid" | "depth" | "line" => {
             Encoding::DELTA_BINARY_PACKED
         }
         _ => Encoding::PLAIN,
     }
+}
+
+/// Whether the pages of column `name` of `table` are compressed: all but the spans' durations', whose packed bits
+/// zstd takes down by a quarter at most (docs/PERFORMANCE.md: on the Lua trace it spent 0.45 G of
+/// the export's 6.1 G instructions on them for 0.65 bytes a span).
+fn compressed(table: &str, name: &str) -> bool {
+    !(table == "spans" && matches!(name, "duration_ns" | "self_ns"))
 }
 
 /// The Parquet schema of a table's fields: strings as UTF-8 byte arrays,

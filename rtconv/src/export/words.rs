@@ -28,7 +28,7 @@ pub fn chunk(
     zstd: &mut Zstd,
 ) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
     let rows = keys.len();
-    let mut pages = Pages::new(descr, zstd);
+    let mut pages = Pages::new(descr, Some(zstd));
     pages.check(rows, valid)?;
     let Some((used, values)) = dictionary(words, keys, valid) else {
         return pages.wrong("keys within its words");
