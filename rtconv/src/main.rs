@@ -13,7 +13,26 @@ use cli::args::{Cli, Command};
 
 mod cli;
 
+/// Has mimalloc keep the memory a conversion frees for the next batch or dump, where by default it
+/// returns it to the system 10 ms later and the next allocation takes it back a page fault at a
+/// time, each page zeroed again: that was a third of `rtconv export`'s CPU time
+/// (docs/PERFORMANCE.md). `MIMALLOC_PURGE_DELAY`, when set, still decides.
+fn keep_freed_memory() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // mimalloc.h's `mi_option_purge_delay` (the same in its versions 2 and 3); -1: never purge.
+    const PURGE_DELAY: std::ffi::c_int = 15;
+    unsafe extern "C" {
+        fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    }
+    // SAFETY: mimalloc's own function, in the library the global allocator above links; it stores
+    // the option's value and reads no memory of ours.
+    unsafe { mi_option_set(PURGE_DELAY, -1) }
+}
+
 fn main() -> ExitCode {
+    keep_freed_memory();
     // Run as `llvm-symbolizer` or `addr2line` (a link or a copy), rtconv is that tool.
     if let Some(tool) = cli::personality::of_program() {
         return cli::personality::run(tool);

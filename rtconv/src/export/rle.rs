@@ -19,7 +19,7 @@ pub fn encode<T: Copy + PartialEq + Into<u64>>(values: &[T], width: u8, out: &mu
     let mut literal = 0;
     let mut i = 0;
     while let Some(&v) = values.get(i) {
-        let end = i + values[i..].iter().take_while(|&&x| x == v).count();
+        let end = run_end(values, i);
         if end - i >= MIN_REPEAT {
             // The values before the repeat go out in whole groups: the repeat lends the last group
             // its first values.
@@ -31,6 +31,20 @@ pub fn encode<T: Copy + PartialEq + Into<u64>>(values: &[T], width: u8, out: &mu
         i = end;
     }
     bit_packed(&values[literal..], width, out);
+}
+
+/// The end of the run of values equal to `values[i]` that starts at `i`.
+fn run_end<T: Copy + PartialEq>(values: &[T], i: usize) -> usize {
+    let v = values[i];
+    let mut end = i + 1;
+    // Long runs (a dump's constant columns, a thread's) sixteen values at a time.
+    while let Some(next) = values.get(end..end + 16) {
+        if !next.iter().all(|&x| x == v) {
+            break;
+        }
+        end += 16;
+    }
+    end + values[end..].iter().position(|&x| x != v).unwrap_or(values.len() - end)
 }
 
 /// `values` as bit-packed runs; all but the last group of the last run whole.
@@ -134,6 +148,17 @@ pub fn width(max: u32) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_end_where_their_value_changes() {
+        let values: Vec<u32> = [vec![3; 40], vec![4], vec![3; 16], vec![5; 17]].concat();
+        assert_eq!(run_end(&values, 0), 40);
+        assert_eq!(run_end(&values, 5), 40);
+        assert_eq!(run_end(&values, 40), 41);
+        assert_eq!(run_end(&values, 41), 57);
+        assert_eq!(run_end(&values, 57), 74);
+        assert_eq!(run_end(&values, 73), 74);
+    }
 
     #[test]
     fn booleans_pack_as_one_bit_each_does() {

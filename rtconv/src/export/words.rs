@@ -66,16 +66,18 @@ fn dictionary<'w>(
 ) -> Option<(Vec<&'w ByteArray>, Vec<u32>)> {
     let mut slot = vec![u32::MAX; words.len()];
     let (mut used, mut values) = (Vec::new(), Vec::with_capacity(keys.len()));
-    for (i, &k) in keys.iter().enumerate() {
-        if valid.is_some_and(|v| !v[i]) {
-            continue;
-        }
+    let mut add = |k: u32| -> Option<()> {
         let s = slot.get_mut(k as usize)?;
         if *s == u32::MAX {
             *s = used.len() as u32;
             used.push(&words[k as usize]);
         }
         values.push(*s);
+        Some(())
+    };
+    match valid {
+        None => keys.iter().try_for_each(|&k| add(k))?,
+        Some(valid) => keys.iter().zip(valid).filter(|(_, v)| **v).try_for_each(|(&k, _)| add(k))?,
     }
     Some((used, values))
 }
