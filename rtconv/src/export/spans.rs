@@ -234,7 +234,7 @@ struct Walk<'d> {
     tids: Vec<u64>,
     rows: Columns,
     path: Vec<Open>,
-    /// Open spans' rows whose `Slot::Here` the path holds.
+    /// How many of the path's spans have their row in `rows` (`Slot::Here`).
     open_here: usize,
     /// Rows carried out of batches handed on while their spans were open, in start order; with
     /// whether their span has ended since.
