@@ -260,13 +260,12 @@ fn delta_in<T: Int>(values: &[T], out: &mut Vec<u8>) -> Option<(T, T)> {
         for (a, &d) in above.iter_mut().zip(&deltas) {
             *a = (d.wrapping_sub(least) as u64) & mask;
         }
-        // Miniblocks past the block's values have a width but no bits.
+        // Miniblocks past the block's values (all padding: width 0) have a width but no bits.
         let minis = n.div_ceil(MINIBLOCK);
         let mut widths = [0u8; BLOCK / MINIBLOCK];
         for (w, mini) in widths.iter_mut().zip(above.chunks_exact(MINIBLOCK)) {
             *w = (64 - mini.iter().fold(0, |any, &a| any | a).leading_zeros()) as u8;
         }
-        widths[minis..].fill(0);
         out.extend_from_slice(&widths);
         for (mini, &w) in above.chunks_exact(MINIBLOCK).zip(&widths).take(minis) {
             pack_miniblock(mini.try_into().expect("a miniblock's length"), w, out);

@@ -114,10 +114,10 @@ const ZSTD_LEVEL: i32 = 3;
 
 /// One part file of one table.
 struct Table {
-    /// Its name (`spans`, ...).
-    table: String,
     path: PathBuf,
     fields: Vec<Field>,
+    /// Per field: whether its pages are compressed ([`compressed`]).
+    compressed: Vec<bool>,
     /// Per field: its column in the file's schema.
     columns: Vec<ColumnDescPtr>,
     /// The compressor of the column chunks encoded here (`words`, `numbers`).
@@ -145,7 +145,8 @@ impl Table {
         let writer = SerializedFileWriter::new(file, message(table, &fields)?, Arc::new(props.build()))?;
         let columns = writer.schema_descr().columns().to_vec();
         let pending = fields.iter().map(|f| Pending::new(f.kind)).collect();
-        Ok(Table { table: table.to_owned(), path, fields, columns, zstd: Zstd::new(ZSTD_LEVEL)?, writer, pending })
+        let compressed = fields.iter().map(|f| compressed(table, f.name)).collect();
+        Ok(Table { path, fields, compressed, columns, zstd: Zstd::new(ZSTD_LEVEL)?, writer, pending })
     }
 
     /// Adds `batch`'s rows (a column per field), writing row groups as they fill.
@@ -167,7 +168,8 @@ impl Table {
 
     fn write_row_group(&mut self) -> Result<(), ExportError> {
         let mut group = self.writer.next_row_group()?;
-        for ((pending, field), descr) in self.pending.iter_mut().zip(&self.fields).zip(&self.columns) {
+        let columns = self.pending.iter_mut().zip(&self.fields).zip(&self.columns).zip(&self.compressed);
+        for (((pending, field), descr), &compressed) in columns {
             let pending = std::mem::replace(pending, Pending::new(field.kind));
             let valid = pending.valid.as_deref();
             let chunk = match &pending.values {
@@ -175,7 +177,7 @@ impl Table {
                     Some(words::chunk(descr.clone(), words, keys, valid, &mut self.zstd))
                 }
                 Gathered::Plain(Some(values)) => Numbers::of(values).map(|values| {
-                    let zstd = compressed(&self.table, field.name).then_some(&mut self.zstd);
+                    let zstd = compressed.then_some(&mut self.zstd);
                     numbers::chunk(descr.clone(), values, valid, encoding(field.name), zstd)
                 }),
                 Gathered::Plain(None) => None,
@@ -211,7 +213,7 @@ impl Table {
 /// numbers, which it packs in their few significant bits, so a scan decompresses a fifth of their
 /// plain bytes (plain, zstd finds a loop's repeats and they take 40 % less, but DuckDB's sums over
 /// them took 3× as long: docs/PERFORMANCE.md); process, thread, depth and line change seldom or by
-/// little. (Parents plain took 0.7 bytes a span less after zstd, at twice the export's zstd time.)
+/// little. (Parents plain took 0.3 bytes a span less after zstd, for twice the zstd time.)
 /// The small tables' figures are plain.
 fn encoding(name: &str) -> Encoding {
     match name {
@@ -222,9 +224,9 @@ fn encoding(name: &str) -> Encoding {
     }
 }
 
-/// Whether the pages of column `name` of `table` are compressed: all but the spans' durations', whose packed bits
-/// zstd takes down by a quarter at most (docs/PERFORMANCE.md: on the Lua trace it spent 0.45 G of
-/// the export's 6.1 G instructions on them for 0.65 bytes a span).
+/// Whether the pages of column `name` of `table` are compressed: all but the spans' durations',
+/// whose packed bits zstd takes down by a third at most (docs/PERFORMANCE.md: on the Lua trace it
+/// spent 0.45 G of the export's 6.1 G instructions on them for 0.76 bytes a span).
 fn compressed(table: &str, name: &str) -> bool {
     !(table == "spans" && matches!(name, "duration_ns" | "self_ns"))
 }

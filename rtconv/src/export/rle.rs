@@ -1,8 +1,8 @@
 //! Parquet's RLE / bit-packing hybrid encoding of small unsigned integers
 //! (dictionary keys, definition levels), as the format's `Encodings.md`
 //! defines it: runs of one repeated value, and groups of eight values packed
-//! in `width` bits each, least significant bit first — the packing
-//! DELTA_BINARY_PACKED's miniblocks and PLAIN booleans share ([`pack`]).
+//! in `width` bits each, least significant bit first ([`pack`]); and PLAIN
+//! booleans, a bit each in the same order ([`pack_bools`]).
 
 /// Repeats shorter than this go into bit-packed groups.
 const MIN_REPEAT: usize = 8;
@@ -56,49 +56,25 @@ fn bit_packed<T: Copy + Into<u64>>(values: &[T], width: u8, out: &mut Vec<u8>) {
     }
 }
 
-/// `values`, then zeros up to `count` values, each in `width` bits (0 to 64), least significant
+/// `values`, then zeros up to `count` values, each in `width` bits (1 to 32), least significant
 /// bit first, as Parquet packs bits; `count * width` a multiple of 8.
-pub fn pack<T: Copy + Into<u64>>(values: &[T], count: usize, width: u8, out: &mut Vec<u8>) {
+fn pack<T: Copy + Into<u64>>(values: &[T], count: usize, width: u8, out: &mut Vec<u8>) {
+    debug_assert!((1..=32).contains(&width));
     let width = u32::from(width);
-    let values = &values[..values.len().min(count)];
     let end = out.len() + count * width as usize / 8;
-    match width {
-        // Deltas that are all their least (ids, a thread's constant columns) take no bits.
-        0 => {}
-        1 => {
-            for group in values.chunks(8) {
-                out.push(group.iter().enumerate().fold(0u8, |byte, (k, &v)| byte | ((v.into() as u8 & 1) << k)));
-            }
-        }
-        2..=32 => {
-            // Fewer than 32 bits wait at a time, so a value fits beside them in 64; they go out 4
-            // bytes at a time.
-            let (mut bits, mut pending) = (0u64, 0u32);
-            for &v in values {
-                bits |= v.into() << pending;
-                pending += width;
-                if pending >= 32 {
-                    out.extend_from_slice(&(bits as u32).to_le_bytes());
-                    bits >>= 32;
-                    pending -= 32;
-                }
-            }
-            out.extend_from_slice(&(bits as u32).to_le_bytes()[..pending.div_ceil(8) as usize]);
-        }
-        _ => {
-            let (mut bits, mut pending) = (0u128, 0u32);
-            for &v in values {
-                bits |= u128::from(v.into()) << pending;
-                pending += width;
-                if pending >= 64 {
-                    out.extend_from_slice(&(bits as u64).to_le_bytes());
-                    bits >>= 64;
-                    pending -= 64;
-                }
-            }
-            out.extend_from_slice(&(bits as u64).to_le_bytes()[..pending.div_ceil(8) as usize]);
+    // Fewer than 32 bits wait at a time, so a value fits beside them in 64; they go out 4 bytes at
+    // a time.
+    let (mut bits, mut pending) = (0u64, 0u32);
+    for &v in &values[..values.len().min(count)] {
+        bits |= v.into() << pending;
+        pending += width;
+        if pending >= 32 {
+            out.extend_from_slice(&(bits as u32).to_le_bytes());
+            bits >>= 32;
+            pending -= 32;
         }
     }
+    out.extend_from_slice(&(bits as u32).to_le_bytes()[..pending.div_ceil(8) as usize]);
     // The zeros after the values, as the bytes they make.
     out.resize(end, 0);
 }
