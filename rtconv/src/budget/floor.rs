@@ -13,9 +13,14 @@
 //!
 //! The same sample names a *ceiling*: the duration above which the spans take
 //! `CEILING_SHARE` (0.8) of the budget at their fewest bytes, so that the threshold is estimated to
-//! lie below it. Perfetto's model keeps only the packets of the spans below the ceiling, those
-//! a cut may take out; where they all go and the rest still does not fit, it walks again keeping
-//! every span's.
+//! lie below it. Perfetto's model sizes the output at thresholds from the floor to the ceiling, 1
+//! ns apart where that is 65,535 ns or less; where none of them fits, it walks again past them.
+//!
+//! Perfetto's floor is then raised where the decoded spans prove it (`raise`): counted, not
+//! sampled, the spans at least T long take more than the budget at their fewest bytes for every
+//! T below the raised floor, so the spans below it are left out of memory and of the model's walk
+//! (on a whole-program Lua trace, 756,378 spans of 30 ns, the most common duration but one, sat
+//! between the sample's floor and the threshold).
 //!
 //! The estimate is checked, not trusted: the plan is exact only if the spans above the floor do
 //! not all fit ([`Plan::exact`](super::Plan::exact)) — then no shorter threshold fits either, as
@@ -23,7 +28,7 @@
 //! numbers. Where they do fit, the conversion decodes every span as before.
 
 use super::Layout;
-use crate::model::Timeline;
+use crate::model::{Decoded, Timeline};
 
 /// Spans sampled: enough for a count of thousands to be within a few percent.
 const SAMPLES: usize = 1 << 15;
@@ -38,6 +43,13 @@ pub struct Floor {
     /// The spans at least this long (ns) are estimated to take 0.8 of the budget at their fewest
     /// bytes, so to fit: the threshold is estimated to lie below it.
     pub ceiling: u64,
+    /// The budget it is for.
+    pub max_bytes: u64,
+    /// The spans shorter than `ns` are known, not estimated, to be left out: those at least
+    /// `ns` long take more than the budget at their fewest bytes (`raise`).
+    pub proven: bool,
+    /// The fewest bytes the spans at least as long as the first floor take (0: not counted).
+    pub least: u64,
 }
 
 /// The share of the budget the spans above a floor's ceiling take at their fewest bytes: they
@@ -74,7 +86,16 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
     for (i, &(ns, key, tag)) in sample.iter().enumerate() {
         match floor {
             // The spans as long as the floor's (ties) lie above it too.
-            Some(f) if ns < f => return (f > 0).then_some(Floor { ns: f, spans: i as u64 * stride, ceiling }),
+            Some(f) if ns < f => {
+                return (f > 0).then_some(Floor {
+                    ns: f,
+                    spans: i as u64 * stride,
+                    ceiling,
+                    max_bytes,
+                    proven: false,
+                    least: 0,
+                });
+            }
             Some(_) => continue,
             None => {}
         }
@@ -88,5 +109,26 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
             floor = Some(ns);
         }
     }
-    floor.filter(|&ns| ns > 0).map(|ns| Floor { ns, spans: sample.len() as u64 * stride, ceiling })
+    floor.filter(|&ns| ns > 0).map(|ns| Floor {
+        ns,
+        spans: sample.len() as u64 * stride,
+        ceiling,
+        max_bytes,
+        proven: false,
+        least: 0,
+    })
+}
+
+/// Raises `floor` for the spans `decoded` above it (and leaves out those below the new floor)
+/// where their fewest bytes prove more of them left out: Perfetto's model walks every span it
+/// is given ([`super::perfetto::first_possible`]).
+pub(crate) fn raise(tl: &Timeline<'_>, layout: Layout, floor: Floor, decoded: &mut Decoded) -> Floor {
+    if layout != Layout::Perfetto {
+        return floor;
+    }
+    let (ns, least) = super::perfetto::first_possible(tl, decoded, floor.ns, floor.max_bytes);
+    if ns > floor.ns {
+        decoded.keep_at_least(ns);
+    }
+    Floor { ns, proven: ns > floor.ns, least, ..floor }
 }

@@ -9,9 +9,10 @@
 //! children are all left out). Each such amount is a *step*, present while T ≤ some duration
 //! ([`Costs`]); their sum is the output's size at every T at once, and [`Costs::choose`] takes
 //! the smallest T whose size fits. In Perfetto's protobuf a packet's time is a delta from the
-//! packet before it, so what a span spares depends on its neighbours: that model keeps the
-//! packets of the spans that may go and takes them out shortest first, the size exact after
-//! each duration ([`perfetto::Packets`]).
+//! packet before it, so what a span spares depends on its neighbours: there each byte of a
+//! packet's time is present from the threshold past the longest span with a packet in its
+//! window of time to the packet's own span's duration, and the model sums those ranges over an
+//! array of thresholds, walking again where they do not tell ([`perfetto::Packets`]).
 //!
 //! A span never outlasts its parent (every renderer cuts a child at its parent's end), so at
 //! any T the kept spans are the whole upper part of each call tree: a kept span keeps its
@@ -41,6 +42,7 @@ pub mod perfetto;
 mod plan;
 pub mod systrace;
 
+pub(crate) use floor::raise;
 pub use floor::{Floor, floor};
 pub use plan::{Layout, Plan};
 

@@ -1,18 +1,27 @@
-//! What Perfetto's protobuf takes as [`crate::render::perfetto`] writes it, and which spans to
-//! leave out for a size.
+//! What Perfetto's protobuf takes as [`crate::render::perfetto`] writes it, at many thresholds
+//! at once, and which spans to leave out for a size.
 //!
 //! A span is a begin and an end packet, and a packet's time is a varint delta from the packet
 //! before it on the thread's sequence, so what a packet takes depends on which spans before it
-//! are kept. One walk over the spans, as the renderer writes them, sums what every packet takes
-//! ([`Packets::new`]) and keeps the packets of the spans that may be left out — the
-//! *candidates*, those shorter than a duration the caller names — in runs, each between the
-//! packets around it. A size is then met by taking candidates out shortest first
-//! ([`Packets::choose`]): each of a span's two packets goes, the packet after it counts its delta
-//! from the one before it, and once no span of a key is left on a thread its interned name goes
-//! too. After each duration's spans are out the size is known exactly, so the first that fits is
-//! the threshold. The work is the walk and one step per span left out; the memory, the
-//! candidates'. Where even every candidate out does not fit, the caller walks again with every
-//! span a candidate ([`Over::Candidates`]).
+//! are kept. At a threshold T the packet before packet x is the last one before it whose span
+//! lasts at least T, so x's time takes more than k bytes exactly when T is longer than every span
+//! with a packet in the 2^(7k) ns before x: when T is past that window's longest span, M_k(x).
+//! Each byte the output holds is so present for a range of thresholds — a span's packets and its
+//! key's interned name up to its duration (or its key's longest on the thread), a packet's k-th
+//! time byte from M_k(x) on — and one walk over the spans, as the renderer writes them, adds each
+//! range's ends into an array of thresholds ([`Thresholds`]: a range of them, evenly spaced),
+//! whose running sum is the output's size at each ([`Packets::new`]). The windows' longest spans
+//! come from a stack of the packets no later packet outlasts (each pushed and popped once).
+//!
+//! [`Packets::choose`] takes the shortest threshold that fits, among the spans' durations as
+//! `-t` reads them; where the array's thresholds are more than 1 ns apart, or end before one fits,
+//! it walks again over the range where the size meets the budget (from the next span's duration
+//! past them). A floor's plan ([`super::Plan::above`]) starts with the range from the floor to
+//! the ceiling its sample names, 1 ns apart where that is 65,535 ns or less: one walk, of the
+//! spans above a floor their fewest bytes prove (`first_possible`).
+//!
+//! The walk keeps no span, only the array (65,537 slots) and the stack (at most a packet per
+//! duration up to the last threshold): its memory does not grow with the trace.
 //!
 //! Exact, but where stated: a key's first span on a sequence carries its interned name (and
 //! place) whatever span that is, its packet's length counted as if the time took ten bytes (one
@@ -20,15 +29,8 @@
 //! then on BOOTTIME) counts each packet's time from there on at twelve bytes.
 
 use super::{Choice, Profile, varint_len};
-use crate::model::{Filtered, LostChildren, SpanNs, ThreadSpans, Timeline, inside};
+use crate::model::{Decoded, Filtered, LostChildren, SpanNs, ThreadSpans, Timeline, inside};
 use crate::render::perfetto::{self, SPAN_FRAMING, fields_len, packet_len};
-
-/// No span, no packet.
-const NONE: u32 = u32::MAX;
-
-/// The time of a packet on BOOTTIME (its thread's packets came out of order), counted at its
-/// longest; also the time of the packet after a thread's last (there is none).
-const ABSOLUTE: u64 = u64::MAX;
 
 /// What a time on BOOTTIME takes at its longest: a ten-byte varint, the clock's id, and a
 /// length byte more.
@@ -41,84 +43,96 @@ const LONGEST_TIME: usize = 1 + 10;
 /// a name iid field (2 bytes) and a value (an int: up to 11 bytes).
 const LONGEST_ANNOTATIONS: usize = 5 * (2 + 2 + 11);
 
-/// Candidates are put in duration order by counting, each duration up to this many ns past the
-/// shortest in a slot of its own.
-const DENSE: u64 = 1 << 16;
+/// Thresholds a walk sizes the output at.
+const SLOTS: usize = 1 << 16;
 
-/// A candidate: its duration, its packets in `Packets::time`, and what they take beside their
-/// times.
-#[derive(Clone, Copy, Debug)]
-struct Span {
-    duration: u64,
-    begin: u32,
-    end: u32,
-    bytes: u64,
+/// The thresholds a walk sizes the output at: `lo + (i << shift)` ns for i below 65,536.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Thresholds {
+    lo: u64,
+    shift: u32,
 }
 
-/// A key's interned name on a thread whose spans are all candidates: its longest span there, and
-/// what the name takes.
-#[derive(Clone, Copy, Debug)]
-struct Name {
-    longest: u64,
-    bytes: u64,
+impl Thresholds {
+    /// Thresholds from `lo`, as close together as reaches `hi`.
+    pub fn covering(lo: u64, hi: u64) -> Self {
+        let width = hi.saturating_sub(lo);
+        let mut shift = 0;
+        // 65,535 << 48 is within 2^48 of 2^64.
+        while shift < 48 && ((SLOTS as u64 - 1) << shift) < width {
+            shift += 1;
+        }
+        Thresholds { lo, shift }
+    }
+
+    /// The `i`-th threshold.
+    fn at(&self, i: usize) -> u64 {
+        self.lo.saturating_add(((i as u64) << self.shift).min(u64::MAX >> 1))
+    }
+
+    /// The last threshold: a span lasting at least this long is kept at every one.
+    fn last(&self) -> u64 {
+        self.at(SLOTS - 1)
+    }
+
+    /// The first threshold past `ns`, at which a span lasting `ns` is left out (`SLOTS`: none).
+    #[inline(always)]
+    fn past(&self, ns: u64) -> usize {
+        match ns.checked_sub(self.lo) {
+            None => 0,
+            Some(over) => ((over >> self.shift) + 1).min(SLOTS as u64) as usize,
+        }
+    }
 }
 
-/// The Perfetto trace of a timeline as a budget sees it: its size, and the candidates' packets.
+/// The Perfetto trace of a timeline as a budget sees it: its size with every span kept, and at
+/// each of its thresholds.
 #[derive(Debug)]
 pub struct Packets {
     /// Bytes written whatever the threshold: the process's and each thread's first packets.
     always: u64,
     /// The whole output's bytes (the budget's note aside): `always`, every packet, every name.
     whole: u64,
+    /// Spans shorter than the first threshold are left out whatever the budget (they were not
+    /// given to the walk): the first threshold, not none, is the cut where every span fits.
+    shorter_left_out: bool,
     /// Spans in the walk.
     spans: u64,
-    /// The shortest span that is not a candidate, if any.
-    beyond: Option<u64>,
     /// The longest span, if any.
     longest: Option<u64>,
-    /// Runs of packets, in the order written: each a packet before a candidate's (or the clock's
-    /// 0), candidates' packets, and the packet after them (ABSOLUTE: none). Each time is since
-    /// the origin (ABSOLUTE: on BOOTTIME).
-    time: Vec<u64>,
-    candidates: Vec<Span>,
-    names: Vec<Name>,
+    /// The shortest span at least as long as the last threshold, if any.
+    beyond: Option<u64>,
+    /// The thresholds sized, if any.
+    thresholds: Option<Thresholds>,
+    /// Per threshold: the bytes the output takes less there than at the one before (the first:
+    /// than with every span kept). One more, past the last, for what nothing reads.
+    fewer: Vec<i64>,
+    /// Per threshold: the spans left out there and not at the one before.
+    left_out: Vec<u64>,
     profile: Profile,
 }
 
-/// Why [`Packets::choose`] found no threshold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Over {
-    /// Not even an output without spans fits; it takes this many bytes.
-    Least(u64),
-    /// Every candidate left out still does not fit: the threshold lies among the longer spans.
-    Candidates,
-}
-
 impl Packets {
-    /// Walks `tl` as the renderer does, the spans shorter than `below` ns candidates (`u64::MAX`:
-    /// every span; 0: none, for a size alone); `profile` (if it has slices) gets each span's bytes
-    /// at its start. Also returns what `tl`'s filters kept and left out.
-    pub fn new(tl: &Timeline<'_>, below: u64, profile: Profile) -> (Self, Filtered) {
-        let mut list = List {
-            below,
-            time: Vec::new(),
-            candidates: Vec::new(),
-            names: Vec::new(),
+    /// Walks `tl` as the renderer does, sizing its output at `thresholds` (`None`: with every
+    /// span alone); `profile` (if it has slices) gets each span's bytes at its start. Also
+    /// returns what `tl`'s filters kept and left out.
+    pub fn new(tl: &Timeline<'_>, thresholds: Option<Thresholds>, profile: Profile) -> (Self, Filtered) {
+        let slots = thresholds.map_or(0, |_| SLOTS + 1);
+        let mut walk = Walk {
+            thresholds: thresholds.unwrap_or(Thresholds { lo: 0, shift: 0 }),
+            last: thresholds.map_or(0, |t| t.last()),
+            fewer: vec![0; slots],
+            left_out: vec![0; slots],
             whole: 0,
             spans: 0,
-            beyond: None,
             longest: None,
+            beyond: u64::MAX,
             profile,
         };
         let mut always = packet_len(perfetto::process_packet(tl, 0).len()) as u64;
-        let placed = perfetto::placed(tl);
-        let interned: Vec<(usize, bool)> = (0..tl.keys.len())
-            .map(|k| {
-                let (bytes, located) = perfetto::interned_data(tl, k, placed[k]);
-                (bytes.len(), located)
-            })
-            .collect();
+        let interned = interned(tl);
         let mut open = Vec::new();
+        let mut stack = Vec::new();
         let mut longest: Vec<u64> = vec![UNSEEN; tl.keys.len()];
         let mut threads = tl.threads();
         while let Some(mut t) = threads.next() {
@@ -126,39 +140,39 @@ impl Packets {
             for packet in perfetto::thread_packets(tl, t.thread, sequence, sequence) {
                 always += packet_len(packet.len()) as u64;
             }
-            let keys: Vec<KeyBytes> = (0..tl.keys.len())
-                .map(|k| {
-                    let (bytes, located) = interned[k];
-                    let begin = SPAN_FRAMING + fields_len(sequence, Some((k, located)));
-                    // Its interned name, counted for the longest body its packet can have.
-                    let body = LONGEST_TIME + begin + LONGEST_ANNOTATIONS + bytes;
-                    KeyBytes { begin: begin as u64, name: (bytes + varint_len(body as u64) - 1) as u64 }
-                })
-                .collect();
+            let keys = key_bytes(&interned, sequence);
             let thread = Thread {
                 keys: &keys,
-                end: (SPAN_FRAMING + fields_len(sequence, None)) as u64,
+                end: end_bytes(sequence),
                 lost: tl.lost_children(&tl.trace.threads[t.thread]),
                 origin: tl.origin_ns,
             };
             longest.iter_mut().for_each(|l| *l = UNSEEN);
-            if list.profile.width > 0 {
-                list.thread::<true>(&mut t, &thread, &mut open, &mut longest);
-            } else {
-                list.thread::<false>(&mut t, &thread, &mut open, &mut longest);
+            match (walk.profile.width > 0, thresholds.is_some()) {
+                (true, true) => walk.thread::<true, true>(&mut t, &thread, &mut open, &mut stack, &mut longest),
+                (true, false) => walk.thread::<true, false>(&mut t, &thread, &mut open, &mut stack, &mut longest),
+                (false, true) => walk.thread::<false, true>(&mut t, &thread, &mut open, &mut stack, &mut longest),
+                (false, false) => walk.thread::<false, false>(&mut t, &thread, &mut open, &mut stack, &mut longest),
             }
-            // The names a cut can take away: those whose spans on the thread are all candidates.
+            // A key's name goes with its longest span on the thread.
             for (k, &l) in longest.iter().enumerate().filter(|&(_, &l)| l != UNSEEN) {
-                list.longest = Some(list.longest.map_or(l, |m| m.max(l)));
-                if l < below {
-                    list.names.push(Name { longest: l, bytes: keys[k].name });
+                if slots > 0 {
+                    walk.fewer[walk.thresholds.past(l)] += keys[k].name as i64;
                 }
             }
         }
-        let List { time, candidates, names, whole, spans, beyond, longest, profile, .. } = list;
+        let Walk { fewer, left_out, whole, spans, longest, beyond, profile, .. } = walk;
+        let whole = whole + always;
+        let beyond = (beyond != u64::MAX).then_some(beyond);
+        let shorter_left_out = false;
         let packets =
-            Packets { always, whole: whole + always, spans, beyond, longest, time, candidates, names, profile };
+            Packets { always, whole, shorter_left_out, spans, longest, beyond, thresholds, fewer, left_out, profile };
         (packets, threads.anomalies().filtered)
+    }
+
+    /// As it is, with the spans shorter than its first threshold known to be left out.
+    pub fn shorter_left_out(self) -> Self {
+        Packets { shorter_left_out: true, ..self }
     }
 
     /// Spans in the walk.
@@ -176,81 +190,155 @@ impl Packets {
         self.whole + fixed(None)
     }
 
-    /// As [`Costs::choose`](super::Costs::choose): the smallest threshold at which the output
-    /// takes at most `max_bytes`, `fixed(cut)` what its metadata takes with `cut`; or why there is
-    /// none among the candidates.
-    pub fn choose(&self, max_bytes: u64, fixed: impl Fn(Option<(u64, u64)>) -> u64) -> Result<Choice, Over> {
+    /// As [`Costs::choose`](super::Costs::choose): the smallest threshold at which the output of
+    /// `tl` (the timeline walked) takes at most `max_bytes`, `fixed(cut)` what its metadata takes
+    /// with `cut`; `Err(bytes)`: not even an output without spans fits, it takes `bytes`. Walks
+    /// `tl` again where the thresholds sized do not tell.
+    pub fn choose(
+        &self,
+        tl: &Timeline<'_>,
+        max_bytes: u64,
+        fixed: impl Fn(Option<(u64, u64)>) -> u64,
+    ) -> Result<Choice, u64> {
         let whole = self.whole(&fixed);
-        if whole <= max_bytes {
+        if whole <= max_bytes && !self.shorter_left_out {
             return Ok(Choice { threshold_ns: None, left_out: 0, bytes: whole });
         }
-        let least_fixed = fixed(Some((0, 0)));
-        let order = self.shortest_first();
-        let mut names = self.names.clone();
-        names.sort_unstable_by_key(|n| n.longest);
-        let mut names = names.iter().peekable();
-        let mut list = Links::new(&self.time);
-        let mut size = self.whole;
-        let mut at = 0;
-        while let Some(&first) = order.get(at) {
-            let d = self.candidates[first as usize].duration;
-            while let Some(&i) = order.get(at).filter(|&&i| self.candidates[i as usize].duration == d) {
-                let s = &self.candidates[i as usize];
-                size = size.saturating_sub(s.bytes + list.take_out(s.begin) + list.take_out(s.end));
-                at += 1;
-            }
-            // Every span of d or less is out: so are the names no longer one carries.
-            while let Some(n) = names.next_if(|n| n.longest <= d) {
-                size = size.saturating_sub(n.bytes);
-            }
-            // Keep the next duration up, or past the longest.
-            let threshold = match order.get(at) {
-                Some(&i) => self.candidates[i as usize].duration,
-                None => self.beyond.unwrap_or(d.saturating_add(1)),
+        let past_longest = self.longest.map_or(0, |d| d.saturating_add(1));
+        let least = || self.always + fixed(Some((past_longest, self.spans)));
+        let mut again;
+        let mut packets = self;
+        loop {
+            let Some(thresholds) = packets.thresholds else { return Err(least()) };
+            let next = match packets.scan(max_bytes, &fixed) {
+                Scan::Fits(choice) => return Ok(choice),
+                // Fits from the i-th threshold on, and not at the one before.
+                Scan::From(i) => {
+                    let lo = if i == 0 { thresholds.lo } else { thresholds.at(i - 1) + 1 };
+                    Thresholds::covering(lo, thresholds.at(i))
+                }
+                // Past them: from the next span's duration (none is shorter), or past the longest.
+                Scan::Past => match packets.beyond {
+                    Some(next) => Thresholds::covering(next, past_longest),
+                    None => {
+                        let bytes = least();
+                        let choice = Choice { threshold_ns: Some(past_longest), left_out: self.spans, bytes };
+                        return if bytes <= max_bytes { Ok(choice) } else { Err(bytes) };
+                    }
+                },
             };
-            if size + least_fixed > max_bytes {
-                continue;
-            }
-            let bytes = size + fixed(Some((threshold, at as u64)));
-            if bytes <= max_bytes {
-                return Ok(Choice { threshold_ns: Some(threshold), left_out: at as u64, bytes });
-            }
+            again = Packets::new(tl, Some(next), Profile::default()).0;
+            packets = &again;
         }
-        if self.beyond.is_some() {
-            return Err(Over::Candidates);
-        }
-        let last = self.longest.map_or(0, |d| d.saturating_add(1));
-        Err(Over::Least(self.always + fixed(Some((last, self.spans)))))
     }
 
-    /// The candidates' indices, shortest first.
-    fn shortest_first(&self) -> Vec<u32> {
-        let Some(shortest) = self.candidates.iter().map(|s| s.duration).min() else { return Vec::new() };
-        let slot = |d: u64| (d - shortest).min(DENSE) as usize;
-        let mut starts = vec![0usize; DENSE as usize + 2];
-        for s in &self.candidates {
-            starts[slot(s.duration) + 1] += 1;
+    /// Where within its thresholds the size meets `max_bytes`.
+    fn scan(&self, max_bytes: u64, fixed: impl Fn(Option<(u64, u64)>) -> u64) -> Scan {
+        let Some(thresholds) = self.thresholds else { return Scan::Past };
+        // The metadata at its shortest: what a cut's numbers cannot go below.
+        let least_fixed = fixed(Some((0, 0)));
+        let past_longest = self.longest.map_or(0, |d| d.saturating_add(1));
+        let (mut size, mut left_out) = (self.whole as i64, 0);
+        // The last threshold is the next walk's first.
+        for i in 0..SLOTS - 1 {
+            size -= self.fewer[i];
+            left_out += self.left_out[i];
+            let bytes = size.max(0) as u64;
+            if bytes.saturating_add(least_fixed) > max_bytes {
+                continue;
+            }
+            if thresholds.shift > 0 {
+                return Scan::From(i);
+            }
+            // A threshold as `-t` states it: a span's duration (the shortest kept), or past the
+            // longest.
+            let threshold = thresholds.at(i);
+            if self.left_out[i + 1] == 0 && threshold != past_longest {
+                continue;
+            }
+            let bytes = bytes + fixed(Some((threshold, left_out)));
+            if bytes <= max_bytes {
+                return Scan::Fits(Choice { threshold_ns: Some(threshold), left_out, bytes });
+            }
         }
-        for i in 1..starts.len() {
-            starts[i] += starts[i - 1];
-        }
-        let dense_end = starts[DENSE as usize];
-        let mut order = vec![0u32; self.candidates.len()];
-        for (i, s) in self.candidates.iter().enumerate() {
-            let slot = &mut starts[slot(s.duration)];
-            order[*slot] = i as u32;
-            *slot += 1;
-        }
-        // The longest, beyond the dense slots: in order of their own.
-        order[dense_end..].sort_unstable_by_key(|&i| self.candidates[i as usize].duration);
-        order
+        Scan::Past
     }
+}
+
+/// Per key index: the bytes of its interned data, and whether it has a place.
+fn interned(tl: &Timeline<'_>) -> Vec<(usize, bool)> {
+    let placed = perfetto::placed(tl);
+    (0..tl.keys.len())
+        .map(|k| {
+            let (bytes, located) = perfetto::interned_data(tl, k, placed[k]);
+            (bytes.len(), located)
+        })
+        .collect()
+}
+
+/// Per key index, what its spans take on the thread of `sequence`.
+fn key_bytes(interned: &[(usize, bool)], sequence: u64) -> Vec<KeyBytes> {
+    (0..interned.len())
+        .map(|k| {
+            let (bytes, located) = interned[k];
+            let begin = SPAN_FRAMING + fields_len(sequence, Some((k, located)));
+            // Its interned name, counted for the longest body its packet can have.
+            let body = LONGEST_TIME + begin + LONGEST_ANNOTATIONS + bytes;
+            KeyBytes { begin: begin as u64, name: (bytes + varint_len(body as u64) - 1) as u64 }
+        })
+        .collect()
+}
+
+/// An end packet's bytes beside its time on the thread of `sequence`.
+fn end_bytes(sequence: u64) -> u64 {
+    (SPAN_FRAMING + fields_len(sequence, None)) as u64
+}
+
+/// The shortest threshold from `floor` that the spans' fewest bytes do not rule out for
+/// `max_bytes`, and those bytes for every span `decoded` (all at least `floor` long): a span
+/// kept takes at least two packets with one-byte times (the fewest of any key's on any
+/// thread), so where the spans lasting at least T take more than `max_bytes` at that, no
+/// threshold up to T fits, and the spans shorter than the next need not be walked.
+pub(crate) fn first_possible(tl: &Timeline<'_>, decoded: &Decoded, floor: u64, max_bytes: u64) -> (u64, u64) {
+    let interned = interned(tl);
+    let mut fewest = u64::MAX;
+    // Per duration from the floor (the last: SLOTS ns past it or more), the spans.
+    let mut spans = vec![0u64; SLOTS + 1];
+    for (thread, kept) in decoded.threads() {
+        let sequence = thread as u64 + 2;
+        let begin = key_bytes(&interned, sequence).iter().map(|k| k.begin).min().unwrap_or(SPAN_FRAMING as u64);
+        fewest = fewest.min(begin + end_bytes(sequence) + 2);
+        for s in kept {
+            let d = s.exit_ns.max(s.enter_ns).wrapping_sub(s.enter_ns) as u64;
+            spans[(d.saturating_sub(floor) as usize).min(SLOTS)] += 1;
+        }
+    }
+    let all = spans.iter().sum::<u64>().saturating_mul(fewest);
+    let mut above = all;
+    for (i, &n) in spans.iter().enumerate() {
+        if above <= max_bytes {
+            return (floor + i as u64, all);
+        }
+        above -= n * fewest;
+    }
+    (floor + SLOTS as u64, all)
+}
+
+/// What [`Packets::scan`] found.
+enum Scan {
+    /// The threshold.
+    Fits(Choice),
+    /// The size fits at the i-th threshold and not before: the threshold lies between (the
+    /// thresholds being more than 1 ns apart).
+    From(usize),
+    /// No threshold fits.
+    Past,
 }
 
 /// A key not seen on the thread yet, in the walk's longest spans.
 const UNSEEN: u64 = u64::MAX;
 
-/// What a thread's packets take beside their times, for [`List::thread`].
+/// What a thread's packets take beside their times, for [`Walk::thread`].
 struct Thread<'k, 't> {
     /// Per key index.
     keys: &'k [KeyBytes],
@@ -273,52 +361,74 @@ struct KeyBytes {
 struct Open {
     exit_ns: i64,
     enter_ns: i64,
+    /// Its duration, at most the last threshold.
+    duration: u64,
+    /// The threshold it is left out from ([`Thresholds::past`]).
+    leave: u32,
     depth: u8,
-    /// Its index in `List::candidates` (NONE: not a candidate).
-    candidate: u32,
+    /// What its begin packet takes at the last threshold it is kept at.
+    begin_bytes: u64,
 }
 
-/// What the walk adds up and keeps.
-struct List {
-    below: u64,
-    time: Vec<u64>,
-    candidates: Vec<Span>,
-    names: Vec<Name>,
+/// A packet no packet after it (so far) outlasts: its time, and its span's duration (at most
+/// the last threshold).
+type Outlasting = (u64, u64);
+
+/// What the walk adds up.
+struct Walk {
+    thresholds: Thresholds,
+    /// `thresholds.last()`.
+    last: u64,
+    fewer: Vec<i64>,
+    left_out: Vec<u64>,
     whole: u64,
     spans: u64,
-    beyond: Option<u64>,
     longest: Option<u64>,
+    /// The shortest span at least `last` long (u64::MAX: none).
+    beyond: u64,
     profile: Profile,
 }
 
-impl List {
-    /// Adds a thread's spans; `PROFILED`: each span's bytes in the profile too. `open` is room;
-    /// `longest` (UNSEEN for every key) gets each key's longest span on the thread.
-    fn thread<const PROFILED: bool>(
+/// A thread's sequence as the walk writes it: the last packet's time, whether a packet came
+/// out of order (from then on each counts its time on BOOTTIME), and the bytes so far.
+struct Sequence {
+    clock: u64,
+    absolute: bool,
+    bytes: u64,
+}
+
+impl Walk {
+    /// Adds a thread's spans; `PROFILED`: each span's bytes in the profile too; `SIZED`: at the
+    /// thresholds too. `open` and `stack` are room; `longest` (UNSEEN for every key) gets each
+    /// key's longest span on the thread.
+    fn thread<const PROFILED: bool, const SIZED: bool>(
         &mut self,
         t: &mut ThreadSpans<'_, '_, '_>,
         thread: &Thread<'_, '_>,
         open: &mut Vec<Open>,
+        stack: &mut Vec<Outlasting>,
         longest: &mut [u64],
     ) {
-        let below = self.below;
-        let List { time, candidates, profile, spans, .. } = self;
-        let mut beyond = u64::MAX;
-        let mut sequence = Sequence { clock: 0, kept: false, bytes: 0 };
+        let mut sequence = Sequence { clock: 0, absolute: false, bytes: 0 };
         let at = |ns: i64| ns.max(thread.origin).wrapping_sub(thread.origin) as u64;
         open.clear();
+        stack.clear();
+        // The clock's start, kept at every threshold.
+        stack.push((0, self.last));
+        let mut longest_here = 0;
         while let Some(batch) = t.next_batch() {
-            *spans += batch.len() as u64;
+            self.spans += batch.len() as u64;
             for s in batch {
+                let d = s.exit_ns.max(s.enter_ns).wrapping_sub(s.enter_ns) as u64;
+                longest_here = longest_here.max(d);
                 while let Some(&top) = open.last() {
                     if inside(top.depth, top.exit_ns, s.depth_tag(), s.enter_ns) {
                         break;
                     }
                     open.pop();
-                    sequence.end::<PROFILED>(&top, at(top.exit_ns), thread.end, time, candidates, profile);
+                    self.end::<PROFILED, SIZED>(&mut sequence, stack, at(top.exit_ns), &top, thread.end);
                 }
                 let k = s.key_index as usize;
-                let d = s.exit_ns.max(s.enter_ns).wrapping_sub(s.enter_ns) as u64;
                 let mut begin = SPAN_FRAMING as u64;
                 if let (Some(l), Some(key)) = (longest.get_mut(k), thread.keys.get(k)) {
                     begin = key.begin;
@@ -332,89 +442,143 @@ impl List {
                 if !s.plain() || thread.lost.of(s) {
                     begin += annotations(s, &thread.lost);
                 }
-                let (now, time_bytes) = tick(sequence.clock, at(s.enter_ns));
-                sequence.bytes += begin + time_bytes;
                 if PROFILED {
-                    profile.at(s.enter_ns);
-                    profile.add((begin + time_bytes) as i64);
+                    self.profile.at(s.enter_ns);
                 }
-                let mut candidate = NONE;
-                if d < below {
-                    if !sequence.kept {
-                        // The packet before a run.
-                        time.push(sequence.clock);
+                let mut span = Open {
+                    exit_ns: s.exit_ns,
+                    enter_ns: s.enter_ns,
+                    duration: d,
+                    leave: 0,
+                    depth: s.depth_tag(),
+                    begin_bytes: 0,
+                };
+                if SIZED {
+                    if d >= self.last {
+                        self.beyond = self.beyond.min(d);
                     }
-                    candidate = candidates.len() as u32;
-                    candidates.push(Span {
-                        duration: d,
-                        begin: time.len() as u32,
-                        end: NONE,
-                        bytes: begin + thread.end,
-                    });
-                    time.push(now);
-                    sequence.kept = true;
-                } else {
-                    beyond = beyond.min(d);
-                    if sequence.kept {
-                        // The packet after a run.
-                        time.push(now);
-                        sequence.kept = false;
-                    }
+                    span.duration = d.min(self.last);
+                    span.leave = self.thresholds.past(d) as u32;
                 }
-                sequence.clock = now;
-                open.push(Open { exit_ns: s.exit_ns, enter_ns: s.enter_ns, depth: s.depth_tag(), candidate });
+                span.begin_bytes = self.packet::<PROFILED, SIZED>(&mut sequence, stack, at(s.enter_ns), &span, begin);
+                open.push(span);
             }
         }
         while let Some(top) = open.pop() {
-            sequence.end::<PROFILED>(&top, at(top.exit_ns), thread.end, time, candidates, profile);
-        }
-        if sequence.kept {
-            // No packet after the thread's last run.
-            time.push(ABSOLUTE);
+            self.end::<PROFILED, SIZED>(&mut sequence, stack, at(top.exit_ns), &top, thread.end);
         }
         self.whole += sequence.bytes;
-        if beyond != u64::MAX {
-            self.beyond = Some(self.beyond.map_or(beyond, |b| b.min(beyond)));
+        if self.spans > 0 {
+            self.longest = Some(self.longest.map_or(longest_here, |l| l.max(longest_here)));
         }
     }
-}
 
-/// A thread's sequence as the walk writes it: its clock (the last packet's time, ABSOLUTE once
-/// one came out of order), whether that packet is the last in `time`, and the bytes so far.
-struct Sequence {
-    clock: u64,
-    kept: bool,
-    bytes: u64,
-}
-
-impl Sequence {
-    /// The end packet, at `at` ns since the origin and `end` bytes beside its time, of `top`.
+    /// The end packet of `span`, at `at` ns since the origin and `end` bytes beside its time:
+    /// the span and its two packets are left out together at its threshold.
     #[inline(always)]
-    fn end<const PROFILED: bool>(
+    fn end<const PROFILED: bool, const SIZED: bool>(
         &mut self,
-        top: &Open,
+        sequence: &mut Sequence,
+        stack: &mut Vec<Outlasting>,
         at: u64,
+        span: &Open,
         end: u64,
-        time: &mut Vec<u64>,
-        candidates: &mut [Span],
-        profile: &mut Profile,
     ) {
-        let (now, time_bytes) = tick(self.clock, at);
-        self.bytes += end + time_bytes;
         if PROFILED {
-            profile.at(top.enter_ns);
-            profile.add((end + time_bytes) as i64);
+            self.profile.at(span.enter_ns);
         }
-        if let Some(c) = candidates.get_mut(top.candidate as usize) {
-            c.end = time.len() as u32;
-            time.push(now);
-            self.kept = true;
-        } else if self.kept {
-            // The packet after a run.
-            time.push(now);
-            self.kept = false;
+        let end_bytes = self.packet::<PROFILED, SIZED>(sequence, stack, at, span, end);
+        if SIZED {
+            let leave = span.leave as usize;
+            self.fewer[leave] += (span.begin_bytes + end_bytes) as i64;
+            self.left_out[leave] += 1;
         }
-        self.clock = now;
+    }
+
+    /// A packet of `span` at `at` ns since the origin, `beside` bytes beside its time: its bytes
+    /// with every span kept added up; returns (`SIZED`) what it takes at the last threshold it
+    /// is kept at.
+    #[inline(always)]
+    fn packet<const PROFILED: bool, const SIZED: bool>(
+        &mut self,
+        sequence: &mut Sequence,
+        stack: &mut Vec<Outlasting>,
+        at: u64,
+        span: &Open,
+        beside: u64,
+    ) -> u64 {
+        let mut last_kept = 0;
+        let bytes = if sequence.absolute || at < sequence.clock {
+            // This packet, or one before it, on BOOTTIME: from here on each packet's time at its
+            // longest.
+            sequence.absolute = true;
+            last_kept = beside + ABSOLUTE_TIME;
+            beside + ABSOLUTE_TIME
+        } else {
+            let time = varint_len(at - sequence.clock) as u64;
+            if SIZED {
+                // Where the packet before outlasts this one it is kept with it: the time takes
+                // as much at every threshold.
+                last_kept = beside
+                    + match stack.last().copied() {
+                        Some((_, outlasting)) if outlasting > span.duration => {
+                            stack.push((at, span.duration));
+                            time
+                        }
+                        Some((_, outlasting)) if outlasting == span.duration => {
+                            *stack.last_mut().unwrap_or(&mut (0, 0)) = (at, span.duration);
+                            time
+                        }
+                        _ => self.outlasted(stack, at, span.duration),
+                    };
+            }
+            sequence.clock = at;
+            beside + time
+        };
+        sequence.bytes += bytes;
+        if PROFILED {
+            self.profile.add(bytes as i64);
+        }
+        last_kept
+    }
+
+    /// What the time of a packet at `at` of a span lasting `d` (at most the last threshold)
+    /// takes at the last threshold it is kept at (`d`), where it outlasts the packet before it;
+    /// the bytes it gains at shorter thresholds are added to `fewer` (as negative), and the
+    /// packet is pushed on `stack`.
+    ///
+    /// Its time takes more than k bytes at T when no packet of the last 2^(7k) ns before it is
+    /// kept at T: when T is past M_k, the longest span among them. Going down `stack` (newest
+    /// first; their spans ever longer) over the packets whose spans are shorter than `d` — the
+    /// packets this one outlasts, popped — the k-th window's longest is the last of them seen
+    /// within it; once a packet outlasts `d`, the windows it lies in gain no byte below `d`.
+    #[inline(never)]
+    fn outlasted(&mut self, stack: &mut Vec<Outlasting>, at: u64, d: u64) -> u64 {
+        let mut bytes = 1;
+        let mut within = None;
+        let mut kept = stack.len();
+        for &(time, outlasting) in stack.iter().rev() {
+            // 1 + the windows this packet lies past, the packets above it within them (no
+            // packet on the stack is later than this one).
+            let reach = varint_len(at.wrapping_sub(time)) as u64;
+            if reach > bytes {
+                if let Some(m) = within {
+                    self.fewer[self.thresholds.past(m)] -= (reach - bytes) as i64;
+                }
+                bytes = reach;
+            }
+            if outlasting >= d {
+                break;
+            }
+            within = Some(outlasting);
+            kept -= 1;
+        }
+        stack.truncate(kept);
+        match stack.last_mut() {
+            Some(top) if top.1 == d => *top = (at, d),
+            _ => stack.push((at, d)),
+        }
+        bytes
     }
 }
 
@@ -423,51 +587,6 @@ impl Sequence {
 #[inline(never)]
 fn annotations(s: &SpanNs, lost: &LostChildren<'_>) -> u64 {
     perfetto::annotations_len(s, perfetto::marks(s, lost)) as u64
-}
-
-/// A packet at `at` (ns since the origin) after one at `clock`: its time as kept (ABSOLUTE from
-/// the first packet out of order on), and what its time takes.
-#[inline(always)]
-fn tick(clock: u64, at: u64) -> (u64, u64) {
-    if at >= clock {
-        (at, varint_len(at - clock) as u64)
-    } else {
-        // This packet, or one before it, on BOOTTIME (the sequence's clock stays behind): from
-        // here on each packet's time at its longest (no time is at or after ABSOLUTE).
-        (ABSOLUTE, ABSOLUTE_TIME)
-    }
-}
-
-/// The packets kept, linked in order, as candidates are taken out.
-struct Links<'p> {
-    time: &'p [u64],
-    prev: Vec<u32>,
-    next: Vec<u32>,
-}
-
-impl<'p> Links<'p> {
-    /// `time`'s runs, each linked in order. A candidate's packet is never first or last in
-    /// its run, so the links never leave it.
-    fn new(time: &'p [u64]) -> Self {
-        let n = time.len() as u32;
-        Links { time, prev: (0..n).map(|i| i.wrapping_sub(1)).collect(), next: (1..=n).collect() }
-    }
-
-    /// Takes a candidate's packet `b` out: the bytes its time took, less what the packet after
-    /// it now takes more.
-    #[inline(always)]
-    fn take_out(&mut self, b: u32) -> u64 {
-        let (a, c) = (self.prev[b as usize], self.next[b as usize]);
-        let (ta, tb, tc) = (self.time[a as usize], self.time[b as usize], self.time[c as usize]);
-        let mut spared = if tb == ABSOLUTE { ABSOLUTE_TIME } else { varint_len(tb - ta) as u64 };
-        if tc != ABSOLUTE {
-            // No less than 0: the longer delta takes at most the two it joins.
-            spared = (spared + varint_len(tc - tb) as u64).saturating_sub(varint_len(tc - ta) as u64);
-        }
-        self.prev[c as usize] = a;
-        self.next[a as usize] = c;
-        spared
-    }
 }
 
 /// What the budget's note takes for `tl` (cut as it will be written).
@@ -490,6 +609,16 @@ pub fn least_span(tl: &Timeline<'_>) -> Vec<u64> {
 }
 
 #[cfg(test)]
+impl Packets {
+    /// The size at threshold `ns`, if it is one of those sized.
+    fn size_at(&self, ns: u64) -> Option<u64> {
+        let thresholds = self.thresholds?;
+        let i = (0..SLOTS).find(|&i| thresholds.at(i) == ns)?;
+        Some((self.whole as i64 - self.fewer[..=i].iter().sum::<i64>()) as u64)
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::Filter;
@@ -504,8 +633,22 @@ mod tests {
         out.len()
     }
 
+    /// Every span's duration, shortest first, once each.
+    fn durations(tl: &Timeline<'_>) -> Vec<u64> {
+        let mut all = Vec::new();
+        let mut threads = tl.threads();
+        while let Some(mut t) = threads.next() {
+            while let Some(batch) = t.next_batch() {
+                all.extend(batch.iter().map(|s| s.exit_ns.max(s.enter_ns).wrapping_sub(s.enter_ns) as u64));
+            }
+        }
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
     #[test]
-    fn taking_candidates_out_gives_the_sizes_the_renderer_writes() {
+    fn the_sizes_at_every_threshold_are_what_the_renderer_writes() {
         // Two threads of random call trees, one with ties, their times stretched so that deltas
         // take one byte or two (and three, past 16 µs) as spans are left out.
         let rings: Vec<TestRing> = [(11, false, 40), (12, true, 300)]
@@ -520,40 +663,80 @@ mod tests {
             .collect();
         with_rings(&rings, 1 << 40, |tl| {
             let none = |_| 0;
-            let every = Packets::new(tl, u64::MAX, Profile::default()).0;
             // A key's interned name may be counted a byte long per thread.
             let slack = 2 * tl.keys.len();
-            let whole = every.whole(none) as usize;
+            let present = durations(tl);
+            assert!(*present.last().unwrap() > 1 << 16, "durations past the first walk's thresholds");
+            let size_only = Packets::new(tl, None, Profile::default()).0;
+            let whole = size_only.whole(none) as usize;
             let all = written(tl, 0);
             assert!(whole >= all && whole - all <= slack, "the whole trace: {whole} bytes said, {all} written");
+            // Sized 1 ns apart from 0 and from a duration among the others: at each duration, and
+            // between them, what `-t` there writes.
+            for lo in [0, present[present.len() / 3]] {
+                let sized = Packets::new(tl, Some(Thresholds::covering(lo, lo)), Profile::default()).0;
+                assert_eq!(sized.whole(none), size_only.whole(none));
+                let within: Vec<u64> = present.iter().copied().filter(|&d| d >= lo && d < lo + 65_535).collect();
+                assert!(within.len() > 100, "{} durations from {lo}", within.len());
+                for &ns in within.iter().step_by(within.len() / 50).chain([lo, lo + 1, lo + 65_534].iter()) {
+                    let said = sized.size_at(ns).unwrap() as usize;
+                    let out = written(tl, ns);
+                    assert!(said >= out && said - out <= slack, "at {ns} ns: {said} bytes said, {out} written");
+                }
+            }
+            let first = Packets::new(tl, Some(Thresholds::covering(0, 0)), Profile::default()).0;
             for fraction in [0.9, 0.6, 0.3, 0.1, 0.02] {
                 let max = (whole as f64 * fraction) as u64;
-                let choice = every.choose(max, none).unwrap();
+                let choice = first.choose(tl, max, none).unwrap();
                 let threshold = choice.threshold_ns.unwrap();
+                assert!(present.binary_search(&threshold).is_ok(), "at {max}: {threshold} ns is a duration");
                 let out = written(tl, threshold);
                 let said = choice.bytes as usize;
                 assert!(said >= out && said - out <= slack, "at {max}: {said} bytes said, {out} written");
                 assert!(said as u64 <= max, "at {max}: {said} bytes");
                 // The next shorter duration kept too would not fit.
-                let shorter = every.candidates.iter().map(|s| s.duration).filter(|&d| d < threshold).max();
+                let shorter = present.iter().copied().filter(|&d| d < threshold).max();
                 if let Some(shorter) = shorter {
                     assert!(written(tl, shorter) + slack > max as usize, "at {max}: {shorter} ns fits too");
                 }
-                // Candidates up to the threshold or past it choose the same; fewer cannot.
-                for below in [threshold + 1, threshold + 1000] {
-                    let some = Packets::new(tl, below, Profile::default()).0;
-                    assert!(some.candidates.len() < every.candidates.len(), "at {max}, below {below}");
-                    assert_eq!(some.whole(none), every.whole(none));
-                    assert_eq!(some.choose(max, none), Ok(choice), "at {max}, below {below}");
+                // Thresholds far apart first, or starting past some of the spans, choose the same.
+                for (lo, hi) in [(0, 1 << 20), (0, 1 << 40), (shorter.unwrap_or(0), threshold + 10)] {
+                    let coarse = Packets::new(tl, Some(Thresholds::covering(lo, hi)), Profile::default()).0;
+                    assert_eq!(coarse.choose(tl, max, none), Ok(choice), "at {max}, from {lo} to {hi}");
                 }
-                if let Some(shorter) = shorter {
-                    let few = Packets::new(tl, shorter, Profile::default()).0;
-                    assert_eq!(few.choose(max, none), Err(Over::Candidates), "at {max}, below {shorter}");
+            }
+            // Metadata that grows steeply with the threshold's digits (a thousand bytes a digit):
+            // the size alone, less a few bytes, no longer says where the threshold lies.
+            let digits = |cut: Option<(u64, u64)>| cut.map_or(0, |(t, _)| 1000 * t.to_string().len() as u64);
+            let left_out = |t: u64| -> u64 {
+                let (mut n, mut threads) = (0, tl.threads());
+                while let Some(mut th) = threads.next() {
+                    while let Some(batch) = th.next_batch() {
+                        n += batch.iter().filter(|s| ((s.exit_ns - s.enter_ns).max(0) as u64) < t).count() as u64;
+                    }
+                }
+                n
+            };
+            for fraction in [0.5, 0.2, 0.05] {
+                let max = (whole as f64 * fraction) as u64 + 4000;
+                let choice = first.choose(tl, max, digits).unwrap();
+                let threshold = choice.threshold_ns.unwrap();
+                assert_eq!(choice.left_out, left_out(threshold), "at {max}");
+                assert!(choice.bytes <= max, "at {max}: {choice:?}");
+                assert!(written(tl, threshold) as u64 + digits(Some((threshold, 0))) <= max, "at {max}: {choice:?}");
+                if let Some(shorter) = present.iter().copied().filter(|&d| d < threshold).max() {
+                    let more = written(tl, shorter) as u64 + digits(Some((shorter, 0)));
+                    assert!(more + slack as u64 > max, "at {max}: {shorter} ns fits too ({more} bytes)");
+                }
+                for (lo, hi) in [(0, 1 << 20), (0, 1 << 40), (threshold / 2, threshold / 2)] {
+                    let other = Packets::new(tl, Some(Thresholds::covering(lo, hi)), Profile::default()).0;
+                    assert_eq!(other.choose(tl, max, digits), Ok(choice), "at {max}, from {lo} to {hi}");
                 }
             }
             // Nothing but the threads' own packets: no threshold fits.
-            let least = every.always;
-            assert_eq!(every.choose(least - 1, none), Err(Over::Least(least)));
+            let least = first.always;
+            assert_eq!(first.choose(tl, least - 1, none), Err(least));
+            assert_eq!(first.choose(tl, least, none).map(|c| c.threshold_ns), Ok(Some(present.last().unwrap() + 1)));
         });
     }
 }

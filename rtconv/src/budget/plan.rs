@@ -1,9 +1,7 @@
 //! A budget applied to one timeline in one format: its model's costs, the threshold chosen for
 //! a size, and the timeline cut at it.
 
-use std::cell::OnceCell;
-
-use super::perfetto::{Over, Packets};
+use super::perfetto::{Packets, Thresholds};
 use super::{Choice, Costs, Floor, Profile, cut_timeline};
 use crate::model::{Cut, Filter, Filtered, Timeline};
 use crate::render::chrome;
@@ -31,15 +29,17 @@ pub struct Plan<'t, 'a> {
     found: Filtered,
     /// The floor of a plan [`above`](Self::above) one: the threshold, and the spans below it.
     floor: Option<(u64, u64)>,
-    /// Perfetto's packets with every span a candidate, where the threshold lies above the
-    /// candidates `model` holds (walked when that is found).
-    every: OnceCell<Packets>,
+    /// The floor is proven, not estimated ([`Floor::proven`]).
+    proven: bool,
+    /// The fewest bytes the spans above the first floor take ([`Floor::least`]).
+    least: u64,
 }
 
 impl<'t, 'a> Plan<'t, 'a> {
     /// Walks `tl` (its spans those `filter` keeps) to cost it in `layout`.
     pub fn new(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout) -> Self {
-        Self::with(tl, filter, layout, u64::MAX, Profile::default())
+        // Perfetto's thresholds from 0, 1 ns apart (walked again past them where none fits).
+        Self::with(tl, filter, layout, Some(Thresholds::covering(0, 0)), Profile::default())
     }
 
     /// As [`new`](Self::new), also keeping where in time the bytes go: `slices` slices from
@@ -51,8 +51,8 @@ impl<'t, 'a> Plan<'t, 'a> {
         (start, end): (i64, i64),
         slices: usize,
     ) -> Self {
-        // For a size alone: no Perfetto candidates.
-        Self::with(tl, filter, layout, 0, Profile::new(start, end, slices))
+        // For a size alone: no Perfetto thresholds.
+        Self::with(tl, filter, layout, None, Profile::new(start, end, slices))
     }
 
     /// As [`new`](Self::new), for a timeline without a filter whose decoded spans are those lasting
@@ -60,18 +60,33 @@ impl<'t, 'a> Plan<'t, 'a> {
     /// count the spans below the floor as left out, and are [`exact`](Self::exact) only where
     /// the spans above it do not all fit.
     pub fn above(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, floor: Floor) -> Self {
-        // Perfetto's candidates: the spans below the floor's ceiling.
-        let mut plan = Self::with(tl, filter, layout, floor.ceiling, Profile::default());
+        // Perfetto's thresholds: from the floor to its ceiling.
+        let thresholds = Thresholds::covering(floor.ns, floor.ceiling);
+        let mut plan = Self::with(tl, filter, layout, Some(thresholds), Profile::default());
+        if floor.proven {
+            plan.model = match plan.model {
+                Model::Packets(packets) => Model::Packets(packets.shorter_left_out()),
+                steps => steps,
+            };
+            plan.proven = true;
+        }
+        plan.least = floor.least;
         // The decode counted the spans below the floor as left out by duration.
         plan.floor = Some((floor.ns, plan.found.duration));
         plan
     }
 
-    /// `below`: Perfetto's candidates are the spans shorter than this.
-    fn with(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, below: u64, profile: Profile) -> Self {
+    /// `thresholds`: those Perfetto's model sizes the output at first.
+    fn with(
+        tl: &'t Timeline<'a>,
+        filter: &'t Filter,
+        layout: Layout,
+        thresholds: Option<Thresholds>,
+        profile: Profile,
+    ) -> Self {
         let (model, mut found) = match layout {
             Layout::Perfetto => {
-                let (packets, found) = Packets::new(tl, below, profile);
+                let (packets, found) = Packets::new(tl, thresholds, profile);
                 (Model::Packets(packets), found)
             }
             Layout::Chrome(_) | Layout::Ftrace | Layout::Systrace => {
@@ -88,7 +103,7 @@ impl<'t, 'a> Plan<'t, 'a> {
             // Without a filter nothing is counted: it kept every span.
             found.kept = model.spans();
         }
-        Plan { tl, filter, layout, model, found, floor: None, every: OnceCell::new() }
+        Plan { tl, filter, layout, model, found, floor: None, proven: false, least: 0 }
     }
 
     /// Where the bytes go in time, if [`profiled`](Self::profiled).
@@ -99,7 +114,7 @@ impl<'t, 'a> Plan<'t, 'a> {
     /// What the output takes with every span the filters keep; above a floor, with every span
     /// above it (less than all would take).
     pub fn whole(&self) -> u64 {
-        self.model.whole(|cut| self.fixed(self.with_floor(cut), 0))
+        self.model.whole(|cut| self.fixed(self.with_floor(cut), 0)).max(self.least)
     }
 
     /// The floor the plan's spans lie above ([`above`](Self::above)), ns.
@@ -116,18 +131,7 @@ impl<'t, 'a> Plan<'t, 'a> {
         let fixed = |cut| self.fixed(self.with_floor(cut), max_bytes);
         let choice = match &self.model {
             Model::Steps(costs) => costs.choose(fit, fixed)?,
-            Model::Packets(packets) => match packets.choose(fit, fixed) {
-                Ok(choice) => choice,
-                Err(Over::Least(bytes)) => return Err(bytes),
-                Err(Over::Candidates) => {
-                    let every = self.every.get_or_init(|| Packets::new(self.tl, u64::MAX, Profile::default()).0);
-                    every.choose(fit, fixed).map_err(|over| match over {
-                        Over::Least(bytes) => bytes,
-                        // Every span is a candidate there.
-                        Over::Candidates => every.whole(fixed),
-                    })?
-                }
-            },
+            Model::Packets(packets) => packets.choose(self.tl, fit, fixed)?,
         };
         Ok(Choice {
             threshold_ns: choice.threshold_ns.or(self.floor()),
@@ -139,7 +143,7 @@ impl<'t, 'a> Plan<'t, 'a> {
     /// Whether `choice` is the smallest threshold over all the spans: always, but above a floor
     /// where every span above it fits (a shorter threshold might fit too; the floor was too high).
     pub fn exact(&self, choice: &Choice) -> bool {
-        self.floor.is_none() || choice.threshold_ns != self.floor()
+        self.floor.is_none() || self.proven || choice.threshold_ns != self.floor()
     }
 
     /// A cut of the spans the plan holds as a cut of all of them: the floor's spans left out too.

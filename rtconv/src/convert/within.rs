@@ -55,7 +55,9 @@ pub fn convert_within(
     let floor = if budget.gzip { None } else { budget::floor(&timeline(), layout, max) };
     let above = floor.and_then(|floor| {
         let mut tl = timeline();
-        tl.decoded = Some(Arc::new(tl.decode_above(KEPT_MAX_BYTES, floor.ns, floor.spans)?));
+        let mut decoded = tl.decode_above(KEPT_MAX_BYTES, floor.ns, floor.spans)?;
+        let floor = budget::raise(&tl, layout, floor, &mut decoded);
+        tl.decoded = Some(Arc::new(decoded));
         Some((tl, floor))
     });
     // The plan above the floor, and its choice where that holds for all the spans.
@@ -249,7 +251,7 @@ mod tests {
             for format in formats {
                 let layout = super::budget_layout(format).unwrap();
                 let full = Plan::new(&all, &none, layout);
-                let (mut floored, mut exact) = (0, 0);
+                let (mut floored, mut exact, mut raised) = (0, 0, 0);
                 for fraction in [0.5, 0.2, 0.1, 0.03, 0.01, 0.002] {
                     let max = (full.whole() as f64 * fraction) as u64;
                     let expected = full.choose(max, max);
@@ -257,7 +259,11 @@ mod tests {
                     let floor_ns = floor.ns;
                     floored += 1;
                     let mut above = timeline();
-                    above.decoded = above.decode_above(KEPT_MAX_BYTES, floor_ns, floor.spans).map(Arc::new);
+                    let mut decoded = above.decode_above(KEPT_MAX_BYTES, floor_ns, floor.spans).unwrap();
+                    // As the conversion does: Perfetto's floor raised where the fewest bytes prove it.
+                    let floor = budget::raise(&above, layout, floor, &mut decoded);
+                    raised += usize::from(floor.proven);
+                    above.decoded = Some(Arc::new(decoded));
                     let plan = Plan::above(&above, &none, layout, floor);
                     let choice = plan.choose(max, max);
                     if !choice.is_ok_and(|c| plan.exact(&c)) {
@@ -275,6 +281,9 @@ mod tests {
                 }
                 // The floor is found and holds for the smaller budgets at least.
                 assert!(floored >= 4 && exact >= 4, "{format:?}: {floored} floors, {exact} exact");
+                if format == Format::Perfetto {
+                    assert!(raised >= 2, "{format:?}: {raised} floors raised");
+                }
                 // Its spans are kept within the memory given, whatever was expected of them.
                 assert!(timeline().decode_above(32 * 1000, 1, 10).is_none(), "{format:?}");
                 // A floor too high (a twentieth's): everything above it fits, which is not exact.

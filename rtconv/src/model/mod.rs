@@ -32,6 +32,7 @@ pub(crate) mod test_dumps;
 
 pub(crate) use address::module_of;
 pub use address::{Location, locate};
+pub(crate) use decoded::Decoded;
 pub use filter::{Cut, Filter, Filtered, NamePattern, Selection, TimeRange, parse_duration_ns};
 pub(crate) use load::not_a_dump_hint;
 pub use load::{ConvertError, LoadError, decode, dump_of, is_converted_file, is_core_file, open};
