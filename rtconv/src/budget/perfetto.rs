@@ -80,7 +80,7 @@ impl Thresholds {
     fn past(&self, ns: u64) -> usize {
         match ns.checked_sub(self.lo) {
             None => 0,
-            Some(over) => ((over >> self.shift) + 1).min(SLOTS as u64) as usize,
+            Some(over) => (over >> self.shift).saturating_add(1).min(SLOTS as u64) as usize,
         }
     }
 }
@@ -214,7 +214,7 @@ impl Packets {
                 Scan::Fits(choice) => return Ok(choice),
                 // Fits from the i-th threshold on, and not at the one before.
                 Scan::From(i) => {
-                    let lo = if i == 0 { thresholds.lo } else { thresholds.at(i - 1) + 1 };
+                    let lo = if i == 0 { thresholds.lo } else { thresholds.at(i - 1).saturating_add(1) };
                     Thresholds::covering(lo, thresholds.at(i))
                 }
                 // Past them: from the next span's duration (none is shorter), or past the longest.
@@ -317,11 +317,11 @@ pub(crate) fn first_possible(tl: &Timeline<'_>, decoded: &Decoded, floor: u64, m
     let mut above = all;
     for (i, &n) in spans.iter().enumerate() {
         if above <= max_bytes {
-            return (floor + i as u64, all);
+            return (floor.saturating_add(i as u64), all);
         }
-        above -= n * fewest;
+        above = above.saturating_sub(n.saturating_mul(fewest));
     }
-    (floor + SLOTS as u64, all)
+    (floor.saturating_add(SLOTS as u64), all)
 }
 
 /// What [`Packets::scan`] found.
