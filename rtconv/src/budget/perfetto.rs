@@ -14,11 +14,13 @@
 //! come from a stack of the packets no later packet outlasts (each pushed and popped once).
 //!
 //! [`Packets::choose`] takes the shortest threshold that fits, among the spans' durations as
-//! `-t` reads them; where the array's thresholds are more than 1 ns apart, or end before one fits,
-//! it walks again over the range where the size meets the budget (from the next span's duration
-//! past them). A floor's plan ([`super::Plan::above`]) starts with the range from the floor to
-//! the ceiling its sample names, 1 ns apart where that is 65,535 ns or less: one walk, of the
-//! spans above a floor their fewest bytes prove (`first_possible`).
+//! `-t` reads them; where the array's thresholds are more than 1 ns apart there, or end before
+//! one fits, it walks again over the range where the size meets the budget (from the next span's
+//! duration past them). The first 32,768 thresholds are 1 ns apart, the rest as far apart as the
+//! range needs. A floor's plan ([`super::Plan::above`]) starts with the range from the floor to
+//! the ceiling its sample names, all 1 ns apart where that is 65,535 ns or less: one walk, of the
+//! spans above a floor their fewest bytes prove (`first_possible`); a plan without a floor, from
+//! 0 to the longest span: one walk where the threshold is under 32,768 ns, else two.
 //!
 //! The walk keeps no span, only the array (65,537 slots) and the stack (at most a packet per
 //! duration up to the last threshold): its memory does not grow with the trace.
@@ -46,7 +48,11 @@ const LONGEST_ANNOTATIONS: usize = 5 * (2 + 2 + 11);
 /// Thresholds a walk sizes the output at.
 const SLOTS: usize = 1 << 16;
 
-/// The thresholds a walk sizes the output at: `lo + (i << shift)` ns for i below 65,536.
+/// The first of them, 1 ns apart whatever the range.
+const FINE: usize = 1 << 15;
+
+/// The thresholds a walk sizes the output at: `lo + i` ns for the first 32,768, then
+/// `2^shift` ns apart, 65,536 in all (all 1 ns apart where `shift` is 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Thresholds {
     lo: u64,
@@ -57,17 +63,29 @@ impl Thresholds {
     /// Thresholds from `lo`, as close together as reaches `hi`.
     pub fn covering(lo: u64, hi: u64) -> Self {
         let width = hi.saturating_sub(lo);
+        let reach = |shift: u32| ((SLOTS - FINE - 1) as u64) << shift;
         let mut shift = 0;
-        // 65,535 << 48 is within 2^48 of 2^64.
-        while shift < 48 && ((SLOTS as u64 - 1) << shift) < width {
-            shift += 1;
+        if width >= SLOTS as u64 {
+            // 32,767 << 48 is within 2^49 of 2^64.
+            while shift < 48 && (FINE as u64).saturating_add(reach(shift)) < width {
+                shift += 1;
+            }
         }
         Thresholds { lo, shift }
     }
 
     /// The `i`-th threshold.
     fn at(&self, i: usize) -> u64 {
-        self.lo.saturating_add(((i as u64) << self.shift).min(u64::MAX >> 1))
+        if i < FINE || self.shift == 0 {
+            return self.lo.saturating_add(i as u64);
+        }
+        self.lo.saturating_add(FINE as u64).saturating_add(((i - FINE) as u64) << self.shift)
+    }
+
+    /// Whether the `i`-th threshold and the next are 1 ns apart (a span lasting it is left out
+    /// at the next).
+    fn fine(&self, i: usize) -> bool {
+        i < FINE || self.shift == 0
     }
 
     /// The last threshold: a span lasting at least this long is kept at every one.
@@ -75,13 +93,28 @@ impl Thresholds {
         self.at(SLOTS - 1)
     }
 
+    /// Thresholds from 0 for `tl`: up to its longest span where its spans are in memory (a
+    /// pass over them), else to 2^40 ns (18 minutes); past the first 32,768 ns, a walk again
+    /// where the threshold lies between two.
+    pub fn from_zero(tl: &Timeline<'_>) -> Self {
+        let longest = tl.decoded.as_deref().map_or(1 << 40, |decoded| {
+            let duration = |s: &SpanNs| s.exit_ns.max(s.enter_ns).wrapping_sub(s.enter_ns) as u64;
+            decoded.threads().flat_map(|(_, spans)| spans.iter().map(duration)).max().unwrap_or(0)
+        });
+        Thresholds::covering(0, longest.saturating_add(1))
+    }
+
     /// The first threshold past `ns`, at which a span lasting `ns` is left out (`SLOTS`: none).
     #[inline(always)]
     fn past(&self, ns: u64) -> usize {
-        match ns.checked_sub(self.lo) {
-            None => 0,
-            Some(over) => (over >> self.shift).saturating_add(1).min(SLOTS as u64) as usize,
+        let over = match ns.checked_sub(self.lo) {
+            None => return 0,
+            Some(over) => over,
+        };
+        if over < FINE as u64 || self.shift == 0 {
+            return over.saturating_add(1).min(SLOTS as u64) as usize;
         }
+        (FINE as u64 + ((over - FINE as u64) >> self.shift) + 1).min(SLOTS as u64) as usize
     }
 }
 
@@ -247,7 +280,7 @@ impl Packets {
             if bytes.saturating_add(least_fixed) > max_bytes {
                 continue;
             }
-            if thresholds.shift > 0 {
+            if !thresholds.fine(i) {
                 return Scan::From(i);
             }
             // A threshold as `-t` states it: a span's duration (the shortest kept), or past the

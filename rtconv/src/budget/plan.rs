@@ -38,8 +38,9 @@ pub struct Plan<'t, 'a> {
 impl<'t, 'a> Plan<'t, 'a> {
     /// Walks `tl` (its spans those `filter` keeps) to cost it in `layout`.
     pub fn new(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout) -> Self {
-        // Perfetto's thresholds from 0, 1 ns apart (walked again past them where none fits).
-        Self::with(tl, filter, layout, Some(Thresholds::covering(0, 0)), Profile::default())
+        // Perfetto's thresholds from 0 (walked again where the threshold lies between two).
+        let thresholds = (layout == Layout::Perfetto).then(|| Thresholds::from_zero(tl));
+        Self::with(tl, filter, layout, thresholds, Profile::default())
     }
 
     /// As [`new`](Self::new), also keeping where in time the bytes go: `slices` slices from
