@@ -30,7 +30,7 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
         let close_span = |open: Open, costs: &mut Costs| {
             let s = &open.span;
             costs.at(s.enter_ns);
-            let ns = s.exit_ns.saturating_sub(s.enter_ns).max(0) as u64;
+            let ns = s.duration_ns();
             let exit_line = head + duration_column_len(ns) + indent_len(open.depth);
             let k = s.key_index as usize;
             let unwound = usize::from(s.unwound());
@@ -48,7 +48,7 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
                 while stack.last().is_some_and(|top| !top.span.encloses(s)) {
                     close_span(stack.pop().expect("a top"), costs);
                 }
-                let ns = s.exit_ns.saturating_sub(s.enter_ns).max(0) as u64;
+                let ns = s.duration_ns();
                 if let Some(parent) = stack.last_mut() {
                     parent.longest_child = Some(parent.longest_child.map_or(ns, |c| c.max(ns)));
                 }

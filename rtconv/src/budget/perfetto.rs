@@ -98,8 +98,7 @@ impl Thresholds {
     /// where the threshold lies between two.
     pub fn from_zero(tl: &Timeline<'_>) -> Self {
         let longest = tl.decoded.as_deref().map_or(1 << 40, |decoded| {
-            let duration = |s: &SpanNs| s.exit_ns.max(s.enter_ns).wrapping_sub(s.enter_ns) as u64;
-            decoded.threads().flat_map(|(_, spans)| spans.iter().map(duration)).max().unwrap_or(0)
+            decoded.threads().flat_map(|(_, spans)| spans.iter().map(SpanNs::duration_ns)).max().unwrap_or(0)
         });
         Thresholds::covering(0, longest.saturating_add(1))
     }
@@ -342,8 +341,7 @@ pub(crate) fn first_possible(tl: &Timeline<'_>, decoded: &Decoded, floor: u64, m
         let begin = key_bytes(&interned, sequence).iter().map(|k| k.begin).min().unwrap_or(SPAN_FRAMING as u64);
         fewest = fewest.min(begin + end_bytes(sequence) + 2);
         for s in kept {
-            let d = s.exit_ns.max(s.enter_ns).wrapping_sub(s.enter_ns) as u64;
-            spans[(d.saturating_sub(floor) as usize).min(SLOTS)] += 1;
+            spans[(s.duration_ns().saturating_sub(floor) as usize).min(SLOTS)] += 1;
         }
     }
     let all = spans.iter().sum::<u64>().saturating_mul(fewest);
@@ -452,7 +450,7 @@ impl Walk {
         while let Some(batch) = t.next_batch() {
             self.spans += batch.len() as u64;
             for s in batch {
-                let d = s.exit_ns.max(s.enter_ns).wrapping_sub(s.enter_ns) as u64;
+                let d = s.duration_ns();
                 longest_here = longest_here.max(d);
                 while let Some(&top) = open.last() {
                     if inside(top.depth, top.exit_ns, s.depth_tag(), s.enter_ns) {
@@ -672,7 +670,7 @@ mod tests {
         let mut threads = tl.threads();
         while let Some(mut t) = threads.next() {
             while let Some(batch) = t.next_batch() {
-                all.extend(batch.iter().map(|s| s.exit_ns.max(s.enter_ns).wrapping_sub(s.enter_ns) as u64));
+                all.extend(batch.iter().map(SpanNs::duration_ns));
             }
         }
         all.sort_unstable();
@@ -745,7 +743,7 @@ mod tests {
                 let (mut n, mut threads) = (0, tl.threads());
                 while let Some(mut th) = threads.next() {
                     while let Some(batch) = th.next_batch() {
-                        n += batch.iter().filter(|s| ((s.exit_ns - s.enter_ns).max(0) as u64) < t).count() as u64;
+                        n += batch.iter().filter(|s| s.duration_ns() < t).count() as u64;
                     }
                 }
                 n

@@ -25,7 +25,7 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
                 let exit = open.last().map_or(s.exit_ns, |parent| s.exit_ns.min(parent.exit_ns));
                 let begin = task + time_len(s.enter_ns) + begins.get(s.key_index as usize).copied().unwrap_or(0);
                 let bytes = begin + task + time_len(exit) + end;
-                costs.span(s.exit_ns.saturating_sub(s.enter_ns).max(0) as u64, bytes);
+                costs.span(s.duration_ns(), bytes);
                 let mut s = *s;
                 s.exit_ns = exit;
                 open.push(s);

@@ -35,7 +35,7 @@ impl Decoded {
     pub(crate) fn keep_at_least(&mut self, threshold_ns: u64) {
         for (spans, found) in self.threads.iter_mut().flatten() {
             let before = spans.len();
-            spans.retain(|s| s.exit_ns.saturating_sub(s.enter_ns).max(0) as u64 >= threshold_ns);
+            spans.retain(|s| s.duration_ns() >= threshold_ns);
             found.filtered.duration += (before - spans.len()) as u64;
         }
     }

@@ -72,6 +72,12 @@ impl SpanNs {
         inside(self.depth, self.exit_ns, next.depth, next.enter_ns)
     }
 
+    /// How long it lasts, ns, as `-t` reads it (0 for an exit before its enter).
+    #[inline(always)]
+    pub fn duration_ns(&self) -> u64 {
+        self.exit_ns.saturating_sub(self.enter_ns).max(0) as u64
+    }
+
     /// The depth tag (depth + 1, or 0 if not known).
     #[inline(always)]
     pub fn depth_tag(&self) -> u8 {

@@ -192,7 +192,7 @@ impl Graph<'_> {
 /// duration column and indentation; the caller writes the text that ends it.
 #[inline(always)]
 fn exit_line(out: &mut Text<'_>, head: &Piece, span: &SpanNs, depth: usize) -> io::Result<()> {
-    let ns = span.exit_ns.saturating_sub(span.enter_ns).max(0) as u64;
+    let ns = span.duration_ns();
     line_start(out, head, Some(ns), depth)
 }
 

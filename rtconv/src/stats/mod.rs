@@ -362,7 +362,7 @@ impl Totals {
             key_index: span.key_index,
             parent,
             enter_ns: span.enter_ns,
-            duration: span.exit_ns.saturating_sub(span.enter_ns).max(0) as u64,
+            duration: span.duration_ns(),
             outermost,
             unwound: span.unwound(),
             missing_children,
