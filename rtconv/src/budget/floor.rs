@@ -16,14 +16,19 @@
 //! lie below it. Perfetto's model sizes the output at thresholds from the floor to the ceiling, 1
 //! ns apart where that is 65,535 ns or less; where none of them fits, it walks again past them.
 //!
-//! Perfetto's floor is then raised where the decoded spans prove it (`raise`): counted, not
-//! sampled, the spans at least T long take more than the budget at their fewest bytes for every
-//! T below the raised floor, so the spans below it are left out of memory and of the model's walk
-//! (on a whole-program Lua trace, 756,378 spans of 30 ns, the most common duration but one, sat
-//! between the sample's floor and the threshold).
+//! Perfetto's model walks every span it is given, so its floor also leaves out the spans as long
+//! as the floor where the sample shows them over the budget at the fewest bytes of any span
+//! ([`Floor::ties_out`]): the decode counts them as it leaves them out ([`decode_above`]), and
+//! where the spans lasting at least the floor then take more than the budget at those bytes, no
+//! threshold up to it fits — the floor a nanosecond above it is *proven*. On a clock that ticks
+//! in steps the durations come in a few values, and the count so proves the floor right under
+//! the threshold: on a whole-program Lua trace (this VM's clock reads in steps of 10 ns), 756,378
+//! spans of 30 ns, the most common duration but one, are the floor's ties and left out of memory,
+//! and every span above them fits (`Plan::above` then sizes no threshold).
 //!
-//! The estimate is checked, not trusted: the plan is exact only if the spans above the floor do
-//! not all fit ([`Plan::exact`](super::Plan::exact)) — then no shorter threshold fits either, as
+//! The estimate is checked, not trusted: the plan is exact only if the floor is proven or the
+//! spans above it do not all fit ([`Plan::exact`](super::Plan::exact)) — then no shorter
+//! threshold fits either, as
 //! each span more it keeps adds more bytes than the cut's statement spares with its smaller
 //! numbers. Where they do fit, the conversion decodes every span as before.
 
@@ -45,8 +50,13 @@ pub struct Floor {
     pub ceiling: u64,
     /// The budget it is for.
     pub max_bytes: u64,
+    /// About how many spans last longer than `ns`, where the sample shows the spans lasting at
+    /// least `ns` take more than the budget surely at the fewest bytes of any span (not only of
+    /// their keys): the spans as long as the floor may then be left out too, once counted
+    /// (`decode_above`).
+    pub ties_out: Option<u64>,
     /// The spans shorter than `ns` are known, not estimated, to be left out: those at least
-    /// `ns` long take more than the budget at their fewest bytes (`raise`).
+    /// `ns - 1` long were counted and take more than the budget at their fewest bytes.
     pub proven: bool,
     /// The fewest bytes the spans at least as long as the first floor take (0: not counted).
     pub least: u64,
@@ -77,6 +87,14 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
     };
     let (mut sample, stride) = tl.sample_spans(SAMPLES);
     sample.sort_unstable_by_key(|&(ns, ..)| std::cmp::Reverse(ns));
+    // The floor at `ns`, the first `at_least` spans of the sample lasting at least that long.
+    let fewest = least.iter().copied().min().unwrap_or(0) as f64;
+    let found = |ns: u64, at_least: usize, ceiling: u64| {
+        let surely = |n: usize| max_bytes as f64 * (1.0 + 3.0 / (n.max(1) as f64).sqrt());
+        let ties_out = (layout == Layout::Perfetto && at_least as f64 * stride as f64 * fewest >= surely(at_least))
+            .then(|| sample.partition_point(|&(d, ..)| d > ns) as u64 * stride);
+        Floor { ns, spans: at_least as u64 * stride, ceiling, max_bytes, ties_out, proven: false, least: 0 }
+    };
     // Longest first, until the sampled spans' fewest bytes, each standing for `stride` spans, pass
     // the budget by three standard deviations of the sample's count: the spans lasting at least
     // that long then do not fit, but for bad luck.
@@ -86,16 +104,7 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
     for (i, &(ns, key, tag)) in sample.iter().enumerate() {
         match floor {
             // The spans as long as the floor's (ties) lie above it too.
-            Some(f) if ns < f => {
-                return (f > 0).then_some(Floor {
-                    ns: f,
-                    spans: i as u64 * stride,
-                    ceiling,
-                    max_bytes,
-                    proven: false,
-                    least: 0,
-                });
-            }
+            Some(f) if ns < f => return (f > 0).then(|| found(f, i, ceiling)),
             Some(_) => continue,
             None => {}
         }
@@ -109,26 +118,27 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
             floor = Some(ns);
         }
     }
-    floor.filter(|&ns| ns > 0).map(|ns| Floor {
-        ns,
-        spans: sample.len() as u64 * stride,
-        ceiling,
-        max_bytes,
-        proven: false,
-        least: 0,
-    })
+    floor.filter(|&ns| ns > 0).map(|ns| found(ns, sample.len(), ceiling))
 }
 
-/// Raises `floor` for the spans `decoded` above it (and leaves out those below the new floor)
-/// where their fewest bytes prove more of them left out: Perfetto's model walks every span it
-/// is given ([`super::perfetto::first_possible`]).
-pub(crate) fn raise(tl: &Timeline<'_>, layout: Layout, floor: Floor, decoded: &mut Decoded) -> Floor {
-    if layout != Layout::Perfetto {
-        return floor;
-    }
-    let (ns, least) = super::perfetto::first_possible(tl, decoded, floor.ns, floor.max_bytes);
-    if ns > floor.ns {
-        decoded.keep_at_least(ns);
-    }
-    Floor { ns, proven: ns > floor.ns, least, ..floor }
+/// The spans of `tl` above `floor` decoded, within `max_memory` bytes, and the floor they lie
+/// above. Perfetto's model walks every span it is given, so where the sample says so
+/// ([`Floor::ties_out`]) the spans as long as the floor are left out too and counted as the
+/// decode leaves them out: if the spans lasting at least the floor then take more than the
+/// budget at the fewest bytes of any span, no threshold up to it fits, and the floor a
+/// nanosecond above it is proven.
+pub(crate) fn decode_above(
+    tl: &Timeline<'_>,
+    layout: Layout,
+    floor: Floor,
+    max_memory: u64,
+) -> Option<(Decoded, Floor)> {
+    let Some(longer) = floor.ties_out.filter(|_| layout == Layout::Perfetto) else {
+        return Some((tl.decode_above(max_memory, floor.ns, floor.spans)?, floor));
+    };
+    let past = floor.ns.saturating_add(1);
+    let (decoded, ties) = tl.decode_above_counting(max_memory, past, longer, floor.ns)?;
+    let spans = decoded.threads().map(|(_, spans)| spans.len() as u64).sum::<u64>() + ties;
+    let least = spans.saturating_mul(super::perfetto::fewest(tl, &decoded));
+    Some((decoded, Floor { ns: past, proven: least > floor.max_bytes, least, ..floor }))
 }

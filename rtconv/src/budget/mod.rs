@@ -42,7 +42,7 @@ pub mod perfetto;
 mod plan;
 pub mod systrace;
 
-pub(crate) use floor::raise;
+pub(crate) use floor::decode_above;
 pub use floor::{Floor, floor};
 pub use plan::{Layout, Plan};
 

@@ -18,9 +18,10 @@
 //! one fits, it walks again over the range where the size meets the budget (from the next span's
 //! duration past them). The first 32,768 thresholds are 1 ns apart, the rest as far apart as the
 //! range needs. A floor's plan ([`super::Plan::above`]) starts with the range from the floor to
-//! the ceiling its sample names, all 1 ns apart where that is 65,535 ns or less: one walk, of the
-//! spans above a floor their fewest bytes prove (`first_possible`); a plan without a floor, from
-//! 0 to the longest span: one walk where the threshold is under 32,768 ns, else two.
+//! the ceiling its sample names, all 1 ns apart where that is 65,535 ns or less: one walk; above
+//! a floor its spans' count proves, a walk sizing none first ([`Packets::shorter_left_out`]),
+//! whose choice is every span walked where they fit; a plan without a floor, from 0 to the
+//! longest span: one walk where the threshold is under 32,768 ns, else two.
 //!
 //! The walk keeps no span, only the array (65,537 slots) and the stack (at most a packet per
 //! duration up to the last threshold): its memory does not grow with the trace.
@@ -125,13 +126,18 @@ pub struct Packets {
     always: u64,
     /// The whole output's bytes (the budget's note aside): `always`, every packet, every name.
     whole: u64,
-    /// Spans shorter than the first threshold are left out whatever the budget (they were not
-    /// given to the walk): the first threshold, not none, is the cut where every span fits.
+    /// Spans shorter than the first threshold (or than every span walked) are left out whatever
+    /// the budget (they were not given to the walk): the first threshold, not none, is the cut
+    /// where every span fits.
     shorter_left_out: bool,
+    /// Where no threshold was sized: the thresholds to size at if not every span walked fits.
+    then: Option<Thresholds>,
     /// Spans in the walk.
     spans: u64,
     /// The longest span, if any.
     longest: Option<u64>,
+    /// The shortest span, if any.
+    shortest: Option<u64>,
     /// The shortest span at least as long as the last threshold, if any.
     beyond: Option<u64>,
     /// The thresholds sized, if any.
@@ -158,6 +164,7 @@ impl Packets {
             whole: 0,
             spans: 0,
             longest: None,
+            shortest: u64::MAX,
             beyond: u64::MAX,
             profile,
         };
@@ -193,18 +200,32 @@ impl Packets {
                 }
             }
         }
-        let Walk { fewer, left_out, whole, spans, longest, beyond, profile, .. } = walk;
+        let Walk { fewer, left_out, whole, spans, longest, shortest, beyond, profile, .. } = walk;
         let whole = whole + always;
         let beyond = (beyond != u64::MAX).then_some(beyond);
-        let shorter_left_out = false;
-        let packets =
-            Packets { always, whole, shorter_left_out, spans, longest, beyond, thresholds, fewer, left_out, profile };
+        let shortest = longest.and(Some(shortest));
+        let packets = Packets {
+            always,
+            whole,
+            shorter_left_out: false,
+            then: None,
+            spans,
+            longest,
+            shortest,
+            beyond,
+            thresholds,
+            fewer,
+            left_out,
+            profile,
+        };
         (packets, threads.anomalies().filtered)
     }
 
-    /// As it is, with the spans shorter than its first threshold known to be left out.
-    pub fn shorter_left_out(self) -> Self {
-        Packets { shorter_left_out: true, ..self }
+    /// As it is, with the spans shorter than those it walked known to be left out (a proven
+    /// floor's); where it sized no threshold, its choice is then every span it walked if they
+    /// fit, else what a walk sizing `then` chooses.
+    pub fn shorter_left_out(self, then: Thresholds) -> Self {
+        Packets { shorter_left_out: true, then: Some(then), ..self }
     }
 
     /// Spans in the walk.
@@ -235,6 +256,17 @@ impl Packets {
         let whole = self.whole(&fixed);
         if whole <= max_bytes && !self.shorter_left_out {
             return Ok(Choice { threshold_ns: None, left_out: 0, bytes: whole });
+        }
+        if let (None, Some(then)) = (self.thresholds, self.then) {
+            // Every span walked kept: a threshold (as `-t` states it) at the shortest's duration.
+            let bytes = self.whole + fixed(self.shortest.map(|shortest| (shortest, 0)));
+            if bytes <= max_bytes {
+                return Ok(Choice { threshold_ns: self.shortest, left_out: 0, bytes });
+            }
+            return Packets::new(tl, Some(then), Profile::default())
+                .0
+                .shorter_left_out(then)
+                .choose(tl, max_bytes, fixed);
         }
         let past_longest = self.longest.map_or(0, |d| d.saturating_add(1));
         let least = || self.always + fixed(Some((past_longest, self.spans)));
@@ -326,33 +358,17 @@ fn end_bytes(sequence: u64) -> u64 {
     (SPAN_FRAMING + fields_len(sequence, None)) as u64
 }
 
-/// The shortest threshold from `floor` that the spans' fewest bytes do not rule out for
-/// `max_bytes`, and those bytes for every span `decoded` (all at least `floor` long): a span
-/// kept takes at least two packets with one-byte times (the fewest of any key's on any
-/// thread), so where the spans lasting at least T take more than `max_bytes` at that, no
-/// threshold up to T fits, and the spans shorter than the next need not be walked.
-pub(crate) fn first_possible(tl: &Timeline<'_>, decoded: &Decoded, floor: u64, max_bytes: u64) -> (u64, u64) {
+/// The fewest bytes a span kept in `tl`'s Perfetto trace takes on any of the threads `decoded`
+/// holds: two packets with one-byte times, on the thread's sequence, of its key with the
+/// fewest.
+pub(crate) fn fewest(tl: &Timeline<'_>, decoded: &Decoded) -> u64 {
     let interned = interned(tl);
-    let mut fewest = u64::MAX;
-    // Per duration from the floor (the last: SLOTS ns past it or more), the spans.
-    let mut spans = vec![0u64; SLOTS + 1];
-    for (thread, kept) in decoded.threads() {
+    let fewest = decoded.threads().map(|(thread, _)| {
         let sequence = thread as u64 + 2;
         let begin = key_bytes(&interned, sequence).iter().map(|k| k.begin).min().unwrap_or(SPAN_FRAMING as u64);
-        fewest = fewest.min(begin + end_bytes(sequence) + 2);
-        for s in kept {
-            spans[(s.duration_ns().saturating_sub(floor) as usize).min(SLOTS)] += 1;
-        }
-    }
-    let all = spans.iter().sum::<u64>().saturating_mul(fewest);
-    let mut above = all;
-    for (i, &n) in spans.iter().enumerate() {
-        if above <= max_bytes {
-            return (floor.saturating_add(i as u64), all);
-        }
-        above = above.saturating_sub(n.saturating_mul(fewest));
-    }
-    (floor.saturating_add(SLOTS as u64), all)
+        begin + end_bytes(sequence) + 2
+    });
+    fewest.min().unwrap_or(0)
 }
 
 /// What [`Packets::scan`] found.
@@ -415,6 +431,8 @@ struct Walk {
     whole: u64,
     spans: u64,
     longest: Option<u64>,
+    /// The shortest span (u64::MAX: none).
+    shortest: u64,
     /// The shortest span at least `last` long (u64::MAX: none).
     beyond: u64,
     profile: Profile,
@@ -446,12 +464,13 @@ impl Walk {
         stack.clear();
         // The clock's start, kept at every threshold.
         stack.push((0, self.last));
-        let mut longest_here = 0;
+        let (mut longest_here, mut shortest_here) = (0, u64::MAX);
         while let Some(batch) = t.next_batch() {
             self.spans += batch.len() as u64;
             for s in batch {
                 let d = s.duration_ns();
                 longest_here = longest_here.max(d);
+                shortest_here = shortest_here.min(d);
                 while let Some(&top) = open.last() {
                     if inside(top.depth, top.exit_ns, s.depth_tag(), s.enter_ns) {
                         break;
@@ -501,6 +520,7 @@ impl Walk {
         self.whole += sequence.bytes;
         if self.spans > 0 {
             self.longest = Some(self.longest.map_or(longest_here, |l| l.max(longest_here)));
+            self.shortest = self.shortest.min(shortest_here);
         }
     }
 
@@ -678,11 +698,10 @@ mod tests {
         all
     }
 
-    #[test]
-    fn the_sizes_at_every_threshold_are_what_the_renderer_writes() {
-        // Two threads of random call trees, one with ties, their times stretched so that deltas
-        // take one byte or two (and three, past 16 µs) as spans are left out.
-        let rings: Vec<TestRing> = [(11, false, 40), (12, true, 300)]
+    /// Two threads of random call trees, one with ties, their times stretched so that deltas
+    /// take one byte or two (and three, past 16 µs) as spans are left out.
+    fn stretched() -> Vec<TestRing> {
+        [(11, false, 40), (12, true, 300)]
             .into_iter()
             .map(|(seed, ties, stretch)| {
                 let mut spans = records(&nested(seed, 6_000, ties));
@@ -691,8 +710,34 @@ mod tests {
                 }
                 TestRing { written: spans.len() as u64, records: spans, dropped: 0, open: Vec::new() }
             })
-            .collect();
-        with_rings(&rings, 1 << 40, |tl| {
+            .collect()
+    }
+
+    #[test]
+    fn above_a_proven_floor_every_span_is_the_choice_where_all_fit_else_the_sized_one() {
+        with_rings(&stretched(), 1 << 40, |tl| {
+            let none = |_| 0;
+            let present = durations(tl);
+            let then = Thresholds::covering(0, 1 << 20);
+            let every = Packets::new(tl, None, Profile::default()).0.shorter_left_out(then);
+            let sized = Packets::new(tl, Some(then), Profile::default()).0.shorter_left_out(then);
+            let whole = every.whole(none);
+            // Where every span fits, the threshold is the shortest's duration (as `-t` states the
+            // cut that keeps them all); where not, the sized walk's choice.
+            let all = every.choose(tl, whole, none).unwrap();
+            assert_eq!((all.threshold_ns, all.left_out, all.bytes), (Some(present[0]), 0, whole));
+            for fraction in [1.0, 0.999, 0.9, 0.3, 0.02] {
+                let max = (whole as f64 * fraction) as u64;
+                assert_eq!(every.choose(tl, max, none), sized.choose(tl, max, none), "at {max}");
+            }
+            let least = every.always;
+            assert_eq!(every.choose(tl, least - 1, none), Err(least));
+        });
+    }
+
+    #[test]
+    fn the_sizes_at_every_threshold_are_what_the_renderer_writes() {
+        with_rings(&stretched(), 1 << 40, |tl| {
             let none = |_| 0;
             // A key's interned name may be counted a byte long per thread.
             let slack = 2 * tl.keys.len();

@@ -55,8 +55,7 @@ pub fn convert_within(
     let floor = if budget.gzip { None } else { budget::floor(&timeline(), layout, max) };
     let above = floor.and_then(|floor| {
         let mut tl = timeline();
-        let mut decoded = tl.decode_above(KEPT_MAX_BYTES, floor.ns, floor.spans)?;
-        let floor = budget::raise(&tl, layout, floor, &mut decoded);
+        let (decoded, floor) = budget::decode_above(&tl, layout, floor, KEPT_MAX_BYTES)?;
         tl.decoded = Some(Arc::new(decoded));
         Some((tl, floor))
     });
@@ -251,7 +250,7 @@ mod tests {
             for format in formats {
                 let layout = super::budget_layout(format).unwrap();
                 let full = Plan::new(&all, &none, layout);
-                let (mut floored, mut exact, mut raised) = (0, 0, 0);
+                let (mut floored, mut exact, mut proven) = (0, 0, 0);
                 for fraction in [0.5, 0.2, 0.1, 0.03, 0.01, 0.002] {
                     let max = (full.whole() as f64 * fraction) as u64;
                     let expected = full.choose(max, max);
@@ -259,10 +258,10 @@ mod tests {
                     let floor_ns = floor.ns;
                     floored += 1;
                     let mut above = timeline();
-                    let mut decoded = above.decode_above(KEPT_MAX_BYTES, floor_ns, floor.spans).unwrap();
-                    // As the conversion does: Perfetto's floor raised where the fewest bytes prove it.
-                    let floor = budget::raise(&above, layout, floor, &mut decoded);
-                    raised += usize::from(floor.proven);
+                    // As the conversion does: Perfetto's floor past the spans as long as it where
+                    // their count proves it.
+                    let (decoded, floor) = budget::decode_above(&above, layout, floor, KEPT_MAX_BYTES).unwrap();
+                    proven += usize::from(floor.proven);
                     above.decoded = Some(Arc::new(decoded));
                     let plan = Plan::above(&above, &none, layout, floor);
                     let choice = plan.choose(max, max);
@@ -282,7 +281,7 @@ mod tests {
                 // The floor is found and holds for the smaller budgets at least.
                 assert!(floored >= 4 && exact >= 4, "{format:?}: {floored} floors, {exact} exact");
                 if format == Format::Perfetto {
-                    assert!(raised >= 2, "{format:?}: {raised} floors raised");
+                    assert!(proven >= 2, "{format:?}: {proven} floors proven");
                 }
                 // Its spans are kept within the memory given, whatever was expected of them.
                 assert!(timeline().decode_above(32 * 1000, 1, 10).is_none(), "{format:?}");

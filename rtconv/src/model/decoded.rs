@@ -3,7 +3,7 @@
 //! ([`crate::convert::convert_within`]), which would otherwise decode every
 //! ring twice.
 
-use super::filter::{Filter, Selection};
+use super::filter::{Filter, Gate, Selection};
 use super::start_order::Threads;
 use super::timeline::{Anomalies, SpanNs, Timeline};
 
@@ -16,6 +16,8 @@ use super::timeline::{Anomalies, SpanNs, Timeline};
 pub(crate) struct Decoded {
     /// Per thread of the trace; `None`: left out whole by the filter, not decoded.
     threads: Vec<Option<(Vec<SpanNs>, Anomalies)>>,
+    /// Every span lasts at least this long (ns): those shorter were left out by the decode.
+    at_least_ns: u64,
 }
 
 impl Decoded {
@@ -25,19 +27,14 @@ impl Decoded {
         Some((spans, *found))
     }
 
+    /// The duration every span lasts at least (ns).
+    pub(super) fn at_least_ns(&self) -> u64 {
+        self.at_least_ns
+    }
+
     /// Each decoded thread's index and spans.
     pub(crate) fn threads(&self) -> impl Iterator<Item = (usize, &[SpanNs])> {
         self.threads.iter().enumerate().filter_map(|(i, t)| t.as_ref().map(|(spans, _)| (i, spans.as_slice())))
-    }
-
-    /// Leaves out the spans lasting less than `threshold_ns` (as `-t` does, and the spans inside
-    /// them with them), counted as left out by duration.
-    pub(crate) fn keep_at_least(&mut self, threshold_ns: u64) {
-        for (spans, found) in self.threads.iter_mut().flatten() {
-            let before = spans.len();
-            spans.retain(|s| s.duration_ns() >= threshold_ns);
-            found.filtered.duration += (before - spans.len()) as u64;
-        }
     }
 }
 
@@ -45,7 +42,7 @@ impl Timeline<'_> {
     /// Its spans decoded into memory, if they take at most `max_bytes` there
     /// (32 bytes a span); `None` if more, or for a window's timeline.
     pub(crate) fn decode_all(&self, max_bytes: u64) -> Option<Decoded> {
-        self.decode_kept(max_bytes, None)
+        self.decode_kept(max_bytes, None).map(|(decoded, _)| decoded)
     }
 
     /// As [`decode_all`](Self::decode_all), for a timeline without a filter, keeping only the
@@ -55,14 +52,29 @@ impl Timeline<'_> {
     /// so a walk through a filter with a longer threshold counts every span a decode of all of
     /// them would.
     pub(crate) fn decode_above(&self, max_bytes: u64, threshold_ns: u64, expected: u64) -> Option<Decoded> {
+        self.decode_above_counting(max_bytes, threshold_ns, expected, u64::MAX).map(|(decoded, _)| decoded)
+    }
+
+    /// As [`decode_above`](Self::decode_above), also counting the spans left out that last at
+    /// least `near_ns` (those between it and the threshold, as they would be decoded).
+    pub(crate) fn decode_above_counting(
+        &self,
+        max_bytes: u64,
+        threshold_ns: u64,
+        expected: u64,
+        near_ns: u64,
+    ) -> Option<(Decoded, u64)> {
         let filter = Filter { min_duration_ns: Some(threshold_ns), ..Filter::default() };
-        let gate = Selection::new(&filter, self);
-        self.selection.is_none().then(|| self.decode_kept(max_bytes, Some((&gate, expected))))?
+        let selection = Selection::new(&filter, self);
+        let gate = Gate::counting_near(&selection, near_ns);
+        let (decoded, near) =
+            self.selection.is_none().then(|| self.decode_kept(max_bytes, Some((gate, expected))))??;
+        Some((Decoded { at_least_ns: threshold_ns, ..decoded }, near))
     }
 
     /// Decodes every thread the filter keeps, through `gate` if given (with the spans it is
-    /// expected to keep, to reserve their memory).
-    fn decode_kept(&self, max_bytes: u64, gate: Option<(&Selection, u64)>) -> Option<Decoded> {
+    /// expected to keep, to reserve their memory); and the spans the gate counted as near.
+    fn decode_kept(&self, max_bytes: u64, gate: Option<(Gate<'_>, u64)>) -> Option<(Decoded, u64)> {
         if self.window.is_some() {
             return None;
         }
@@ -72,9 +84,7 @@ impl Timeline<'_> {
         // Through a gate, the spans it is expected to keep, a twentieth more: checked against
         // `max_bytes` before, and what it keeps as it goes.
         let (mut decoder, expected) = match gate {
-            Some((selection, expected)) => {
-                (Threads::gated(self, selection), all.min(expected.saturating_add(expected / 20)))
-            }
+            Some((gate, expected)) => (Threads::gated(self, gate), all.min(expected.saturating_add(expected / 20))),
             None => (Threads::ungated(self), all),
         };
         let limit = max_bytes / size_of::<SpanNs>() as u64;
@@ -101,7 +111,7 @@ impl Timeline<'_> {
             found.filtered.kept = 0;
             threads.push(Some((spans, found)));
         }
-        Some(Decoded { threads })
+        Some((Decoded { threads, at_least_ns: 0 }, decoder.near()))
     }
 }
 

@@ -348,13 +348,30 @@ pub(crate) struct Gate<'s> {
     /// No rule looks at a span's callers (no `-F`, `-N` or `-D`): spans already cut at their
     /// parents' end need no stack ([`keep_cut`](Self::keep_cut)).
     callers_unread: bool,
+    /// The spans `-t` leaves out that last at least `near_ns` (u64::MAX: none are counted).
+    pub(crate) near: u64,
+    near_ns: u64,
 }
 
 impl<'s> Gate<'s> {
     pub(crate) fn new(selection: &'s Selection) -> Self {
         let f = &selection.filter;
         let callers_unread = f.functions.is_empty() && f.excluded.is_empty() && f.depth.is_none();
-        Gate { selection, open: Vec::new(), counts: Filtered::default(), callers_unread }
+        Gate { selection, open: Vec::new(), counts: Filtered::default(), callers_unread, near: 0, near_ns: u64::MAX }
+    }
+
+    /// As [`new`](Self::new), also counting the spans `-t` leaves out that last at least
+    /// `near_ns` ([`near`](Self::near)).
+    pub(crate) fn counting_near(selection: &'s Selection, near_ns: u64) -> Self {
+        Gate { near_ns, ..Self::new(selection) }
+    }
+
+    /// Whether it keeps every span lasting at least `ns`, whatever else it is: no rule but
+    /// `-t`, and that no longer.
+    pub(crate) fn keeps_all_lasting(&self, ns: u64) -> bool {
+        self.callers_unread
+            && self.selection.range == (i64::MIN, i64::MAX)
+            && self.selection.filter.min_duration_ns.is_none_or(|min| min <= ns)
     }
 
     /// A new thread begins.
@@ -402,9 +419,11 @@ impl<'s> Gate<'s> {
         let (start, stop) = self.selection.range;
         let min = self.selection.filter.min_duration_ns;
         let counts = &mut self.counts;
+        let duration = end.saturating_sub(enter).max(0) as u64;
         let counter = if !(enter < stop && (end > start || enter >= start)) {
             &mut counts.time
-        } else if min.is_some_and(|min| (end.saturating_sub(enter).max(0) as u64) < min) {
+        } else if min.is_some_and(|min| duration < min) {
+            self.near += u64::from(duration >= self.near_ns);
             &mut counts.duration
         } else {
             counts.kept += 1;

@@ -2,7 +2,7 @@
 //! found in closed form for a ring that nests, sorted and clamped for one
 //! that does not.
 
-use super::filter::{Gate, Selection};
+use super::filter::Gate;
 use super::ring_access::{RingSpans, RingVisitor};
 use super::timeline::{Anomalies, MAX_DEPTH, SpanNs, Timeline, deeper};
 use super::trace::ThreadTrace;
@@ -53,8 +53,9 @@ enum Source<'t> {
     Placed,
     /// Decoded and sorted at once into `sorted`.
     Sorted,
-    /// Decoded before, kept in the timeline (`Timeline::decode_all`).
-    Kept(&'t [SpanNs]),
+    /// Decoded before, kept in the timeline (`Timeline::decode_all`), each span lasting at
+    /// least so many ns.
+    Kept(&'t [SpanNs], u64),
 }
 
 /// Spans per batch: 512 KiB, so a batch is still in the cache when it is rendered.
@@ -95,12 +96,18 @@ impl ThreadSpans<'_, '_, '_> {
                 self.next = threads.sorted.len();
                 return Some(batch);
             }
-            Source::Kept(spans) => {
+            Source::Kept(spans, at_least_ns) => {
                 let from = self.next;
                 let batch = spans.get(from..spans.len().min(from.saturating_add(BATCH))).filter(|b| !b.is_empty())?;
                 let windowed = self.threads.timeline.window.is_some();
                 let threads = &mut *self.threads;
-                let Some(gate) = threads.gate.as_mut() else {
+                let Some(gate) = threads.gate.as_mut().filter(|gate| windowed || !gate.keeps_all_lasting(at_least_ns))
+                else {
+                    // No gate, or one that keeps every span here (a `-t` no longer than the
+                    // decode's): lent whole.
+                    if let Some(gate) = threads.gate.as_mut() {
+                        gate.counts.kept += batch.len() as u64;
+                    }
                     self.next = from + batch.len();
                     return Some(batch);
                 };
@@ -400,12 +407,14 @@ impl<'t, 'a> Threads<'t, 'a> {
             gate.reset();
         }
         // Decoded before: what decoding found wrong is the whole thread's, said at its start.
-        if let Some((spans, found)) = tl.decoded.as_deref().and_then(|d| d.thread(index)) {
+        if let Some(decoded) = tl.decoded.as_deref()
+            && let Some((spans, found)) = decoded.thread(index)
+        {
             self.found += found;
             return Some(ThreadSpans {
                 thread: index,
                 threads: self,
-                source: Source::Kept(spans),
+                source: Source::Kept(spans, decoded.at_least_ns()),
                 next: 0,
                 last_key: None,
             });
@@ -442,9 +451,14 @@ impl<'t, 'a> Threads<'t, 'a> {
         Threads { gate: None, ..timeline.threads() }
     }
 
-    /// As [`Timeline::threads`], through `selection` instead of the timeline's filter.
-    pub(super) fn gated(timeline: &'t Timeline<'a>, selection: &'t Selection) -> Self {
-        Threads { gate: Some(Gate::new(selection)), ..timeline.threads() }
+    /// As [`Timeline::threads`], through `gate` instead of the timeline's filter.
+    pub(super) fn gated(timeline: &'t Timeline<'a>, gate: Gate<'t>) -> Self {
+        Threads { gate: Some(gate), ..timeline.threads() }
+    }
+
+    /// The spans the gate's `-t` left out that last at least its `near_ns`, so far.
+    pub(super) fn near(&self) -> u64 {
+        self.gate.as_ref().map_or(0, |gate| gate.near)
     }
 
     /// What was found wrong since the last call, or since the start, and what the gate kept
