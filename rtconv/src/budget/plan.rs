@@ -61,11 +61,11 @@ impl<'t, 'a> Plan<'t, 'a> {
     /// count the spans below the floor as left out, and are [`exact`](Self::exact) only where
     /// the spans above it do not all fit.
     pub fn above(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, floor: Floor) -> Self {
-        // Perfetto's thresholds: from the floor to its ceiling. Above a proven floor, at none
-        // first: where every span above it fits, that is the choice (the count proves the floor
-        // right under the threshold where a clock ticks in steps, as this machine's does).
+        // Perfetto's thresholds: from the floor to its ceiling. Above a proven floor whose spans
+        // may all fit, at none first: where they do, that is the choice (the count proves the
+        // floor right under the threshold where a clock ticks in steps, as this machine's does).
         let thresholds = Thresholds::covering(floor.ns, floor.ceiling);
-        let sized = (!floor.proven).then_some(thresholds);
+        let sized = (!floor.may_all_fit).then_some(thresholds);
         let mut plan = Self::with(tl, filter, layout, sized, Profile::default());
         if floor.proven {
             plan.model = match plan.model {

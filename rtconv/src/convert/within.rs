@@ -250,7 +250,7 @@ mod tests {
             for format in formats {
                 let layout = super::budget_layout(format).unwrap();
                 let full = Plan::new(&all, &none, layout);
-                let (mut floored, mut exact, mut proven) = (0, 0, 0);
+                let (mut floored, mut exact, mut proven, mut all_fit) = (0, 0, 0, 0);
                 for fraction in [0.5, 0.2, 0.1, 0.03, 0.01, 0.002] {
                     let max = (full.whole() as f64 * fraction) as u64;
                     let expected = full.choose(max, max);
@@ -262,6 +262,7 @@ mod tests {
                     // their count proves it.
                     let (decoded, floor) = budget::decode_above(&above, layout, floor, KEPT_MAX_BYTES).unwrap();
                     proven += usize::from(floor.proven);
+                    all_fit += usize::from(floor.may_all_fit);
                     above.decoded = Some(Arc::new(decoded));
                     let plan = Plan::above(&above, &none, layout, floor);
                     let choice = plan.choose(max, max);
@@ -281,7 +282,8 @@ mod tests {
                 // The floor is found and holds for the smaller budgets at least.
                 assert!(floored >= 4 && exact >= 4, "{format:?}: {floored} floors, {exact} exact");
                 if format == Format::Perfetto {
-                    assert!(proven >= 2, "{format:?}: {proven} floors proven");
+                    // Both of Perfetto's ways above a proven floor: every span tried first, or not.
+                    assert!(proven >= 2 && all_fit >= 1 && all_fit < proven, "{format:?}: {proven} proven, {all_fit}");
                 }
                 // Its spans are kept within the memory given, whatever was expected of them.
                 assert!(timeline().decode_above(32 * 1000, 1, 10).is_none(), "{format:?}");

@@ -36,6 +36,17 @@ impl Decoded {
     pub(crate) fn threads(&self) -> impl Iterator<Item = (usize, &[SpanNs])> {
         self.threads.iter().enumerate().filter_map(|(i, t)| t.as_ref().map(|(spans, _)| (i, spans.as_slice())))
     }
+
+    /// Leaves out the spans lasting less than `threshold_ns` (as `-t` does, and the spans inside
+    /// them with them), counted as left out by duration.
+    pub(crate) fn keep_at_least(&mut self, threshold_ns: u64) {
+        for (spans, found) in self.threads.iter_mut().flatten() {
+            let before = spans.len();
+            spans.retain(|s| s.duration_ns() >= threshold_ns);
+            found.filtered.duration += (before - spans.len()) as u64;
+        }
+        self.at_least_ns = self.at_least_ns.max(threshold_ns);
+    }
 }
 
 impl Timeline<'_> {
@@ -55,8 +66,8 @@ impl Timeline<'_> {
         self.decode_above_counting(max_bytes, threshold_ns, expected, u64::MAX).map(|(decoded, _)| decoded)
     }
 
-    /// As [`decode_above`](Self::decode_above), also counting the spans left out that last at
-    /// least `near_ns` (those between it and the threshold, as they would be decoded).
+    /// As [`decode_above`](Self::decode_above), also counting the spans it leaves out that last
+    /// at least `near_ns` (those between it and the threshold).
     pub(crate) fn decode_above_counting(
         &self,
         max_bytes: u64,
@@ -66,7 +77,7 @@ impl Timeline<'_> {
     ) -> Option<(Decoded, u64)> {
         let filter = Filter { min_duration_ns: Some(threshold_ns), ..Filter::default() };
         let selection = Selection::new(&filter, self);
-        let gate = Gate::counting_near(&selection, near_ns);
+        let gate = Gate::counting(&selection, near_ns);
         let (decoded, near) =
             self.selection.is_none().then(|| self.decode_kept(max_bytes, Some((gate, expected))))??;
         Some((Decoded { at_least_ns: threshold_ns, ..decoded }, near))

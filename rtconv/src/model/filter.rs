@@ -348,7 +348,8 @@ pub(crate) struct Gate<'s> {
     /// No rule looks at a span's callers (no `-F`, `-N` or `-D`): spans already cut at their
     /// parents' end need no stack ([`keep_cut`](Self::keep_cut)).
     callers_unread: bool,
-    /// The spans `-t` leaves out that last at least `near_ns` (u64::MAX: none are counted).
+    /// The spans [`keep_cut_counting`](Self::keep_cut_counting) left out that last at least
+    /// `near_ns`.
     pub(crate) near: u64,
     near_ns: u64,
 }
@@ -360,9 +361,9 @@ impl<'s> Gate<'s> {
         Gate { selection, open: Vec::new(), counts: Filtered::default(), callers_unread, near: 0, near_ns: u64::MAX }
     }
 
-    /// As [`new`](Self::new), also counting the spans `-t` leaves out that last at least
-    /// `near_ns` ([`near`](Self::near)).
-    pub(crate) fn counting_near(selection: &'s Selection, near_ns: u64) -> Self {
+    /// As [`new`](Self::new), for [`keep_cut_counting`](Self::keep_cut_counting) to count the
+    /// spans it leaves out that last at least `near_ns`.
+    pub(crate) fn counting(selection: &'s Selection, near_ns: u64) -> Self {
         Gate { near_ns, ..Self::new(selection) }
     }
 
@@ -408,22 +409,24 @@ impl<'s> Gate<'s> {
             self.counts.depth += 1;
             false
         } else {
-            self.keep_in_time(enter, end)
+            self.keep_in_time::<false>(enter, end)
         }
     }
 
     /// The rules on a span's own times (the range, then `-t`), its end cut at its parent's:
-    /// counts it where it is kept or left out.
+    /// counts it where it is kept or left out (`NEAR`: also in `near`, where `-t` leaves it out
+    /// and it lasts at least `near_ns`).
     #[inline(always)]
-    fn keep_in_time(&mut self, enter: i64, end: i64) -> bool {
+    fn keep_in_time<const NEAR: bool>(&mut self, enter: i64, end: i64) -> bool {
         let (start, stop) = self.selection.range;
         let min = self.selection.filter.min_duration_ns;
         let counts = &mut self.counts;
-        let duration = end.saturating_sub(enter).max(0) as u64;
         let counter = if !(enter < stop && (end > start || enter >= start)) {
             &mut counts.time
-        } else if min.is_some_and(|min| duration < min) {
-            self.near += u64::from(duration >= self.near_ns);
+        } else if min.is_some_and(|min| (end.saturating_sub(enter).max(0) as u64) < min) {
+            if NEAR {
+                self.near += u64::from(end.saturating_sub(enter).max(0) as u64 >= self.near_ns);
+            }
             &mut counts.duration
         } else {
             counts.kept += 1;
@@ -433,13 +436,27 @@ impl<'s> Gate<'s> {
         false
     }
 
+    /// [`keep_cut`](Self::keep_cut), counting in `near` the spans left out that last at least
+    /// `near_ns` ([`counting`](Self::counting)).
+    #[inline]
+    pub(crate) fn keep_cut_counting(&mut self, s: &SpanNs) -> bool {
+        if self.callers_unread {
+            return self.keep_in_time::<true>(s.enter_ns, s.exit_ns);
+        }
+        let keep = self.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag());
+        if !keep {
+            self.near += u64::from(s.duration_ns() >= self.near_ns);
+        }
+        keep
+    }
+
     /// [`keep`](Self::keep) for the next span in start order, cut at its parent's end as
     /// [`ThreadSpans`](super::start_order::ThreadSpans) lends them: where no rule looks at its
     /// callers, decided from its own times alone, with no stack.
     #[inline]
     pub(crate) fn keep_cut(&mut self, s: &SpanNs) -> bool {
         if self.callers_unread {
-            self.keep_in_time(s.enter_ns, s.exit_ns)
+            self.keep_in_time::<false>(s.enter_ns, s.exit_ns)
         } else {
             self.keep::<false>(s.enter_ns, s.exit_ns, s.key_index, s.depth_tag())
         }

@@ -198,7 +198,7 @@ impl ThreadSpans<'_, '_, '_> {
             while self.decode_next().is_some() {
                 let threads = &mut *self.threads;
                 let Some(gate) = threads.gate.as_mut() else { break };
-                into.extend(threads.batch.iter().filter(|s| gate.keep_cut(s)));
+                into.extend(threads.batch.iter().filter(|s| gate.keep_cut_counting(s)));
                 if into.len() > cap {
                     return None;
                 }
@@ -456,7 +456,7 @@ impl<'t, 'a> Threads<'t, 'a> {
         Threads { gate: Some(gate), ..timeline.threads() }
     }
 
-    /// The spans the gate's `-t` left out that last at least its `near_ns`, so far.
+    /// The spans the gate left out that last at least its `near_ns`, so far.
     pub(super) fn near(&self) -> u64 {
         self.gate.as_ref().map_or(0, |gate| gate.near)
     }
