@@ -646,17 +646,10 @@ pub fn fixed(tl: &Timeline<'_>) -> u64 {
 }
 
 /// Per key index, the fewest bytes a kept span of it adds to `tl`'s Perfetto trace: its two
-/// packets with one-byte times and no annotations, on the sequence with the shortest id.
+/// packets with one-byte times and no annotations, on the sequence with the shortest id (the
+/// first thread's, 2).
 pub fn least_span(tl: &Timeline<'_>) -> Vec<u64> {
-    let placed = perfetto::placed(tl);
-    // Sequence ids start at 2 (the first thread's). A begin names its place where its key's
-    // interned data has one, as `costs` counts it.
-    let end = SPAN_FRAMING + 2 + fields_len(2, None);
-    let begin = |k: usize| {
-        let (_, located) = perfetto::interned_data(tl, k, placed[k]);
-        SPAN_FRAMING + 2 + fields_len(2, Some((k, located)))
-    };
-    (0..tl.keys.len()).map(|k| (begin(k) + end) as u64).collect()
+    key_bytes(&interned(tl), 2).iter().map(|k| k.begin + end_bytes(2) + 2).collect()
 }
 
 #[cfg(test)]
@@ -747,6 +740,15 @@ mod tests {
             let whole = size_only.whole(none) as usize;
             let all = written(tl, 0);
             assert!(whole >= all && whole - all <= slack, "the whole trace: {whole} bytes said, {all} written");
+            // Each span's fewest bytes are a floor under what the spans take, and take most of it.
+            let least = least_span(tl);
+            let (mut fewest, mut threads) = (0, tl.threads());
+            while let Some(mut t) = threads.next() {
+                while let Some(batch) = t.next_batch() {
+                    fewest += batch.iter().map(|s| least[s.key_index as usize]).sum::<u64>() as usize;
+                }
+            }
+            assert!(fewest <= all && fewest * 10 > all * 7, "{fewest} bytes at the fewest, {all} written");
             // Sized 1 ns apart from 0 and from a duration among the others: at each duration, and
             // between them, what `-t` there writes.
             for lo in [0, present[present.len() / 3]] {
