@@ -94,6 +94,7 @@ impl Timeline<'_> {
         let all: u64 = rings.iter().enumerate().filter(|&(i, _)| kept(i)).map(|(_, t)| t.span_count()).sum();
         // Through a gate, the spans it is expected to keep, a twentieth more: checked against
         // `max_bytes` before, and what it keeps as it goes.
+        let counting = gate.as_ref().is_some_and(|(gate, _)| gate.counts_near());
         let (mut decoder, expected) = match gate {
             Some((gate, expected)) => (Threads::gated(self, gate), all.min(expected.saturating_add(expected / 20))),
             None => (Threads::ungated(self), all),
@@ -114,7 +115,11 @@ impl Timeline<'_> {
             let share = (u128::from(expected) * u128::from(ring.span_count()) / u128::from(all.max(1))) as u64;
             let mut spans = Vec::with_capacity(usize::try_from(share).unwrap_or(0));
             if let Some(t) = decoder.decode(index) {
-                t.append_to(&mut spans, room)?;
+                if counting {
+                    t.append_to::<true>(&mut spans, room)?;
+                } else {
+                    t.append_to::<false>(&mut spans, room)?;
+                }
             }
             room -= spans.len();
             let mut found = decoder.take_anomalies();

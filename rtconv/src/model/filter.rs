@@ -436,6 +436,11 @@ impl<'s> Gate<'s> {
         false
     }
 
+    /// Whether it counts the spans it leaves out near its `-t` ([`counting`](Self::counting)).
+    pub(crate) fn counts_near(&self) -> bool {
+        self.near_ns != u64::MAX
+    }
+
     /// [`keep_cut`](Self::keep_cut), counting in `near` the spans left out that last at least
     /// `near_ns` ([`counting`](Self::counting)).
     #[inline]

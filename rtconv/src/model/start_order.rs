@@ -172,7 +172,8 @@ impl ThreadSpans<'_, '_, '_> {
     /// or cuts them (no copy through a batch), through a gate batch by batch (the spans it keeps
     /// copied once), else as [`next_batch`](Self::next_batch) lends them; stopping (`None`) once
     /// it holds more than `cap` (checked after each batch: a filter's spans are not counted before).
-    pub(crate) fn append_to(mut self, into: &mut Vec<SpanNs>, cap: usize) -> Option<()> {
+    /// `NEAR`: the gate counts the spans it leaves out near its `-t` ([`Gate::counting`]).
+    pub(crate) fn append_to<const NEAR: bool>(mut self, into: &mut Vec<SpanNs>, cap: usize) -> Option<()> {
         let plain = self.threads.gate.is_none() && self.threads.timeline.window.is_none();
         if plain && matches!(self.source, Source::Placed) {
             let threads = &mut *self.threads;
@@ -198,7 +199,9 @@ impl ThreadSpans<'_, '_, '_> {
             while self.decode_next().is_some() {
                 let threads = &mut *self.threads;
                 let Some(gate) = threads.gate.as_mut() else { break };
-                into.extend(threads.batch.iter().filter(|s| gate.keep_cut_counting(s)));
+                into.extend(
+                    threads.batch.iter().filter(|s| if NEAR { gate.keep_cut_counting(s) } else { gate.keep_cut(s) }),
+                );
                 if into.len() > cap {
                     return None;
                 }
