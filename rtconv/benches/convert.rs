@@ -10,6 +10,8 @@
 //!   `vs_uftrace.sh lua` has them), nesting 2 to 40 deep; its keys are not
 //!   named (a stream's own cost, not DWARF's).
 //!
+//! `RTCONV_BENCH_DUMPS_TO=DIR` also copies the two dumps there (`fib.rtd`, `interpreter.rtd`).
+//!
 //! Reported as spans per second for reading alone (the floor) and for the
 //! whole conversion to Chrome JSON, Perfetto, ftrace text and statistics, in
 //! the same run; then what an output budget (`--max-bytes`) adds: its pass
@@ -83,11 +85,21 @@ fn interpreter_dump() -> (PathBuf, u64) {
 
 fn conversion(c: &mut Criterion) {
     let (path, spans) = record_dump();
+    keep(&path, "fib.rtd");
     bench_dump(c, "convert", &path, spans);
     std::fs::remove_file(&path).ok();
     let (path, spans) = interpreter_dump();
+    keep(&path, "interpreter.rtd");
     bench_dump(c, "convert interpreter", &path, spans);
     std::fs::remove_file(&path).ok();
+}
+
+/// A copy of the dump at `path` as `name` in `RTCONV_BENCH_DUMPS_TO`, if set: the same dumps for
+/// the command line (docs/PERFORMANCE.md measures budgets on `interpreter.rtd` so).
+fn keep(path: &std::path::Path, name: &str) {
+    if let Some(dir) = std::env::var_os("RTCONV_BENCH_DUMPS_TO") {
+        std::fs::copy(path, PathBuf::from(dir).join(name)).expect("dump copied");
+    }
 }
 
 fn bench_dump(c: &mut Criterion, group: &str, path: &std::path::Path, spans: u64) {
