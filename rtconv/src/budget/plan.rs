@@ -59,7 +59,7 @@ impl<'t, 'a> Plan<'t, 'a> {
     /// As [`new`](Self::new), for a timeline without a filter whose decoded spans are those lasting
     /// at least `floor.ns` (`Timeline::decode_above`; see [`super::floor`]): its choices and cuts
     /// count the spans below the floor as left out, and are [`exact`](Self::exact) only where
-    /// the spans above it do not all fit.
+    /// the floor is proven or the spans above it do not all fit.
     pub fn above(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, floor: Floor) -> Self {
         // Perfetto's thresholds: from the floor to its ceiling. Above a proven floor whose spans
         // may all fit, at none first: where they do, that is the choice (the count proves the
@@ -145,7 +145,8 @@ impl<'t, 'a> Plan<'t, 'a> {
     }
 
     /// Whether `choice` is the smallest threshold over all the spans: always, but above a floor
-    /// where every span above it fits (a shorter threshold might fit too; the floor was too high).
+    /// not proven where every span above it fits (a shorter threshold might fit too; the floor
+    /// was too high).
     pub fn exact(&self, choice: &Choice) -> bool {
         self.floor.is_none() || self.proven || choice.threshold_ns != self.floor()
     }
