@@ -95,11 +95,13 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
     };
     let (mut sample, stride) = tl.sample_spans(SAMPLES);
     sample.sort_unstable_by_key(|&(ns, ..)| std::cmp::Reverse(ns));
+    // Three standard deviations of a count of `n` sampled spans, as a share.
+    let error = |n: usize| 3.0 / (n.max(1) as f64).sqrt();
     // The floor at `ns`, the first `at_least` spans of the sample lasting at least that long.
     let fewest = least.iter().copied().min().unwrap_or(0) as f64;
     let found = |ns: u64, at_least: usize, ceiling: u64| {
-        let surely = |n: usize| max_bytes as f64 * (1.0 + 3.0 / (n.max(1) as f64).sqrt());
-        let ties_out = (layout == Layout::Perfetto && at_least as f64 * stride as f64 * fewest >= surely(at_least))
+        let surely_over = at_least as f64 * stride as f64 * fewest >= max_bytes as f64 * (1.0 + error(at_least));
+        let ties_out = (layout == Layout::Perfetto && surely_over)
             .then(|| sample.partition_point(|&(d, ..)| d > ns) as u64 * stride);
         let spans = at_least as u64 * stride;
         Floor { ns, spans, ceiling, max_bytes, ties_out, proven: false, least: 0, may_all_fit: false }
@@ -119,7 +121,7 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
         }
         bytes += (least.get(key as usize).copied().unwrap_or(0) + indent(tag)) as f64 * stride as f64;
         // Where the count is uncertain, the ceiling errs high (fewer bytes above it).
-        let error = 3.0 / ((i + 1) as f64).sqrt();
+        let error = error(i + 1);
         if ceiling == u64::MAX && bytes >= max_bytes as f64 * CEILING_SHARE * (1.0 - error.min(0.5)) {
             ceiling = ns;
         }

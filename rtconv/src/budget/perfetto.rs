@@ -126,11 +126,10 @@ pub struct Packets {
     always: u64,
     /// The whole output's bytes (the budget's note aside): `always`, every packet, every name.
     whole: u64,
-    /// Spans shorter than the first threshold (or than every span walked) are left out whatever
-    /// the budget (they were not given to the walk): the first threshold, not none, is the cut
-    /// where every span fits.
-    shorter_left_out: bool,
-    /// Where no threshold was sized: the thresholds to size at if not every span walked fits.
+    /// Set where the spans shorter than the first threshold (or than every span walked) are left
+    /// out whatever the budget (they were not given to the walk: the first threshold, not none, is
+    /// the cut where every span fits): where no threshold was sized, the thresholds to size at if
+    /// not every span walked fits.
     then: Option<Thresholds>,
     /// Spans in the walk.
     spans: u64,
@@ -207,7 +206,6 @@ impl Packets {
         let packets = Packets {
             always,
             whole,
-            shorter_left_out: false,
             then: None,
             spans,
             longest,
@@ -225,7 +223,7 @@ impl Packets {
     /// floor's); where it sized no threshold, its choice is then every span it walked if they
     /// fit, else what a walk sizing `then` chooses.
     pub fn shorter_left_out(self, then: Thresholds) -> Self {
-        Packets { shorter_left_out: true, then: Some(then), ..self }
+        Packets { then: Some(then), ..self }
     }
 
     /// Spans in the walk.
@@ -254,7 +252,7 @@ impl Packets {
         fixed: impl Fn(Option<(u64, u64)>) -> u64,
     ) -> Result<Choice, u64> {
         let whole = self.whole(&fixed);
-        if whole <= max_bytes && !self.shorter_left_out {
+        if whole <= max_bytes && self.then.is_none() {
             return Ok(Choice { threshold_ns: None, left_out: 0, bytes: whole });
         }
         if let (None, Some(then)) = (self.thresholds, self.then) {
@@ -358,17 +356,17 @@ fn end_bytes(sequence: u64) -> u64 {
     (SPAN_FRAMING + fields_len(sequence, None)) as u64
 }
 
+/// Per key index, the fewest bytes a kept span of it takes on the thread of `sequence`: its two
+/// packets with one-byte times and no annotations.
+fn least_on(interned: &[(usize, bool)], sequence: u64) -> impl Iterator<Item = u64> {
+    key_bytes(interned, sequence).into_iter().map(move |k| k.begin + end_bytes(sequence) + 2)
+}
+
 /// The fewest bytes a span kept in `tl`'s Perfetto trace takes on any of the threads `decoded`
-/// holds: two packets with one-byte times, on the thread's sequence, of its key with the
-/// fewest.
+/// holds ([`least_on`] each thread's sequence, of the key with the fewest).
 pub(crate) fn fewest(tl: &Timeline<'_>, decoded: &Decoded) -> u64 {
     let interned = interned(tl);
-    let fewest = decoded.threads().map(|(thread, _)| {
-        let sequence = thread as u64 + 2;
-        let begin = key_bytes(&interned, sequence).iter().map(|k| k.begin).min().unwrap_or(SPAN_FRAMING as u64);
-        begin + end_bytes(sequence) + 2
-    });
-    fewest.min().unwrap_or(0)
+    decoded.threads().filter_map(|(thread, _)| least_on(&interned, thread as u64 + 2).min()).min().unwrap_or(0)
 }
 
 /// What [`Packets::scan`] found.
@@ -649,7 +647,7 @@ pub fn fixed(tl: &Timeline<'_>) -> u64 {
 /// packets with one-byte times and no annotations, on the sequence with the shortest id (the
 /// first thread's, 2).
 pub fn least_span(tl: &Timeline<'_>) -> Vec<u64> {
-    key_bytes(&interned(tl), 2).iter().map(|k| k.begin + end_bytes(2) + 2).collect()
+    least_on(&interned(tl), 2).collect()
 }
 
 #[cfg(test)]

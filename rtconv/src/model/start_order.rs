@@ -101,15 +101,17 @@ impl ThreadSpans<'_, '_, '_> {
                 let batch = spans.get(from..spans.len().min(from.saturating_add(BATCH))).filter(|b| !b.is_empty())?;
                 let windowed = self.threads.timeline.window.is_some();
                 let threads = &mut *self.threads;
-                let Some(gate) = threads.gate.as_mut().filter(|gate| windowed || !gate.keeps_all_lasting(at_least_ns))
-                else {
+                let gate = match threads.gate.as_mut() {
+                    Some(gate) if windowed || !gate.keeps_all_lasting(at_least_ns) => gate,
                     // No gate, or one that keeps every span here (a `-t` no longer than the
                     // decode's): lent whole.
-                    if let Some(gate) = threads.gate.as_mut() {
-                        gate.counts.kept += batch.len() as u64;
+                    lent => {
+                        if let Some(gate) = lent {
+                            gate.counts.kept += batch.len() as u64;
+                        }
+                        self.next = from + batch.len();
+                        return Some(batch);
                     }
-                    self.next = from + batch.len();
-                    return Some(batch);
                 };
                 if windowed {
                     // A window stops at a batch's first span past its end: the gate sees whole
