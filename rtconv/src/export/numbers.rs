@@ -242,6 +242,16 @@ fn delta_in<T: Int>(values: &[T], out: &mut Vec<u8>) -> Option<(T, T)> {
     };
     rle::varint(zigzag(signed(first.bits())), out);
     let (mut lowest, mut highest) = (first, first);
+    if let Some(step) = steady(values, mask) {
+        // Every block's deltas are its least: no miniblock has bits (ids, a dump's constant columns).
+        for _ in (1..values.len()).step_by(BLOCK) {
+            rle::varint(zigzag(signed(step)), out);
+            out.extend_from_slice(&[0; BLOCK / MINIBLOCK]);
+        }
+        lowest = values.iter().copied().fold(lowest, Ord::min);
+        highest = values.iter().copied().fold(highest, Ord::max);
+        return Some((lowest, highest));
+    }
     // A block's deltas, then their excess over the least (padded with zeros).
     let mut deltas = [0i64; BLOCK];
     let mut above = [0u64; BLOCK];
@@ -272,6 +282,18 @@ fn delta_in<T: Int>(values: &[T], out: &mut Vec<u8>) -> Option<(T, T)> {
         }
     }
     Some((lowest, highest))
+}
+
+/// The one delta (wrapped by `mask`) between every value of `values` and the next, if there is
+/// one: blocks at a time, each a vectorized pass, stopping at the first that has another.
+#[inline(always)]
+fn steady<T: Int>(values: &[T], mask: u64) -> Option<u64> {
+    let step = values.get(1)?.bits().wrapping_sub(values[0].bits()) & mask;
+    let (before, after) = (&values[..values.len() - 1], &values[1..]);
+    let steady = before.chunks(BLOCK).zip(after.chunks(BLOCK)).all(|(before, after)| {
+        before.iter().zip(after).fold(true, |same, (&b, &a)| same & (a.bits().wrapping_sub(b.bits()) & mask == step))
+    });
+    steady.then_some(step)
 }
 
 /// 32 values below 2^`width` (0 to 64), in `width` bits each, least significant bit first: the

@@ -311,7 +311,15 @@ impl Pending {
                     *last = Some((batch_words, map));
                 }
                 let map = last.as_ref().map_or(&[][..], |(_, m)| &m[..]);
-                keys.extend(batch_keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(0)));
+                match map {
+                    // A dump's constant columns (its name, host, build; a thread's name).
+                    &[only] => keys.resize(keys.len() + n, only),
+                    // A row group's first batch, whose words were the first in it.
+                    _ if keys.is_empty() && map.iter().enumerate().all(|(i, &k)| k as usize == i) => {
+                        *keys = batch_keys
+                    }
+                    _ => keys.extend(batch_keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(0))),
+                }
             }
             (Gathered::Plain(values), batch) => match (values.as_mut(), batch) {
                 (None, batch) => *values = Some(batch),

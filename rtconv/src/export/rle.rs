@@ -15,36 +15,26 @@ const MAX_GROUPS: usize = 63;
 /// with zeros, which a reader leaves out by the page's count of values.
 pub fn encode<T: Copy + PartialEq + Into<u64>>(values: &[T], width: u8, out: &mut Vec<u8>) {
     debug_assert!((1..=32).contains(&width));
-    // The start of the values not written yet.
-    let mut literal = 0;
-    let mut i = 0;
-    while let Some(&v) = values.get(i) {
-        let end = run_end(values, i);
-        if end - i >= MIN_REPEAT {
+    // The start of the values not written yet, and of the run of equal values before `i`.
+    let (mut literal, mut run) = (0, 0);
+    let repeat = |run: usize, end: usize, literal: &mut usize, out: &mut Vec<u8>| {
+        if end - run >= MIN_REPEAT {
             // The values before the repeat go out in whole groups: the repeat lends the last group
             // its first values.
-            let lent = (8 - (i - literal) % 8) % 8;
-            bit_packed(&values[literal..i + lent], width, out);
-            repeated(v.into(), end - i - lent, width, out);
-            literal = end;
+            let lent = (8 - (run - *literal) % 8) % 8;
+            bit_packed(&values[*literal..run + lent], width, out);
+            repeated(values[run].into(), end - run - lent, width, out);
+            *literal = end;
         }
-        i = end;
+    };
+    for (i, &v) in values.iter().enumerate().skip(1) {
+        if v != values[run] {
+            repeat(run, i, &mut literal, out);
+            run = i;
+        }
     }
+    repeat(run, values.len(), &mut literal, out);
     bit_packed(&values[literal..], width, out);
-}
-
-/// The end of the run of values equal to `values[i]` that starts at `i`.
-fn run_end<T: Copy + PartialEq>(values: &[T], i: usize) -> usize {
-    let v = values[i];
-    let mut end = i + 1;
-    // Long runs (a dump's constant columns, a thread's) sixteen values at a time.
-    while let Some(next) = values.get(end..end + 16) {
-        if !next.iter().all(|&x| x == v) {
-            break;
-        }
-        end += 16;
-    }
-    end + values[end..].iter().position(|&x| x != v).unwrap_or(values.len() - end)
 }
 
 /// `values` as bit-packed runs; all but the last group of the last run whole.
@@ -94,6 +84,21 @@ pub fn pack_bools(values: &[bool], out: &mut Vec<u8>) {
     }
 }
 
+/// What [`encode`] appends for `count` values all `value` (below 2^`width`), without them.
+pub fn encode_same(value: u32, count: usize, width: u8, out: &mut Vec<u8>) {
+    if count >= MIN_REPEAT {
+        repeated(value.into(), count, width, out);
+    } else {
+        bit_packed(&[value; MIN_REPEAT][..count], width, out);
+    }
+}
+
+/// Whether every one of `values` is `value`: a vectorized pass, blocks at a time, that stops at
+/// the first block that differs.
+pub fn all_equal<T: Copy + PartialEq>(values: &[T], value: T) -> bool {
+    values.chunks(64).all(|block| block.iter().fold(true, |same, &v| same & (v == value)))
+}
+
 /// `count` repeats of `value` as one run (nothing if `count` is 0).
 pub fn run(value: u64, count: usize, width: u8, out: &mut Vec<u8>) {
     if count > 0 {
@@ -125,15 +130,65 @@ pub fn width(max: u32) -> u8 {
 mod tests {
     use super::*;
 
+    /// The values of `count` in an RLE / bit-packed hybrid stream of `width`-bit values, read as
+    /// the format's Encodings.md describes it.
+    fn decode(bytes: &[u8], width: u8, count: usize) -> Vec<u64> {
+        let width = usize::from(width);
+        let (mut at, mut values) = (0, Vec::new());
+        while values.len() < count {
+            let (mut header, mut shift) = (0u64, 0);
+            loop {
+                let b = bytes[at];
+                at += 1;
+                header |= u64::from(b & 0x7f) << shift;
+                shift += 7;
+                if b < 0x80 {
+                    break;
+                }
+            }
+            if header & 1 == 1 {
+                // Groups of 8 values, `width` bits each, least significant bit first.
+                let n = (header >> 1) as usize * 8;
+                let bit = |i: usize| u64::from(bytes[at + i / 8] >> (i % 8) & 1);
+                values.extend((0..n).map(|k| (0..width).fold(0, |v, b| v | bit(k * width + b) << b)));
+                at += n * width / 8;
+            } else {
+                // A repeat: its count, then its value in whole bytes.
+                let mut le = [0u8; 8];
+                le[..width.div_ceil(8)].copy_from_slice(&bytes[at..at + width.div_ceil(8)]);
+                values.extend(std::iter::repeat_n(u64::from_le_bytes(le), (header >> 1) as usize));
+                at += width.div_ceil(8);
+            }
+        }
+        assert_eq!(at, bytes.len(), "the stream ends with its values");
+        values.truncate(count);
+        values
+    }
+
     #[test]
-    fn runs_end_where_their_value_changes() {
-        let values: Vec<u32> = [vec![3; 40], vec![4], vec![3; 16], vec![5; 17]].concat();
-        assert_eq!(run_end(&values, 0), 40);
-        assert_eq!(run_end(&values, 5), 40);
-        assert_eq!(run_end(&values, 40), 41);
-        assert_eq!(run_end(&values, 41), 57);
-        assert_eq!(run_end(&values, 57), 74);
-        assert_eq!(run_end(&values, 73), 74);
+    fn the_hybrid_holds_the_values_with_repeats_as_runs() {
+        // Repeats of every length around the shortest that is a run, after literals of every
+        // length around a group, and one repeat after another.
+        let mut values: Vec<u32> = Vec::new();
+        for literals in [0, 1, 7, 8, 9, 15] {
+            for repeat in [1, 7, 8, 9, 30] {
+                values.extend((0..literals).map(|k| k % 5));
+                values.extend(std::iter::repeat_n(6, repeat));
+            }
+        }
+        values.extend(std::iter::repeat_n(2, 20));
+        for width in [3, 9, 32] {
+            let mut out = Vec::new();
+            encode(&values, width, &mut out);
+            let expected: Vec<u64> = values.iter().map(|&v| u64::from(v)).collect();
+            assert_eq!(decode(&out, width, values.len()), expected, "width {width}");
+        }
+        // A repeat long enough is one run: its header and value, not its values' bits.
+        let (mut long, mut short) = (Vec::new(), Vec::new());
+        encode(&[1u32; 1000], 9, &mut long);
+        encode(&[1u32; 7], 9, &mut short);
+        assert_eq!(long, [0xd0, 0x0f, 1, 0], "1000 repeats: (1000 << 1) as a varint, then 1 in two bytes");
+        assert_eq!(short[0], 0b11, "7 values are one bit-packed group");
     }
 
     #[test]

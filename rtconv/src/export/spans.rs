@@ -22,152 +22,47 @@ use crate::stats::{DumpTotals, Totals};
 /// copying it.
 pub const BATCH_ROWS: usize = super::ROW_GROUP_ROWS;
 
-/// A span's row, but for the columns its thread and function give (`tid`, `file`, `line`).
+/// A span's row as the walk writes it: all but the columns its thread and function give (`tid`,
+/// `thread_name`, `file`, `line`), which come from those as the batch is handed on.
 #[derive(Clone, Copy)]
 struct Row {
-    thread: u32,
-    function: u32,
-    depth: u32,
     span_id: u64,
-    parent: Option<u64>,
+    /// The parent's id, where `flags` has [`PARENT`].
+    parent: u64,
     start_ns: i64,
     duration_ns: i64,
     self_ns: i64,
-    recursive: bool,
-    open: bool,
-    unwound: bool,
-    clamped: bool,
-    missing_children: bool,
+    thread: u32,
+    /// The index of its function's name in [`NameColumns::functions`].
+    function: u32,
+    depth: u32,
+    flags: u8,
 }
 
-/// The rows of the batch being gathered, a column each, in start order.
-#[derive(Default)]
-struct Columns {
-    thread: Vec<u32>,
-    function: Vec<u32>,
-    depth: Vec<u32>,
-    span_id: Vec<u64>,
-    /// The parent's id, 0 where `has_parent` says there is none.
-    parent: Vec<u64>,
-    has_parent: Vec<bool>,
-    start_ns: Vec<i64>,
-    duration_ns: Vec<i64>,
-    self_ns: Vec<i64>,
-    recursive: Vec<bool>,
-    open: Vec<bool>,
-    unwound: Vec<bool>,
-    clamped: Vec<bool>,
-    missing_children: Vec<bool>,
-}
+/// [`Row::flags`]: it has a parent.
+const PARENT: u8 = 1;
+/// [`Row::flags`]: a call of the same function is open around it (the `recursive` column; so are
+/// the next four, formats/PARQUET.md).
+const RECURSIVE: u8 = 1 << 1;
+/// [`Row::flags`]: still running when the dump was taken.
+const OPEN: u8 = 1 << 2;
+/// [`Row::flags`]: left by a `longjmp` or an exception without its exit.
+const UNWOUND: u8 = 1 << 3;
+/// [`Row::flags`]: cut at its parent's end.
+const CLAMPED: u8 = 1 << 4;
+/// [`Row::flags`]: began before the oldest span its ring kept.
+const MISSING_CHILDREN: u8 = 1 << 5;
 
-/// Calls `$f!(column)` for each column of `$c`, a [`Columns`].
-macro_rules! each_column {
-    ($c:expr, $f:ident) => {{
-        let Columns {
-            thread,
-            function,
-            depth,
-            span_id,
-            parent,
-            has_parent,
-            start_ns,
-            duration_ns,
-            self_ns,
-            recursive,
-            open,
-            unwound,
-            clamped,
-            missing_children,
-        } = $c;
-        $f!(thread);
-        $f!(function);
-        $f!(depth);
-        $f!(span_id);
-        $f!(parent);
-        $f!(has_parent);
-        $f!(start_ns);
-        $f!(duration_ns);
-        $f!(self_ns);
-        $f!(recursive);
-        $f!(open);
-        $f!(unwound);
-        $f!(clamped);
-        $f!(missing_children);
-    }};
-}
-
-impl Columns {
-    fn len(&self) -> usize {
-        self.span_id.len()
+/// Takes out the rows at `holes` (ascending), moving the rest up.
+fn remove_rows(rows: &mut Vec<Row>, holes: &[usize]) {
+    let Some(&first) = holes.first() else { return };
+    let mut to = first;
+    for (k, &hole) in holes.iter().enumerate() {
+        let end = holes.get(k + 1).copied().unwrap_or(rows.len());
+        rows.copy_within(hole + 1..end, to);
+        to += end - hole - 1;
     }
-
-    #[inline(always)] // once per span
-    fn push(&mut self, r: &Row) {
-        self.thread.push(r.thread);
-        self.function.push(r.function);
-        self.depth.push(r.depth);
-        self.span_id.push(r.span_id);
-        self.parent.push(r.parent.unwrap_or(0));
-        self.has_parent.push(r.parent.is_some());
-        self.start_ns.push(r.start_ns);
-        self.duration_ns.push(r.duration_ns);
-        self.self_ns.push(r.self_ns);
-        self.recursive.push(r.recursive);
-        self.open.push(r.open);
-        self.unwound.push(r.unwound);
-        self.clamped.push(r.clamped);
-        self.missing_children.push(r.missing_children);
-    }
-
-    fn row(&self, i: usize) -> Row {
-        Row {
-            thread: self.thread[i],
-            function: self.function[i],
-            depth: self.depth[i],
-            span_id: self.span_id[i],
-            parent: self.has_parent[i].then_some(self.parent[i]),
-            start_ns: self.start_ns[i],
-            duration_ns: self.duration_ns[i],
-            self_ns: self.self_ns[i],
-            recursive: self.recursive[i],
-            open: self.open[i],
-            unwound: self.unwound[i],
-            clamped: self.clamped[i],
-            missing_children: self.missing_children[i],
-        }
-    }
-
-    /// Takes out the rows at `holes` (ascending), moving the rest up.
-    fn remove(&mut self, holes: &[usize]) {
-        fn remove<T: Copy>(v: &mut Vec<T>, holes: &[usize]) {
-            let Some(&first) = holes.first() else { return };
-            let mut to = first;
-            for (k, &hole) in holes.iter().enumerate() {
-                let end = holes.get(k + 1).copied().unwrap_or(v.len());
-                v.copy_within(hole + 1..end, to);
-                to += end - hole - 1;
-            }
-            v.truncate(to);
-        }
-        macro_rules! take_out {
-            ($v:ident) => {
-                remove($v, holes)
-            };
-        }
-        each_column!(self, take_out);
-    }
-
-    /// Columns with room for `n` rows each.
-    fn with_capacity(n: usize) -> Columns {
-        let mut c = Columns::default();
-        macro_rules! reserve {
-            ($v:ident) => {
-                $v.reserve_exact(n)
-            };
-        }
-        each_column!(&mut c, reserve);
-        c
-    }
+    rows.truncate(to);
 }
 
 /// Where an open span's row is.
@@ -232,7 +127,8 @@ struct Walk<'d> {
     names: NameColumns,
     thread_names: Arc<[String]>,
     tids: Vec<u64>,
-    rows: Columns,
+    /// The rows of the batch being gathered, in start order (its buffer kept from batch to batch).
+    rows: Vec<Row>,
     path: Vec<Open>,
     /// How many of the path's spans have their row in `rows` (`Slot::Here`).
     open_here: usize,
@@ -262,9 +158,9 @@ impl Walk<'_> {
         let (parent, depth, parent_key) = match self.path.last_mut() {
             Some(p) => {
                 p.children_ns = p.children_ns.saturating_add(duration);
-                (Some(p.id), p.depth + 1, Some(p.span.key_index))
+                (p.id, p.depth + 1, Some(p.span.key_index))
             }
-            None => (None, 0, None),
+            None => (0, 0, None),
         };
         let key = s.key_index as usize;
         let recursive = self.active.get(key).is_some_and(|&a| a > 0);
@@ -272,20 +168,22 @@ impl Walk<'_> {
             *a += 1;
         }
         self.totals.span(s, parent_key, !recursive, missing_children);
-        self.rows.push(&Row {
-            thread,
-            function: self.names.of_key.get(key).copied().unwrap_or(0),
-            depth,
+        let flag = |on: bool, flag: u8| if on { flag } else { 0 };
+        self.rows.push(Row {
             span_id: self.next_id,
             parent,
             start_ns: realtime(self.realtime_offset, s.enter_ns),
             duration_ns: duration,
             self_ns: duration,
-            recursive,
-            open: s.open(),
-            unwound: s.unwound(),
-            clamped: s.clamped(),
-            missing_children,
+            thread,
+            function: self.names.of_key.get(key).copied().unwrap_or(0),
+            depth,
+            flags: flag(parent_key.is_some(), PARENT)
+                | flag(recursive, RECURSIVE)
+                | flag(s.open(), OPEN)
+                | flag(s.unwound(), UNWOUND)
+                | flag(s.clamped(), CLAMPED)
+                | flag(missing_children, MISSING_CHILDREN),
         });
         self.path.push(Open {
             span: *s,
@@ -308,12 +206,16 @@ impl Walk<'_> {
         let self_ns = duration.saturating_sub(o.children_ns).max(0);
         match o.slot {
             Slot::Here(i) => {
-                self.rows.self_ns[i] = self_ns;
+                if let Some(row) = self.rows.get_mut(i) {
+                    row.self_ns = self_ns;
+                }
                 self.open_here -= 1;
             }
             Slot::Carried(i) => {
-                self.carried[i].0.self_ns = self_ns;
-                self.carried[i].1 = true;
+                if let Some((row, ended)) = self.carried.get_mut(i) {
+                    row.self_ns = self_ns;
+                    *ended = true;
+                }
                 self.ended += 1;
             }
         }
@@ -329,53 +231,121 @@ impl Walk<'_> {
                 Slot::Carried(i) => self.carried[i].0,
                 Slot::Here(i) => {
                     holes.push(i);
-                    self.rows.row(i)
+                    self.rows[i]
                 }
             };
             o.slot = Slot::Carried(carried.len());
             carried.push((row, false));
         }
-        let capacity = self.rows.span_id.capacity();
-        let mut rows = std::mem::replace(&mut self.rows, Columns::with_capacity(capacity));
-        rows.remove(&holes);
-        for (row, _) in self.carried.iter().filter(|(_, ended)| *ended) {
-            rows.push(row);
-        }
+        remove_rows(&mut self.rows, &holes);
+        self.rows.extend(self.carried.iter().filter(|(_, ended)| *ended).map(|(row, _)| *row));
         (self.carried, self.open_here, self.ended) = (carried, 0, 0);
-        self.batch(rows)
+        let batch = self.batch();
+        self.rows.clear();
+        batch
     }
 
-    /// `c`'s rows as the `spans` table's columns.
-    fn batch(&self, c: Columns) -> Batch {
-        let n = c.len();
+    /// The rows gathered as the `spans` table's columns.
+    fn batch(&self) -> Batch {
+        let mut c = Transposed::with_capacity(self.rows.len());
+        // A run of rows at a time, so that each is read from the cache, not from memory, for all
+        // the columns it goes into.
+        for rows in self.rows.chunks(1024) {
+            c.extend(rows, &self.tids, &self.names);
+        }
         let names = &self.names;
-        let tid: Vec<u64> = c.thread.iter().map(|&t| self.tids.get(t as usize).copied().unwrap_or(0)).collect();
-        let file_keys: Vec<Option<u32>> =
-            c.function.iter().map(|&f| names.file_of.get(f as usize).copied().flatten()).collect();
-        let lines: Vec<Option<u32>> =
-            c.function.iter().map(|&f| names.lines.get(f as usize).copied().flatten()).collect();
-        let parent =
-            Column { values: Values::U64(c.parent), valid: c.has_parent.contains(&false).then_some(c.has_parent) };
-        let mut columns = self.dump.columns(n);
+        // A validity only where a row has no value.
+        let valid = |column: Column, valid: Vec<bool>| match valid.contains(&false) {
+            true => Column { valid: Some(valid), ..column },
+            false => column,
+        };
+        let [recursive, open, unwound, clamped, missing_children] = c.flags.map(|f| Column::new(Values::Bool(f)));
+        let mut columns = self.dump.columns(self.rows.len());
         columns.extend([
-            Column::new(Values::U64(tid)),
+            Column::new(Values::U64(c.tid)),
             Column::new(Values::Words { words: self.thread_names.clone(), keys: c.thread }),
             Column::new(Values::Words { words: names.functions.clone(), keys: c.function }),
-            Column::options(&file_keys, |keys| Values::Words { words: names.files.clone(), keys }),
-            Column::options(&lines, Values::U32),
+            valid(Column::new(Values::Words { words: names.files.clone(), keys: c.file }), c.has_file),
+            valid(Column::new(Values::U32(c.line)), c.has_line),
             Column::new(Values::U32(c.depth)),
             Column::new(Values::U64(c.span_id)),
-            parent,
+            valid(Column::new(Values::U64(c.parent)), c.has_parent),
             Column::new(Values::I64(c.start_ns)),
             Column::new(Values::I64(c.duration_ns)),
             Column::new(Values::I64(c.self_ns)),
-            Column::new(Values::Bool(c.recursive)),
-            Column::new(Values::Bool(c.open)),
-            Column::new(Values::Bool(c.unwound)),
-            Column::new(Values::Bool(c.clamped)),
-            Column::new(Values::Bool(c.missing_children)),
+            recursive,
+            open,
+            unwound,
+            clamped,
+            missing_children,
         ]);
         columns
+    }
+}
+
+/// A batch's rows as columns, filled a run of rows at a time.
+struct Transposed {
+    tid: Vec<u64>,
+    thread: Vec<u32>,
+    function: Vec<u32>,
+    file: Vec<u32>,
+    has_file: Vec<bool>,
+    line: Vec<u32>,
+    has_line: Vec<bool>,
+    depth: Vec<u32>,
+    span_id: Vec<u64>,
+    parent: Vec<u64>,
+    has_parent: Vec<bool>,
+    start_ns: Vec<i64>,
+    duration_ns: Vec<i64>,
+    self_ns: Vec<i64>,
+    /// `recursive`, `open`, `unwound`, `clamped`, `missing_children`.
+    flags: [Vec<bool>; 5],
+}
+
+impl Transposed {
+    fn with_capacity(n: usize) -> Transposed {
+        Transposed {
+            tid: Vec::with_capacity(n),
+            thread: Vec::with_capacity(n),
+            function: Vec::with_capacity(n),
+            file: Vec::with_capacity(n),
+            has_file: Vec::with_capacity(n),
+            line: Vec::with_capacity(n),
+            has_line: Vec::with_capacity(n),
+            depth: Vec::with_capacity(n),
+            span_id: Vec::with_capacity(n),
+            parent: Vec::with_capacity(n),
+            has_parent: Vec::with_capacity(n),
+            start_ns: Vec::with_capacity(n),
+            duration_ns: Vec::with_capacity(n),
+            self_ns: Vec::with_capacity(n),
+            flags: std::array::from_fn(|_| Vec::with_capacity(n)),
+        }
+    }
+
+    /// Appends `rows` (of threads whose ids are `tids`, of functions `names` holds).
+    fn extend(&mut self, rows: &[Row], tids: &[u64], names: &NameColumns) {
+        let function = |r: &Row| r.function as usize;
+        self.tid.extend(rows.iter().map(|r| tids.get(r.thread as usize).copied().unwrap_or(0)));
+        self.thread.extend(rows.iter().map(|r| r.thread));
+        self.function.extend(rows.iter().map(|r| r.function));
+        let file = |r: &Row| names.file_of.get(function(r)).copied().flatten();
+        self.file.extend(rows.iter().map(|r| file(r).unwrap_or(0)));
+        self.has_file.extend(rows.iter().map(|r| file(r).is_some()));
+        let line = |r: &Row| names.lines.get(function(r)).copied().flatten();
+        self.line.extend(rows.iter().map(|r| line(r).unwrap_or(0)));
+        self.has_line.extend(rows.iter().map(|r| line(r).is_some()));
+        self.depth.extend(rows.iter().map(|r| r.depth));
+        self.span_id.extend(rows.iter().map(|r| r.span_id));
+        self.parent.extend(rows.iter().map(|r| r.parent));
+        self.has_parent.extend(rows.iter().map(|r| r.flags & PARENT != 0));
+        self.start_ns.extend(rows.iter().map(|r| r.start_ns));
+        self.duration_ns.extend(rows.iter().map(|r| r.duration_ns));
+        self.self_ns.extend(rows.iter().map(|r| r.self_ns));
+        for (column, flag) in self.flags.iter_mut().zip([RECURSIVE, OPEN, UNWOUND, CLAMPED, MISSING_CHILDREN]) {
+            column.extend(rows.iter().map(|r| r.flags & flag != 0));
+        }
     }
 }
 
@@ -416,7 +386,7 @@ fn walk<E>(
             .collect(),
         tids: threads.iter().map(|t| t.tid).collect(),
         // A batch's rows, or the dump's if fewer: a small dump's batch allocates no more.
-        rows: Columns::with_capacity(
+        rows: Vec::with_capacity(
             batch_rows.min(threads.iter().map(|t| t.span_count() as usize).sum::<usize>() + 1),
         ),
         path: Vec::new(),

@@ -30,8 +30,18 @@ pub fn chunk(
     let rows = keys.len();
     let mut pages = Pages::new(descr, Some(zstd));
     pages.check(rows, valid)?;
-    let Some((used, values)) = dictionary(words, keys, valid) else {
-        return pages.wrong("keys within its words");
+    // A column whose every row has the same word (a dump's name, host, build) is one run, found
+    // without the per-row pass `dictionary` makes.
+    let same = match (valid, keys.first()) {
+        (None, Some(&k)) if rle::all_equal(keys, k) => words.get(k as usize),
+        _ => None,
+    };
+    let (used, values) = match same {
+        Some(word) => (vec![word], Vec::new()),
+        None => match dictionary(words, keys, valid) {
+            Some(d) => d,
+            None => return pages.wrong("keys within its words"),
+        },
     };
     let mut plain = Vec::new();
     for w in &used {
@@ -44,16 +54,20 @@ pub fn chunk(
     for range in page_ranges(rows) {
         let valid = valid.map(|v| &v[range.clone()]);
         let present = valid.map_or(range.len(), |v| v.iter().filter(|&&v| v).count());
-        let keys = &values[done..done + present];
+        let keys = values.get(done..done + present);
         done += present;
         pages.data(range.len(), valid, Encoding::RLE_DICTIONARY, |page| {
             page.push(width);
-            rle::encode(keys, width, page);
+            match keys {
+                Some(keys) if same.is_none() => rle::encode(keys, width, page),
+                // Every row is the dictionary's one word.
+                _ => rle::encode_same(0, present, width, page),
+            }
         })?;
     }
     let min = used.iter().min_by(|a, b| a.data().cmp(b.data())).map(|w| (*w).clone());
     let max = used.iter().max_by(|a, b| a.data().cmp(b.data())).map(|w| (*w).clone());
-    let nulls = (rows - values.len()) as u64;
+    let nulls = (rows - done) as u64;
     pages.finish(rows, Encoding::RLE_DICTIONARY, Statistics::byte_array(min, max, None, Some(nulls), false))
 }
 
