@@ -93,7 +93,7 @@ pub fn export_tables(
     let (fit, _) = rtconv::convert::with_timeline(input, false, |tl| {
         let dump = DumpColumns::new(tl, &path.to_string_lossy(), Host(None));
         let (spans_fields, functions_fields, dumps_fields) = (schema::spans(), schema::functions(), schema::dumps());
-        let fit = spans::write(tl, &dump, &mut |batch| check(&spans_fields, &batch)).and_then(|found| {
+        let fit = spans::write(tl, &dump, &mut |batch| check(&spans_fields, batch)).and_then(|found| {
             let (functions, durations) = functions_and_durations(tl, &dump);
             check(&functions_fields, &functions)?;
             check(&schema::durations(), &durations)?;

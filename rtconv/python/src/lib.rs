@@ -154,7 +154,7 @@ fn stream(
         writer.write(&RecordBatch::try_new(schema.clone(), columns)?)
     };
     let found = match which {
-        Table::Spans => spans::write(tl, &dump, &mut write)?,
+        Table::Spans => spans::write(tl, &dump, &mut |batch: &mut Batch| write(std::mem::take(batch)))?,
         Table::Functions | Table::Durations => {
             let (functions, durations) = figures.get_or_insert_with(|| {
                 let (functions, durations) = functions_and_durations(tl, &dump);

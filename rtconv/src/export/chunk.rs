@@ -20,9 +20,6 @@ use parquet::schema::types::ColumnDescPtr;
 
 use super::rle;
 
-/// Rows a data page holds at most: a row group's, in one page.
-pub const PAGE_ROWS: usize = super::ROW_GROUP_ROWS;
-
 /// Compresses pages with zstd at one level, reusing its context.
 pub struct Zstd {
     level: i32,
@@ -36,48 +33,50 @@ impl Zstd {
         Ok(Zstd { level, compressor })
     }
 
-    fn compress(&mut self, data: &[u8]) -> Result<Bytes, ParquetError> {
+    pub fn compress(&mut self, data: &[u8]) -> Result<Bytes, ParquetError> {
         Ok(self.compressor.compress(data).map_err(|e| ParquetError::External(Box::new(e)))?.into())
     }
 
-    fn codec(&self) -> Result<Compression, ParquetError> {
+    pub fn codec(&self) -> Result<Compression, ParquetError> {
         Ok(Compression::ZSTD(ZstdLevel::try_new(self.level)?))
     }
 }
 
-/// A column chunk's pages as they are written.
-pub struct Pages<'z> {
+/// A column chunk's pages as they are written: its data pages as they come, its dictionary page
+/// (which goes first) when it is finished.
+pub struct Pages {
     descr: ColumnDescPtr,
-    /// `None`: the pages are not compressed.
-    zstd: Option<&'z mut Zstd>,
+    /// Whether its pages are compressed.
+    compressed: bool,
+    /// The data pages, headers and all.
     sink: TrackedWrite<Vec<u8>>,
-    compressed: i64,
-    uncompressed: i64,
-    dictionary: bool,
-    first_data: Option<i64>,
-    data_pages: i32,
-    /// Where each data page is: the file's other columns have this index, and a file has it for
-    /// every column or none.
-    offsets: OffsetIndexBuilder,
+    compressed_bytes: i64,
+    uncompressed_bytes: i64,
+    /// Per data page: where it is in `sink`, its size and its rows.
+    data_pages: Vec<(i64, i32, i64)>,
     /// The page being encoded.
     page: Vec<u8>,
+    rows: usize,
 }
 
-impl<'z> Pages<'z> {
-    /// The pages of a chunk of `descr`, compressed by `zstd` (`None`: not compressed).
-    pub fn new(descr: ColumnDescPtr, zstd: Option<&'z mut Zstd>) -> Pages<'z> {
+impl Pages {
+    /// The pages of a chunk of `descr`, compressed or not.
+    pub fn new(descr: ColumnDescPtr, compressed: bool) -> Pages {
         Pages {
             descr,
-            zstd,
+            compressed,
             sink: TrackedWrite::new(Vec::new()),
-            compressed: 0,
-            uncompressed: 0,
-            dictionary: false,
-            first_data: None,
-            data_pages: 0,
-            offsets: OffsetIndexBuilder::new(),
+            compressed_bytes: 0,
+            uncompressed_bytes: 0,
+            data_pages: Vec::new(),
             page: Vec::new(),
+            rows: 0,
         }
+    }
+
+    /// The rows of its data pages.
+    pub fn rows(&self) -> usize {
+        self.rows
     }
 
     /// An error about this column: `what` it should have had.
@@ -97,23 +96,21 @@ impl<'z> Pages<'z> {
         Ok(())
     }
 
+    /// The physical type of its values.
+    pub fn physical(&self) -> parquet::basic::Type {
+        self.descr.physical_type()
+    }
+
     /// Whether a row may have no value.
     pub fn nullable(&self) -> bool {
         self.descr.max_def_level() > 0
     }
 
-    /// The dictionary page: `count` values, PLAIN-encoded in `plain`. Written first.
-    pub fn dictionary(&mut self, plain: &[u8], count: usize) -> Result<(), ParquetError> {
-        let buf = self.compress(plain)?;
-        let page = Page::DictionaryPage { buf, num_values: count as u32, encoding: Encoding::PLAIN, is_sorted: false };
-        self.dictionary = true;
-        self.write(CompressedPage::new(page, plain.len()))
-    }
-
     /// A version 1 data page of `rows` rows, whose rows with a value `valid` gives (`None`: every
-    /// row), of values `encoding` encodes by `values`.
+    /// row), of values `encoding` encodes by `values`; compressed by `zstd` if the chunk's pages are.
     pub fn data(
         &mut self,
+        zstd: &mut Zstd,
         rows: usize,
         valid: Option<&[bool]>,
         encoding: Encoding,
@@ -133,7 +130,7 @@ impl<'z> Pages<'z> {
         }
         values(&mut page);
         let data = Page::DataPage {
-            buf: self.compress(&page)?,
+            buf: self.compress(zstd, &page)?,
             num_values: rows as u32,
             encoding,
             def_level_encoding: Encoding::RLE,
@@ -142,72 +139,90 @@ impl<'z> Pages<'z> {
         };
         let uncompressed = page.len();
         self.page = page;
-        self.offsets.append_row_count(rows as i64);
-        self.write(CompressedPage::new(data, uncompressed))
-    }
-
-    fn compress(&mut self, data: &[u8]) -> Result<Bytes, ParquetError> {
-        match self.zstd.as_mut() {
-            Some(zstd) => zstd.compress(data),
-            None => Ok(Bytes::copy_from_slice(data)),
-        }
-    }
-
-    fn write(&mut self, page: CompressedPage) -> Result<(), ParquetError> {
-        let data = page.compressed_page().is_data_page();
-        let spec = SerializedPageWriter::new(&mut self.sink).write_page(page)?;
-        self.compressed += spec.compressed_size as i64;
-        self.uncompressed += spec.uncompressed_size as i64;
-        if data {
-            self.first_data.get_or_insert(spec.offset as i64);
-            self.offsets.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
-            self.data_pages += 1;
-        }
+        let spec = SerializedPageWriter::new(&mut self.sink).write_page(CompressedPage::new(data, uncompressed))?;
+        self.compressed_bytes += spec.compressed_size as i64;
+        self.uncompressed_bytes += spec.uncompressed_size as i64;
+        self.data_pages.push((spec.offset as i64, spec.compressed_size as i32, rows as i64));
+        self.rows += rows;
         Ok(())
     }
 
-    /// The chunk of `rows` rows, its data pages in `encoding`, with `statistics`: its bytes, and
-    /// what `append_column` takes.
+    fn compress(&self, zstd: &mut Zstd, data: &[u8]) -> Result<Bytes, ParquetError> {
+        match self.compressed {
+            true => zstd.compress(data),
+            false => Ok(Bytes::copy_from_slice(data)),
+        }
+    }
+
+    /// The chunk, its data pages in `encoding`, with `statistics` and its `dictionary` page (the
+    /// count of its values and their PLAIN encoding) first if it has one: its bytes, and what
+    /// `append_column` takes.
     pub fn finish(
         self,
-        rows: usize,
+        zstd: &mut Zstd,
+        dictionary: Option<(usize, &[u8])>,
         encoding: Encoding,
         statistics: Statistics,
     ) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+        let (mut compressed, mut uncompressed) = (self.compressed_bytes, self.uncompressed_bytes);
+        let mut chunk = TrackedWrite::new(Vec::new());
         let mut encodings = vec![encoding];
         let mut stats = Vec::new();
-        if self.dictionary {
+        if let Some((count, plain)) = dictionary {
+            let page = Page::DictionaryPage {
+                buf: self.compress(zstd, plain)?,
+                num_values: count as u32,
+                encoding: Encoding::PLAIN,
+                is_sorted: false,
+            };
+            let spec = SerializedPageWriter::new(&mut chunk).write_page(CompressedPage::new(page, plain.len()))?;
+            compressed += spec.compressed_size as i64;
+            uncompressed += spec.uncompressed_size as i64;
             encodings.push(Encoding::PLAIN);
             stats.push(PageEncodingStats { page_type: PageType::DICTIONARY_PAGE, encoding: Encoding::PLAIN, count: 1 });
         }
-        stats.push(PageEncodingStats { page_type: PageType::DATA_PAGE, encoding, count: self.data_pages });
+        // The data pages follow the dictionary's.
+        let before = chunk.bytes_written() as i64;
+        let mut offsets = OffsetIndexBuilder::new();
+        for &(offset, size, rows) in &self.data_pages {
+            offsets.append_row_count(rows);
+            offsets.append_offset_and_size(before + offset, size);
+        }
+        stats.push(PageEncodingStats { page_type: PageType::DATA_PAGE, encoding, count: self.data_pages.len() as i32 });
         if self.nullable() {
             encodings.push(Encoding::RLE);
         }
-        let metadata = ColumnChunkMetaData::builder(self.descr)
+        let codec = match self.compressed {
+            true => zstd.codec()?,
+            false => Compression::UNCOMPRESSED,
+        };
+        let metadata = ColumnChunkMetaData::builder(self.descr.clone())
             .set_encodings(encodings)
             .set_page_encoding_stats(stats)
-            .set_compression(self.zstd.as_ref().map_or(Ok(Compression::UNCOMPRESSED), |z| z.codec())?)
-            .set_num_values(rows as i64)
-            .set_total_compressed_size(self.compressed)
-            .set_total_uncompressed_size(self.uncompressed)
-            .set_dictionary_page_offset(self.dictionary.then_some(0))
-            .set_data_page_offset(self.first_data.unwrap_or(self.compressed))
+            .set_compression(codec)
+            .set_num_values(self.rows as i64)
+            .set_total_compressed_size(compressed)
+            .set_total_uncompressed_size(uncompressed)
+            .set_dictionary_page_offset(dictionary.is_some().then_some(0))
+            .set_data_page_offset(before)
             .set_statistics(statistics)
             .build()?;
+        let mut bytes = chunk.into_inner()?;
+        bytes.extend_from_slice(&self.sink.into_inner()?);
         let close = ColumnCloseResult {
-            bytes_written: self.sink.bytes_written() as u64,
-            rows_written: rows as u64,
+            bytes_written: bytes.len() as u64,
+            rows_written: self.rows as u64,
             metadata,
             bloom_filter: None,
             column_index: None,
-            offset_index: Some(self.offsets.build()),
+            offset_index: Some(offsets.build()),
         };
-        Ok((Bytes::from(self.sink.into_inner()?), close))
+        Ok((Bytes::from(bytes), close))
     }
 }
 
-/// The row ranges of a chunk of `rows` rows' data pages: at least one, if empty.
-pub fn page_ranges(rows: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
-    (0..rows.max(1)).step_by(PAGE_ROWS).map(move |start| start..(start + PAGE_ROWS).min(rows))
+#[cfg(test)]
+/// The row ranges of a chunk of `rows` rows' data pages of `page` rows: at least one, if empty.
+pub fn page_ranges(rows: usize, page: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    (0..rows.max(1)).step_by(page).map(move |start| start..(start + page).min(rows))
 }

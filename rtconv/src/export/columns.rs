@@ -92,10 +92,47 @@ impl Column {
         Column { values: values(plain), valid: (!valid.iter().all(|&v| v)).then_some(valid) }
     }
 
-    /// `n` rows of the same string (`None`: `n` rows without a value).
-    pub fn same_word(word: Option<&str>, n: usize) -> Column {
-        let words: Arc<[String]> = word.map(str::to_owned).into_iter().collect();
-        Column { values: Values::Words { words, keys: vec![0; n] }, valid: word.is_none().then(|| vec![false; n]) }
+    /// Its values emptied for new rows, of kind `T` (made so if they were of another), every row
+    /// with a value: a batch's column refilled in its own buffer.
+    pub fn refill<T: Buffer>(&mut self) -> &mut Vec<T> {
+        self.valid = None;
+        if T::of(&mut self.values).is_none() {
+            self.values = T::wrap(Vec::new());
+        }
+        let values = T::of(&mut self.values).expect("made of kind T above");
+        values.clear();
+        values
+    }
+
+    /// Its keys emptied for new rows of `words` (see [`refill`](Self::refill)).
+    pub fn refill_words(&mut self, words: &Arc<[String]>) -> &mut Vec<u32> {
+        self.valid = None;
+        match &mut self.values {
+            Values::Words { words: w, keys } => {
+                if !Arc::ptr_eq(w, words) {
+                    *w = words.clone();
+                }
+                keys.clear();
+            }
+            values => *values = Values::Words { words: words.clone(), keys: Vec::new() },
+        }
+        match &mut self.values {
+            Values::Words { keys, .. } => keys,
+            _ => unreachable!("made words above"),
+        }
+    }
+
+    /// Sets which of its rows have a value from `valid` (`None`: every row), reusing its buffer.
+    pub fn set_valid(&mut self, valid: Option<impl Iterator<Item = bool>>) {
+        match valid {
+            None => self.valid = None,
+            Some(valid) => {
+                let mut buffer = self.valid.take().unwrap_or_default();
+                buffer.clear();
+                buffer.extend(valid);
+                self.valid = Some(buffer);
+            }
+        }
     }
 
     /// Its number of rows.
@@ -134,6 +171,32 @@ impl Column {
         }
     }
 }
+
+/// A kind of [`Values`] held in a `Vec` a column can be refilled in ([`Column::refill`]).
+pub trait Buffer: Sized {
+    /// `values`' buffer, if they are of this kind.
+    fn of(values: &mut Values) -> Option<&mut Vec<Self>>;
+    /// `buffer` as values.
+    fn wrap(buffer: Vec<Self>) -> Values;
+}
+
+macro_rules! buffer {
+    ($($t:ty => $kind:ident),*) => {$(
+        impl Buffer for $t {
+            fn of(values: &mut Values) -> Option<&mut Vec<$t>> {
+                match values {
+                    Values::$kind(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn wrap(buffer: Vec<$t>) -> Values {
+                Values::$kind(buffer)
+            }
+        }
+    )*};
+}
+
+buffer!(u32 => U32, u64 => U64, i64 => I64, bool => Bool);
 
 /// Rows of one table: a column per field of its schema, in order, of the same length.
 pub type Batch = Vec<Column>;
@@ -200,7 +263,9 @@ mod tests {
         assert_eq!(column(&out_of_range), Some(("f", "keys within its words")));
         let short = vec![words(vec![0, 1]), good[1].clone()];
         assert_eq!(column(&short), Some(("line", "as many rows as the others")));
-        let null_word = vec![Column::same_word(None, 3), good[1].clone()];
+        let none =
+            Column { values: Values::Words { words: Arc::from([]), keys: vec![0; 3] }, valid: Some(vec![false; 3]) };
+        let null_word = vec![none, good[1].clone()];
         assert_eq!(column(&null_word), Some(("f", "a value in every row")));
         let kind = vec![good[1].clone(), good[1].clone()];
         assert_eq!(column(&kind), Some(("f", "the field's kind")));

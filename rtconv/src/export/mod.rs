@@ -58,14 +58,21 @@ mod words;
 #[cfg(feature = "parquet")]
 pub use parquet::{ExportError, Parts};
 
+use std::sync::Arc;
+
 use columns::{Batch, Column, Values};
 
 use crate::model::{Anomalies, Timeline};
 
-/// Rows per row group: large enough for a scan to read long runs, small
-/// enough to bound a writer's memory (it holds a row group's rows as
-/// columns, about 95 bytes a span by their widths, before they are encoded).
+/// Rows per row group: large enough for a scan to read long runs (and for
+/// zstd to find a loop's repeats across its pages).
 pub const ROW_GROUP_ROWS: usize = 1 << 18;
+
+/// Rows per data page: a writer holds a page's rows as columns (about 60
+/// bytes a span by their widths) until they are encoded, and the pages of a
+/// row group encoded, so that its memory, and the cache it works in, are a
+/// page's, not a row group's.
+pub const PAGE_ROWS: usize = 1 << 16;
 
 /// The host the dumps were taken on, when given (dumps do not record it).
 #[derive(Clone, Copy, Debug)]
@@ -73,10 +80,9 @@ pub struct Host<'h>(pub Option<&'h str>);
 
 /// The columns every table's rows of one dump share.
 pub struct DumpColumns {
-    dump: String,
-    host: Option<String>,
-    program: String,
-    build_id: Option<String>,
+    /// `dump`, `host`, `program`, `build_id`: each a dictionary of its one word, or of none where
+    /// the dump has no value.
+    words: [Arc<[String]>; 4],
     pid: u32,
 }
 
@@ -91,24 +97,35 @@ impl DumpColumns {
         } else {
             trace.process.name.clone()
         };
+        let words = |word: Option<String>| word.into_iter().collect();
         DumpColumns {
-            dump: name.to_owned(),
-            host: host.0.map(str::to_owned),
-            program,
-            build_id,
+            words: [
+                words(Some(name.to_owned())),
+                words(host.0.map(str::to_owned)),
+                words(Some(program)),
+                words(build_id),
+            ],
             pid: trace.process.pid,
         }
     }
 
+    /// The shared columns for `n` rows in `columns` (five), refilled in their own buffers.
+    fn refill(&self, columns: &mut [Column], n: usize) {
+        let [dump, host, program, build_id, pid] = columns else {
+            unreachable!("five columns every table's rows of a dump share")
+        };
+        for (column, words) in [dump, host, program, build_id].into_iter().zip(&self.words) {
+            column.refill_words(words).resize(n, 0);
+            column.set_valid(words.is_empty().then(|| std::iter::repeat_n(false, n)));
+        }
+        pid.refill::<u32>().resize(n, self.pid);
+    }
+
     /// The shared columns for `n` rows: each a dictionary of one value.
     fn columns(&self, n: usize) -> Batch {
-        vec![
-            Column::same_word(Some(&self.dump), n),
-            Column::same_word(self.host.as_deref(), n),
-            Column::same_word(Some(&self.program), n),
-            Column::same_word(self.build_id.as_deref(), n),
-            Column::new(Values::U32(vec![self.pid; n])),
-        ]
+        let mut columns: Batch = (0..5).map(|_| Column::new(Values::Bool(Vec::new()))).collect();
+        self.refill(&mut columns, n);
+        columns
     }
 }
 

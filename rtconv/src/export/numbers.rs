@@ -11,7 +11,9 @@ use parquet::errors::ParquetError;
 use parquet::file::statistics::Statistics;
 use parquet::schema::types::ColumnDescPtr;
 
-use super::chunk::{Pages, Zstd, page_ranges};
+use parquet::basic::Type as Physical;
+
+use super::chunk::{Pages, Zstd};
 use super::columns::Values;
 use super::rle;
 
@@ -37,6 +39,17 @@ impl<'v> Numbers<'v> {
             Values::I64(v) => Some(Numbers::I64(v)),
             Values::Bool(v) => Some(Numbers::Bool(v)),
             Values::Words { .. } | Values::Text(_) | Values::F64(_) => None,
+        }
+    }
+
+    /// Rows `range` of them.
+    #[cfg(test)]
+    fn slice(self, range: std::ops::Range<usize>) -> Numbers<'v> {
+        match self {
+            Numbers::U32(v) => Numbers::U32(&v[range]),
+            Numbers::U64(v) => Numbers::U64(&v[range]),
+            Numbers::I64(v) => Numbers::I64(&v[range]),
+            Numbers::Bool(v) => Numbers::Bool(&v[range]),
         }
     }
 
@@ -78,37 +91,157 @@ impl Int for i64 {
     }
 }
 
+/// A row group's column of integers or booleans as its pages are encoded: PLAIN or
+/// DELTA_BINARY_PACKED (booleans PLAIN), with the statistics of all its pages.
+pub struct Chunk {
+    pages: Pages,
+    encoding: Encoding,
+    bounds: Bounds,
+    nulls: u64,
+}
+
+/// The least and greatest values of a chunk's pages so far, in its column's order (unsigned
+/// columns unsigned); booleans as whether any was false and any true.
+#[derive(Clone, Copy, Debug)]
+enum Bounds {
+    None,
+    U32(u32, u32),
+    U64(u64, u64),
+    I64(i64, i64),
+    Bool { any_false: bool, any_true: bool },
+}
+
+impl Bounds {
+    /// These and a page's bounds together.
+    fn and(self, page: Bounds) -> Bounds {
+        use Bounds::*;
+        match (self, page) {
+            (None, p) => p,
+            (b, None) => b,
+            (U32(l, m), U32(pl, pm)) => U32(l.min(pl), m.max(pm)),
+            (U64(l, m), U64(pl, pm)) => U64(l.min(pl), m.max(pm)),
+            (I64(l, m), I64(pl, pm)) => I64(l.min(pl), m.max(pm)),
+            (Bool { any_false: f, any_true: t }, Bool { any_false: pf, any_true: pt }) => {
+                Bool { any_false: f | pf, any_true: t | pt }
+            }
+            // A chunk's pages are of its column's one kind (`Chunk::page` checks).
+            (b, _) => b,
+        }
+    }
+
+    /// The chunk's statistics, of a column of `physical` type with `nulls` rows without a value.
+    /// Unsigned columns' bounds are their bits, as the physical (signed) type holds them.
+    fn statistics(self, physical: Physical, nulls: u64) -> Statistics {
+        match (self, physical) {
+            (Bounds::U32(l, m), _) => Statistics::int32(Some(l as i32), Some(m as i32), None, Some(nulls), false),
+            (Bounds::U64(l, m), _) => Statistics::int64(Some(l as i64), Some(m as i64), None, Some(nulls), false),
+            (Bounds::I64(l, m), _) => Statistics::int64(Some(l), Some(m), None, Some(nulls), false),
+            (Bounds::Bool { any_false, any_true }, _) if any_false || any_true => {
+                Statistics::boolean(Some(!any_false), Some(any_true), None, Some(nulls), false)
+            }
+            (_, Physical::INT32) => Statistics::int32(None, None, None, Some(nulls), false),
+            (_, Physical::BOOLEAN) => Statistics::boolean(None, None, None, Some(nulls), false),
+            _ => Statistics::int64(None, None, None, Some(nulls), false),
+        }
+    }
+}
+
+impl Chunk {
+    /// The chunk of `descr`, its pages in `encoding` (PLAIN or DELTA_BINARY_PACKED; booleans
+    /// PLAIN whatever it says), compressed or not.
+    pub fn new(descr: ColumnDescPtr, encoding: Encoding, compressed: bool) -> Result<Chunk, ParquetError> {
+        let boolean = descr.physical_type() == Physical::BOOLEAN;
+        let pages = Pages::new(descr, compressed);
+        let encoding = match encoding {
+            _ if boolean => Encoding::PLAIN,
+            Encoding::PLAIN | Encoding::DELTA_BINARY_PACKED => encoding,
+            _ => return pages.wrong("PLAIN or DELTA_BINARY_PACKED"),
+        };
+        Ok(Chunk { pages, encoding, bounds: Bounds::None, nulls: 0 })
+    }
+
+    /// The rows of its pages so far.
+    pub fn rows(&self) -> usize {
+        self.pages.rows()
+    }
+
+    /// A data page of `values`, but no value where `valid` says so (`None`: every row has one),
+    /// compressed by `zstd` if the chunk's pages are.
+    pub fn page(&mut self, zstd: &mut Zstd, values: Numbers<'_>, valid: Option<&[bool]>) -> Result<(), ParquetError> {
+        self.pages.check(values.len(), valid)?;
+        let physical = self.pages.physical();
+        let bounds = match values {
+            Numbers::U32(v) if physical == Physical::INT32 => {
+                self.ints(zstd, v, valid)?.map(|(l, m)| Bounds::U32(l, m))
+            }
+            Numbers::U64(v) if physical == Physical::INT64 => {
+                self.ints(zstd, v, valid)?.map(|(l, m)| Bounds::U64(l, m))
+            }
+            Numbers::I64(v) if physical == Physical::INT64 => {
+                self.ints(zstd, v, valid)?.map(|(l, m)| Bounds::I64(l, m))
+            }
+            Numbers::Bool(v) if physical == Physical::BOOLEAN => Some(self.bools(zstd, v, valid)?),
+            _ => return self.pages.wrong("values of its physical type"),
+        };
+        self.bounds = self.bounds.and(bounds.unwrap_or(Bounds::None));
+        Ok(())
+    }
+
+    /// The chunk's bytes, and what `append_column` takes.
+    pub fn finish(self, zstd: &mut Zstd) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+        let statistics = self.bounds.statistics(self.pages.physical(), self.nulls);
+        self.pages.finish(zstd, None, self.encoding, statistics)
+    }
+
+    /// A page of integers; their least and greatest, if any.
+    fn ints<T: Int>(
+        &mut self,
+        zstd: &mut Zstd,
+        values: &[T],
+        valid: Option<&[bool]>,
+    ) -> Result<Option<(T, T)>, ParquetError> {
+        let mut kept = Vec::new();
+        let page = present(values, 0..values.len(), valid, &mut kept);
+        self.nulls += (values.len() - page.len()) as u64;
+        let (encoding, mut bounds) = (self.encoding, None);
+        self.pages.data(zstd, values.len(), valid, encoding, |out| {
+            bounds = match encoding {
+                Encoding::DELTA_BINARY_PACKED => delta(page, out),
+                _ => plain(page, out),
+            }
+        })?;
+        Ok(bounds)
+    }
+
+    /// A page of booleans, PLAIN; whether any was false and any true.
+    fn bools(&mut self, zstd: &mut Zstd, values: &[bool], valid: Option<&[bool]>) -> Result<Bounds, ParquetError> {
+        let mut kept = Vec::new();
+        let page = present(values, 0..values.len(), valid, &mut kept);
+        self.nulls += (values.len() - page.len()) as u64;
+        self.pages.data(zstd, values.len(), valid, Encoding::PLAIN, |out| rle::pack_bools(page, out))?;
+        Ok(Bounds::Bool { any_false: page.contains(&false), any_true: page.contains(&true) })
+    }
+}
+
 /// The column chunk of `descr` for `values`, but no value where `valid` says so (`None`: every
-/// row has one), its pages in `encoding` (PLAIN or DELTA_BINARY_PACKED; booleans PLAIN) and
-/// compressed by `zstd` (`None`: not compressed): its bytes, and what `append_column` takes.
+/// row has one), in pages of `page` rows in `encoding`, compressed by `zstd` if `compressed`:
+/// its bytes, and what `append_column` takes.
+#[cfg(test)]
 pub fn chunk(
     descr: ColumnDescPtr,
     values: Numbers<'_>,
     valid: Option<&[bool]>,
     encoding: Encoding,
-    zstd: Option<&mut Zstd>,
+    zstd: &mut Zstd,
+    compressed: bool,
+    page: usize,
 ) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
-    let rows = values.len();
-    let pages = Pages::new(descr, zstd);
-    pages.check(rows, valid)?;
-    let encoding = match (encoding, values) {
-        (_, Numbers::Bool(_)) | (Encoding::PLAIN, _) => Encoding::PLAIN,
-        (Encoding::DELTA_BINARY_PACKED, _) => Encoding::DELTA_BINARY_PACKED,
-        _ => return pages.wrong("PLAIN or DELTA_BINARY_PACKED"),
-    };
-    // Unsigned columns' statistics are their bits, as the physical (signed) type holds them.
-    match values {
-        Numbers::U32(v) => ints(pages, v, valid, encoding, |least, most, nulls| {
-            Statistics::int32(least.map(|x| x as i32), most.map(|x| x as i32), None, Some(nulls), false)
-        }),
-        Numbers::U64(v) => ints(pages, v, valid, encoding, |least, most, nulls| {
-            Statistics::int64(least.map(|x| x as i64), most.map(|x| x as i64), None, Some(nulls), false)
-        }),
-        Numbers::I64(v) => ints(pages, v, valid, encoding, |least, most, nulls| {
-            Statistics::int64(least, most, None, Some(nulls), false)
-        }),
-        Numbers::Bool(v) => bools(pages, v, valid),
+    let mut chunk = Chunk::new(descr, encoding, compressed)?;
+    for range in super::chunk::page_ranges(values.len(), page) {
+        let valid = valid.map(|v| &v[range.clone()]);
+        chunk.page(zstd, values.slice(range), valid)?;
     }
+    chunk.finish(zstd)
 }
 
 /// The values of rows `range` that have one: `values` itself when every row has one, else those
@@ -127,60 +260,6 @@ fn present<'a, T: Copy>(
             kept
         }
     }
-}
-
-/// A chunk of integers (see [`chunk`]), with the statistics `statistics` makes of their least, their
-/// greatest and the rows without a value.
-fn ints<T: Int>(
-    mut pages: Pages<'_>,
-    values: &[T],
-    valid: Option<&[bool]>,
-    encoding: Encoding,
-    statistics: impl FnOnce(Option<T>, Option<T>, u64) -> Statistics,
-) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
-    let rows = values.len();
-    let (mut bounds, mut kept, mut count) = (None, Vec::new(), 0);
-    for range in page_ranges(rows) {
-        let valid = valid.map(|v| &v[range.clone()]);
-        let page = present(values, range.clone(), valid, &mut kept);
-        count += page.len();
-        let mut page_bounds = None;
-        pages.data(range.len(), valid, encoding, |out| {
-            page_bounds = match encoding {
-                Encoding::DELTA_BINARY_PACKED => delta(page, out),
-                _ => plain(page, out),
-            }
-        })?;
-        bounds = match (bounds, page_bounds) {
-            (Some((l, m)), Some((pl, pm))) => Some((Ord::min(l, pl), Ord::max(m, pm))),
-            (b, p) => b.or(p),
-        };
-    }
-    let statistics = statistics(bounds.map(|b| b.0), bounds.map(|b| b.1), (rows - count) as u64);
-    pages.finish(rows, encoding, statistics)
-}
-
-/// A chunk of booleans (see [`chunk`]), PLAIN.
-fn bools(
-    mut pages: Pages<'_>,
-    values: &[bool],
-    valid: Option<&[bool]>,
-) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
-    let rows = values.len();
-    let (mut any_false, mut any_true, mut kept, mut count) = (false, false, Vec::new(), 0);
-    for range in page_ranges(rows) {
-        let valid = valid.map(|v| &v[range.clone()]);
-        let page = present(values, range.clone(), valid, &mut kept);
-        any_false |= page.contains(&false);
-        any_true |= page.contains(&true);
-        count += page.len();
-        pages.data(range.len(), valid, Encoding::PLAIN, |out| rle::pack_bools(page, out))?;
-    }
-    let (least, most) = match (any_false, any_true) {
-        (false, false) => (None, None),
-        (f, t) => (Some(!f), Some(t)),
-    };
-    pages.finish(rows, Encoding::PLAIN, Statistics::boolean(least, most, None, Some((rows - count) as u64), false))
 }
 
 /// The least and the greatest of `values`, if any.
@@ -351,7 +430,11 @@ mod tests {
 
     /// Each column of `rows` written as a chunk of its own encoding, read back by the crate's
     /// reader, in `groups` row groups; with the statistics of the first row group.
-    fn round_trip(rows: &[(u32, i64, u64, Option<u64>, bool)], groups: usize) -> (Vec<String>, Vec<String>) {
+    fn round_trip(
+        rows: &[(u32, i64, u64, Option<u64>, bool)],
+        groups: usize,
+        page: usize,
+    ) -> (Vec<String>, Vec<String>) {
         let column = |name, physical, unsigned: Option<i8>, repetition| {
             let logical = unsigned.map(|bits| LogicalType::Integer { bit_width: bits, is_signed: false });
             Arc::new(
@@ -391,7 +474,7 @@ mod tests {
             .into_iter()
             .enumerate()
             {
-                let (bytes, close) = chunk(descrs[i].clone(), values, valid, encoding, Some(&mut zstd)).unwrap();
+                let (bytes, close) = chunk(descrs[i].clone(), values, valid, encoding, &mut zstd, true, page).unwrap();
                 group.append_column(&bytes, close).unwrap();
             }
             group.close().unwrap();
@@ -431,14 +514,18 @@ mod tests {
             rows.push((a, b, wide, (i % 3 != 1).then_some(wide ^ i), i % 11 == 0));
         }
         for groups in [1, 3] {
-            let (read, _) = round_trip(&rows, groups);
+            let (read, _) = round_trip(&rows, groups, 1 << 16);
             assert_eq!(read, expected(&rows), "{groups} row groups");
+            // Pages of 37 rows: each page's values, the chunk's statistics.
+            let (read, stats) = round_trip(&rows, groups, 37);
+            assert_eq!(read, expected(&rows), "{groups} row groups, pages of 37 rows");
+            assert_eq!(stats, round_trip(&rows, groups, 1 << 16).1, "the statistics of all its pages");
         }
         // Deltas all their least (a miniblock of no bits), as ids and constant columns have.
         let steady: Vec<_> = (0..200u32).map(|i| (i, 5 - 3 * i64::from(i), 9, Some(7), false)).collect();
-        assert_eq!(round_trip(&steady, 1).0, expected(&steady));
+        assert_eq!(round_trip(&steady, 1, 1 << 16).0, expected(&steady));
         let one = [(7, -3, 9, None, true)];
-        assert_eq!(round_trip(&one, 1).0, expected(&one));
+        assert_eq!(round_trip(&one, 1, 1 << 16).0, expected(&one));
     }
 
     #[test]
@@ -461,7 +548,8 @@ mod tests {
     fn statistics_order_unsigned_columns_as_unsigned_and_signed_as_signed() {
         let rows =
             [(u32::MAX, -5, u64::MAX, Some(3), false), (1, 4, 2, None, false), (9, i64::MIN, 8, Some(u64::MAX), false)];
-        let (_, stats) = round_trip(&rows, 1);
+        // A page a row: the null row's page has no values, the chunk's statistics all of theirs.
+        let (_, stats) = round_trip(&rows, 1, 1);
         let bounds = |s: &str| s.split(", distinct_count").next().unwrap_or(s).to_owned();
         assert!(
             stats[0].contains("min: Some(1)") && stats[0].contains(&format!("max: Some({})", u32::MAX as i32)),

@@ -10,7 +10,6 @@
 //! text and floating point go through the crate's column writers.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,8 +23,8 @@ use parquet::schema::types::{ColumnDescPtr, Type};
 use super::chunk::Zstd;
 use super::columns::{Batch, Column, Field, Kind, Values};
 use super::numbers::{self, Numbers};
-use super::words;
-use super::{DumpColumns, Host, ROW_GROUP_ROWS, dump_row, functions_and_durations_of, schema, spans};
+use super::{DumpColumns, Host, PAGE_ROWS, ROW_GROUP_ROWS, dump_row, functions_and_durations_of, schema, spans};
+use super::{rle, words};
 use crate::io::AtomicFile;
 use crate::model::{Anomalies, Timeline};
 
@@ -94,9 +93,9 @@ impl Parts {
         let dump = DumpColumns::new(tl, name, host);
         let (found, totals) = spans::write_and_total(tl, &dump, &mut |batch| self.spans.add(batch))?;
         let (functions, durations) = functions_and_durations_of(totals, &dump);
-        self.functions.add(functions)?;
-        self.durations.add(durations)?;
-        self.dumps.add(dump_row(tl, &dump, &found))?;
+        self.functions.add(&mut { functions })?;
+        self.durations.add(&mut { durations })?;
+        self.dumps.add(&mut dump_row(tl, &dump, &found))?;
         Ok(found)
     }
 
@@ -116,15 +115,39 @@ const ZSTD_LEVEL: i32 = 3;
 struct Table {
     path: PathBuf,
     fields: Vec<Field>,
-    /// Per field: whether its pages are compressed ([`compressed`]).
-    compressed: Vec<bool>,
-    /// Per field: its column in the file's schema.
-    columns: Vec<ColumnDescPtr>,
+    /// Per field: its row group's column chunk so far, and its rows not yet in a page.
+    columns: Vec<(Chunk, Pending)>,
+    /// The rows of the row group not yet in a page.
+    pending: usize,
     /// The compressor of the column chunks encoded here (`words`, `numbers`).
     zstd: Zstd,
+    /// A batch's keys mapped to its row group's words.
+    keys: Vec<u32>,
     writer: SerializedFileWriter<AtomicFile>,
-    /// The rows of the row group not yet written, a column per field.
-    pending: Vec<Pending>,
+}
+
+/// A column's chunk of the row group being written.
+enum Chunk {
+    /// Repeated strings, a page encoded at a time.
+    Words(words::Chunk),
+    /// Integers and booleans, a page encoded at a time.
+    Numbers(numbers::Chunk),
+    /// Text and floating point numbers: their rows are gathered for the crate's column writer.
+    Gathered,
+}
+
+impl Chunk {
+    /// An empty chunk of `field` of `table` (whose column in the file is `descr`).
+    fn new(table: &str, field: &Field, descr: &ColumnDescPtr) -> Result<Chunk, ExportError> {
+        let compressed = compressed(table, field.name);
+        Ok(match field.kind {
+            Kind::Words => Chunk::Words(words::Chunk::new(descr.clone(), compressed)),
+            Kind::U32 | Kind::U64 | Kind::I64 | Kind::Bool => {
+                Chunk::Numbers(numbers::Chunk::new(descr.clone(), encoding(field.name), compressed)?)
+            }
+            Kind::Text | Kind::F64 => Chunk::Gathered,
+        })
+    }
 }
 
 impl Table {
@@ -143,17 +166,54 @@ impl Table {
                 KeyValue::new("ringtrace.producer".into(), format!("rtconv {}", env!("CARGO_PKG_VERSION"))),
             ]));
         let writer = SerializedFileWriter::new(file, message(table, &fields)?, Arc::new(props.build()))?;
-        let columns = writer.schema_descr().columns().to_vec();
-        let pending = fields.iter().map(|f| Pending::new(f.kind)).collect();
-        let compressed = fields.iter().map(|f| compressed(table, f.name)).collect();
-        Ok(Table { path, fields, compressed, columns, zstd: Zstd::new(ZSTD_LEVEL)?, writer, pending })
+        let columns = writer
+            .schema_descr()
+            .columns()
+            .iter()
+            .zip(&fields)
+            .map(|(descr, field)| Ok((Chunk::new(table, field, descr)?, Pending::new(field.kind))))
+            .collect::<Result<_, ExportError>>()?;
+        Ok(Table { path, fields, columns, pending: 0, zstd: Zstd::new(ZSTD_LEVEL)?, keys: Vec::new(), writer })
     }
 
-    /// Adds `batch`'s rows (a column per field), writing row groups as they fill.
-    fn add(&mut self, batch: Batch) -> Result<(), ExportError> {
+    /// Adds `batch`'s rows (a column per field), encoding a page of each column when
+    /// [`PAGE_ROWS`] have come and writing row groups as they fill. A page's rows come in one batch
+    /// where a dump has them (its spans), and are encoded from it, whose buffers are left to be
+    /// refilled.
+    fn add(&mut self, batch: &mut Batch) -> Result<(), ExportError> {
         debug_assert_eq!(batch.len(), self.fields.len());
-        for (pending, column) in self.pending.iter_mut().zip(batch) {
-            pending.extend(column);
+        let n = super::columns::rows(batch);
+        if self.pending == 0 && n >= PAGE_ROWS {
+            for ((chunk, pending), column) in self.columns.iter_mut().zip(batch.iter()) {
+                let valid = column.valid.as_deref();
+                match (chunk, &column.values) {
+                    (Chunk::Words(c), Values::Words { words, keys }) => match c.keys_of(words) {
+                        map if map.iter().enumerate().all(|(i, &k)| k as usize == i) => {
+                            c.page(&mut self.zstd, keys, valid)?
+                        }
+                        map => {
+                            let mut mapped = std::mem::take(&mut self.keys);
+                            mapped.clear();
+                            map_keys(map, keys, &mut mapped);
+                            c.page(&mut self.zstd, &mapped, valid)?;
+                            self.keys = mapped;
+                        }
+                    },
+                    (Chunk::Numbers(c), values) => match Numbers::of(values) {
+                        Some(values) => c.page(&mut self.zstd, values, valid)?,
+                        None => unreachable!("a table's batches have its fields' kinds"),
+                    },
+                    (chunk, _) => pending.extend(column, chunk),
+                }
+            }
+        } else {
+            for ((chunk, pending), column) in self.columns.iter_mut().zip(batch.iter()) {
+                pending.extend(column, chunk);
+            }
+            self.pending += n;
+            if self.pending >= PAGE_ROWS {
+                self.page()?;
+            }
         }
         if self.rows() >= ROW_GROUP_ROWS {
             self.write_row_group()?;
@@ -163,37 +223,61 @@ impl Table {
 
     /// The rows of the row group not yet written.
     fn rows(&self) -> usize {
-        self.pending.first().map_or(0, |p| p.rows)
+        let paged = self.columns.iter().find_map(|(chunk, _)| match chunk {
+            Chunk::Words(c) => Some(c.rows()),
+            Chunk::Numbers(c) => Some(c.rows()),
+            Chunk::Gathered => None,
+        });
+        paged.unwrap_or(0) + self.pending
+    }
+
+    /// Encodes the rows not yet in a page as a page of each column (but those gathered for the
+    /// crate's column writers).
+    fn page(&mut self) -> Result<(), ExportError> {
+        for (chunk, pending) in &mut self.columns {
+            let valid = pending.valid.as_deref();
+            match (chunk, &pending.values) {
+                (Chunk::Words(c), Gathered::Keys(keys)) => c.page(&mut self.zstd, keys, valid)?,
+                (Chunk::Numbers(c), Gathered::Plain(Some(values))) => match Numbers::of(values) {
+                    Some(values) => c.page(&mut self.zstd, values, valid)?,
+                    None => unreachable!("a table's batches have its fields' kinds"),
+                },
+                _ => continue,
+            }
+            *pending = Pending::new(pending.kind);
+        }
+        self.pending = 0;
+        Ok(())
     }
 
     fn write_row_group(&mut self) -> Result<(), ExportError> {
+        if self.pending > 0 {
+            self.page()?;
+        }
         let mut group = self.writer.next_row_group()?;
-        let columns = self.pending.iter_mut().zip(&self.fields).zip(&self.columns).zip(&self.compressed);
-        for (((pending, field), descr), &compressed) in columns {
+        for ((chunk, pending), field) in self.columns.iter_mut().zip(&self.fields) {
+            let chunk = std::mem::replace(chunk, Chunk::Gathered);
             let pending = std::mem::replace(pending, Pending::new(field.kind));
-            let valid = pending.valid.as_deref();
-            let chunk = match &pending.values {
-                Gathered::Words { words, keys, .. } => {
-                    Some(words::chunk(descr.clone(), words, keys, valid, &mut self.zstd))
+            let (bytes, close) = match chunk {
+                Chunk::Words(c) => c.finish(&mut self.zstd)?,
+                Chunk::Numbers(c) => c.finish(&mut self.zstd)?,
+                Chunk::Gathered => {
+                    let Some(mut column) = group.next_column()? else {
+                        unreachable!("the file's schema has a column per field")
+                    };
+                    pending.write(&mut column, field.nullable)?;
+                    column.close()?;
+                    continue;
                 }
-                Gathered::Plain(Some(values)) => Numbers::of(values).map(|values| {
-                    let zstd = compressed.then_some(&mut self.zstd);
-                    numbers::chunk(descr.clone(), values, valid, encoding(field.name), zstd)
-                }),
-                Gathered::Plain(None) => None,
             };
-            let Some(chunk) = chunk else {
-                let Some(mut column) = group.next_column()? else {
-                    unreachable!("the file's schema has a column per field")
-                };
-                pending.write(&mut column, field.nullable)?;
-                column.close()?;
-                continue;
-            };
-            let (bytes, close) = chunk?;
             group.append_column(&bytes, close)?;
         }
         group.close()?;
+        let table = self.writer.schema_descr().root_schema().name().to_owned();
+        let descrs = self.writer.schema_descr().columns().to_vec();
+        for (((chunk, _), field), descr) in self.columns.iter_mut().zip(&self.fields).zip(&descrs) {
+            *chunk = Chunk::new(&table, field, descr)?;
+        }
         Ok(())
     }
 
@@ -254,8 +338,20 @@ fn message(table: &str, fields: &[Field]) -> Result<Arc<Type>, ExportError> {
     Ok(Arc::new(Type::group_type_builder(table).with_fields(columns).build()?))
 }
 
-/// A row group's rows of one column, gathered across batches.
+/// Appends `keys` (into a batch's words) to `to` as keys into a row group's, by `map` (from
+/// [`words::Chunk::keys_of`]); a key outside the batch's words as one outside the row group's.
+fn map_keys(map: &[u32], keys: &[u32], to: &mut Vec<u32>) {
+    match map {
+        // A dump's constant columns (its name, host, build; a thread's name).
+        &[only] if rle::all_equal(keys, 0) => to.resize(to.len() + keys.len(), only),
+        _ => to.extend(keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(u32::MAX))),
+    }
+}
+
+/// A column's rows not yet in a page (or, for text and floating point, not yet written), gathered
+/// across batches.
 struct Pending {
+    kind: Kind,
     values: Gathered,
     /// Per row: whether it has a value; `None` while every row gathered so far has one.
     valid: Option<Vec<bool>>,
@@ -264,14 +360,8 @@ struct Pending {
 
 /// The values of a [`Pending`] column.
 enum Gathered {
-    /// Strings as keys into the row group's own dictionary of them.
-    Words {
-        words: Vec<ByteArray>,
-        index: HashMap<String, u32>,
-        /// The last batch's words and where each went in `words`.
-        last: Option<(Arc<[String]>, Vec<u32>)>,
-        keys: Vec<u32>,
-    },
+    /// Strings as keys into their chunk's words ([`words::Chunk::keys_of`]).
+    Keys(Vec<u32>),
     /// Any other kind, as the batches had it.
     Plain(Option<Values>),
 }
@@ -279,59 +369,37 @@ enum Gathered {
 impl Pending {
     fn new(kind: Kind) -> Pending {
         let values = match kind {
-            Kind::Words => Gathered::Words { words: Vec::new(), index: HashMap::new(), last: None, keys: Vec::new() },
+            Kind::Words => Gathered::Keys(Vec::new()),
             _ => Gathered::Plain(None),
         };
-        Pending { values, valid: None, rows: 0 }
+        Pending { kind, values, valid: None, rows: 0 }
     }
 
-    fn extend(&mut self, column: Column) {
+    /// Adds `column`'s rows; repeated strings as keys into `chunk`'s words.
+    fn extend(&mut self, column: &Column, chunk: &mut Chunk) {
         let n = column.len();
-        match (&mut self.valid, column.valid) {
+        match (&mut self.valid, &column.valid) {
             (None, None) => {}
-            (None, Some(batch)) => self.valid = Some([vec![true; self.rows], batch].concat()),
-            (Some(valid), Some(batch)) => valid.extend(batch),
+            (None, Some(batch)) => self.valid = Some([&vec![true; self.rows][..], batch].concat()),
+            (Some(valid), Some(batch)) => valid.extend_from_slice(batch),
             (Some(valid), None) => valid.resize(self.rows + n, true),
         }
         self.rows += n;
-        match (&mut self.values, column.values) {
-            (Gathered::Words { words, index, last, keys }, Values::Words { words: batch_words, keys: batch_keys }) => {
-                // A dump's batches share their dictionaries: map each dictionary once.
-                let fresh = last.as_ref().is_none_or(|(w, _)| !Arc::ptr_eq(w, &batch_words));
-                if fresh {
-                    let map = batch_words
-                        .iter()
-                        .map(|w| {
-                            *index.entry(w.clone()).or_insert_with(|| {
-                                words.push(ByteArray::from(w.as_str()));
-                                (words.len() - 1) as u32
-                            })
-                        })
-                        .collect();
-                    *last = Some((batch_words, map));
-                }
-                let map = last.as_ref().map_or(&[][..], |(_, m)| &m[..]);
-                match map {
-                    // A dump's constant columns (its name, host, build; a thread's name).
-                    &[only] => keys.resize(keys.len() + n, only),
-                    // A row group's first batch, whose words were the first in it.
-                    _ if keys.is_empty() && map.iter().enumerate().all(|(i, &k)| k as usize == i) => {
-                        *keys = batch_keys
-                    }
-                    _ => keys.extend(batch_keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(0))),
-                }
+        match (&mut self.values, &column.values, chunk) {
+            (Gathered::Keys(keys), Values::Words { words, keys: batch }, Chunk::Words(chunk)) => {
+                map_keys(chunk.keys_of(words), batch, keys)
             }
-            (Gathered::Plain(values), batch) => match (values.as_mut(), batch) {
-                (None, batch) => *values = Some(batch),
-                (Some(Values::Text(a)), Values::Text(b)) => a.extend(b),
-                (Some(Values::U32(a)), Values::U32(b)) => a.extend(b),
-                (Some(Values::U64(a)), Values::U64(b)) => a.extend(b),
-                (Some(Values::I64(a)), Values::I64(b)) => a.extend(b),
-                (Some(Values::F64(a)), Values::F64(b)) => a.extend(b),
-                (Some(Values::Bool(a)), Values::Bool(b)) => a.extend(b),
+            (Gathered::Plain(values), batch, _) => match (values.as_mut(), batch) {
+                (None, batch) => *values = Some(batch.clone()),
+                (Some(Values::Text(a)), Values::Text(b)) => a.extend_from_slice(b),
+                (Some(Values::U32(a)), Values::U32(b)) => a.extend_from_slice(b),
+                (Some(Values::U64(a)), Values::U64(b)) => a.extend_from_slice(b),
+                (Some(Values::I64(a)), Values::I64(b)) => a.extend_from_slice(b),
+                (Some(Values::F64(a)), Values::F64(b)) => a.extend_from_slice(b),
+                (Some(Values::Bool(a)), Values::Bool(b)) => a.extend_from_slice(b),
                 (Some(_), _) => unreachable!("a table's batches have its fields' kinds"),
             },
-            (Gathered::Words { .. }, _) => unreachable!("a table's batches have its fields' kinds"),
+            _ => unreachable!("a table's batches have its fields' kinds"),
         }
     }
 
@@ -353,7 +421,7 @@ impl Pending {
             }
         }
         match self.values {
-            Gathered::Words { .. } => unreachable!("words are written as chunks of their own"),
+            Gathered::Keys(_) => unreachable!("words are written as chunks of their own"),
             Gathered::Plain(None) => {}
             Gathered::Plain(Some(values)) => match values {
                 Values::Text(v) => {

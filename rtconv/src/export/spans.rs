@@ -17,10 +17,10 @@ use super::columns::{Batch, Column, Values};
 use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
 use crate::stats::{DumpTotals, Totals};
 
-/// Finished rows a batch holds when it is handed on (about 70 bytes a row in its column buffers):
-/// a row group's, so that the Parquet writer takes a dump's batch as its row group without
-/// copying it.
-pub const BATCH_ROWS: usize = super::ROW_GROUP_ROWS;
+/// Finished rows a batch holds when it is handed on (56 bytes a row as the walk writes it, about 60
+/// in its columns): a data page's, so that the Parquet writer encodes a dump's batch as its page
+/// without copying it.
+pub const BATCH_ROWS: usize = super::PAGE_ROWS;
 
 /// A span's row as the walk writes it: all but the columns its thread and function give (`tid`,
 /// `thread_name`, `file`, `line`), which come from those as the batch is handed on.
@@ -129,6 +129,8 @@ struct Walk<'d> {
     tids: Vec<u64>,
     /// The rows of the batch being gathered, in start order (its buffer kept from batch to batch).
     rows: Vec<Row>,
+    /// The batch handed on, its columns' buffers refilled from batch to batch.
+    batch: Batch,
     path: Vec<Open>,
     /// How many of the path's spans have their row in `rows` (`Slot::Here`).
     open_here: usize,
@@ -223,7 +225,7 @@ impl Walk<'_> {
 
     /// The finished rows as a batch: those of open spans carried out, those carried before that
     /// have ended since put at its end.
-    fn hand_on(&mut self) -> Batch {
+    fn hand_on(&mut self) -> &mut Batch {
         let mut carried = Vec::new();
         let mut holes = Vec::new();
         for o in &mut self.path {
@@ -240,112 +242,63 @@ impl Walk<'_> {
         remove_rows(&mut self.rows, &holes);
         self.rows.extend(self.carried.iter().filter(|(_, ended)| *ended).map(|(row, _)| *row));
         (self.carried, self.open_here, self.ended) = (carried, 0, 0);
-        let batch = self.batch();
+        self.refill();
         self.rows.clear();
-        batch
+        &mut self.batch
     }
 
-    /// The rows gathered as the `spans` table's columns.
-    fn batch(&self) -> Batch {
-        let mut c = Transposed::with_capacity(self.rows.len());
+    /// Refills the batch's columns from the rows gathered.
+    fn refill(&mut self) {
+        let fields = super::schema::spans().len();
+        if self.batch.len() != fields {
+            // Taken by the last batch's consumer: made again.
+            self.batch = (0..fields).map(|_| Column::new(Values::Bool(Vec::new()))).collect();
+        }
+        let (dump, columns) = self.batch.split_at_mut(5);
+        self.dump.refill(dump, self.rows.len());
+        let [tid, thread, function, file, line, depth, span_id, parent, start_ns, duration_ns, self_ns, flags @ ..] =
+            columns
+        else {
+            unreachable!("the spans table's columns")
+        };
+        let names = &self.names;
+        let (tid, thread) = (tid.refill::<u64>(), thread.refill_words(&self.thread_names));
+        let (function, file, line) =
+            (function.refill_words(&names.functions), file.refill_words(&names.files), line.refill::<u32>());
+        let (depth, span_id, parent) = (depth.refill::<u32>(), span_id.refill::<u64>(), parent.refill::<u64>());
+        let (start_ns, duration_ns, self_ns) =
+            (start_ns.refill::<i64>(), duration_ns.refill::<i64>(), self_ns.refill::<i64>());
+        let mut flags: Vec<&mut Vec<bool>> = flags.iter_mut().map(Column::refill::<bool>).collect();
+        let mut roots = false;
         // A run of rows at a time, so that each is read from the cache, not from memory, for all
         // the columns it goes into.
         for rows in self.rows.chunks(1024) {
-            c.extend(rows, &self.tids, &self.names);
+            let function_of = |r: &Row| r.function as usize;
+            tid.extend(rows.iter().map(|r| self.tids.get(r.thread as usize).copied().unwrap_or(0)));
+            thread.extend(rows.iter().map(|r| r.thread));
+            function.extend(rows.iter().map(|r| r.function));
+            file.extend(rows.iter().map(|r| names.file_of.get(function_of(r)).copied().flatten().unwrap_or(0)));
+            line.extend(rows.iter().map(|r| names.lines.get(function_of(r)).copied().flatten().unwrap_or(0)));
+            depth.extend(rows.iter().map(|r| r.depth));
+            span_id.extend(rows.iter().map(|r| r.span_id));
+            parent.extend(rows.iter().map(|r| r.parent));
+            roots |= rows.iter().fold(false, |any, r| any | (r.flags & PARENT == 0));
+            start_ns.extend(rows.iter().map(|r| r.start_ns));
+            duration_ns.extend(rows.iter().map(|r| r.duration_ns));
+            self_ns.extend(rows.iter().map(|r| r.self_ns));
+            for (column, flag) in flags.iter_mut().zip([RECURSIVE, OPEN, UNWOUND, CLAMPED, MISSING_CHILDREN]) {
+                column.extend(rows.iter().map(|r| r.flags & flag != 0));
+            }
         }
-        let names = &self.names;
         // A validity only where a row has no value.
-        let valid = |column: Column, valid: Vec<bool>| match valid.contains(&false) {
-            true => Column { valid: Some(valid), ..column },
-            false => column,
-        };
-        let [recursive, open, unwound, clamped, missing_children] = c.flags.map(|f| Column::new(Values::Bool(f)));
-        let mut columns = self.dump.columns(self.rows.len());
-        columns.extend([
-            Column::new(Values::U64(c.tid)),
-            Column::new(Values::Words { words: self.thread_names.clone(), keys: c.thread }),
-            Column::new(Values::Words { words: names.functions.clone(), keys: c.function }),
-            valid(Column::new(Values::Words { words: names.files.clone(), keys: c.file }), c.has_file),
-            valid(Column::new(Values::U32(c.line)), c.has_line),
-            Column::new(Values::U32(c.depth)),
-            Column::new(Values::U64(c.span_id)),
-            valid(Column::new(Values::U64(c.parent)), c.has_parent),
-            Column::new(Values::I64(c.start_ns)),
-            Column::new(Values::I64(c.duration_ns)),
-            Column::new(Values::I64(c.self_ns)),
-            recursive,
-            open,
-            unwound,
-            clamped,
-            missing_children,
-        ]);
-        columns
-    }
-}
-
-/// A batch's rows as columns, filled a run of rows at a time.
-struct Transposed {
-    tid: Vec<u64>,
-    thread: Vec<u32>,
-    function: Vec<u32>,
-    file: Vec<u32>,
-    has_file: Vec<bool>,
-    line: Vec<u32>,
-    has_line: Vec<bool>,
-    depth: Vec<u32>,
-    span_id: Vec<u64>,
-    parent: Vec<u64>,
-    has_parent: Vec<bool>,
-    start_ns: Vec<i64>,
-    duration_ns: Vec<i64>,
-    self_ns: Vec<i64>,
-    /// `recursive`, `open`, `unwound`, `clamped`, `missing_children`.
-    flags: [Vec<bool>; 5],
-}
-
-impl Transposed {
-    fn with_capacity(n: usize) -> Transposed {
-        Transposed {
-            tid: Vec::with_capacity(n),
-            thread: Vec::with_capacity(n),
-            function: Vec::with_capacity(n),
-            file: Vec::with_capacity(n),
-            has_file: Vec::with_capacity(n),
-            line: Vec::with_capacity(n),
-            has_line: Vec::with_capacity(n),
-            depth: Vec::with_capacity(n),
-            span_id: Vec::with_capacity(n),
-            parent: Vec::with_capacity(n),
-            has_parent: Vec::with_capacity(n),
-            start_ns: Vec::with_capacity(n),
-            duration_ns: Vec::with_capacity(n),
-            self_ns: Vec::with_capacity(n),
-            flags: std::array::from_fn(|_| Vec::with_capacity(n)),
+        fn has<'a>(rows: &'a [Row], values: &'a [Option<u32>]) -> Option<impl Iterator<Item = bool> + 'a> {
+            let has = |r: &Row| values.get(r.function as usize).copied().flatten().is_some();
+            (values.contains(&None) && !rows.iter().all(has)).then(|| rows.iter().map(has))
         }
-    }
-
-    /// Appends `rows` (of threads whose ids are `tids`, of functions `names` holds).
-    fn extend(&mut self, rows: &[Row], tids: &[u64], names: &NameColumns) {
-        let function = |r: &Row| r.function as usize;
-        self.tid.extend(rows.iter().map(|r| tids.get(r.thread as usize).copied().unwrap_or(0)));
-        self.thread.extend(rows.iter().map(|r| r.thread));
-        self.function.extend(rows.iter().map(|r| r.function));
-        let file = |r: &Row| names.file_of.get(function(r)).copied().flatten();
-        self.file.extend(rows.iter().map(|r| file(r).unwrap_or(0)));
-        self.has_file.extend(rows.iter().map(|r| file(r).is_some()));
-        let line = |r: &Row| names.lines.get(function(r)).copied().flatten();
-        self.line.extend(rows.iter().map(|r| line(r).unwrap_or(0)));
-        self.has_line.extend(rows.iter().map(|r| line(r).is_some()));
-        self.depth.extend(rows.iter().map(|r| r.depth));
-        self.span_id.extend(rows.iter().map(|r| r.span_id));
-        self.parent.extend(rows.iter().map(|r| r.parent));
-        self.has_parent.extend(rows.iter().map(|r| r.flags & PARENT != 0));
-        self.start_ns.extend(rows.iter().map(|r| r.start_ns));
-        self.duration_ns.extend(rows.iter().map(|r| r.duration_ns));
-        self.self_ns.extend(rows.iter().map(|r| r.self_ns));
-        for (column, flag) in self.flags.iter_mut().zip([RECURSIVE, OPEN, UNWOUND, CLAMPED, MISSING_CHILDREN]) {
-            column.extend(rows.iter().map(|r| r.flags & flag != 0));
-        }
+        let rows = &self.rows;
+        columns[3].set_valid(has(rows, &names.file_of));
+        columns[4].set_valid(has(rows, &names.lines));
+        columns[7].set_valid(roots.then(|| rows.iter().map(|r| r.flags & PARENT != 0)));
     }
 }
 
@@ -354,7 +307,7 @@ impl Transposed {
 pub fn write<E>(
     tl: &Timeline<'_>,
     dump: &DumpColumns,
-    emit: &mut dyn FnMut(Batch) -> Result<(), E>,
+    emit: &mut dyn FnMut(&mut Batch) -> Result<(), E>,
 ) -> Result<Anomalies, E> {
     write_and_total(tl, dump, emit).map(|(found, _)| found)
 }
@@ -364,7 +317,7 @@ pub fn write<E>(
 pub fn write_and_total<E>(
     tl: &Timeline<'_>,
     dump: &DumpColumns,
-    emit: &mut dyn FnMut(Batch) -> Result<(), E>,
+    emit: &mut dyn FnMut(&mut Batch) -> Result<(), E>,
 ) -> Result<(Anomalies, DumpTotals), E> {
     walk(tl, dump, BATCH_ROWS, emit)
 }
@@ -374,7 +327,7 @@ fn walk<E>(
     tl: &Timeline<'_>,
     dump: &DumpColumns,
     batch_rows: usize,
-    emit: &mut dyn FnMut(Batch) -> Result<(), E>,
+    emit: &mut dyn FnMut(&mut Batch) -> Result<(), E>,
 ) -> Result<(Anomalies, DumpTotals), E> {
     let threads = &tl.trace.threads;
     let mut walk = Walk {
@@ -386,9 +339,8 @@ fn walk<E>(
             .collect(),
         tids: threads.iter().map(|t| t.tid).collect(),
         // A batch's rows, or the dump's if fewer: a small dump's batch allocates no more.
-        rows: Vec::with_capacity(
-            batch_rows.min(threads.iter().map(|t| t.span_count() as usize).sum::<usize>() + 1),
-        ),
+        rows: Vec::with_capacity(batch_rows.min(threads.iter().map(|t| t.span_count() as usize).sum::<usize>() + 1)),
+        batch: Vec::new(),
         path: Vec::new(),
         open_here: 0,
         carried: Vec::new(),
@@ -489,7 +441,7 @@ mod tests {
             let run = |batch_rows| {
                 let mut batches = Vec::new();
                 let (_, totals) = walk::<()>(tl, &dump, batch_rows, &mut |b| {
-                    batches.push(b);
+                    batches.push(std::mem::take(b));
                     Ok(())
                 })
                 .unwrap();

@@ -1,11 +1,15 @@
 //! A row group's column of repeated strings as a Parquet column chunk,
-//! encoded straight from the keys its rows hold: a dictionary page of the
-//! words the rows use (PLAIN) and data pages of their keys (RLE_DICTIONARY),
-//! as the `parquet` crate's own writer lays such a chunk out.
+//! encoded straight from the keys its rows hold: data pages of their keys
+//! (RLE_DICTIONARY) as the rows come, then a dictionary page of the words
+//! the rows used (PLAIN), which goes first, as the `parquet` crate's own
+//! writer lays such a chunk out.
 //!
 //! The crate's writers take a string a row and hash each into their dictionary
 //! and compare it for the statistics (half of an export's CPU, for eight such
 //! columns); here each word is looked at once a row group.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use parquet::basic::Encoding;
@@ -15,85 +19,158 @@ use parquet::errors::ParquetError;
 use parquet::file::statistics::Statistics;
 use parquet::schema::types::ColumnDescPtr;
 
-use super::chunk::{Pages, Zstd, page_ranges};
+use super::chunk::{Pages, Zstd};
 use super::rle;
 
+/// A row group's column of repeated strings as its pages are encoded.
+pub struct Chunk {
+    pages: Pages,
+    /// The words of the batches the row group's rows came in, each once.
+    words: Vec<ByteArray>,
+    index: HashMap<String, u32>,
+    /// The last batch's words, and where each is in `words`: a dump's batches share them.
+    last: Option<(Arc<[String]>, Vec<u32>)>,
+    /// Per word of `words`: its place in the dictionary page, `u32::MAX` until a row has it.
+    slot: Vec<u32>,
+    /// The dictionary page's words (indices into `words`): those the rows have, in the order
+    /// they first come.
+    used: Vec<u32>,
+    /// The page's keys into the dictionary page.
+    values: Vec<u32>,
+    nulls: u64,
+}
+
+impl Chunk {
+    /// The chunk of `descr`, compressed or not.
+    pub fn new(descr: ColumnDescPtr, compressed: bool) -> Chunk {
+        Chunk {
+            pages: Pages::new(descr, compressed),
+            words: Vec::new(),
+            index: HashMap::new(),
+            last: None,
+            slot: Vec::new(),
+            used: Vec::new(),
+            values: Vec::new(),
+            nulls: 0,
+        }
+    }
+
+    /// The rows of its pages so far.
+    pub fn rows(&self) -> usize {
+        self.pages.rows()
+    }
+
+    /// Per word of a batch's `words`: its key in the row group's (what [`page`](Self::page) takes).
+    pub fn keys_of(&mut self, words: &Arc<[String]>) -> &[u32] {
+        let fresh = self.last.as_ref().is_none_or(|(w, _)| !Arc::ptr_eq(w, words));
+        if fresh {
+            let map = words
+                .iter()
+                .map(|w| {
+                    *self.index.entry(w.clone()).or_insert_with(|| {
+                        self.words.push(ByteArray::from(w.as_str()));
+                        self.slot.push(u32::MAX);
+                        (self.words.len() - 1) as u32
+                    })
+                })
+                .collect();
+            self.last = Some((words.clone(), map));
+        }
+        self.last.as_ref().map_or(&[], |(_, map)| &map[..])
+    }
+
+    /// A data page of rows whose words are those of `keys` (from [`keys_of`](Self::keys_of)), or
+    /// none where `valid` says so (`None`: every row has one), compressed by `zstd` if the
+    /// chunk's pages are.
+    pub fn page(&mut self, zstd: &mut Zstd, keys: &[u32], valid: Option<&[bool]>) -> Result<(), ParquetError> {
+        let rows = keys.len();
+        self.pages.check(rows, valid)?;
+        // A page whose every row has the same word (a dump's name, host, build) is one run, found
+        // without a pass that looks each row's word up.
+        let same = match (valid, keys.first()) {
+            (None, Some(&k)) if rle::all_equal(keys, k) => Some(k),
+            _ => None,
+        };
+        let mut values = std::mem::take(&mut self.values);
+        values.clear();
+        let present = match same {
+            Some(k) => {
+                values.push(self.slot_of(k).ok_or_else(|| self.outside())?);
+                rows
+            }
+            None => {
+                let mut add = |k: u32| self.slot_of(k).map(|s| values.push(s));
+                let all = match valid {
+                    None => keys.iter().try_for_each(|&k| add(k)),
+                    Some(valid) => keys.iter().zip(valid).filter(|(_, v)| **v).try_for_each(|(&k, _)| add(k)),
+                };
+                all.ok_or_else(|| self.outside())?;
+                values.len()
+            }
+        };
+        self.nulls += (rows - present) as u64;
+        let width = rle::width(self.used.len().saturating_sub(1) as u32);
+        self.pages.data(zstd, rows, valid, Encoding::RLE_DICTIONARY, |page| {
+            page.push(width);
+            match same {
+                None => rle::encode(&values, width, page),
+                Some(_) => rle::encode_same(values[0], present, width, page),
+            }
+        })?;
+        self.values = values;
+        Ok(())
+    }
+
+    /// The place in the dictionary page of word `k`, given it if a row has it first; `None` if
+    /// it is not one of the row group's words.
+    #[inline(always)]
+    fn slot_of(&mut self, k: u32) -> Option<u32> {
+        let s = self.slot.get_mut(k as usize)?;
+        if *s == u32::MAX {
+            *s = self.used.len() as u32;
+            self.used.push(k);
+        }
+        Some(*s)
+    }
+
+    fn outside(&self) -> ParquetError {
+        ParquetError::General("a word's key outside the row group's words".to_owned())
+    }
+
+    /// The chunk's bytes, its dictionary page first, and what `append_column` takes.
+    pub fn finish(self, zstd: &mut Zstd) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+        let used: Vec<&ByteArray> = self.used.iter().map(|&k| &self.words[k as usize]).collect();
+        let mut plain = Vec::new();
+        for w in &used {
+            plain.extend_from_slice(&(w.len() as u32).to_le_bytes());
+            plain.extend_from_slice(w.data());
+        }
+        let min = used.iter().min_by(|a, b| a.data().cmp(b.data())).map(|w| (*w).clone());
+        let max = used.iter().max_by(|a, b| a.data().cmp(b.data())).map(|w| (*w).clone());
+        let statistics = Statistics::byte_array(min, max, None, Some(self.nulls), false);
+        self.pages.finish(zstd, Some((used.len(), &plain)), Encoding::RLE_DICTIONARY, statistics)
+    }
+}
+
 /// The column chunk of `descr` for rows whose values are `words[keys[i]]`, or no value where
-/// `valid` says so (`None`: every row has one): its bytes, and what `append_column` takes.
+/// `valid` says so (`None`: every row has one), in pages of `page` rows: its bytes, and what
+/// `append_column` takes.
+#[cfg(test)]
 pub fn chunk(
     descr: ColumnDescPtr,
-    words: &[ByteArray],
+    words: &[&str],
     keys: &[u32],
     valid: Option<&[bool]>,
     zstd: &mut Zstd,
+    page: usize,
 ) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
-    let rows = keys.len();
-    let mut pages = Pages::new(descr, Some(zstd));
-    pages.check(rows, valid)?;
-    // A column whose every row has the same word (a dump's name, host, build) is one run, found
-    // without the per-row pass `dictionary` makes.
-    let same = match (valid, keys.first()) {
-        (None, Some(&k)) if rle::all_equal(keys, k) => words.get(k as usize),
-        _ => None,
-    };
-    let (used, values) = match same {
-        Some(word) => (vec![word], Vec::new()),
-        None => match dictionary(words, keys, valid) {
-            Some(d) => d,
-            None => return pages.wrong("keys within its words"),
-        },
-    };
-    let mut plain = Vec::new();
-    for w in &used {
-        plain.extend_from_slice(&(w.len() as u32).to_le_bytes());
-        plain.extend_from_slice(w.data());
+    let mut chunk = Chunk::new(descr, true);
+    let map = chunk.keys_of(&words.iter().map(|&w| w.to_owned()).collect()).to_vec();
+    let keys: Vec<u32> = keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(u32::MAX)).collect();
+    for range in super::chunk::page_ranges(keys.len(), page) {
+        chunk.page(zstd, &keys[range.clone()], valid.map(|v| &v[range]))?;
     }
-    pages.dictionary(&plain, used.len())?;
-    let width = rle::width(used.len().saturating_sub(1) as u32);
-    let mut done = 0;
-    for range in page_ranges(rows) {
-        let valid = valid.map(|v| &v[range.clone()]);
-        let present = valid.map_or(range.len(), |v| v.iter().filter(|&&v| v).count());
-        let keys = values.get(done..done + present);
-        done += present;
-        pages.data(range.len(), valid, Encoding::RLE_DICTIONARY, |page| {
-            page.push(width);
-            match keys {
-                Some(keys) if same.is_none() => rle::encode(keys, width, page),
-                // Every row is the dictionary's one word.
-                _ => rle::encode_same(0, present, width, page),
-            }
-        })?;
-    }
-    let min = used.iter().min_by(|a, b| a.data().cmp(b.data())).map(|w| (*w).clone());
-    let max = used.iter().max_by(|a, b| a.data().cmp(b.data())).map(|w| (*w).clone());
-    let nulls = (rows - done) as u64;
-    pages.finish(rows, Encoding::RLE_DICTIONARY, Statistics::byte_array(min, max, None, Some(nulls), false))
-}
-
-/// The words the rows with a value use, in the order they first come (the chunk's dictionary),
-/// and each such row's index in it; `None` if a key is not one of `words`.
-fn dictionary<'w>(
-    words: &'w [ByteArray],
-    keys: &[u32],
-    valid: Option<&[bool]>,
-) -> Option<(Vec<&'w ByteArray>, Vec<u32>)> {
-    let mut slot = vec![u32::MAX; words.len()];
-    let (mut used, mut values) = (Vec::new(), Vec::with_capacity(keys.len()));
-    let mut add = |k: u32| -> Option<()> {
-        let s = slot.get_mut(k as usize)?;
-        if *s == u32::MAX {
-            *s = used.len() as u32;
-            used.push(&words[k as usize]);
-        }
-        values.push(*s);
-        Some(())
-    };
-    match valid {
-        None => keys.iter().try_for_each(|&k| add(k))?,
-        Some(valid) => keys.iter().zip(valid).filter(|(_, v)| **v).try_for_each(|(&k, _)| add(k))?,
-    }
-    Some((used, values))
+    chunk.finish(zstd)
 }
 
 #[cfg(test)]
@@ -110,7 +187,12 @@ mod tests {
     use super::*;
 
     /// Rows of (required word, optional word) written as chunks, read back by the crate's reader.
-    fn round_trip(words: &[&str], rows: &[(u32, Option<u32>)], groups: usize) -> Vec<(String, Option<String>)> {
+    fn round_trip(
+        words: &[&str],
+        rows: &[(u32, Option<u32>)],
+        groups: usize,
+        page: usize,
+    ) -> Vec<(String, Option<String>)> {
         let column = |name, repetition| {
             Arc::new(
                 Type::primitive_type_builder(name, Physical::BYTE_ARRAY)
@@ -128,16 +210,15 @@ mod tests {
         );
         let mut file = SerializedFileWriter::new(Vec::new(), schema, Arc::new(WriterProperties::default())).unwrap();
         let descrs = file.schema_descr().columns().to_vec();
-        let words: Vec<ByteArray> = words.iter().map(|&w| ByteArray::from(w)).collect();
         let mut zstd = Zstd::new(3).unwrap();
         for part in rows.chunks(rows.len().div_ceil(groups)) {
             let a: Vec<u32> = part.iter().map(|r| r.0).collect();
             let b: Vec<u32> = part.iter().map(|r| r.1.unwrap_or(0)).collect();
             let valid: Vec<bool> = part.iter().map(|r| r.1.is_some()).collect();
             let mut group = file.next_row_group().unwrap();
-            let (bytes, close) = chunk(descrs[0].clone(), &words, &a, None, &mut zstd).unwrap();
+            let (bytes, close) = chunk(descrs[0].clone(), words, &a, None, &mut zstd, page).unwrap();
             group.append_column(&bytes, close).unwrap();
-            let (bytes, close) = chunk(descrs[1].clone(), &words, &b, Some(&valid), &mut zstd).unwrap();
+            let (bytes, close) = chunk(descrs[1].clone(), words, &b, Some(&valid), &mut zstd, page).unwrap();
             group.append_column(&bytes, close).unwrap();
             group.close().unwrap();
         }
@@ -163,7 +244,10 @@ mod tests {
             .iter()
             .map(|&(a, b)| (words[a as usize].to_owned(), b.map(|b| words[b as usize].to_owned())))
             .collect();
-        assert_eq!(round_trip(words, rows, groups), expected);
+        // A page a row group, and pages of 97 rows: the dictionary grows from page to page, and
+        // with it the width of its keys.
+        assert_eq!(round_trip(words, rows, groups, 1 << 16), expected);
+        assert_eq!(round_trip(words, rows, groups, 97), expected, "pages of 97 rows");
     }
 
     #[test]
@@ -195,9 +279,12 @@ mod tests {
             0,
             parquet::schema::types::ColumnPath::from("a"),
         ));
-        let words = [ByteArray::from("x")];
+        let words = ["x"];
         let mut zstd = Zstd::new(3).unwrap();
-        assert!(chunk(descr.clone(), &words, &[0, 1], None, &mut zstd).is_err());
-        assert!(chunk(descr, &words, &[0, 0], Some(&[true, false]), &mut zstd).is_err(), "a null where none may be");
+        assert!(chunk(descr.clone(), &words, &[0, 1], None, &mut zstd, 10).is_err());
+        assert!(
+            chunk(descr, &words, &[0, 0], Some(&[true, false]), &mut zstd, 10).is_err(),
+            "a null where none may be"
+        );
     }
 }
