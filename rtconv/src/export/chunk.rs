@@ -20,25 +20,81 @@ use parquet::schema::types::ColumnDescPtr;
 
 use super::rle;
 
-/// Compresses pages with zstd at one level, reusing its context.
+/// Buffers of chunks written, for the next row group's to be written into: memory already touched,
+/// where fresh memory is zeroed by the system first (most of the export's system time).
+#[derive(Default)]
+pub struct Spare(Vec<Vec<u8>>);
+
+impl Spare {
+    /// An empty buffer.
+    pub fn take(&mut self) -> Vec<u8> {
+        let mut buffer = self.0.pop().unwrap_or_default();
+        buffer.clear();
+        buffer
+    }
+
+    /// `buffer` back, to be taken again.
+    pub fn give(&mut self, buffer: Vec<u8>) {
+        self.0.push(buffer);
+    }
+
+    /// The buffer of `bytes` back, if nothing else holds them.
+    pub fn give_bytes(&mut self, bytes: Bytes) {
+        if let Ok(bytes) = bytes.try_into_mut() {
+            self.give(bytes.into());
+        }
+    }
+}
+
+/// How a chunk's pages are compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packing {
+    /// Not at all.
+    None,
+    /// By zstd at the table's level.
+    Zstd,
+    /// By zstd at its fastest positive level (1), where the default level's extra search finds
+    /// little.
+    FastZstd,
+}
+
+/// Compresses pages with zstd, reusing its contexts (one a level) and its output buffer (a fresh
+/// one for each page is memory the system zeroes first).
 pub struct Zstd {
     level: i32,
     compressor: zstd::bulk::Compressor<'static>,
+    fast: zstd::bulk::Compressor<'static>,
+    out: Vec<u8>,
 }
 
 impl Zstd {
-    /// A compressor at `level`.
+    /// A compressor at `level` (and, for [`Packing::FastZstd`], at 1).
     pub fn new(level: i32) -> Result<Zstd, ParquetError> {
-        let compressor = zstd::bulk::Compressor::new(level).map_err(|e| ParquetError::External(Box::new(e)))?;
-        Ok(Zstd { level, compressor })
+        let compressor = |level| zstd::bulk::Compressor::new(level).map_err(|e| ParquetError::External(Box::new(e)));
+        Ok(Zstd { level, compressor: compressor(level)?, fast: compressor(1)?, out: Vec::new() })
     }
 
-    pub fn compress(&mut self, data: &[u8]) -> Result<Bytes, ParquetError> {
-        Ok(self.compressor.compress(data).map_err(|e| ParquetError::External(Box::new(e)))?.into())
+    /// `data` as `packing` packs it.
+    pub fn compress(&mut self, data: &[u8], packing: Packing) -> Result<Bytes, ParquetError> {
+        let compressor = match packing {
+            Packing::None => return Ok(Bytes::copy_from_slice(data)),
+            Packing::Zstd => &mut self.compressor,
+            Packing::FastZstd => &mut self.fast,
+        };
+        self.out.clear();
+        self.out.reserve(zstd::zstd_safe::compress_bound(data.len()));
+        compressor.compress_to_buffer(data, &mut self.out).map_err(|e| ParquetError::External(Box::new(e)))?;
+        Ok(Bytes::copy_from_slice(&self.out))
     }
 
-    pub fn codec(&self) -> Result<Compression, ParquetError> {
-        Ok(Compression::ZSTD(ZstdLevel::try_new(self.level)?))
+    /// The codec the metadata of a chunk packed by `packing` names (a zstd frame says its own
+    /// parameters: the level is not in the file).
+    pub fn codec(&self, packing: Packing) -> Result<Compression, ParquetError> {
+        Ok(match packing {
+            Packing::None => Compression::UNCOMPRESSED,
+            Packing::Zstd => Compression::ZSTD(ZstdLevel::try_new(self.level)?),
+            Packing::FastZstd => Compression::ZSTD(ZstdLevel::try_new(1)?),
+        })
     }
 }
 
@@ -46,8 +102,8 @@ impl Zstd {
 /// (which goes first) when it is finished.
 pub struct Pages {
     descr: ColumnDescPtr,
-    /// Whether its pages are compressed.
-    compressed: bool,
+    /// How its pages are compressed.
+    packing: Packing,
     /// The data pages, headers and all.
     sink: TrackedWrite<Vec<u8>>,
     compressed_bytes: i64,
@@ -60,12 +116,14 @@ pub struct Pages {
 }
 
 impl Pages {
-    /// The pages of a chunk of `descr`, compressed or not.
-    pub fn new(descr: ColumnDescPtr, compressed: bool) -> Pages {
+    /// The pages of a chunk of `descr`, compressed as `packing` says, written into `buffer`
+    /// (emptied first).
+    pub fn new(descr: ColumnDescPtr, packing: Packing, mut buffer: Vec<u8>) -> Pages {
+        buffer.clear();
         Pages {
             descr,
-            compressed,
-            sink: TrackedWrite::new(Vec::new()),
+            packing,
+            sink: TrackedWrite::new(buffer),
             compressed_bytes: 0,
             uncompressed_bytes: 0,
             data_pages: Vec::new(),
@@ -107,7 +165,7 @@ impl Pages {
     }
 
     /// A version 1 data page of `rows` rows, whose rows with a value `valid` gives (`None`: every
-    /// row), of values `encoding` encodes by `values`; compressed by `zstd` if the chunk's pages are.
+    /// row), of values `encoding` encodes by `values`; compressed by `zstd` as the chunk's pages are.
     pub fn data(
         &mut self,
         zstd: &mut Zstd,
@@ -130,7 +188,7 @@ impl Pages {
         }
         values(&mut page);
         let data = Page::DataPage {
-            buf: self.compress(zstd, &page)?,
+            buf: zstd.compress(&page, self.packing)?,
             num_values: rows as u32,
             encoding,
             def_level_encoding: Encoding::RLE,
@@ -147,30 +205,26 @@ impl Pages {
         Ok(())
     }
 
-    fn compress(&self, zstd: &mut Zstd, data: &[u8]) -> Result<Bytes, ParquetError> {
-        match self.compressed {
-            true => zstd.compress(data),
-            false => Ok(Bytes::copy_from_slice(data)),
-        }
-    }
-
     /// The chunk, its data pages in `encoding`, with `statistics` and its `dictionary` page (the
-    /// count of its values and their PLAIN encoding) first if it has one: its bytes, and what
-    /// `append_column` takes.
+    /// count of its values and their PLAIN encoding) first if it has one, written into `buffer`
+    /// (emptied first): its bytes, what `append_column` takes, and the buffer its data pages were
+    /// written into.
     pub fn finish(
         self,
         zstd: &mut Zstd,
         dictionary: Option<(usize, &[u8])>,
         encoding: Encoding,
         statistics: Statistics,
-    ) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+        mut buffer: Vec<u8>,
+    ) -> Result<Finished, ParquetError> {
         let (mut compressed, mut uncompressed) = (self.compressed_bytes, self.uncompressed_bytes);
-        let mut chunk = TrackedWrite::new(Vec::new());
+        buffer.clear();
+        let mut chunk = TrackedWrite::new(buffer);
         let mut encodings = vec![encoding];
         let mut stats = Vec::new();
         if let Some((count, plain)) = dictionary {
             let page = Page::DictionaryPage {
-                buf: self.compress(zstd, plain)?,
+                buf: zstd.compress(plain, self.packing)?,
                 num_values: count as u32,
                 encoding: Encoding::PLAIN,
                 is_sorted: false,
@@ -192,10 +246,7 @@ impl Pages {
         if self.nullable() {
             encodings.push(Encoding::RLE);
         }
-        let codec = match self.compressed {
-            true => zstd.codec()?,
-            false => Compression::UNCOMPRESSED,
-        };
+        let codec = zstd.codec(self.packing)?;
         let metadata = ColumnChunkMetaData::builder(self.descr.clone())
             .set_encodings(encodings)
             .set_page_encoding_stats(stats)
@@ -208,7 +259,8 @@ impl Pages {
             .set_statistics(statistics)
             .build()?;
         let mut bytes = chunk.into_inner()?;
-        bytes.extend_from_slice(&self.sink.into_inner()?);
+        let data = self.sink.into_inner()?;
+        bytes.extend_from_slice(&data);
         let close = ColumnCloseResult {
             bytes_written: bytes.len() as u64,
             rows_written: self.rows as u64,
@@ -217,9 +269,12 @@ impl Pages {
             column_index: None,
             offset_index: Some(offsets.build()),
         };
-        Ok((Bytes::from(bytes), close))
+        Ok((Bytes::from(bytes), close, data))
     }
 }
+
+/// A chunk written: its bytes, what `append_column` takes, and a buffer to reuse.
+pub type Finished = (Bytes, ColumnCloseResult, Vec<u8>);
 
 #[cfg(test)]
 /// The row ranges of a chunk of `rows` rows' data pages of `page` rows: at least one, if empty.

@@ -122,6 +122,17 @@ impl Column {
         }
     }
 
+    /// Whether it holds `n` rows of the one word of `words` (`null`: `n` rows without a value):
+    /// a batch's column of a dump's constant that needs no refilling.
+    pub fn holds_same(&self, words: &Arc<[String]>, n: usize, null: bool) -> bool {
+        let Values::Words { words: w, keys } = &self.values else { return false };
+        let valid = match &self.valid {
+            None => !null,
+            Some(valid) => null && valid.len() == n && all_equal(valid, false),
+        };
+        Arc::ptr_eq(w, words) && keys.len() == n && valid && all_equal(keys, 0)
+    }
+
     /// Sets which of its rows have a value from `valid` (`None`: every row), reusing its buffer.
     pub fn set_valid(&mut self, valid: Option<impl Iterator<Item = bool>>) {
         match valid {
@@ -197,6 +208,12 @@ macro_rules! buffer {
 }
 
 buffer!(u32 => U32, u64 => U64, i64 => I64, bool => Bool);
+
+/// Whether every one of `values` is `value`: a vectorized pass, blocks at a time, that stops at
+/// the first block that differs.
+pub fn all_equal<T: Copy + PartialEq>(values: &[T], value: T) -> bool {
+    values.chunks(64).all(|block| block.iter().fold(true, |same, &v| same & (v == value)))
+}
 
 /// Rows of one table: a column per field of its schema, in order, of the same length.
 pub type Batch = Vec<Column>;

@@ -115,10 +115,15 @@ impl DumpColumns {
             unreachable!("five columns every table's rows of a dump share")
         };
         for (column, words) in [dump, host, program, build_id].into_iter().zip(&self.words) {
-            column.refill_words(words).resize(n, 0);
-            column.set_valid(words.is_empty().then(|| std::iter::repeat_n(false, n)));
+            let valid = words.is_empty().then(|| std::iter::repeat_n(false, n));
+            if !column.holds_same(words, n, valid.is_some()) {
+                column.refill_words(words).resize(n, 0);
+                column.set_valid(valid);
+            }
         }
-        pid.refill::<u32>().resize(n, self.pid);
+        if !matches!(&pid.values, Values::U32(v) if v.len() == n && columns::all_equal(v, self.pid)) {
+            pid.refill::<u32>().resize(n, self.pid);
+        }
     }
 
     /// The shared columns for `n` rows: each a dictionary of one value.

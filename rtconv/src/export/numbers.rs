@@ -4,16 +4,14 @@
 //! of 32 packed in the bits their largest needs), as the format's
 //! `Encodings.md` defines them.
 
-use bytes::Bytes;
 use parquet::basic::Encoding;
-use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
 use parquet::file::statistics::Statistics;
 use parquet::schema::types::ColumnDescPtr;
 
 use parquet::basic::Type as Physical;
 
-use super::chunk::{Pages, Zstd};
+use super::chunk::{Finished, Packing, Pages, Zstd};
 use super::columns::Values;
 use super::rle;
 
@@ -148,10 +146,10 @@ impl Bounds {
 
 impl Chunk {
     /// The chunk of `descr`, its pages in `encoding` (PLAIN or DELTA_BINARY_PACKED; booleans
-    /// PLAIN whatever it says), compressed or not.
-    pub fn new(descr: ColumnDescPtr, encoding: Encoding, compressed: bool) -> Result<Chunk, ParquetError> {
+    /// PLAIN whatever it says), compressed as `packing` says, written into `buffer`.
+    pub fn new(descr: ColumnDescPtr, encoding: Encoding, packing: Packing, buffer: Vec<u8>) -> Result<Chunk, ParquetError> {
         let boolean = descr.physical_type() == Physical::BOOLEAN;
-        let pages = Pages::new(descr, compressed);
+        let pages = Pages::new(descr, packing, buffer);
         let encoding = match encoding {
             _ if boolean => Encoding::PLAIN,
             Encoding::PLAIN | Encoding::DELTA_BINARY_PACKED => encoding,
@@ -166,7 +164,7 @@ impl Chunk {
     }
 
     /// A data page of `values`, but no value where `valid` says so (`None`: every row has one),
-    /// compressed by `zstd` if the chunk's pages are.
+    /// compressed by `zstd` as the chunk's pages are.
     pub fn page(&mut self, zstd: &mut Zstd, values: Numbers<'_>, valid: Option<&[bool]>) -> Result<(), ParquetError> {
         self.pages.check(values.len(), valid)?;
         let physical = self.pages.physical();
@@ -187,10 +185,10 @@ impl Chunk {
         Ok(())
     }
 
-    /// The chunk's bytes, and what `append_column` takes.
-    pub fn finish(self, zstd: &mut Zstd) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+    /// The chunk written into `buffer` ([`Pages::finish`]).
+    pub fn finish(self, zstd: &mut Zstd, buffer: Vec<u8>) -> Result<Finished, ParquetError> {
         let statistics = self.bounds.statistics(self.pages.physical(), self.nulls);
-        self.pages.finish(zstd, None, self.encoding, statistics)
+        self.pages.finish(zstd, None, self.encoding, statistics, buffer)
     }
 
     /// A page of integers; their least and greatest, if any.
@@ -224,7 +222,7 @@ impl Chunk {
 }
 
 /// The column chunk of `descr` for `values`, but no value where `valid` says so (`None`: every
-/// row has one), in pages of `page` rows in `encoding`, compressed by `zstd` if `compressed`:
+/// row has one), in pages of `page` rows in `encoding`, compressed by `zstd`:
 /// its bytes, and what `append_column` takes.
 #[cfg(test)]
 pub fn chunk(
@@ -233,15 +231,14 @@ pub fn chunk(
     valid: Option<&[bool]>,
     encoding: Encoding,
     zstd: &mut Zstd,
-    compressed: bool,
     page: usize,
-) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
-    let mut chunk = Chunk::new(descr, encoding, compressed)?;
+) -> Result<(bytes::Bytes, parquet::column::writer::ColumnCloseResult), ParquetError> {
+    let mut chunk = Chunk::new(descr, encoding, Packing::Zstd, Vec::new())?;
     for range in super::chunk::page_ranges(values.len(), page) {
         let valid = valid.map(|v| &v[range.clone()]);
         chunk.page(zstd, values.slice(range), valid)?;
     }
-    chunk.finish(zstd)
+    chunk.finish(zstd, Vec::new()).map(|(bytes, close, _)| (bytes, close))
 }
 
 /// The values of rows `range` that have one: `values` itself when every row has one, else those
@@ -474,12 +471,12 @@ mod tests {
             .into_iter()
             .enumerate()
             {
-                let (bytes, close) = chunk(descrs[i].clone(), values, valid, encoding, &mut zstd, true, page).unwrap();
+                let (bytes, close) = chunk(descrs[i].clone(), values, valid, encoding, &mut zstd, page).unwrap();
                 group.append_column(&bytes, close).unwrap();
             }
             group.close().unwrap();
         }
-        let reader = SerializedFileReader::new(Bytes::from(file.into_inner().unwrap())).unwrap();
+        let reader = SerializedFileReader::new(bytes::Bytes::from(file.into_inner().unwrap())).unwrap();
         let stats = reader.metadata().row_group(0).columns().iter().map(|c| format!("{:?}", c.statistics())).collect();
         let read = reader
             .get_row_iter(None)

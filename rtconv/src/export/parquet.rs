@@ -20,11 +20,11 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
 use parquet::schema::types::{ColumnDescPtr, Type};
 
-use super::chunk::Zstd;
+use super::chunk::{Packing, Spare, Zstd};
 use super::columns::{Batch, Column, Field, Kind, Values};
 use super::numbers::{self, Numbers};
 use super::{DumpColumns, Host, PAGE_ROWS, ROW_GROUP_ROWS, dump_row, functions_and_durations_of, schema, spans};
-use super::{rle, words};
+use super::words;
 use crate::io::AtomicFile;
 use crate::model::{Anomalies, Timeline};
 
@@ -123,6 +123,8 @@ struct Table {
     zstd: Zstd,
     /// A batch's keys mapped to its row group's words.
     keys: Vec<u32>,
+    /// Buffers of the row group's chunks written, for the next's.
+    spare: Spare,
     writer: SerializedFileWriter<AtomicFile>,
 }
 
@@ -137,13 +139,14 @@ enum Chunk {
 }
 
 impl Chunk {
-    /// An empty chunk of `field` of `table` (whose column in the file is `descr`).
-    fn new(table: &str, field: &Field, descr: &ColumnDescPtr) -> Result<Chunk, ExportError> {
-        let compressed = compressed(table, field.name);
+    /// An empty chunk of `field` of `table` (whose column in the file is `descr`), written into
+    /// a buffer of `spare`.
+    fn new(table: &str, field: &Field, descr: &ColumnDescPtr, spare: &mut Spare) -> Result<Chunk, ExportError> {
+        let packing = packing(table, field.name);
         Ok(match field.kind {
-            Kind::Words => Chunk::Words(words::Chunk::new(descr.clone(), compressed)),
+            Kind::Words => Chunk::Words(words::Chunk::new(descr.clone(), packing, spare.take())),
             Kind::U32 | Kind::U64 | Kind::I64 | Kind::Bool => {
-                Chunk::Numbers(numbers::Chunk::new(descr.clone(), encoding(field.name), compressed)?)
+                Chunk::Numbers(numbers::Chunk::new(descr.clone(), encoding(field.name), packing, spare.take())?)
             }
             Kind::Text | Kind::F64 => Chunk::Gathered,
         })
@@ -166,14 +169,15 @@ impl Table {
                 KeyValue::new("ringtrace.producer".into(), format!("rtconv {}", env!("CARGO_PKG_VERSION"))),
             ]));
         let writer = SerializedFileWriter::new(file, message(table, &fields)?, Arc::new(props.build()))?;
+        let mut spare = Spare::default();
         let columns = writer
             .schema_descr()
             .columns()
             .iter()
             .zip(&fields)
-            .map(|(descr, field)| Ok((Chunk::new(table, field, descr)?, Pending::new(field.kind))))
+            .map(|(descr, field)| Ok((Chunk::new(table, field, descr, &mut spare)?, Pending::new(field.kind))))
             .collect::<Result<_, ExportError>>()?;
-        Ok(Table { path, fields, columns, pending: 0, zstd: Zstd::new(ZSTD_LEVEL)?, keys: Vec::new(), writer })
+        Ok(Table { path, fields, columns, pending: 0, zstd: Zstd::new(ZSTD_LEVEL)?, keys: Vec::new(), spare, writer })
     }
 
     /// Adds `batch`'s rows (a column per field), encoding a page of each column when
@@ -258,9 +262,9 @@ impl Table {
         for ((chunk, pending), field) in self.columns.iter_mut().zip(&self.fields) {
             let chunk = std::mem::replace(chunk, Chunk::Gathered);
             let pending = std::mem::replace(pending, Pending::new(field.kind));
-            let (bytes, close) = match chunk {
-                Chunk::Words(c) => c.finish(&mut self.zstd)?,
-                Chunk::Numbers(c) => c.finish(&mut self.zstd)?,
+            let (bytes, close, data) = match chunk {
+                Chunk::Words(c) => c.finish(&mut self.zstd, self.spare.take())?,
+                Chunk::Numbers(c) => c.finish(&mut self.zstd, self.spare.take())?,
                 Chunk::Gathered => {
                     let Some(mut column) = group.next_column()? else {
                         unreachable!("the file's schema has a column per field")
@@ -271,12 +275,14 @@ impl Table {
                 }
             };
             group.append_column(&bytes, close)?;
+            self.spare.give(data);
+            self.spare.give_bytes(bytes);
         }
         group.close()?;
         let table = self.writer.schema_descr().root_schema().name().to_owned();
         let descrs = self.writer.schema_descr().columns().to_vec();
         for (((chunk, _), field), descr) in self.columns.iter_mut().zip(&self.fields).zip(&descrs) {
-            *chunk = Chunk::new(&table, field, descr)?;
+            *chunk = Chunk::new(&table, field, descr, &mut self.spare)?;
         }
         Ok(())
     }
@@ -308,11 +314,17 @@ fn encoding(name: &str) -> Encoding {
     }
 }
 
-/// Whether the pages of column `name` of `table` are compressed: all but the spans' durations',
-/// whose packed bits zstd takes down by a third at most (docs/PERFORMANCE.md: on the Lua trace it
-/// spent 0.45 G of the export's 6.1 G instructions on them for 0.76 bytes a span).
-fn compressed(table: &str, name: &str) -> bool {
-    !(table == "spans" && matches!(name, "duration_ns" | "self_ns"))
+/// How the pages of column `name` of `table` are compressed: the spans' durations not at all
+/// (zstd takes their packed bits down by a third at most: docs/PERFORMANCE.md, on the Lua trace
+/// 0.45 G of the export's 6.1 G instructions for 0.76 bytes a span); their parents and starts at
+/// zstd's level 1 (its level 3 took 0.19 G more of 4.47 G, 5 % of the CPU, for 0.26 bytes a span);
+/// the rest at the table's level, where its search finds a loop's repeats at little cost.
+fn packing(table: &str, name: &str) -> Packing {
+    match (table, name) {
+        ("spans", "duration_ns" | "self_ns") => Packing::None,
+        ("spans", "parent_span_id" | "start_ns") => Packing::FastZstd,
+        _ => Packing::Zstd,
+    }
 }
 
 /// The Parquet schema of a table's fields: strings as UTF-8 byte arrays,
@@ -343,7 +355,7 @@ fn message(table: &str, fields: &[Field]) -> Result<Arc<Type>, ExportError> {
 fn map_keys(map: &[u32], keys: &[u32], to: &mut Vec<u32>) {
     match map {
         // A dump's constant columns (its name, host, build; a thread's name).
-        &[only] if rle::all_equal(keys, 0) => to.resize(to.len() + keys.len(), only),
+        &[only] if super::columns::all_equal(keys, 0) => to.resize(to.len() + keys.len(), only),
         _ => to.extend(keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(u32::MAX))),
     }
 }

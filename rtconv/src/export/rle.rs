@@ -93,12 +93,6 @@ pub fn encode_same(value: u32, count: usize, width: u8, out: &mut Vec<u8>) {
     }
 }
 
-/// Whether every one of `values` is `value`: a vectorized pass, blocks at a time, that stops at
-/// the first block that differs.
-pub fn all_equal<T: Copy + PartialEq>(values: &[T], value: T) -> bool {
-    values.chunks(64).all(|block| block.iter().fold(true, |same, &v| same & (v == value)))
-}
-
 /// `count` repeats of `value` as one run (nothing if `count` is 0).
 pub fn run(value: u64, count: usize, width: u8, out: &mut Vec<u8>) {
     if count > 0 {

@@ -11,15 +11,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use parquet::basic::Encoding;
-use parquet::column::writer::ColumnCloseResult;
 use parquet::data_type::ByteArray;
 use parquet::errors::ParquetError;
 use parquet::file::statistics::Statistics;
 use parquet::schema::types::ColumnDescPtr;
 
-use super::chunk::{Pages, Zstd};
+use super::chunk::{Finished, Packing, Pages, Zstd};
 use super::rle;
 
 /// A row group's column of repeated strings as its pages are encoded.
@@ -41,10 +39,10 @@ pub struct Chunk {
 }
 
 impl Chunk {
-    /// The chunk of `descr`, compressed or not.
-    pub fn new(descr: ColumnDescPtr, compressed: bool) -> Chunk {
+    /// The chunk of `descr`, compressed as `packing` says, written into `buffer`.
+    pub fn new(descr: ColumnDescPtr, packing: Packing, buffer: Vec<u8>) -> Chunk {
         Chunk {
-            pages: Pages::new(descr, compressed),
+            pages: Pages::new(descr, packing, buffer),
             words: Vec::new(),
             index: HashMap::new(),
             last: None,
@@ -88,7 +86,7 @@ impl Chunk {
         // A page whose every row has the same word (a dump's name, host, build) is one run, found
         // without a pass that looks each row's word up.
         let same = match (valid, keys.first()) {
-            (None, Some(&k)) if rle::all_equal(keys, k) => Some(k),
+            (None, Some(&k)) if super::columns::all_equal(keys, k) => Some(k),
             _ => None,
         };
         let mut values = std::mem::take(&mut self.values);
@@ -137,8 +135,8 @@ impl Chunk {
         ParquetError::General("a word's key outside the row group's words".to_owned())
     }
 
-    /// The chunk's bytes, its dictionary page first, and what `append_column` takes.
-    pub fn finish(self, zstd: &mut Zstd) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+    /// The chunk written into `buffer`, its dictionary page first ([`Pages::finish`]).
+    pub fn finish(self, zstd: &mut Zstd, buffer: Vec<u8>) -> Result<Finished, ParquetError> {
         let used: Vec<&ByteArray> = self.used.iter().map(|&k| &self.words[k as usize]).collect();
         let mut plain = Vec::new();
         for w in &used {
@@ -148,7 +146,7 @@ impl Chunk {
         let min = used.iter().min_by(|a, b| a.data().cmp(b.data())).map(|w| (*w).clone());
         let max = used.iter().max_by(|a, b| a.data().cmp(b.data())).map(|w| (*w).clone());
         let statistics = Statistics::byte_array(min, max, None, Some(self.nulls), false);
-        self.pages.finish(zstd, Some((used.len(), &plain)), Encoding::RLE_DICTIONARY, statistics)
+        self.pages.finish(zstd, Some((used.len(), &plain)), Encoding::RLE_DICTIONARY, statistics, buffer)
     }
 }
 
@@ -163,14 +161,14 @@ pub fn chunk(
     valid: Option<&[bool]>,
     zstd: &mut Zstd,
     page: usize,
-) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
-    let mut chunk = Chunk::new(descr, true);
+) -> Result<(bytes::Bytes, parquet::column::writer::ColumnCloseResult), ParquetError> {
+    let mut chunk = Chunk::new(descr, Packing::Zstd, Vec::new());
     let map = chunk.keys_of(&words.iter().map(|&w| w.to_owned()).collect()).to_vec();
     let keys: Vec<u32> = keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(u32::MAX)).collect();
     for range in super::chunk::page_ranges(keys.len(), page) {
         chunk.page(zstd, &keys[range.clone()], valid.map(|v| &v[range]))?;
     }
-    chunk.finish(zstd)
+    chunk.finish(zstd, Vec::new()).map(|(bytes, close, _)| (bytes, close))
 }
 
 #[cfg(test)]
@@ -222,7 +220,7 @@ mod tests {
             group.append_column(&bytes, close).unwrap();
             group.close().unwrap();
         }
-        let bytes = Bytes::from(file.into_inner().unwrap());
+        let bytes = bytes::Bytes::from(file.into_inner().unwrap());
         let reader = SerializedFileReader::new(bytes).unwrap();
         reader
             .get_row_iter(None)
