@@ -7,9 +7,10 @@
 //! - Four tables, each a directory of part files (`spans/`, `functions/`,
 //!   `durations/`, `dumps/`), one part per worker of a batch: every engine reads a
 //!   directory of parts as one table, and workers never share a writer.
-//! - Streamed: spans are handed on [`spans::BATCH_ROWS`] at a time and
-//!   row groups are written at [`ROW_GROUP_ROWS`], so memory is bounded by
-//!   those, not by the dump.
+//! - Streamed: spans are handed on [`spans::BATCH_ROWS`] at a time, in one
+//!   batch whose buffers are refilled, and encoded a page of [`PAGE_ROWS`]
+//!   at a time, so memory is bounded by a page (and a row group's encoded
+//!   pages), not by the dump.
 //! - The tables are plain columns ([`columns`]): Arrow and Parquet are the
 //!   writers' business, so the library, and the Python package, build
 //!   without Parquet, and rtconv's Parquet without Arrow.

@@ -147,7 +147,12 @@ impl Bounds {
 impl Chunk {
     /// The chunk of `descr`, its pages in `encoding` (PLAIN or DELTA_BINARY_PACKED; booleans
     /// PLAIN whatever it says), compressed as `packing` says, written into `buffer`.
-    pub fn new(descr: ColumnDescPtr, encoding: Encoding, packing: Packing, buffer: Vec<u8>) -> Result<Chunk, ParquetError> {
+    pub fn new(
+        descr: ColumnDescPtr,
+        encoding: Encoding,
+        packing: Packing,
+        buffer: Vec<u8>,
+    ) -> Result<Chunk, ParquetError> {
         let boolean = descr.physical_type() == Physical::BOOLEAN;
         let pages = Pages::new(descr, packing, buffer);
         let encoding = match encoding {

@@ -1,13 +1,15 @@
 //! The tables written as Apache Parquet part files, through the `parquet`
 //! crate's file writer (no Arrow in between).
 //!
-//! A writer gathers a row group's rows as columns, dumps after dumps, and
-//! encodes them when it holds [`ROW_GROUP_ROWS`] or is finished; the
-//! dictionaries of repeated strings are merged as the dumps come. Strings
-//! that repeat, integers and booleans are encoded here, a column chunk at a
-//! time (`words`, `numbers`: the crate's column writers took a value at a
-//! time, two thirds of an export's CPU), and appended to the row group whole;
-//! text and floating point go through the crate's column writers.
+//! A writer encodes a data page of each column when [`PAGE_ROWS`] rows have
+//! come (straight from the batch where one holds them, else gathered across
+//! batches, dumps after dumps), and writes a row group of its columns' pages
+//! when it holds [`ROW_GROUP_ROWS`] or is finished; the dictionaries of
+//! repeated strings are merged as the dumps come. Strings that repeat,
+//! integers and booleans are encoded here (`words`, `numbers`: the crate's
+//! column writers took a value at a time, two thirds of an export's CPU) and
+//! each column chunk appended to the row group whole; text and floating
+//! point go through the crate's column writers at the row group's end.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -23,8 +25,8 @@ use parquet::schema::types::{ColumnDescPtr, Type};
 use super::chunk::{Packing, Spare, Zstd};
 use super::columns::{Batch, Column, Field, Kind, Values};
 use super::numbers::{self, Numbers};
-use super::{DumpColumns, Host, PAGE_ROWS, ROW_GROUP_ROWS, dump_row, functions_and_durations_of, schema, spans};
 use super::words;
+use super::{DumpColumns, Host, PAGE_ROWS, ROW_GROUP_ROWS, dump_row, functions_and_durations_of, schema, spans};
 use crate::io::AtomicFile;
 use crate::model::{Anomalies, Timeline};
 
