@@ -121,6 +121,9 @@ struct Table {
     columns: Vec<(Chunk, Pending)>,
     /// The rows of the row group not yet in a page.
     pending: usize,
+    /// Rows a page ([`PAGE_ROWS`]) and a row group ([`ROW_GROUP_ROWS`]) take.
+    page_rows: usize,
+    group_rows: usize,
     /// The compressor of the column chunks encoded here (`words`, `numbers`).
     zstd: Zstd,
     /// A batch's keys mapped to its row group's words.
@@ -179,7 +182,18 @@ impl Table {
             .zip(&fields)
             .map(|(descr, field)| Ok((Chunk::new(table, field, descr, &mut spare)?, Pending::new(field.kind))))
             .collect::<Result<_, ExportError>>()?;
-        Ok(Table { path, fields, columns, pending: 0, zstd: Zstd::new(ZSTD_LEVEL)?, keys: Vec::new(), spare, writer })
+        Ok(Table {
+            path,
+            fields,
+            columns,
+            pending: 0,
+            page_rows: PAGE_ROWS,
+            group_rows: ROW_GROUP_ROWS,
+            zstd: Zstd::new(ZSTD_LEVEL)?,
+            keys: Vec::new(),
+            spare,
+            writer,
+        })
     }
 
     /// Adds `batch`'s rows (a column per field), encoding a page of each column when
@@ -189,7 +203,7 @@ impl Table {
     fn add(&mut self, batch: &mut Batch) -> Result<(), ExportError> {
         debug_assert_eq!(batch.len(), self.fields.len());
         let n = super::columns::rows(batch);
-        if self.pending == 0 && n >= PAGE_ROWS {
+        if self.pending == 0 && n >= self.page_rows {
             for ((chunk, pending), column) in self.columns.iter_mut().zip(batch.iter()) {
                 let valid = column.valid.as_deref();
                 match (chunk, &column.values) {
@@ -217,11 +231,11 @@ impl Table {
                 pending.extend(column, chunk);
             }
             self.pending += n;
-            if self.pending >= PAGE_ROWS {
+            if self.pending >= self.page_rows {
                 self.page()?;
             }
         }
-        if self.rows() >= ROW_GROUP_ROWS {
+        if self.rows() >= self.group_rows {
             self.write_row_group()?;
         }
         Ok(())
@@ -449,5 +463,83 @@ impl Pending {
             },
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field as Cell;
+
+    use super::*;
+    use crate::export::columns::rows;
+    use crate::model::test_dumps::{TestRing, nested, records, with_rings};
+
+    /// Each row of `batch` as its cells' text, `null` where it has no value.
+    fn texts(batch: &[Column]) -> Vec<String> {
+        (0..rows(batch))
+            .map(|i| {
+                let cell = |c: &Column| match &c.values {
+                    _ if !c.is_valid(i) => "null".to_owned(),
+                    Values::Words { words, keys } => words[keys[i] as usize].clone(),
+                    Values::U32(v) => v[i].to_string(),
+                    Values::U64(v) => v[i].to_string(),
+                    Values::I64(v) => v[i].to_string(),
+                    Values::Bool(v) => v[i].to_string(),
+                    Values::Text(v) => v[i].clone(),
+                    Values::F64(v) => v[i].to_string(),
+                };
+                batch.iter().map(cell).collect::<Vec<_>>().join(" ")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pages_from_batches_and_from_dumps_gathered_read_back_as_the_rows_handed_in() {
+        let dir = std::env::temp_dir().join(format!("rtconv-pages-{}", std::process::id()));
+        let mut table = Table::new(&dir, "spans", 0, schema::spans()).unwrap();
+        // Pages of 100 rows, row groups of 450: a small dump's rows gathered for a page with the
+        // next dump's, batches of a page encoded straight from the batch, a batch's words mapped to
+        // a row group's dictionary that an earlier dump's words began, row groups of whole pages.
+        (table.page_rows, table.group_rows) = (100, 450);
+        let mut handed = Vec::new();
+        for (seed, spans, first_key) in [(3, 30, 0), (4, 1_000, 2), (5, 700, 0)] {
+            let mut spans = nested(seed, spans, false);
+            for (i, s) in spans.iter_mut().enumerate() {
+                s.key_index = first_key + (i % 5) as u32;
+            }
+            let ring = TestRing { records: records(&spans), written: spans.len() as u64, dropped: 0, open: Vec::new() };
+            with_rings(&[ring], 1 << 40, |tl| {
+                let dump = DumpColumns::new(tl, &format!("dump-{seed}"), Host(None));
+                spans::walk::<ExportError>(tl, &dump, 100, &mut |batch| {
+                    handed.extend(texts(batch));
+                    table.add(batch)
+                })
+                .unwrap();
+            });
+        }
+        table.finish().unwrap();
+        let path = dir.join("spans/part-0.parquet");
+        let reader = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+        let groups: Vec<i64> = reader.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
+        // Pages: the first dump's 30 rows with the second's first batch (130), then the batches;
+        // a row group closes at the page that takes it to 450 rows or more.
+        assert_eq!(groups, [530, 500, 500, 200]);
+        let read: Vec<String> = reader
+            .get_row_iter(None)
+            .unwrap()
+            .map(|row| {
+                let row = row.unwrap();
+                let cell = |f: &Cell| match f {
+                    Cell::Str(s) => s.clone(),
+                    Cell::Null => "null".to_owned(),
+                    other => other.to_string(),
+                };
+                row.get_column_iter().map(|(_, f)| cell(f)).collect::<Vec<_>>().join(" ")
+            })
+            .collect();
+        assert_eq!(read.len(), 1_730);
+        assert_eq!(read, handed);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -323,7 +323,7 @@ pub fn write_and_total<E>(
 }
 
 /// [`write_and_total`], handing batches on at `batch_rows` finished rows.
-fn walk<E>(
+pub(super) fn walk<E>(
     tl: &Timeline<'_>,
     dump: &DumpColumns,
     batch_rows: usize,
