@@ -133,16 +133,23 @@ impl Column {
         Arc::ptr_eq(w, words) && keys.len() == n && valid && all_equal(keys, 0)
     }
 
-    /// Sets which of its rows have a value from `valid` (`None`: every row), reusing its buffer.
+    /// Sets which of its rows have a value from `valid` (`None`: every row).
     pub fn set_valid(&mut self, valid: Option<impl Iterator<Item = bool>>) {
-        match valid {
-            None => self.valid = None,
-            Some(valid) => {
-                let mut buffer = self.valid.take().unwrap_or_default();
-                buffer.clear();
-                buffer.extend(valid);
-                self.valid = Some(buffer);
-            }
+        self.valid = valid.map(Iterator::collect);
+    }
+
+    /// Row `i`'s value as text, `null` where it has none.
+    #[cfg(test)]
+    pub(crate) fn text(&self, i: usize) -> String {
+        match &self.values {
+            _ if !self.is_valid(i) => "null".to_owned(),
+            Values::Words { words, keys } => words[keys[i] as usize].clone(),
+            Values::U32(v) => v[i].to_string(),
+            Values::U64(v) => v[i].to_string(),
+            Values::I64(v) => v[i].to_string(),
+            Values::Bool(v) => v[i].to_string(),
+            Values::Text(v) => v[i].clone(),
+            Values::F64(v) => v[i].to_string(),
         }
     }
 
@@ -217,6 +224,11 @@ pub fn all_equal<T: Copy + PartialEq>(values: &[T], value: T) -> bool {
 
 /// Rows of one table: a column per field of its schema, in order, of the same length.
 pub type Batch = Vec<Column>;
+
+/// `n` empty columns, each to be refilled ([`Column::refill`]) with its own kind.
+pub fn placeholders(n: usize) -> Batch {
+    (0..n).map(|_| Column::new(Values::Bool(Vec::new()))).collect()
+}
 
 /// The number of rows of `batch`.
 pub fn rows(batch: &[Column]) -> usize {

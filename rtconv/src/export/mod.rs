@@ -88,6 +88,10 @@ pub struct DumpColumns {
 }
 
 impl DumpColumns {
+    /// The columns every table's rows of a dump begin with: `dump`, `host`, `program`,
+    /// `build_id`, `pid`.
+    pub const SHARED: usize = 5;
+
     /// The dump `name` (its path, or `archive:member`) of `tl`, taken on `host`.
     pub fn new(tl: &Timeline<'_>, name: &str, host: Host<'_>) -> Self {
         let trace = tl.trace;
@@ -110,7 +114,8 @@ impl DumpColumns {
         }
     }
 
-    /// The shared columns for `n` rows in `columns` (five), refilled in their own buffers.
+    /// The shared columns for `n` rows in `columns` ([`SHARED`](Self::SHARED)), refilled in their
+    /// own buffers.
     fn refill(&self, columns: &mut [Column], n: usize) {
         let [dump, host, program, build_id, pid] = columns else {
             unreachable!("five columns every table's rows of a dump share")
@@ -129,7 +134,7 @@ impl DumpColumns {
 
     /// The shared columns for `n` rows: each a dictionary of one value.
     fn columns(&self, n: usize) -> Batch {
-        let mut columns: Batch = (0..5).map(|_| Column::new(Values::Bool(Vec::new()))).collect();
+        let mut columns = columns::placeholders(Self::SHARED);
         self.refill(&mut columns, n);
         columns
     }

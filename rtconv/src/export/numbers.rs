@@ -4,12 +4,10 @@
 //! of 32 packed in the bits their largest needs), as the format's
 //! `Encodings.md` defines them.
 
-use parquet::basic::Encoding;
+use parquet::basic::{Encoding, Type as Physical};
 use parquet::errors::ParquetError;
 use parquet::file::statistics::Statistics;
 use parquet::schema::types::ColumnDescPtr;
-
-use parquet::basic::Type as Physical;
 
 use super::chunk::{Finished, Packing, Pages, Zstd};
 use super::columns::Values;
@@ -30,7 +28,7 @@ pub enum Numbers<'v> {
 
 impl<'v> Numbers<'v> {
     /// `values` as numbers, if they are integers or booleans.
-    pub fn of(values: &'v Values) -> Option<Numbers<'v>> {
+    fn of(values: &'v Values) -> Option<Numbers<'v>> {
         match values {
             Values::U32(v) => Some(Numbers::U32(v)),
             Values::U64(v) => Some(Numbers::U64(v)),
@@ -190,6 +188,15 @@ impl Chunk {
         Ok(())
     }
 
+    /// A data page of a batch's `values` (see [`page`](Self::page)), if they are integers or
+    /// booleans.
+    pub fn page_of(&mut self, zstd: &mut Zstd, values: &Values, valid: Option<&[bool]>) -> Result<(), ParquetError> {
+        match Numbers::of(values) {
+            Some(values) => self.page(zstd, values, valid),
+            None => self.pages.wrong("integers or booleans"),
+        }
+    }
+
     /// The chunk written into `buffer` ([`Pages::finish`]).
     pub fn finish(self, zstd: &mut Zstd, buffer: Vec<u8>) -> Result<Finished, ParquetError> {
         let statistics = self.bounds.statistics(self.pages.physical(), self.nulls);
@@ -204,7 +211,7 @@ impl Chunk {
         valid: Option<&[bool]>,
     ) -> Result<Option<(T, T)>, ParquetError> {
         let mut kept = Vec::new();
-        let page = present(values, 0..values.len(), valid, &mut kept);
+        let page = present(values, valid, &mut kept);
         self.nulls += (values.len() - page.len()) as u64;
         let (encoding, mut bounds) = (self.encoding, None);
         self.pages.data(zstd, values.len(), valid, encoding, |out| {
@@ -219,7 +226,7 @@ impl Chunk {
     /// A page of booleans, PLAIN; whether any was false and any true.
     fn bools(&mut self, zstd: &mut Zstd, values: &[bool], valid: Option<&[bool]>) -> Result<Bounds, ParquetError> {
         let mut kept = Vec::new();
-        let page = present(values, 0..values.len(), valid, &mut kept);
+        let page = present(values, valid, &mut kept);
         self.nulls += (values.len() - page.len()) as u64;
         self.pages.data(zstd, values.len(), valid, Encoding::PLAIN, |out| rle::pack_bools(page, out))?;
         Ok(Bounds::Bool { any_false: page.contains(&false), any_true: page.contains(&true) })
@@ -246,19 +253,14 @@ pub fn chunk(
     chunk.finish(zstd, Vec::new()).map(|(bytes, close, _)| (bytes, close))
 }
 
-/// The values of rows `range` that have one: `values` itself when every row has one, else those
-/// copied into `kept`.
-fn present<'a, T: Copy>(
-    values: &'a [T],
-    range: std::ops::Range<usize>,
-    valid: Option<&[bool]>,
-    kept: &'a mut Vec<T>,
-) -> &'a [T] {
+/// The values of the rows that have one: `values` itself when every row has one, else those copied
+/// into `kept`.
+fn present<'a, T: Copy>(values: &'a [T], valid: Option<&[bool]>, kept: &'a mut Vec<T>) -> &'a [T] {
     match valid {
-        None => &values[range],
+        None => values,
         Some(valid) => {
             kept.clear();
-            kept.extend(values[range].iter().zip(valid).filter(|(_, v)| **v).map(|(&x, _)| x));
+            kept.extend(values.iter().zip(valid).filter(|(_, v)| **v).map(|(&x, _)| x));
             kept
         }
     }

@@ -24,7 +24,7 @@ use parquet::schema::types::{ColumnDescPtr, Type};
 
 use super::chunk::{Packing, Spare, Zstd};
 use super::columns::{Batch, Column, Field, Kind, Values};
-use super::numbers::{self, Numbers};
+use super::numbers;
 use super::words;
 use super::{DumpColumns, Host, PAGE_ROWS, ROW_GROUP_ROWS, dump_row, functions_and_durations_of, schema, spans};
 use crate::io::AtomicFile;
@@ -94,9 +94,9 @@ impl Parts {
     pub fn dump(&mut self, tl: &Timeline<'_>, name: &str, host: Host<'_>) -> Result<Anomalies, ExportError> {
         let dump = DumpColumns::new(tl, name, host);
         let (found, totals) = spans::write_and_total(tl, &dump, &mut |batch| self.spans.add(batch))?;
-        let (functions, durations) = functions_and_durations_of(totals, &dump);
-        self.functions.add(&mut { functions })?;
-        self.durations.add(&mut { durations })?;
+        let (mut functions, mut durations) = functions_and_durations_of(totals, &dump);
+        self.functions.add(&mut functions)?;
+        self.durations.add(&mut durations)?;
         self.dumps.add(&mut dump_row(tl, &dump, &found))?;
         Ok(found)
     }
@@ -126,8 +126,6 @@ struct Table {
     group_rows: usize,
     /// The compressor of the column chunks encoded here (`words`, `numbers`).
     zstd: Zstd,
-    /// A batch's keys mapped to its row group's words.
-    keys: Vec<u32>,
     /// Buffers of the row group's chunks written, for the next's.
     spare: Spare,
     writer: SerializedFileWriter<AtomicFile>,
@@ -144,17 +142,26 @@ enum Chunk {
 }
 
 impl Chunk {
-    /// An empty chunk of `field` of `table` (whose column in the file is `descr`), written into
-    /// a buffer of `spare`.
-    fn new(table: &str, field: &Field, descr: &ColumnDescPtr, spare: &mut Spare) -> Result<Chunk, ExportError> {
-        let packing = packing(table, field.name);
-        Ok(match field.kind {
-            Kind::Words => Chunk::Words(words::Chunk::new(descr.clone(), packing, spare.take())),
-            Kind::U32 | Kind::U64 | Kind::I64 | Kind::Bool => {
-                Chunk::Numbers(numbers::Chunk::new(descr.clone(), encoding(field.name), packing, spare.take())?)
-            }
-            Kind::Text | Kind::F64 => Chunk::Gathered,
-        })
+    /// Empty chunks of the columns `writer`'s file has for `fields`, written into buffers of
+    /// `spare`.
+    fn empty(
+        writer: &SerializedFileWriter<AtomicFile>,
+        fields: &[Field],
+        spare: &mut Spare,
+    ) -> Result<Vec<Chunk>, ExportError> {
+        let schema = writer.schema_descr();
+        let table = schema.root_schema().name();
+        let mut chunk = |field: &Field, descr: &ColumnDescPtr| -> Result<Chunk, ExportError> {
+            let packing = packing(table, field.name);
+            Ok(match field.kind {
+                Kind::Words => Chunk::Words(words::Chunk::new(descr.clone(), packing, spare.take())),
+                Kind::U32 | Kind::U64 | Kind::I64 | Kind::Bool => {
+                    Chunk::Numbers(numbers::Chunk::new(descr.clone(), encoding(field.name), packing, spare.take())?)
+                }
+                Kind::Text | Kind::F64 => Chunk::Gathered,
+            })
+        };
+        fields.iter().zip(schema.columns()).map(|(field, descr)| chunk(field, descr)).collect()
     }
 }
 
@@ -175,13 +182,8 @@ impl Table {
             ]));
         let writer = SerializedFileWriter::new(file, message(table, &fields)?, Arc::new(props.build()))?;
         let mut spare = Spare::default();
-        let columns = writer
-            .schema_descr()
-            .columns()
-            .iter()
-            .zip(&fields)
-            .map(|(descr, field)| Ok((Chunk::new(table, field, descr, &mut spare)?, Pending::new(field.kind))))
-            .collect::<Result<_, ExportError>>()?;
+        let chunks = Chunk::empty(&writer, &fields, &mut spare)?;
+        let columns = chunks.into_iter().zip(&fields).map(|(chunk, field)| (chunk, Pending::new(field.kind))).collect();
         Ok(Table {
             path,
             fields,
@@ -190,7 +192,6 @@ impl Table {
             page_rows: PAGE_ROWS,
             group_rows: ROW_GROUP_ROWS,
             zstd: Zstd::new(ZSTD_LEVEL)?,
-            keys: Vec::new(),
             spare,
             writer,
         })
@@ -207,22 +208,10 @@ impl Table {
             for ((chunk, pending), column) in self.columns.iter_mut().zip(batch.iter()) {
                 let valid = column.valid.as_deref();
                 match (chunk, &column.values) {
-                    (Chunk::Words(c), Values::Words { words, keys }) => match c.keys_of(words) {
-                        map if map.iter().enumerate().all(|(i, &k)| k as usize == i) => {
-                            c.page(&mut self.zstd, keys, valid)?
-                        }
-                        map => {
-                            let mut mapped = std::mem::take(&mut self.keys);
-                            mapped.clear();
-                            map_keys(map, keys, &mut mapped);
-                            c.page(&mut self.zstd, &mapped, valid)?;
-                            self.keys = mapped;
-                        }
-                    },
-                    (Chunk::Numbers(c), values) => match Numbers::of(values) {
-                        Some(values) => c.page(&mut self.zstd, values, valid)?,
-                        None => unreachable!("a table's batches have its fields' kinds"),
-                    },
+                    (Chunk::Words(c), Values::Words { words, keys }) => {
+                        c.page_of_batch(&mut self.zstd, words, keys, valid)?
+                    }
+                    (Chunk::Numbers(c), values) => c.page_of(&mut self.zstd, values, valid)?,
                     (chunk, _) => pending.extend(column, chunk),
                 }
             }
@@ -258,10 +247,7 @@ impl Table {
             let valid = pending.valid.as_deref();
             match (chunk, &pending.values) {
                 (Chunk::Words(c), Gathered::Keys(keys)) => c.page(&mut self.zstd, keys, valid)?,
-                (Chunk::Numbers(c), Gathered::Plain(Some(values))) => match Numbers::of(values) {
-                    Some(values) => c.page(&mut self.zstd, values, valid)?,
-                    None => unreachable!("a table's batches have its fields' kinds"),
-                },
+                (Chunk::Numbers(c), Gathered::Plain(Some(values))) => c.page_of(&mut self.zstd, values, valid)?,
                 _ => continue,
             }
             *pending = Pending::new(pending.kind);
@@ -295,10 +281,9 @@ impl Table {
             self.spare.give_bytes(bytes);
         }
         group.close()?;
-        let table = self.writer.schema_descr().root_schema().name().to_owned();
-        let descrs = self.writer.schema_descr().columns().to_vec();
-        for (((chunk, _), field), descr) in self.columns.iter_mut().zip(&self.fields).zip(&descrs) {
-            *chunk = Chunk::new(&table, field, descr, &mut self.spare)?;
+        let chunks = Chunk::empty(&self.writer, &self.fields, &mut self.spare)?;
+        for ((chunk, _), empty) in self.columns.iter_mut().zip(chunks) {
+            *chunk = empty;
         }
         Ok(())
     }
@@ -366,16 +351,6 @@ fn message(table: &str, fields: &[Field]) -> Result<Arc<Type>, ExportError> {
     Ok(Arc::new(Type::group_type_builder(table).with_fields(columns).build()?))
 }
 
-/// Appends `keys` (into a batch's words) to `to` as keys into a row group's, by `map` (from
-/// [`words::Chunk::keys_of`]); a key outside the batch's words as one outside the row group's.
-fn map_keys(map: &[u32], keys: &[u32], to: &mut Vec<u32>) {
-    match map {
-        // A dump's constant columns (its name, host, build; a thread's name).
-        &[only] if super::columns::all_equal(keys, 0) => to.resize(to.len() + keys.len(), only),
-        _ => to.extend(keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(u32::MAX))),
-    }
-}
-
 /// A column's rows not yet in a page (or, for text and floating point, not yet written), gathered
 /// across batches.
 struct Pending {
@@ -415,7 +390,7 @@ impl Pending {
         self.rows += n;
         match (&mut self.values, &column.values, chunk) {
             (Gathered::Keys(keys), Values::Words { words, keys: batch }, Chunk::Words(chunk)) => {
-                map_keys(chunk.keys_of(words), batch, keys)
+                chunk.append_keys(words, batch, keys)
             }
             (Gathered::Plain(values), batch, _) => match (values.as_mut(), batch) {
                 (None, batch) => *values = Some(batch.clone()),
@@ -477,21 +452,7 @@ mod tests {
 
     /// Each row of `batch` as its cells' text, `null` where it has no value.
     fn texts(batch: &[Column]) -> Vec<String> {
-        (0..rows(batch))
-            .map(|i| {
-                let cell = |c: &Column| match &c.values {
-                    _ if !c.is_valid(i) => "null".to_owned(),
-                    Values::Words { words, keys } => words[keys[i] as usize].clone(),
-                    Values::U32(v) => v[i].to_string(),
-                    Values::U64(v) => v[i].to_string(),
-                    Values::I64(v) => v[i].to_string(),
-                    Values::Bool(v) => v[i].to_string(),
-                    Values::Text(v) => v[i].clone(),
-                    Values::F64(v) => v[i].to_string(),
-                };
-                batch.iter().map(cell).collect::<Vec<_>>().join(" ")
-            })
-            .collect()
+        (0..rows(batch)).map(|i| batch.iter().map(|c| c.text(i)).collect::<Vec<_>>().join(" ")).collect()
     }
 
     #[test]

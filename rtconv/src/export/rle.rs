@@ -84,15 +84,6 @@ pub fn pack_bools(values: &[bool], out: &mut Vec<u8>) {
     }
 }
 
-/// What [`encode`] appends for `count` values all `value` (below 2^`width`), without them.
-pub fn encode_same(value: u32, count: usize, width: u8, out: &mut Vec<u8>) {
-    if count >= MIN_REPEAT {
-        repeated(value.into(), count, width, out);
-    } else {
-        bit_packed(&[value; MIN_REPEAT][..count], width, out);
-    }
-}
-
 /// `count` repeats of `value` as one run (nothing if `count` is 0).
 pub fn run(value: u64, count: usize, width: u8, out: &mut Vec<u8>) {
     if count > 0 {

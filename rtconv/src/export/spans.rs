@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::DumpColumns;
-use super::columns::{Batch, Column, Values};
+use super::columns::{Batch, Column};
 use crate::model::{Anomalies, LostChildren, SpanNs, Timeline};
 use crate::stats::{DumpTotals, Totals};
 
@@ -252,9 +252,9 @@ impl Walk<'_> {
         let fields = super::schema::spans().len();
         if self.batch.len() != fields {
             // Taken by the last batch's consumer: made again.
-            self.batch = (0..fields).map(|_| Column::new(Values::Bool(Vec::new()))).collect();
+            self.batch = super::columns::placeholders(fields);
         }
-        let (dump, columns) = self.batch.split_at_mut(5);
+        let (dump, columns) = self.batch.split_at_mut(DumpColumns::SHARED);
         self.dump.refill(dump, self.rows.len());
         let [tid, thread, function, file, line, depth, span_id, parent, start_ns, duration_ns, self_ns, flags @ ..] =
             columns
@@ -262,11 +262,11 @@ impl Walk<'_> {
             unreachable!("the spans table's columns")
         };
         let names = &self.names;
-        let (tid, thread) = (tid.refill::<u64>(), thread.refill_words(&self.thread_names));
-        let (function, file, line) =
+        let (tids, threads) = (tid.refill::<u64>(), thread.refill_words(&self.thread_names));
+        let (functions, files, lines) =
             (function.refill_words(&names.functions), file.refill_words(&names.files), line.refill::<u32>());
-        let (depth, span_id, parent) = (depth.refill::<u32>(), span_id.refill::<u64>(), parent.refill::<u64>());
-        let (start_ns, duration_ns, self_ns) =
+        let (depths, ids, parents) = (depth.refill::<u32>(), span_id.refill::<u64>(), parent.refill::<u64>());
+        let (starts, durations, selfs) =
             (start_ns.refill::<i64>(), duration_ns.refill::<i64>(), self_ns.refill::<i64>());
         let mut flags: Vec<&mut Vec<bool>> = flags.iter_mut().map(Column::refill::<bool>).collect();
         let mut roots = false;
@@ -274,18 +274,18 @@ impl Walk<'_> {
         // the columns it goes into.
         for rows in self.rows.chunks(1024) {
             let function_of = |r: &Row| r.function as usize;
-            tid.extend(rows.iter().map(|r| self.tids.get(r.thread as usize).copied().unwrap_or(0)));
-            thread.extend(rows.iter().map(|r| r.thread));
-            function.extend(rows.iter().map(|r| r.function));
-            file.extend(rows.iter().map(|r| names.file_of.get(function_of(r)).copied().flatten().unwrap_or(0)));
-            line.extend(rows.iter().map(|r| names.lines.get(function_of(r)).copied().flatten().unwrap_or(0)));
-            depth.extend(rows.iter().map(|r| r.depth));
-            span_id.extend(rows.iter().map(|r| r.span_id));
-            parent.extend(rows.iter().map(|r| r.parent));
+            tids.extend(rows.iter().map(|r| self.tids.get(r.thread as usize).copied().unwrap_or(0)));
+            threads.extend(rows.iter().map(|r| r.thread));
+            functions.extend(rows.iter().map(|r| r.function));
+            files.extend(rows.iter().map(|r| names.file_of.get(function_of(r)).copied().flatten().unwrap_or(0)));
+            lines.extend(rows.iter().map(|r| names.lines.get(function_of(r)).copied().flatten().unwrap_or(0)));
+            depths.extend(rows.iter().map(|r| r.depth));
+            ids.extend(rows.iter().map(|r| r.span_id));
+            parents.extend(rows.iter().map(|r| r.parent));
             roots |= rows.iter().fold(false, |any, r| any | (r.flags & PARENT == 0));
-            start_ns.extend(rows.iter().map(|r| r.start_ns));
-            duration_ns.extend(rows.iter().map(|r| r.duration_ns));
-            self_ns.extend(rows.iter().map(|r| r.self_ns));
+            starts.extend(rows.iter().map(|r| r.start_ns));
+            durations.extend(rows.iter().map(|r| r.duration_ns));
+            selfs.extend(rows.iter().map(|r| r.self_ns));
             for (column, flag) in flags.iter_mut().zip([RECURSIVE, OPEN, UNWOUND, CLAMPED, MISSING_CHILDREN]) {
                 column.extend(rows.iter().map(|r| r.flags & flag != 0));
             }
@@ -296,9 +296,9 @@ impl Walk<'_> {
             (values.contains(&None) && !rows.iter().all(has)).then(|| rows.iter().map(has))
         }
         let rows = &self.rows;
-        columns[3].set_valid(has(rows, &names.file_of));
-        columns[4].set_valid(has(rows, &names.lines));
-        columns[7].set_valid(roots.then(|| rows.iter().map(|r| r.flags & PARENT != 0)));
+        file.set_valid(has(rows, &names.file_of));
+        line.set_valid(has(rows, &names.lines));
+        parent.set_valid(roots.then(|| rows.iter().map(|r| r.flags & PARENT != 0)));
     }
 }
 
@@ -391,6 +391,7 @@ fn realtime(offset: i128, mono_ns: i64) -> i64 {
 mod tests {
     use super::*;
     use crate::export::Host;
+    use crate::export::columns::Values;
     use crate::model::test_dumps::{TestRing, nested, records, with_rings};
 
     /// The rows of `batch` by column name, in `span_id` order.
@@ -400,22 +401,8 @@ mod tests {
         let mut rows: Vec<(u64, Vec<String>)> = Vec::new();
         for batch in batches {
             for i in 0..crate::export::columns::rows(batch) {
-                let cell = |c: &Column| {
-                    if !c.is_valid(i) {
-                        return "null".to_owned();
-                    }
-                    match &c.values {
-                        Values::Words { words, keys } => words[keys[i] as usize].clone(),
-                        Values::U32(v) => v[i].to_string(),
-                        Values::U64(v) => v[i].to_string(),
-                        Values::I64(v) => v[i].to_string(),
-                        Values::Bool(v) => v[i].to_string(),
-                        Values::Text(v) => v[i].clone(),
-                        Values::F64(v) => v[i].to_string(),
-                    }
-                };
                 let Values::U64(ids) = &batch[id].values else { panic!("span_id is u64") };
-                rows.push((ids[i], batch.iter().map(cell).collect()));
+                rows.push((ids[i], batch.iter().map(|c| c.text(i)).collect()));
             }
         }
         rows.sort_by_key(|r| r.0);

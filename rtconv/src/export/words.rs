@@ -35,6 +35,8 @@ pub struct Chunk {
     used: Vec<u32>,
     /// The page's keys into the dictionary page.
     values: Vec<u32>,
+    /// A batch's keys mapped to the row group's words ([`page_of_batch`](Self::page_of_batch)).
+    mapped: Vec<u32>,
     nulls: u64,
 }
 
@@ -49,6 +51,7 @@ impl Chunk {
             slot: Vec::new(),
             used: Vec::new(),
             values: Vec::new(),
+            mapped: Vec::new(),
             nulls: 0,
         }
     }
@@ -77,6 +80,33 @@ impl Chunk {
         self.last.as_ref().map_or(&[], |(_, map)| &map[..])
     }
 
+    /// Appends `keys` into a batch's `words` to `to` as keys into the row group's words.
+    pub fn append_keys(&mut self, words: &Arc<[String]>, keys: &[u32], to: &mut Vec<u32>) {
+        map_keys(self.keys_of(words), keys, to);
+    }
+
+    /// A data page of rows whose words are a batch's `words[keys[i]]` (see [`page`](Self::page)):
+    /// the keys mapped to the row group's words where the batch's are not its first.
+    pub fn page_of_batch(
+        &mut self,
+        zstd: &mut Zstd,
+        words: &Arc<[String]>,
+        keys: &[u32],
+        valid: Option<&[bool]>,
+    ) -> Result<(), ParquetError> {
+        let mut mapped = std::mem::take(&mut self.mapped);
+        mapped.clear();
+        let map = self.keys_of(words);
+        let paged = if map.iter().enumerate().all(|(i, &k)| k as usize == i) {
+            self.page(zstd, keys, valid)
+        } else {
+            map_keys(map, keys, &mut mapped);
+            self.page(zstd, &mapped, valid)
+        };
+        self.mapped = mapped;
+        paged
+    }
+
     /// A data page of rows whose words are those of `keys` (from [`keys_of`](Self::keys_of)), or
     /// none where `valid` says so (`None`: every row has one), compressed by `zstd` if the
     /// chunk's pages are.
@@ -91,28 +121,23 @@ impl Chunk {
         };
         let mut values = std::mem::take(&mut self.values);
         values.clear();
-        let present = match same {
-            Some(k) => {
-                values.push(self.slot_of(k).ok_or_else(|| self.outside())?);
-                rows
-            }
-            None => {
-                let mut add = |k: u32| self.slot_of(k).map(|s| values.push(s));
-                let all = match valid {
-                    None => keys.iter().try_for_each(|&k| add(k)),
-                    Some(valid) => keys.iter().zip(valid).filter(|(_, v)| **v).try_for_each(|(&k, _)| add(k)),
-                };
-                all.ok_or_else(|| self.outside())?;
-                values.len()
-            }
+        let mut add = |k: u32| self.slot_of(k).map(|s| values.push(s));
+        let all = match (same, valid) {
+            (Some(k), _) => add(k),
+            (None, None) => keys.iter().try_for_each(|&k| add(k)),
+            (None, Some(valid)) => keys.iter().zip(valid).filter(|(_, v)| **v).try_for_each(|(&k, _)| add(k)),
         };
+        if all.is_none() {
+            return self.pages.wrong("keys within its row group's words");
+        }
+        let present = if same.is_some() { rows } else { values.len() };
         self.nulls += (rows - present) as u64;
         let width = rle::width(self.used.len().saturating_sub(1) as u32);
         self.pages.data(zstd, rows, valid, Encoding::RLE_DICTIONARY, |page| {
             page.push(width);
             match same {
                 None => rle::encode(&values, width, page),
-                Some(_) => rle::encode_same(values[0], present, width, page),
+                Some(_) => rle::run(values[0].into(), present, width, page),
             }
         })?;
         self.values = values;
@@ -131,10 +156,6 @@ impl Chunk {
         Some(*s)
     }
 
-    fn outside(&self) -> ParquetError {
-        ParquetError::General("a word's key outside the row group's words".to_owned())
-    }
-
     /// The chunk written into `buffer`, its dictionary page first ([`Pages::finish`]).
     pub fn finish(self, zstd: &mut Zstd, buffer: Vec<u8>) -> Result<Finished, ParquetError> {
         let used: Vec<&ByteArray> = self.used.iter().map(|&k| &self.words[k as usize]).collect();
@@ -147,6 +168,16 @@ impl Chunk {
         let max = used.iter().max_by(|a, b| a.data().cmp(b.data())).map(|w| (*w).clone());
         let statistics = Statistics::byte_array(min, max, None, Some(self.nulls), false);
         self.pages.finish(zstd, Some((used.len(), &plain)), Encoding::RLE_DICTIONARY, statistics, buffer)
+    }
+}
+
+/// Appends `keys` (into a batch's words) to `to` as keys into a row group's, by `map` (from
+/// [`Chunk::keys_of`]); a key outside the batch's words as one outside the row group's.
+fn map_keys(map: &[u32], keys: &[u32], to: &mut Vec<u32>) {
+    match map {
+        // A dump's constant columns (its name, host, build; a thread's name).
+        &[only] if super::columns::all_equal(keys, 0) => to.resize(to.len() + keys.len(), only),
+        _ => to.extend(keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(u32::MAX))),
     }
 }
 
@@ -163,10 +194,9 @@ pub fn chunk(
     page: usize,
 ) -> Result<(bytes::Bytes, parquet::column::writer::ColumnCloseResult), ParquetError> {
     let mut chunk = Chunk::new(descr, Packing::Zstd, Vec::new());
-    let map = chunk.keys_of(&words.iter().map(|&w| w.to_owned()).collect()).to_vec();
-    let keys: Vec<u32> = keys.iter().map(|&k| map.get(k as usize).copied().unwrap_or(u32::MAX)).collect();
+    let words: Arc<[String]> = words.iter().map(|&w| w.to_owned()).collect();
     for range in super::chunk::page_ranges(keys.len(), page) {
-        chunk.page(zstd, &keys[range.clone()], valid.map(|v| &v[range]))?;
+        chunk.page_of_batch(zstd, &words, &keys[range.clone()], valid.map(|v| &v[range]))?;
     }
     chunk.finish(zstd, Vec::new()).map(|(bytes, close, _)| (bytes, close))
 }
