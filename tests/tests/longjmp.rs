@@ -16,33 +16,6 @@ use std::process::Command;
 use object::{Object, ObjectSymbol};
 use ringtrace_tests::{convert, scratch, static_library, tool, workspace_root};
 
-/// One span read back from Chrome JSON.
-struct Span {
-    name: String,
-    tid: u64,
-    start: i64,
-    end: i64,
-    unwound: bool,
-}
-
-fn spans(json: &str) -> Vec<Span> {
-    let doc: serde_json::Value = serde_json::from_str(json).unwrap();
-    let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1000.0).round() as i64;
-    doc["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "X")
-        .map(|e| Span {
-            name: e["name"].as_str().unwrap().to_string(),
-            tid: e["tid"].as_u64().unwrap(),
-            start: ns(&e["ts"]),
-            end: ns(&e["ts"]) + ns(&e["dur"]),
-            unwound: e["args"]["unwound"] == true,
-        })
-        .collect()
-}
-
 /// What a run's call tree says: per function, (calls, unwound calls); per
 /// (parent function or none, function), calls.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -51,21 +24,29 @@ struct Tree {
     edges: BTreeMap<(Option<String>, String), u64>,
 }
 
-/// The tree of a dump's spans, parents found by time (Chrome JSON orders a
-/// thread's events by start, parents first).
+/// The tree of a dump's spans read from Chrome JSON's begin and end events
+/// (`--chrome-events be`), which nest as the recorder's records do: a span
+/// that starts when its parent ends (a call of 0 ns, timed by a 10 ns clock,
+/// after which the parent's exit came in the same tick) is still its child,
+/// where parents found from complete events' times would be a guess.
 fn tree_of_dump(json: &str) -> Tree {
+    let doc: serde_json::Value = serde_json::from_str(json).unwrap();
     let mut tree = Tree::default();
-    let mut stacks: HashMap<u64, Vec<(i64, String)>> = HashMap::new();
-    for s in spans(json) {
-        let stack = stacks.entry(s.tid).or_default();
-        while stack.last().is_some_and(|(end, _)| *end <= s.start) {
-            stack.pop();
+    let mut stacks: HashMap<u64, Vec<String>> = HashMap::new();
+    for e in doc["traceEvents"].as_array().unwrap() {
+        let stack = stacks.entry(e["tid"].as_u64().unwrap_or(0)).or_default();
+        let name = e["name"].as_str().unwrap_or_default();
+        match e["ph"].as_str() {
+            Some("B") => {
+                let f = tree.functions.entry(name.to_string()).or_default();
+                f.0 += 1;
+                f.1 += u64::from(e["args"]["unwound"] == true);
+                *tree.edges.entry((stack.last().cloned(), name.to_string())).or_default() += 1;
+                stack.push(name.to_string());
+            }
+            Some("E") => assert_eq!(stack.pop().as_deref(), Some(name), "end events close the innermost span"),
+            _ => {}
         }
-        let f = tree.functions.entry(s.name.clone()).or_default();
-        f.0 += 1;
-        f.1 += u64::from(s.unwound);
-        *tree.edges.entry((stack.last().map(|p| p.1.clone()), s.name.clone())).or_default() += 1;
-        stack.push((s.end, s.name));
     }
     tree
 }
@@ -187,7 +168,7 @@ fn record_with(
         .output()
         .unwrap();
     assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-    let (code, json, stderr) = convert(&dump, &[]);
+    let (code, json, stderr) = convert(&dump, &["--chrome-events", "be"]);
     assert_eq!(code, 0, "{stderr:?}");
     let reference = reference.then(|| tree_of_reference(&std::fs::read_to_string(&counts).unwrap(), exe));
     (String::from_utf8(out.stdout).unwrap(), tree_of_dump(&json), reference)

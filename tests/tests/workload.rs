@@ -153,13 +153,14 @@ fn ftrace_lines_describe_the_same_spans_as_complete_events() {
     assert_eq!(code, 0);
     let (code, text, _) = ringtrace_tests::convert(&dump, &["-f", "ftrace"]);
     assert_eq!(code, 0);
-    // Per thread, from the Chrome events (in start order): each span's
-    // (name, duration, depth), a span's parent being the last one still running when it starts.
+    // Per thread, from the Chrome events (in start order, parents first): each span's
+    // (name, duration, depth), a span's parent being the last one that holds it (a call of 0 ns
+    // in the tick its caller returns is the caller's, as rtconv nests by the ticks).
     let mut expected: BTreeMap<u64, Vec<(String, i64, usize)>> = BTreeMap::new();
     let mut running: HashMap<u64, Vec<i64>> = HashMap::new();
     for e in parse_chrome(&x).events {
         let ends = running.entry(e.tid).or_default();
-        while ends.last().is_some_and(|&end| end <= e.ts_ns) {
+        while ends.last().is_some_and(|&end| end < e.end_ns()) {
             ends.pop();
         }
         expected.entry(e.tid).or_default().push((e.name.clone(), ringtrace_tests::as_printed(e.dur_ns), ends.len()));
