@@ -376,6 +376,14 @@ impl Event {
     pub fn end_ns(&self) -> i64 {
         self.ts_ns + self.dur_ns
     }
+
+    /// Whether this span, still on a thread's stack when `next` (later in start order) begins,
+    /// has ended by then, so is not `next`'s parent: it ended before `next` began, or as `next`
+    /// began and `next` takes time. A call of 0 ns in the tick its caller returns is the
+    /// caller's child, as rtconv nests spans by their ticks (and writes parents first).
+    pub fn ended_before(&self, next: &Event) -> bool {
+        self.end_ns() < next.ts_ns || (self.end_ns() == next.ts_ns && next.dur_ns > 0)
+    }
 }
 
 /// A parsed Chrome trace: its events and the thread names.

@@ -38,7 +38,7 @@ fn parents(trace: &ChromeTrace) -> Vec<(&Event, Option<&str>)> {
     for events in by_thread.values() {
         let mut stack: Vec<&Event> = Vec::new();
         for &e in events {
-            while stack.last().is_some_and(|p| p.end_ns() <= e.ts_ns) {
+            while stack.last().is_some_and(|p| p.ended_before(e)) {
                 stack.pop();
             }
             if let Some(p) = stack.last() {

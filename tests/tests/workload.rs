@@ -74,7 +74,7 @@ fn workload_converts_with_exact_counts_nesting_names_and_durations() {
         let mut stack: Vec<&Event> = Vec::new();
         let mut max_fib_depth = 0;
         for e in events {
-            while stack.last().is_some_and(|top| top.end_ns() <= e.ts_ns) {
+            while stack.last().is_some_and(|top| top.ended_before(e)) {
                 stack.pop();
             }
             if let Some(parent) = stack.last() {
@@ -153,18 +153,17 @@ fn ftrace_lines_describe_the_same_spans_as_complete_events() {
     assert_eq!(code, 0);
     let (code, text, _) = ringtrace_tests::convert(&dump, &["-f", "ftrace"]);
     assert_eq!(code, 0);
-    // Per thread, from the Chrome events (in start order, parents first): each span's
-    // (name, duration, depth), a span's parent being the last one that holds it (a call of 0 ns
-    // in the tick its caller returns is the caller's, as rtconv nests by the ticks).
+    // Per thread, from the Chrome events (in start order): each span's
+    // (name, duration, depth), a span's parent being the last one still running when it starts.
     let mut expected: BTreeMap<u64, Vec<(String, i64, usize)>> = BTreeMap::new();
-    let mut running: HashMap<u64, Vec<i64>> = HashMap::new();
+    let mut running: HashMap<u64, Vec<Event>> = HashMap::new();
     for e in parse_chrome(&x).events {
-        let ends = running.entry(e.tid).or_default();
-        while ends.last().is_some_and(|&end| end < e.end_ns()) {
-            ends.pop();
+        let stack = running.entry(e.tid).or_default();
+        while stack.last().is_some_and(|top| top.ended_before(&e)) {
+            stack.pop();
         }
-        expected.entry(e.tid).or_default().push((e.name.clone(), ringtrace_tests::as_printed(e.dur_ns), ends.len()));
-        ends.push(e.end_ns());
+        expected.entry(e.tid).or_default().push((e.name.clone(), ringtrace_tests::as_printed(e.dur_ns), stack.len()));
+        stack.push(e);
     }
     // From the ftrace lines (`parse_ftrace` checks their layout: the indentation is the depth).
     let mut got: BTreeMap<u64, Vec<(String, i64, usize)>> = BTreeMap::new();

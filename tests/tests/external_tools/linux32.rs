@@ -86,7 +86,7 @@ fn call_tree(dump: &Path) -> BTreeMap<(String, Option<String>), usize> {
     for tid in tids {
         let mut open: Vec<&ringtrace_tests::Event> = Vec::new();
         for e in trace.events.iter().filter(|e| e.tid == tid) {
-            while open.last().is_some_and(|p| p.end_ns() <= e.ts_ns) {
+            while open.last().is_some_and(|p| p.ended_before(e)) {
                 open.pop();
             }
             *tree.entry((e.name.clone(), open.last().map(|p| p.name.clone()))).or_default() += 1;
