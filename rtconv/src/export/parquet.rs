@@ -315,15 +315,16 @@ fn encoding(name: &str) -> Encoding {
     }
 }
 
-/// How the pages of column `name` of `table` are compressed: the spans' durations not at all
-/// (zstd takes their packed bits down by a third at most: docs/PERFORMANCE.md, on the Lua trace
-/// 0.45 G of the export's 6.1 G instructions for 0.76 bytes a span); their parents and starts at
-/// zstd's level 1 (its level 3 took 0.19 G more of 4.47 G, 5 % of the CPU, for 0.26 bytes a span);
-/// the rest at the table's level, where its search finds a loop's repeats at little cost.
+/// How the pages of column `name` of `table` are compressed: the spans' durations and parents
+/// not at all (zstd takes their packed bits down by a fifth to a third at most: docs/PERFORMANCE.md,
+/// on the Lua trace the durations' zstd was 0.45 G of the export's 6.1 G instructions for 0.76
+/// bytes a span, the parents' 0.25 G of 4.23 G and 7 % of the CPU for 0.42); their starts at zstd's
+/// level 1 (level 3 took 0.19 G more of 4.47 G, 5 % of the CPU, for 0.26 bytes a span); the rest at
+/// the table's level, where its search finds a loop's repeats at little cost.
 fn packing(table: &str, name: &str) -> Packing {
     match (table, name) {
-        ("spans", "duration_ns" | "self_ns") => Packing::None,
-        ("spans", "parent_span_id" | "start_ns") => Packing::FastZstd,
+        ("spans", "duration_ns" | "self_ns" | "parent_span_id") => Packing::None,
+        ("spans", "start_ns") => Packing::FastZstd,
         _ => Packing::Zstd,
     }
 }

@@ -338,8 +338,12 @@ pub(super) fn walk<E>(
             .map(|t| if t.name.is_empty() { format!("thread {}", t.tid) } else { t.name.clone() })
             .collect(),
         tids: threads.iter().map(|t| t.tid).collect(),
-        // A batch's rows, or the dump's if fewer: a small dump's batch allocates no more.
-        rows: Vec::with_capacity(batch_rows.min(threads.iter().map(|t| t.span_count() as usize).sum::<usize>() + 1)),
+        // A batch's rows and those of the spans open around them (a call path of up to 1,024
+        // without growing the buffer, which would copy it into one twice its size), or the
+        // dump's if fewer: a small dump's batch allocates no more.
+        rows: Vec::with_capacity(
+            (batch_rows + 1024).min(threads.iter().map(|t| t.span_count() as usize).sum::<usize>() + 1),
+        ),
         batch: Vec::new(),
         path: Vec::new(),
         open_here: 0,
