@@ -38,7 +38,8 @@
 //! - Run time: [`set_enabled`] (process) and [`set_thread_enabled`]; a
 //!   switched-off span costs two predictable branches.
 //! - Rings: [`set_default_ring`], [`set_thread_ring`], or the environment
-//!   variables `RINGTRACE_RING_RECORDS` and `RINGTRACE_RING_MODE=stop`;
+//!   variables `RINGTRACE_RING_RECORDS` and `RINGTRACE_RING_MODE=stop` (a value
+//!   not understood is said on stderr, with what is used instead);
 //!   overwrite-oldest (default) or stop-when-full, losses counted exactly.
 //! - Dumps: [`dump_to_file`], [`dump_to_writer`], [`dump_on_exit`],
 //!   [`dump_on_panic`], [`dump_on_signal`]; or the whole run, streamed into

@@ -366,12 +366,8 @@ fn stream_from_env() {
 fn process_default() -> RingConfig {
     static FROM_ENV: OnceLock<RingConfig> = OnceLock::new();
     let env = *FROM_ENV.get_or_init(|| {
-        let records = std::env::var(RING_RECORDS_ENV).ok().and_then(|v| v.trim().parse::<usize>().ok());
-        let mode = match std::env::var(RING_MODE_ENV).as_deref().map(str::trim) {
-            Ok("stop") => Mode::StopWhenFull,
-            _ => Mode::Overwrite,
-        };
-        RingConfig { records: records.unwrap_or(DEFAULT_RING_RECORDS), mode }
+        let (records, mode) = (std::env::var_os(RING_RECORDS_ENV), std::env::var_os(RING_MODE_ENV));
+        config_from_env(records.as_deref(), mode.as_deref(), |line| std::eprintln!("ringtrace: {line}"))
     });
     let records = match DEFAULT_RECORDS.load(Ordering::Relaxed) {
         0 => env.records,
@@ -383,6 +379,51 @@ fn process_default() -> RingConfig {
         _ => env.mode,
     };
     RingConfig { records, mode }
+}
+
+/// The ring configuration [`RING_RECORDS_ENV`] and [`RING_MODE_ENV`] ask for (their values, if
+/// set); a value that is not one `warn` is told, in a line naming the variable, what it expects
+/// and what is used instead (the default, or the nearest size in range).
+fn config_from_env(
+    records: Option<&std::ffi::OsStr>,
+    mode: Option<&std::ffi::OsStr>,
+    mut warn: impl FnMut(core::fmt::Arguments<'_>),
+) -> RingConfig {
+    let mut config = RingConfig::default();
+    if let Some(value) = records.map(|v| v.to_string_lossy()) {
+        match value.trim().parse::<usize>() {
+            Ok(n) if n > MAX_RING_RECORDS => {
+                warn(format_args!(
+                    "{RING_RECORDS_ENV}={value} is more than the largest ring, {MAX_RING_RECORDS} records; \
+                     recording with {MAX_RING_RECORDS}"
+                ));
+                config.records = MAX_RING_RECORDS;
+            }
+            Ok(n) if n < MIN_RING_RECORDS => {
+                warn(format_args!(
+                    "{RING_RECORDS_ENV}={value} is less than the smallest ring, {MIN_RING_RECORDS} records; \
+                     recording with {MIN_RING_RECORDS}"
+                ));
+                config.records = MIN_RING_RECORDS;
+            }
+            Ok(n) => config.records = n,
+            Err(_) => warn(format_args!(
+                "{RING_RECORDS_ENV}={value} is not a number of records (a whole number from {MIN_RING_RECORDS} \
+                 to {MAX_RING_RECORDS}, rounded up to a power of two); recording with {DEFAULT_RING_RECORDS}"
+            )),
+        }
+    }
+    if let Some(value) = mode.map(|v| v.to_string_lossy()) {
+        match value.trim() {
+            "stop" => config.mode = Mode::StopWhenFull,
+            "overwrite" | "" => config.mode = Mode::Overwrite,
+            _ => warn(format_args!(
+                "{RING_MODE_ENV}={value} is neither `overwrite` (keep the latest spans) nor `stop` (keep the \
+                 first); recording with overwrite"
+            )),
+        }
+    }
+    config
 }
 
 /// Adds `t` to the registry and its entry to the ring directory, with a
@@ -430,4 +471,43 @@ pub(crate) fn current_thread_ring() -> Option<&'static ThreadRing> {
 /// Whether `t` is the calling thread's ring.
 pub(crate) fn is_current(t: &ThreadRing) -> bool {
     std::ptr::eq(CURRENT.with(Cell::get), &t.track)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::string::ToString;
+    use std::vec;
+
+    /// The configuration the two variables' values give, and the lines warned.
+    fn from_env(records: Option<&str>, mode: Option<&str>) -> (RingConfig, Vec<String>) {
+        let mut lines = Vec::new();
+        let config = config_from_env(records.map(OsStr::new), mode.map(OsStr::new), |l| lines.push(l.to_string()));
+        (config, lines)
+    }
+
+    #[test]
+    fn ring_variables_are_read_and_a_value_that_is_not_one_is_said_with_what_is_used() {
+        let default = RingConfig::default();
+        assert_eq!(from_env(None, None), (default, vec![]));
+        let stop = RingConfig { records: 1000, mode: Mode::StopWhenFull };
+        assert_eq!(from_env(Some(" 1000 "), Some("stop")), (stop, vec![]));
+        assert_eq!(from_env(None, Some("overwrite")), (default, vec![]));
+
+        let (config, lines) = from_env(Some("1M"), Some("keep"));
+        assert_eq!(config, default);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("RINGTRACE_RING_RECORDS=1M is not a number of records"), "{}", lines[0]);
+        assert!(lines[0].ends_with("recording with 65536"), "{}", lines[0]);
+        assert!(lines[1].starts_with("RINGTRACE_RING_MODE=keep is neither `overwrite`"), "{}", lines[1]);
+        assert!(lines[1].ends_with("recording with overwrite"), "{}", lines[1]);
+
+        let (config, lines) = from_env(Some("4"), None);
+        assert_eq!((config.records, config.records_rounded()), (16, 16));
+        assert!(lines[0].ends_with("recording with 16"), "{lines:?}");
+        let (config, lines) = from_env(Some("1000000000"), None);
+        assert_eq!(config.records_rounded(), 1 << 28);
+        assert!(lines[0].contains("more than the largest ring"), "{lines:?}");
+    }
 }

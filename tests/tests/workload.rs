@@ -255,3 +255,55 @@ fn several_dumps_merge_into_one_timeline_aligned_by_realtime() {
     assert_eq!(*ts_b.iter().min().unwrap(), start(&b) - start(&a));
     assert!(start(&b) > start(&a), "the second run began later");
 }
+
+#[test]
+fn ring_variables_size_the_rings_and_a_value_that_is_not_one_is_said_on_stderr() {
+    let dir = scratch("ring_variables");
+    // The workload at --fib 12: 465 calls of fib on each of its two fib threads.
+    let fib = fib_calls(12);
+    let record = |name: &str, env: &[(&str, &str)]| {
+        let dump = dir.join(name);
+        let mut command = std::process::Command::new(binary("workload"));
+        command.args(["--out", dump.to_str().unwrap(), "--fib", "12", "--sleep-ms", "1"]).envs(env.iter().copied());
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let warned: Vec<String> = stderr.lines().filter(|l| l.starts_with("ringtrace: ")).map(String::from).collect();
+        // `rtconv info`'s threads line: "threads    6, N spans (…), O overwritten, D dropped".
+        let info = rtconv_ok(&["info", dump.to_str().unwrap()]);
+        let threads = info.lines().find(|l| l.starts_with("threads")).unwrap().to_string();
+        let count = |what: &str| -> u64 {
+            let before = threads.split(&format!(" {what}")).next().unwrap();
+            before.rsplit([' ', ',']).next().unwrap().parse().unwrap()
+        };
+        (warned, count("spans"), count("overwritten"), count("dropped"))
+    };
+    // The workload's spans, all kept in the default rings of 65,536 records.
+    let (warned, all, overwritten, dropped) = record("default.rtd", &[]);
+    assert_eq!((warned.len(), overwritten, dropped), (0, 0, 0), "{warned:?}");
+    assert!(all > 2 * fib, "{all}");
+
+    // Not a number, not a mode: said, one line each, and the defaults used (every span kept, overwriting).
+    let (warned, spans, overwritten, dropped) =
+        record("bad.rtd", &[("RINGTRACE_RING_RECORDS", "1M"), ("RINGTRACE_RING_MODE", "keep")]);
+    assert_eq!(warned.len(), 2, "{warned:?}");
+    assert!(warned[0].starts_with("ringtrace: RINGTRACE_RING_RECORDS=1M is not a number"), "{}", warned[0]);
+    assert!(warned[0].ends_with("recording with 65536"), "{}", warned[0]);
+    assert!(warned[1].starts_with("ringtrace: RINGTRACE_RING_MODE=keep is neither"), "{}", warned[1]);
+    assert_eq!((spans, overwritten, dropped), (all, 0, 0));
+
+    // Below the smallest ring: said, and rings of 16 records that overwrite (the mode not understood).
+    let (warned, spans, overwritten, dropped) =
+        record("small.rtd", &[("RINGTRACE_RING_RECORDS", "4"), ("RINGTRACE_RING_MODE", "keep")]);
+    assert_eq!(warned.len(), 2, "{warned:?}");
+    assert!(warned[0].ends_with("recording with 16"), "{}", warned[0]);
+    assert_eq!((spans + overwritten, dropped), (all, 0));
+    assert!(spans <= 6 * 16, "{spans} spans in six rings of 16");
+
+    // Understood values: nothing said; `stop` keeps the first 16 of each thread and drops the rest.
+    let (warned, spans, overwritten, dropped) =
+        record("stop.rtd", &[("RINGTRACE_RING_RECORDS", "16"), ("RINGTRACE_RING_MODE", "stop")]);
+    assert!(warned.is_empty(), "{warned:?}");
+    assert_eq!((spans + dropped, overwritten), (all, 0));
+    assert!(spans <= 6 * 16, "{spans} spans in six rings of 16");
+}
