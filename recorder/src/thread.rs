@@ -367,7 +367,11 @@ fn process_default() -> RingConfig {
     static FROM_ENV: OnceLock<RingConfig> = OnceLock::new();
     let env = *FROM_ENV.get_or_init(|| {
         let (records, mode) = (std::env::var_os(RING_RECORDS_ENV), std::env::var_os(RING_MODE_ENV));
-        config_from_env(records.as_deref(), mode.as_deref(), |line| std::eprintln!("ringtrace: {line}"))
+        config_from_env(records.as_deref(), mode.as_deref(), |line| {
+            use std::io::Write;
+            // Not `eprintln!`, which panics where stderr cannot be written: a line lost is no harm.
+            let _ = std::writeln!(std::io::stderr(), "ringtrace: {line}");
+        })
     });
     let records = match DEFAULT_RECORDS.load(Ordering::Relaxed) {
         0 => env.records,
@@ -381,16 +385,16 @@ fn process_default() -> RingConfig {
     RingConfig { records, mode }
 }
 
-/// The ring configuration [`RING_RECORDS_ENV`] and [`RING_MODE_ENV`] ask for (their values, if
-/// set); a value that is not one `warn` is told, in a line naming the variable, what it expects
-/// and what is used instead (the default, or the nearest size in range).
+/// The ring configuration [`RING_RECORDS_ENV`] and [`RING_MODE_ENV`] ask for, given their values
+/// (unset or empty: the default). Each value not understood is passed to `warn` as one line naming
+/// the variable, what it expects and what is used instead (the default, or the nearest size in range).
 fn config_from_env(
     records: Option<&std::ffi::OsStr>,
     mode: Option<&std::ffi::OsStr>,
     mut warn: impl FnMut(core::fmt::Arguments<'_>),
 ) -> RingConfig {
     let mut config = RingConfig::default();
-    if let Some(value) = records.map(|v| v.to_string_lossy()) {
+    if let Some(value) = records.map(|v| v.to_string_lossy()).filter(|v| !v.trim().is_empty()) {
         match value.trim().parse::<usize>() {
             Ok(n) if n > MAX_RING_RECORDS => {
                 warn(format_args!(
@@ -494,6 +498,7 @@ mod tests {
         let stop = RingConfig { records: 1000, mode: Mode::StopWhenFull };
         assert_eq!(from_env(Some(" 1000 "), Some("stop")), (stop, vec![]));
         assert_eq!(from_env(None, Some("overwrite")), (default, vec![]));
+        assert_eq!(from_env(Some(""), Some("")), (default, vec![]));
 
         let (config, lines) = from_env(Some("1M"), Some("keep"));
         assert_eq!(config, default);
