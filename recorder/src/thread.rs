@@ -396,21 +396,16 @@ fn config_from_env(
     let mut config = RingConfig::default();
     if let Some(value) = records.map(|v| v.to_string_lossy()).filter(|v| !v.trim().is_empty()) {
         match value.trim().parse::<usize>() {
-            Ok(n) if n > MAX_RING_RECORDS => {
-                warn(format_args!(
-                    "{RING_RECORDS_ENV}={value} is more than the largest ring, {MAX_RING_RECORDS} records; \
-                     recording with {MAX_RING_RECORDS}"
-                ));
-                config.records = MAX_RING_RECORDS;
+            Ok(n) => {
+                config.records = n.clamp(MIN_RING_RECORDS, MAX_RING_RECORDS);
+                if config.records != n {
+                    let what = if n > MAX_RING_RECORDS { "more than the largest" } else { "less than the smallest" };
+                    let used = config.records;
+                    warn(format_args!(
+                        "{RING_RECORDS_ENV}={value} is {what} ring, {used} records; recording with {used}"
+                    ));
+                }
             }
-            Ok(n) if n < MIN_RING_RECORDS => {
-                warn(format_args!(
-                    "{RING_RECORDS_ENV}={value} is less than the smallest ring, {MIN_RING_RECORDS} records; \
-                     recording with {MIN_RING_RECORDS}"
-                ));
-                config.records = MIN_RING_RECORDS;
-            }
-            Ok(n) => config.records = n,
             Err(_) => warn(format_args!(
                 "{RING_RECORDS_ENV}={value} is not a number of records (a whole number from {MIN_RING_RECORDS} \
                  to {MAX_RING_RECORDS}, rounded up to a power of two); recording with {DEFAULT_RING_RECORDS}"

@@ -269,13 +269,9 @@ fn ring_variables_size_the_rings_and_a_value_that_is_not_one_is_said_on_stderr()
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{stderr}");
         let warned: Vec<String> = stderr.lines().filter(|l| l.starts_with("ringtrace: ")).map(String::from).collect();
-        // `rtconv info`'s threads line: "threads    6, N spans (…), O overwritten, D dropped".
-        let info = rtconv_ok(&["info", dump.to_str().unwrap()]);
-        let threads = info.lines().find(|l| l.starts_with("threads")).unwrap().to_string();
-        let count = |what: &str| -> u64 {
-            let before = threads.split(&format!(" {what}")).next().unwrap();
-            before.rsplit([' ', ',']).next().unwrap().parse().unwrap()
-        };
+        let info: serde_json::Value =
+            serde_json::from_str(&rtconv_ok(&["info", dump.to_str().unwrap(), "-f", "json"])).unwrap();
+        let count = |what: &str| info[0][what].as_u64().unwrap();
         (warned, count("spans"), count("overwritten"), count("dropped"))
     };
     // The workload's spans, all kept in the default rings of 65,536 records.
