@@ -199,7 +199,7 @@ fn bench_dump(c: &mut Criterion, group: &str, path: &std::path::Path, spans: u64
         g.bench_function(format!("dump to {name} within a tenth of its size"), |b| {
             b.iter(|| {
                 let budget = Budget { max_bytes: whole / 10, gzip: false };
-                let mut out = std::io::sink();
+                let mut out = rtconv::io::Once(std::io::sink());
                 let report = convert_within(input, format, budget, &mut out).expect("converts");
                 assert!(report.budget.expect("a budget").written <= whole / 10);
             })

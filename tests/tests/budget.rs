@@ -6,6 +6,7 @@ use std::path::Path;
 
 use ringtrace_tests::{binary, convert, record_workload_with, rtconv_run, scratch};
 use rtconv::convert::{Budget, BudgetOutcome, Format};
+use rtconv::io::{Once, StartOver};
 use rtconv::model::Filter;
 use rtconv::render::chrome;
 
@@ -22,18 +23,29 @@ fn formats() -> Vec<(&'static str, Format)> {
 }
 
 /// Converts `dump` into `format` within `max_bytes` (uncompressed), in process: the output, what
-/// the budget did, and the spans the render's threshold left out.
+/// the budget did, and the spans the render's threshold left out. Converted twice: to an output
+/// that can start over (every span is written first where a sample says they fit) and to one
+/// that cannot (as a pipe: the size model alone), which must write the same bytes; the outcome
+/// is the first's, its `predicted` the model's.
 fn within(dump: &Path, format: Format, filter: &Filter, max_bytes: u64) -> (Vec<u8>, BudgetOutcome, u64) {
     let bytes = std::fs::read(dump).unwrap();
-    let mut out = Vec::new();
     let budget = Budget { max_bytes, gzip: false };
     let opts = rtconv::symbolize::Options::default();
     let cache = rtconv::symbolize::Cache::default();
-    let input = rtconv::convert::Input::new(dump, &bytes, &opts, filter, &cache);
-    let report =
-        rtconv::convert::convert_within(input, format, budget, &mut out).unwrap_or_else(|e| panic!("{max_bytes}: {e}"));
-    assert!(!report.degraded(), "{:?}", report.diagnostics);
-    (out, report.budget.expect("a budget outcome"), report.filtered.duration)
+    let convert = |out: &mut dyn StartOver| {
+        let input = rtconv::convert::Input::new(dump, &bytes, &opts, filter, &cache);
+        let report =
+            rtconv::convert::convert_within(input, format, budget, out).unwrap_or_else(|e| panic!("{max_bytes}: {e}"));
+        assert!(!report.degraded(), "{:?}", report.diagnostics);
+        report
+    };
+    let (mut first, mut model) = (Vec::new(), Once(Vec::new()));
+    let (tried, said) = (convert(&mut first), convert(&mut model));
+    assert!(first == model.0, "{format:?} at {max_bytes}: the same output either way");
+    assert_eq!(tried.filtered, said.filtered, "{format:?} at {max_bytes}");
+    let (outcome, by_model) = (tried.budget.expect("a budget outcome"), said.budget.expect("a budget outcome"));
+    assert_eq!((outcome.cut, outcome.written), (by_model.cut, by_model.written), "{format:?} at {max_bytes}");
+    (first, BudgetOutcome { predicted: by_model.predicted, ..outcome }, tried.filtered.duration)
 }
 
 /// As [`within`], without a budget, keeping what `filter` keeps.

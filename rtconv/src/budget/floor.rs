@@ -82,17 +82,8 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
     if tl.selection.is_some() || tl.window.is_some() {
         return None;
     }
-    let least = match layout {
-        Layout::Chrome(opts) => super::chrome::least_span(tl, &opts),
-        Layout::Ftrace => super::ftrace::least_span(tl),
-        Layout::Systrace => super::systrace::least_span(tl),
-        Layout::Perfetto => super::perfetto::least_span(tl),
-    };
-    // ftrace indents a span's lines by its depth, which a ring may state (a tag of depth + 1).
-    let indent = |tag: u8| match layout {
-        Layout::Ftrace => super::ftrace::least_indent(tag),
-        _ => 0,
-    };
+    let least = least_by_key(tl, layout);
+    let indent = |tag: u8| least_indent(layout, tag);
     let (mut sample, stride) = tl.sample_spans(SAMPLES);
     sample.sort_unstable_by_key(|&(ns, ..)| std::cmp::Reverse(ns));
     // Three standard deviations of a count of `n` sampled spans, as a share.
@@ -130,6 +121,36 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
         }
     }
     floor.filter(|&ns| ns > 0).map(|ns| found(ns, sample.len(), ceiling))
+}
+
+/// About what every span of `tl` takes in `layout` at its fewest bytes, from a sample of its
+/// rings as [`floor`] reads it. The timeline's filter and window are not applied: a filtered
+/// output's spans take less.
+pub fn fewest_whole(tl: &Timeline<'_>, layout: Layout) -> u64 {
+    let least = least_by_key(tl, layout);
+    let (sample, stride) = tl.sample_spans(SAMPLES);
+    let bytes =
+        sample.iter().map(|&(_, key, tag)| least.get(key as usize).copied().unwrap_or(0) + least_indent(layout, tag));
+    bytes.sum::<u64>().saturating_mul(stride)
+}
+
+/// Per key index, the fewest bytes a kept span of it adds to `tl`'s output in `layout`.
+fn least_by_key(tl: &Timeline<'_>, layout: Layout) -> Vec<u64> {
+    match layout {
+        Layout::Chrome(opts) => super::chrome::least_span(tl, &opts),
+        Layout::Ftrace => super::ftrace::least_span(tl),
+        Layout::Systrace => super::systrace::least_span(tl),
+        Layout::Perfetto => super::perfetto::least_span(tl),
+    }
+}
+
+/// What a span's depth tag adds to its fewest bytes: ftrace indents a span's lines by its depth,
+/// which a ring may state (a tag of depth + 1).
+fn least_indent(layout: Layout, tag: u8) -> u64 {
+    match layout {
+        Layout::Ftrace => super::ftrace::least_indent(tag),
+        _ => 0,
+    }
 }
 
 /// The spans of `tl` above `floor` decoded, within `max_memory` bytes, and the floor they lie

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use flate2::write::GzEncoder;
-use rtconv::io::AtomicFile;
+use rtconv::io::{AtomicFile, StartOver};
 
 use super::diag;
 
@@ -105,6 +105,21 @@ impl Write for Sink {
 
     fn flush(&mut self) -> io::Result<()> {
         self.writer().flush()
+    }
+}
+
+/// A file written under a temporary name starts over; standard output, a device or a FIFO, and
+/// a compressed file do not.
+impl StartOver for Sink {
+    fn can_start_over(&self) -> bool {
+        matches!(self, Sink::File(_))
+    }
+
+    fn start_over(&mut self) -> io::Result<()> {
+        match self {
+            Sink::File(w) => w.start_over(),
+            _ => Err(io::Error::new(io::ErrorKind::Unsupported, "this output cannot be started over")),
+        }
     }
 }
 

@@ -125,6 +125,9 @@ pub struct BudgetOutcome {
     /// The spans shorter than this (ns) were not decoded: a sample of their durations showed the
     /// budget leaves them out ([`crate::budget::floor`]).
     pub floor_ns: Option<u64>,
+    /// Every span was written first, a sample estimating they fit, and they did not: the output
+    /// started over, cut as the size model chose.
+    pub rewound: bool,
 }
 
 impl Report {

@@ -76,6 +76,16 @@ impl Write for AtomicFile {
     }
 }
 
+impl super::StartOver for AtomicFile {
+    fn can_start_over(&self) -> bool {
+        true
+    }
+
+    fn start_over(&mut self) -> io::Result<()> {
+        super::StartOver::start_over(&mut self.file)
+    }
+}
+
 impl Drop for AtomicFile {
     /// Not committed: the temporary file goes.
     fn drop(&mut self) {

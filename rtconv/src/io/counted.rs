@@ -3,21 +3,21 @@
 use std::io::{self, Write};
 
 /// Counts the bytes written through it to `out` (before any compression `out` does).
-pub struct Counted<'o> {
+pub struct Counted<W> {
     /// Where the bytes go.
-    pub out: &'o mut dyn Write,
+    pub out: W,
     /// Bytes written so far.
     pub bytes: u64,
 }
 
-impl<'o> Counted<'o> {
+impl<W: Write> Counted<W> {
     /// A count from 0 of what is written to `out`.
-    pub fn new(out: &'o mut dyn Write) -> Self {
+    pub fn new(out: W) -> Self {
         Counted { out, bytes: 0 }
     }
 }
 
-impl Write for Counted<'_> {
+impl<W: Write> Write for Counted<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.out.write(buf)?;
         self.bytes += n as u64;
@@ -32,5 +32,18 @@ impl Write for Counted<'_> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
+    }
+}
+
+impl<W: super::StartOver> super::StartOver for Counted<W> {
+    fn can_start_over(&self) -> bool {
+        self.out.can_start_over()
+    }
+
+    /// The count starts over too.
+    fn start_over(&mut self) -> io::Result<()> {
+        self.out.start_over()?;
+        self.bytes = 0;
+        Ok(())
     }
 }

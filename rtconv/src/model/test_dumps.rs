@@ -74,6 +74,15 @@ pub(super) fn writer(dump_ticks: u64) -> ringtrace_format::Writer<ringtrace_form
 /// `rings` written as a real dump taken at `dump_ticks` (ns), one thread
 /// each, read back, and handed to `f` as a timeline.
 pub(crate) fn with_rings<T>(rings: &[TestRing], dump_ticks: u64, f: impl FnOnce(&Timeline<'_>) -> T) -> T {
+    let bytes = dump_of(rings, dump_ticks);
+    let trace = super::decode("t.rtd".as_ref(), &bytes).unwrap();
+    let (timebase, _) = trace.timebase().unwrap();
+    let names = Names::default();
+    f(&Timeline::new(&trace, &names, timebase))
+}
+
+/// `rings` written as a real dump taken at `dump_ticks` (ns), one thread each: its bytes.
+pub(crate) fn dump_of(rings: &[TestRing], dump_ticks: u64) -> Vec<u8> {
     use ringtrace_format::RingInfo;
     let mut w = writer(dump_ticks);
     for (i, r) in rings.iter().enumerate() {
@@ -88,11 +97,7 @@ pub(crate) fn with_rings<T>(rings: &[TestRing], dump_ticks: u64, f: impl FnOnce(
         };
         w.ring(&info, &r.records, &r.open).unwrap();
     }
-    let bytes = w.finish().unwrap().0;
-    let trace = super::decode("t.rtd".as_ref(), &bytes).unwrap();
-    let (timebase, _) = trace.timebase().unwrap();
-    let names = Names::default();
-    f(&Timeline::new(&trace, &names, timebase))
+    w.finish().unwrap().0
 }
 
 pub(crate) fn records(spans: &[SpanNs]) -> Vec<ringtrace_format::Record> {
