@@ -38,6 +38,26 @@ use crate::model::{Decoded, Timeline};
 /// Spans sampled: enough for a count of thousands to be within a few percent.
 const SAMPLES: usize = 1 << 15;
 
+/// A sample of a timeline's spans read straight from its rings (see
+/// [`Timeline::sample_spans`](crate::model::Timeline)): what a floor and the estimate of a whole
+/// output are found from.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// Each sampled span's duration (ns), key index and depth tag, longest first.
+    spans: Vec<(u64, u32, u8)>,
+    /// How many spans each stands for.
+    stride: u64,
+}
+
+impl Sample {
+    /// About 32,768 spans of `tl`, spread evenly over its rings; its filter is not applied.
+    pub fn of(tl: &Timeline<'_>) -> Self {
+        let (mut spans, stride) = tl.sample_spans(SAMPLES);
+        spans.sort_unstable_by_key(|&(ns, ..)| std::cmp::Reverse(ns));
+        Sample { spans, stride }
+    }
+}
+
 /// A floor under a budget's threshold, and what the sample says of the spans above it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Floor {
@@ -78,14 +98,13 @@ const CEILING_SHARE: f64 = 0.8;
 /// `max_bytes` is estimated to leave out every span; `None` where no estimate is made (a
 /// filter, whose spans the sample does not see; a window) or where the sample does not show that
 /// more spans than fit last at least some duration.
-pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor> {
+pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64, sample: &Sample) -> Option<Floor> {
     if tl.selection.is_some() || tl.window.is_some() {
         return None;
     }
     let least = least_by_key(tl, layout);
     let indent = |tag: u8| least_indent(layout, tag);
-    let (mut sample, stride) = tl.sample_spans(SAMPLES);
-    sample.sort_unstable_by_key(|&(ns, ..)| std::cmp::Reverse(ns));
+    let (sample, stride) = (&sample.spans, sample.stride);
     // Three standard deviations of a count of `n` sampled spans, as a share.
     let error = |n: usize| 3.0 / (n.max(1) as f64).sqrt();
     // The floor at `ns`, the first `at_least` spans of the sample lasting at least that long.
@@ -123,15 +142,13 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64) -> Option<Floor>
     floor.filter(|&ns| ns > 0).map(|ns| found(ns, sample.len(), ceiling))
 }
 
-/// About what every span of `tl` takes in `layout` at its fewest bytes, from a sample of its
-/// rings as [`floor`] reads it. The timeline's filter and window are not applied: a filtered
-/// output's spans take less.
-pub fn fewest_whole(tl: &Timeline<'_>, layout: Layout) -> u64 {
+/// About what every span of `tl` takes in `layout` at its fewest bytes, from `sample` (of `tl`).
+/// The timeline's filter and window are not applied: a filtered output's spans take less.
+pub fn fewest_whole(tl: &Timeline<'_>, layout: Layout, sample: &Sample) -> u64 {
     let least = least_by_key(tl, layout);
-    let (sample, stride) = tl.sample_spans(SAMPLES);
-    let bytes =
-        sample.iter().map(|&(_, key, tag)| least.get(key as usize).copied().unwrap_or(0) + least_indent(layout, tag));
-    bytes.sum::<u64>().saturating_mul(stride)
+    let spans = sample.spans.iter();
+    let bytes = spans.map(|&(_, key, tag)| least.get(key as usize).copied().unwrap_or(0) + least_indent(layout, tag));
+    bytes.sum::<u64>().saturating_mul(sample.stride)
 }
 
 /// Per key index, the fewest bytes a kept span of it adds to `tl`'s output in `layout`.

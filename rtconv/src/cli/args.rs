@@ -134,8 +134,10 @@ pub(crate) struct BudgetArgs {
     /// Keep the output at or under SIZE (bytes, or with K, M or G: powers of 1024; of the
     /// compressed bytes for a .gz name) by leaving out the shortest spans first: the duration
     /// threshold is found from the spans' durations before writing, and their time counts in
-    /// their callers' self time, as with -t. Timeline formats (chrome, perfetto, ftrace,
-    /// systrace); the threshold and the spans left out are stated on stderr and in the output.
+    /// their callers' self time, as with -t. Where a sample says every span fits, an output file
+    /// gets them all first, without the size model, and starts over if they do not. Timeline
+    /// formats (chrome, perfetto, ftrace, systrace); the threshold and the spans left out are
+    /// stated on stderr and in the output.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_bytes: Option<u64>,
     /// Write the output as a series of parts, NAME-0001.EXT, NAME-0002.EXT and so on (from -o NAME.EXT),

@@ -1,5 +1,11 @@
 //! `--max-bytes`: a conversion within a byte budget, the threshold from the format's size model
 //! ([`crate::budget`]); for a gzip-compressed output, tries measured by compressing.
+//!
+//! Where a sample of the rings estimates that every span fits, and the output can start over (a
+//! file, not a pipe: [`StartOver`]), they are written first, stopping at the budget: where they
+//! fit, that is the output, and no size model runs (a budget given as a safety net, above what
+//! the dump takes, then costs what the conversion without it does); where they do not, the
+//! output starts over and the model chooses the cut.
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -53,7 +59,8 @@ pub fn convert_within(
     // Where a sample says every span fits with room, they are written first, stopping at the
     // budget: where they fit, that is the output, found without a size model; where they do not,
     // the output starts over.
-    let tried = !budget.gzip && out.can_start_over() && whole_may_fit(&timeline(), layout, max);
+    let sample = budget::Sample::of(&timeline());
+    let tried = !budget.gzip && out.can_start_over() && whole_may_fit(&timeline(), layout, max, &sample);
     if tried && let Some((found, written)) = whole_within(&timeline(), format, max, out)? {
         let outcome =
             BudgetOutcome { cut: None, predicted: written, written, whole: written, floor_ns: None, rewound: false };
@@ -65,7 +72,7 @@ pub fn convert_within(
     // Decoded once: the size model walks the spans, then the render (or each try of a `.gz`).
     // The spans a sample shows the budget surely leaves out are not decoded (`budget::floor`),
     // unless the spans above that floor turn out to fit: then all of them are.
-    let floor = if budget.gzip { None } else { budget::floor(&timeline(), layout, max) };
+    let floor = if budget.gzip { None } else { budget::floor(&timeline(), layout, max, &sample) };
     let above = floor.and_then(|floor| {
         let mut tl = timeline();
         let (decoded, floor) = budget::decode_above(&tl, layout, floor, KEPT_MAX_BYTES)?;
@@ -161,10 +168,10 @@ fn whole_within(
     }
 }
 
-/// Whether a sample estimates that every span of `tl` fits in `max` bytes in `layout`, with
-/// room ([`overshoot`]).
-fn whole_may_fit(tl: &Timeline<'_>, layout: Layout, max: u64) -> bool {
-    budget::fewest_whole(tl, layout) as f64 * overshoot(layout) <= max as f64
+/// Whether `sample` (of `tl`) estimates that every span of `tl` fits in `max` bytes in `layout`,
+/// with room ([`overshoot`]).
+fn whole_may_fit(tl: &Timeline<'_>, layout: Layout, max: u64, sample: &budget::Sample) -> bool {
+    budget::fewest_whole(tl, layout, sample) as f64 * overshoot(layout) <= max as f64
 }
 
 /// What a whole output takes, at most, over its spans' fewest bytes as a sample estimates them
@@ -288,7 +295,9 @@ mod tests {
     use super::{Budget, Input, KEPT_MAX_BYTES, convert_within, render};
     use crate::budget::{self, Plan};
     use crate::convert::Format;
-    use crate::io::{Once, StartOver};
+    use std::io::BufWriter;
+
+    use crate::io::{AtomicFile, Once, StartOver};
     use crate::model::test_dumps::{TestRing, dump_of, nested, records, with_rings};
     use crate::model::{Filter, Timeline};
     use crate::render::chrome;
@@ -329,6 +338,8 @@ mod tests {
             let report = convert_within(input(), format, Budget { max_bytes, gzip: false }, out).unwrap();
             report.budget.unwrap()
         };
+        let dir = std::env::temp_dir().join(format!("rtconv-first-try-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
         let mut rewound = 0;
         for format in formats() {
             let layout = super::budget_layout(format).unwrap();
@@ -336,7 +347,8 @@ mod tests {
             render(&tl, format, &mut whole).unwrap();
             let whole = whole.len() as u64;
             // The budget a sample's estimate just admits, and budgets around the whole.
-            let admitted = (budget::fewest_whole(&tl, layout) as f64 * super::overshoot(layout)).ceil() as u64;
+            let sample = budget::Sample::of(&tl);
+            let admitted = (budget::fewest_whole(&tl, layout, &sample) as f64 * super::overshoot(layout)).ceil() as u64;
             for max in [admitted, whole - 1, whole, u64::MAX] {
                 let (mut first, mut model) = (Vec::new(), Once(Vec::new()));
                 let tried = convert(format, max, &mut first);
@@ -345,7 +357,7 @@ mod tests {
                 assert_eq!((tried.cut, tried.written), (said.cut, said.written), "{format:?} at {max}");
                 assert!(!said.rewound, "{format:?} at {max}: an output that cannot start over is not tried");
                 // Tried where the sample admits the budget; started over where the whole does not fit.
-                let admits = super::whole_may_fit(&tl, layout, max);
+                let admits = super::whole_may_fit(&tl, layout, max, &sample);
                 assert_eq!(admits, max >= admitted, "{format:?} at {max}");
                 assert_eq!(tried.rewound, admits && whole > max, "{format:?} at {max}: {tried:?}");
                 assert_eq!(tried.cut.is_none(), whole <= max, "{format:?} at {max}");
@@ -353,12 +365,22 @@ mod tests {
                     // Found without the model: what was written is what it says.
                     assert_eq!((tried.predicted, tried.whole), (whole, whole), "{format:?} at {max}");
                 }
+                if tried.rewound {
+                    // A file written under a temporary name (as the command line writes one)
+                    // starts over the same way: what it holds is what the size model wrote.
+                    let target = dir.join(format!("out-{rewound}"));
+                    let mut file = BufWriter::new(AtomicFile::create(&target).unwrap());
+                    assert!(convert(format, max, &mut file).rewound);
+                    file.into_inner().unwrap().commit().unwrap();
+                    assert!(std::fs::read(&target).unwrap() == first, "{format:?} at {max}: the file");
+                }
                 rewound += usize::from(tried.rewound);
             }
         }
         // These trees take more than their fewest bytes by more than the room the estimate
         // gives in some format (ftrace's indents: the rings state no depths).
         assert!(rewound >= 1, "a budget admitted that the whole output does not fit");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -377,7 +399,9 @@ mod tests {
                 for fraction in [0.5, 0.2, 0.1, 0.03, 0.01, 0.002] {
                     let max = (full.whole() as f64 * fraction) as u64;
                     let expected = full.choose(max, max);
-                    let Some(floor) = budget::floor(&timeline(), layout, max) else { continue };
+                    let Some(floor) = budget::floor(&timeline(), layout, max, &budget::Sample::of(&timeline())) else {
+                        continue;
+                    };
                     let floor_ns = floor.ns;
                     floored += 1;
                     let mut above = timeline();
@@ -412,7 +436,7 @@ mod tests {
                 assert!(timeline().decode_above(32 * 1000, 1, 10).is_none(), "{format:?}");
                 // A floor too high (a twentieth's): everything above it fits, which is not exact.
                 let max = full.whole() / 10;
-                let high = budget::floor(&timeline(), layout, max / 20).unwrap();
+                let high = budget::floor(&timeline(), layout, max / 20, &budget::Sample::of(&timeline())).unwrap();
                 let mut above = timeline();
                 above.decoded = above.decode_above(KEPT_MAX_BYTES, high.ns, 0).map(Arc::new);
                 let plan = Plan::above(&above, &none, layout, high);
