@@ -59,8 +59,8 @@ pub fn convert_within(
     // Where a sample says every span fits with room, they are written first, stopping at the
     // budget: where they fit, that is the output, found without a size model; where they do not,
     // the output starts over.
-    let sample = budget::Sample::of(&timeline());
-    let tried = !budget.gzip && out.can_start_over() && whole_may_fit(&timeline(), layout, max, &sample);
+    let sample = (!budget.gzip).then(|| budget::Sample::of(&timeline()));
+    let tried = sample.as_ref().is_some_and(|s| out.can_start_over() && whole_may_fit(&timeline(), layout, max, s));
     if tried && let Some((found, written)) = whole_within(&timeline(), format, max, out)? {
         let outcome =
             BudgetOutcome { cut: None, predicted: written, written, whole: written, floor_ns: None, rewound: false };
@@ -72,7 +72,7 @@ pub fn convert_within(
     // Decoded once: the size model walks the spans, then the render (or each try of a `.gz`).
     // The spans a sample shows the budget surely leaves out are not decoded (`budget::floor`),
     // unless the spans above that floor turn out to fit: then all of them are.
-    let floor = if budget.gzip { None } else { budget::floor(&timeline(), layout, max, &sample) };
+    let floor = sample.and_then(|s| budget::floor(&timeline(), layout, max, &s));
     let above = floor.and_then(|floor| {
         let mut tl = timeline();
         let (decoded, floor) = budget::decode_above(&tl, layout, floor, KEPT_MAX_BYTES)?;
@@ -290,13 +290,12 @@ impl<W: Write> Write for Capped<W> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::BufWriter;
     use std::sync::Arc;
 
     use super::{Budget, Input, KEPT_MAX_BYTES, convert_within, render};
     use crate::budget::{self, Plan};
     use crate::convert::Format;
-    use std::io::BufWriter;
-
     use crate::io::{AtomicFile, Once, StartOver};
     use crate::model::test_dumps::{TestRing, dump_of, nested, records, with_rings};
     use crate::model::{Filter, Timeline};
