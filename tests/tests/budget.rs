@@ -183,6 +183,17 @@ fn the_command_line_states_the_cut_in_the_output_and_on_stderr() {
     let kept = json["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count() as u64;
     let all = ringtrace_tests::parse_chrome(&whole).events.len() as u64;
     assert_eq!(kept + left_out, all);
+    // A budget it fits: a file gets every span at once (no size model), stdout through the model;
+    // both are the conversion without a budget, and say so.
+    let fits = dir.join("fits.json");
+    let big = (2 * whole.len()).to_string();
+    let (code, _, stderr) =
+        rtconv_run(&["convert", dump.to_str().unwrap(), "-o", fits.to_str().unwrap(), "--max-bytes", &big]);
+    assert_eq!(code, 0, "{stderr:?}");
+    assert!(std::fs::read(&fits).unwrap() == whole.as_bytes(), "the file");
+    assert!(stderr.iter().any(|l| l.contains(&format!("every span fits --max-bytes {big}: {} bytes", whole.len()))));
+    let (code, piped, stderr) = rtconv_run(&["convert", dump.to_str().unwrap(), "--max-bytes", &big]);
+    assert_eq!((code, piped == whole), (0, true), "{stderr:?}");
     // Compressed: the budget is of the .gz file's bytes.
     let gz = dir.join("cut.json.gz");
     let small = whole.len() / 40;
@@ -211,6 +222,11 @@ fn the_command_line_states_the_cut_in_the_output_and_on_stderr() {
     assert_eq!(code, 0, "{stderr:?}");
     let batch_out = std::fs::read(out_dir.join("w.perfetto-trace")).unwrap();
     assert!(!batch_out.is_empty() && batch_out.len() <= max, "{} bytes", batch_out.len());
+    // Within a budget it fits, each output is the conversion without one.
+    let (code, _, stderr) =
+        rtconv_run(&["batch", dump.to_str().unwrap(), "-o", out_dir.to_str().unwrap(), "--max-bytes", &big, "-q"]);
+    assert_eq!(code, 0, "{stderr:?}");
+    assert!(std::fs::read(out_dir.join("w.json")).unwrap() == whole.as_bytes(), "batch, every span fitting");
     // Too small for even the headers: one line, exit 1.
     let (code, _, stderr) = rtconv_run(&["convert", dump.to_str().unwrap(), "--max-bytes", "100"]);
     assert_eq!((code, stderr.len()), (1, 1), "{stderr:?}");
