@@ -375,6 +375,20 @@ impl<'s> Gate<'s> {
             && self.selection.filter.min_duration_ns.is_none_or(|min| min <= ns)
     }
 
+    /// The shortest duration it keeps, where that is its only rule (no callers read, no time
+    /// range): a span is kept exactly when it lasts at least this long.
+    pub(crate) fn duration_alone(&self) -> Option<u64> {
+        let alone = self.callers_unread && self.selection.range == (i64::MIN, i64::MAX);
+        alone.then_some(self.selection.filter.min_duration_ns).flatten()
+    }
+
+    /// Counts spans decided by [`duration_alone`](Self::duration_alone)'s rule: `kept`, and
+    /// `short` left out by it.
+    pub(crate) fn count_by_duration(&mut self, kept: u64, short: u64) {
+        self.counts.kept += kept;
+        self.counts.duration += short;
+    }
+
     /// A new thread begins.
     pub(crate) fn reset(&mut self) {
         self.open.clear();

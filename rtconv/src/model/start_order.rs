@@ -122,6 +122,22 @@ impl ThreadSpans<'_, '_, '_> {
                     threads.batch.retain(|s| gate.keep_cut(s));
                     return Some(&threads.batch);
                 }
+                if let Some(min) = gate.duration_alone() {
+                    // `-t` alone: the spans lasting at least `min` of the next `BATCH` (or more, to
+                    // find one), gathered, each span counted once; where short spans come between
+                    // the kept ones, runs lent in place would be a few spans each.
+                    let mut from = from;
+                    threads.batch.clear();
+                    while threads.batch.is_empty() && from < spans.len() {
+                        let end = spans.len().min(from.saturating_add(BATCH));
+                        threads.batch.extend(spans[from..end].iter().filter(|s| s.duration_ns() >= min));
+                        let kept = threads.batch.len();
+                        gate.count_by_duration(kept as u64, (end - from - kept) as u64);
+                        from = end;
+                    }
+                    self.next = from;
+                    return (!threads.batch.is_empty()).then_some(&threads.batch[..]);
+                }
                 // Through a gate: the next run of spans it keeps, lent where they are (each span
                 // is put to the gate once, in order).
                 let mut at = from;
