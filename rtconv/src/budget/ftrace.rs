@@ -3,14 +3,55 @@
 //! leaf line — so a span's lines change once its longest child is left out. Exact.
 
 use super::Costs;
-use crate::model::{Filtered, SpanNs, Timeline};
+use crate::model::{Filtered, Timeline, inside};
 use crate::render::ftrace::{self, close_texts, duration_column_len, entry_text, indent_len, leaf_texts};
 
-/// A span entered and not yet closed, in the walk: it, its depth, and its longest child's duration.
+/// A span entered and not yet closed, in the walk: what its lines take once its children are known.
 struct Open {
-    span: SpanNs,
-    depth: usize,
-    longest_child: Option<u64>,
+    enter_ns: i64,
+    exit_ns: i64,
+    /// Its duration, ns.
+    ns: u64,
+    /// Its longest child's duration (`NO_CHILD`: none yet).
+    longest_child: u64,
+    key_index: u32,
+    /// Its depth in the walk (its indent).
+    depth: u32,
+    /// Its depth tag ([`crate::model::SpanNs::encloses`]).
+    tag: u8,
+    unwound: bool,
+}
+
+/// [`Open::longest_child`] of a span without children.
+const NO_CHILD: u64 = u64::MAX;
+
+/// What a thread's lines take beside a span's own: its key's texts, its heads.
+struct Texts<'a> {
+    entries: &'a [usize],
+    leaves: &'a [[usize; 2]],
+    close: [usize; 2],
+    head: usize,
+    entry_head: usize,
+}
+
+impl Texts<'_> {
+    /// Adds `open`'s lines to `costs`: a leaf line, or, while its longest child is kept, an
+    /// entry and a closing line.
+    #[inline(always)]
+    fn close(&self, open: &Open, costs: &mut Costs) {
+        costs.at(open.enter_ns);
+        let depth = open.depth as usize;
+        let exit_line = self.head + duration_column_len(open.ns) + indent_len(depth);
+        let k = open.key_index as usize;
+        let unwound = usize::from(open.unwound);
+        let leaf = exit_line + self.leaves.get(k).map_or(0, |l| l[unwound]);
+        costs.span(open.ns, leaf);
+        if open.longest_child != NO_CHILD {
+            let entry = self.entry_head + indent_len(depth) + self.entries.get(k).copied().unwrap_or(0);
+            let parent = entry + exit_line + self.close[unwound];
+            costs.while_kept(open.longest_child, parent as i64 - leaf as i64);
+        }
+    }
 }
 
 /// What `tl` takes as ftrace text (the header aside: [`fixed`]), and what its filters kept and left out.
@@ -25,38 +66,36 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
         let task = ftrace::task(&tl.trace.threads[t.thread]);
         costs.always(ftrace::switch_block(previous.as_deref(), &task).len());
         let (head, entry_head) = ftrace::heads(&task);
-        let (head, entry_head) = (head.len(), entry_head.len());
-        // A span's lines, once its children are known.
-        let close_span = |open: Open, costs: &mut Costs| {
-            let s = &open.span;
-            costs.at(s.enter_ns);
-            let ns = s.duration_ns();
-            let exit_line = head + duration_column_len(ns) + indent_len(open.depth);
-            let k = s.key_index as usize;
-            let unwound = usize::from(s.unwound());
-            let leaf = exit_line + leaves.get(k).map_or(0, |l| l[unwound]);
-            costs.span(ns, leaf);
-            if let Some(child) = open.longest_child {
-                let entry = entry_head + indent_len(open.depth) + entries.get(k).copied().unwrap_or(0);
-                let parent = entry + exit_line + close[unwound];
-                costs.while_kept(child, parent as i64 - leaf as i64);
-            }
-        };
+        let texts = Texts { entries: &entries, leaves: &leaves, close, head: head.len(), entry_head: entry_head.len() };
         stack.clear();
         while let Some(batch) = t.next_batch() {
             for s in batch {
-                while stack.last().is_some_and(|top| !top.span.encloses(s)) {
-                    close_span(stack.pop().expect("a top"), costs);
+                while let Some(top) = stack.last() {
+                    if inside(top.tag, top.exit_ns, s.depth_tag(), s.enter_ns) {
+                        break;
+                    }
+                    texts.close(top, costs);
+                    stack.pop();
                 }
                 let ns = s.duration_ns();
                 if let Some(parent) = stack.last_mut() {
-                    parent.longest_child = Some(parent.longest_child.map_or(ns, |c| c.max(ns)));
+                    parent.longest_child =
+                        if parent.longest_child == NO_CHILD { ns } else { parent.longest_child.max(ns) };
                 }
-                stack.push(Open { span: *s, depth: stack.len(), longest_child: None });
+                stack.push(Open {
+                    enter_ns: s.enter_ns,
+                    exit_ns: s.exit_ns,
+                    ns,
+                    longest_child: NO_CHILD,
+                    key_index: s.key_index,
+                    depth: stack.len() as u32,
+                    tag: s.depth_tag(),
+                    unwound: s.unwound(),
+                });
             }
         }
         while let Some(open) = stack.pop() {
-            close_span(open, costs);
+            texts.close(&open, costs);
         }
         previous = Some(task);
     }
