@@ -141,11 +141,9 @@ pub struct Packets {
     beyond: Option<u64>,
     /// The thresholds sized, if any.
     thresholds: Option<Thresholds>,
-    /// Per threshold: the bytes the output takes less there than at the one before (the first:
-    /// than with every span kept). One more, past the last, for what nothing reads.
-    fewer: Vec<i64>,
-    /// Per threshold: the spans left out there and not at the one before.
-    left_out: Vec<u64>,
+    /// Per threshold: what changes there from the one before ([`Slot`]). One more, past the
+    /// last, for what nothing reads.
+    slots: Vec<Slot>,
     profile: Profile,
 }
 
@@ -158,8 +156,7 @@ impl Packets {
         let mut walk = Walk {
             thresholds: thresholds.unwrap_or(Thresholds { lo: 0, shift: 0 }),
             last: thresholds.map_or(0, |t| t.last()),
-            fewer: vec![0; slots],
-            left_out: vec![0; slots],
+            slots: vec![Slot::default(); slots],
             whole: 0,
             spans: 0,
             longest: None,
@@ -195,27 +192,16 @@ impl Packets {
             // A key's name goes with its longest span on the thread.
             for (k, &l) in longest.iter().enumerate().filter(|&(_, &l)| l != UNSEEN) {
                 if slots > 0 {
-                    walk.fewer[walk.thresholds.past(l)] += keys[k].name as i64;
+                    walk.slots[walk.thresholds.past(l)].fewer += keys[k].name as i64;
                 }
             }
         }
-        let Walk { fewer, left_out, whole, spans, longest, shortest, beyond, profile, .. } = walk;
+        let Walk { slots, whole, spans, longest, shortest, beyond, profile, .. } = walk;
         let whole = whole + always;
         let beyond = (beyond != u64::MAX).then_some(beyond);
         let shortest = longest.and(Some(shortest));
-        let packets = Packets {
-            always,
-            whole,
-            then: None,
-            spans,
-            longest,
-            shortest,
-            beyond,
-            thresholds,
-            fewer,
-            left_out,
-            profile,
-        };
+        let packets =
+            Packets { always, whole, then: None, spans, longest, shortest, beyond, thresholds, slots, profile };
         (packets, threads.anomalies().filtered)
     }
 
@@ -303,8 +289,8 @@ impl Packets {
         let (mut size, mut left_out) = (self.whole as i64, 0);
         // The last threshold is the next walk's first.
         for i in 0..SLOTS - 1 {
-            size -= self.fewer[i];
-            left_out += self.left_out[i];
+            size -= self.slots[i].fewer;
+            left_out += self.slots[i].left_out;
             let bytes = size.max(0) as u64;
             if bytes.saturating_add(least_fixed) > max_bytes {
                 continue;
@@ -315,7 +301,7 @@ impl Packets {
             // A threshold as `-t` states it: a span's duration (the shortest kept), or past the
             // longest.
             let threshold = thresholds.at(i);
-            if self.left_out[i + 1] == 0 && threshold != past_longest {
+            if self.slots[i + 1].left_out == 0 && threshold != past_longest {
                 continue;
             }
             let bytes = bytes + fixed(Some((threshold, left_out)));
@@ -380,6 +366,15 @@ enum Scan {
     Past,
 }
 
+/// What changes at a threshold from the one before it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    /// The bytes the output takes less (at the first threshold: than with every span kept).
+    fewer: i64,
+    /// The spans left out.
+    left_out: u64,
+}
+
 /// A key not seen on the thread yet, in the walk's longest spans.
 const UNSEEN: u64 = u64::MAX;
 
@@ -424,8 +419,7 @@ struct Walk {
     thresholds: Thresholds,
     /// `thresholds.last()`.
     last: u64,
-    fewer: Vec<i64>,
-    left_out: Vec<u64>,
+    slots: Vec<Slot>,
     whole: u64,
     spans: u64,
     longest: Option<u64>,
@@ -538,9 +532,9 @@ impl Walk {
         }
         let end_bytes = self.packet::<PROFILED, SIZED>(sequence, stack, at, span, end);
         if SIZED {
-            let leave = span.leave as usize;
-            self.fewer[leave] += (span.begin_bytes + end_bytes) as i64;
-            self.left_out[leave] += 1;
+            let slot = &mut self.slots[span.leave as usize];
+            slot.fewer += (span.begin_bytes + end_bytes) as i64;
+            slot.left_out += 1;
         }
     }
 
@@ -593,7 +587,7 @@ impl Walk {
 
     /// What the time of a packet at `at` of a span lasting `d` (at most the last threshold)
     /// takes at the last threshold it is kept at (`d`), where it outlasts the packet before it;
-    /// the bytes it gains at shorter thresholds are added to `fewer` (as negative), and the
+    /// the bytes it gains at shorter thresholds are taken from the slots' `fewer`, and the
     /// packet is pushed on `stack`.
     ///
     /// Its time takes more than k bytes at T when no packet of the last 2^(7k) ns before it is
@@ -612,7 +606,7 @@ impl Walk {
             let reach = varint_len(at.wrapping_sub(time)) as u64;
             if reach > bytes {
                 if let Some(m) = within {
-                    self.fewer[self.thresholds.past(m)] -= (reach - bytes) as i64;
+                    self.slots[self.thresholds.past(m)].fewer -= (reach - bytes) as i64;
                 }
                 bytes = reach;
             }
@@ -656,7 +650,7 @@ impl Packets {
     fn size_at(&self, ns: u64) -> Option<u64> {
         let thresholds = self.thresholds?;
         let i = (0..SLOTS).find(|&i| thresholds.at(i) == ns)?;
-        Some((self.whole as i64 - self.fewer[..=i].iter().sum::<i64>()) as u64)
+        Some((self.whole as i64 - self.slots[..=i].iter().map(|s| s.fewer).sum::<i64>()) as u64)
     }
 }
 
