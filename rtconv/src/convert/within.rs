@@ -162,9 +162,10 @@ fn whole_within(
 ) -> Result<Option<(Anomalies, u64)>, ConvertError> {
     let mut capped = Capped::new(&mut *out, max);
     match render(tl, format, &mut capped).and_then(|found| capped.flush().map(|()| found)) {
-        Ok(found) => Ok(Some((found, capped.bytes))),
+        Ok(found) if !capped.over => Ok(Some((found, capped.bytes))),
         Err(e) if !capped.over => Err(ConvertError::Output(e)),
-        Err(_) => out.start_over().map(|()| None).map_err(ConvertError::Output),
+        // Past the budget (a write refused, whatever the render made of it).
+        _ => out.start_over().map(|()| None).map_err(ConvertError::Output),
     }
 }
 
