@@ -39,22 +39,52 @@ use crate::model::{Decoded, Timeline};
 const SAMPLES: usize = 1 << 15;
 
 /// A sample of a timeline's spans read straight from its rings (see
-/// [`Timeline::sample_spans`](crate::model::Timeline)): what a floor and the estimate of a whole
-/// output are found from.
+/// [`Timeline::sample_spans`](crate::model::Timeline)), each with the fewest bytes it takes in a
+/// layout: what a floor and the estimate of a whole output are found from.
 #[derive(Clone, Debug)]
 pub struct Sample {
-    /// Each sampled span's duration (ns), key index and depth tag, longest first.
-    spans: Vec<(u64, u32, u8)>,
+    layout: Layout,
+    /// Each sampled span's duration (ns) and fewest bytes (its key's, and its indent's), longest first.
+    spans: Vec<(u64, u64)>,
     /// How many spans each stands for.
     stride: u64,
+    /// The fewest bytes of a span of any key.
+    fewest: u64,
 }
 
 impl Sample {
-    /// About 32,768 spans of `tl`, spread evenly over its rings; its filter is not applied.
-    pub fn of(tl: &Timeline<'_>) -> Self {
-        let (mut spans, stride) = tl.sample_spans(SAMPLES);
-        spans.sort_unstable_by_key(|&(ns, ..)| std::cmp::Reverse(ns));
-        Sample { spans, stride }
+    /// About 32,768 spans of `tl`, spread evenly over its rings, costed in `layout`; its filter is
+    /// not applied.
+    pub fn of(tl: &Timeline<'_>, layout: Layout) -> Self {
+        let least = match layout {
+            Layout::Chrome(opts) => super::chrome::least_span(tl, &opts),
+            Layout::Ftrace => super::ftrace::least_span(tl),
+            Layout::Systrace => super::systrace::least_span(tl),
+            Layout::Perfetto => super::perfetto::least_span(tl),
+        };
+        // ftrace indents a span's lines by its depth, which a ring may state (a tag of depth + 1).
+        let indent = |tag: u8| match layout {
+            Layout::Ftrace => super::ftrace::least_indent(tag),
+            _ => 0,
+        };
+        let (sampled, stride) = tl.sample_spans(SAMPLES);
+        let mut spans: Vec<(u64, u64)> = sampled
+            .into_iter()
+            .map(|(ns, key, tag)| (ns, least.get(key as usize).copied().unwrap_or(0) + indent(tag)))
+            .collect();
+        spans.sort_unstable_by_key(|&(ns, _)| std::cmp::Reverse(ns));
+        Sample { layout, spans, stride, fewest: least.iter().copied().min().unwrap_or(0) }
+    }
+
+    /// The layout it is costed in.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// About what every span takes at its fewest bytes. The timeline's filter and window are not
+    /// applied: a filtered output's spans take less.
+    pub fn fewest_whole(&self) -> u64 {
+        self.spans.iter().map(|&(_, bytes)| bytes).sum::<u64>().saturating_mul(self.stride)
     }
 }
 
@@ -94,21 +124,19 @@ const ROOM: f64 = 15.0 / 16.0;
 /// fit unless they take more than 1 / 0.8 (1.25) times that, a byte more a packet being a tenth.
 const CEILING_SHARE: f64 = 0.8;
 
-/// The floor for `tl` in `layout` within `max_bytes`: a duration below which a budget of
-/// `max_bytes` is estimated to leave out every span; `None` where no estimate is made (a
-/// filter, whose spans the sample does not see; a window) or where the sample does not show that
-/// more spans than fit last at least some duration.
-pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64, sample: &Sample) -> Option<Floor> {
+/// The floor for `tl` within `max_bytes`, from `sample` (of `tl`, in the layout the floor is
+/// for): a duration below which a budget of `max_bytes` is estimated to leave out every span;
+/// `None` where no estimate is made (a filter, whose spans the sample does not see; a window) or
+/// where the sample does not show that more spans than fit last at least some duration.
+pub fn floor(tl: &Timeline<'_>, max_bytes: u64, sample: &Sample) -> Option<Floor> {
     if tl.selection.is_some() || tl.window.is_some() {
         return None;
     }
-    let least = least_by_key(tl, layout);
-    let indent = |tag: u8| least_indent(layout, tag);
-    let (sample, stride) = (&sample.spans, sample.stride);
+    let Sample { layout, ref spans, stride, fewest } = *sample;
+    let (sample, fewest) = (spans, fewest as f64);
     // Three standard deviations of a count of `n` sampled spans, as a share.
     let error = |n: usize| 3.0 / (n.max(1) as f64).sqrt();
     // The floor at `ns`, the first `at_least` spans of the sample lasting at least that long.
-    let fewest = least.iter().copied().min().unwrap_or(0) as f64;
     let found = |ns: u64, at_least: usize, ceiling: u64| {
         let surely_over = at_least as f64 * stride as f64 * fewest >= max_bytes as f64 * (1.0 + error(at_least));
         let ties_out = (layout == Layout::Perfetto && surely_over)
@@ -122,14 +150,14 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64, sample: &Sample)
     let mut bytes = 0.0;
     let mut floor: Option<u64> = None;
     let mut ceiling = u64::MAX;
-    for (i, &(ns, key, tag)) in sample.iter().enumerate() {
+    for (i, &(ns, least)) in sample.iter().enumerate() {
         match floor {
             // The spans as long as the floor's (ties) lie above it too.
             Some(f) if ns < f => return (f > 0).then(|| found(f, i, ceiling)),
             Some(_) => continue,
             None => {}
         }
-        bytes += (least.get(key as usize).copied().unwrap_or(0) + indent(tag)) as f64 * stride as f64;
+        bytes += least as f64 * stride as f64;
         // Where the count is uncertain, the ceiling errs high (fewer bytes above it).
         let error = error(i + 1);
         if ceiling == u64::MAX && bytes >= max_bytes as f64 * CEILING_SHARE * (1.0 - error.min(0.5)) {
@@ -140,34 +168,6 @@ pub fn floor(tl: &Timeline<'_>, layout: Layout, max_bytes: u64, sample: &Sample)
         }
     }
     floor.filter(|&ns| ns > 0).map(|ns| found(ns, sample.len(), ceiling))
-}
-
-/// About what every span of `tl` takes in `layout` at its fewest bytes, from `sample` (of `tl`).
-/// The timeline's filter and window are not applied: a filtered output's spans take less.
-pub fn fewest_whole(tl: &Timeline<'_>, layout: Layout, sample: &Sample) -> u64 {
-    let least = least_by_key(tl, layout);
-    let spans = sample.spans.iter();
-    let bytes = spans.map(|&(_, key, tag)| least.get(key as usize).copied().unwrap_or(0) + least_indent(layout, tag));
-    bytes.sum::<u64>().saturating_mul(sample.stride)
-}
-
-/// Per key index, the fewest bytes a kept span of it adds to `tl`'s output in `layout`.
-fn least_by_key(tl: &Timeline<'_>, layout: Layout) -> Vec<u64> {
-    match layout {
-        Layout::Chrome(opts) => super::chrome::least_span(tl, &opts),
-        Layout::Ftrace => super::ftrace::least_span(tl),
-        Layout::Systrace => super::systrace::least_span(tl),
-        Layout::Perfetto => super::perfetto::least_span(tl),
-    }
-}
-
-/// What a span's depth tag adds to its fewest bytes: ftrace indents a span's lines by its depth,
-/// which a ring may state (a tag of depth + 1).
-fn least_indent(layout: Layout, tag: u8) -> u64 {
-    match layout {
-        Layout::Ftrace => super::ftrace::least_indent(tag),
-        _ => 0,
-    }
 }
 
 /// The spans of `tl` above `floor` decoded, within `max_memory` bytes, and the floor they lie

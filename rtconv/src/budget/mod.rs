@@ -43,7 +43,7 @@ mod plan;
 pub mod systrace;
 
 pub(crate) use floor::decode_above;
-pub use floor::{Floor, Sample, fewest_whole, floor};
+pub use floor::{Floor, Sample, floor};
 pub use plan::{Layout, Plan};
 
 use rustc_hash::FxHashMap;

@@ -59,8 +59,8 @@ pub fn convert_within(
     // Where a sample says every span fits with room, they are written first, stopping at the
     // budget: where they fit, that is the output, found without a size model; where they do not,
     // the output starts over.
-    let sample = (!budget.gzip).then(|| budget::Sample::of(&timeline()));
-    let tried = sample.as_ref().is_some_and(|s| out.can_start_over() && whole_may_fit(&timeline(), layout, max, s));
+    let sample = (!budget.gzip).then(|| budget::Sample::of(&timeline(), layout));
+    let tried = sample.as_ref().is_some_and(|s| out.can_start_over() && whole_may_fit(s, max));
     if tried && let Some((found, written)) = whole_within(&timeline(), format, max, out)? {
         let outcome =
             BudgetOutcome { cut: None, predicted: written, written, whole: written, floor_ns: None, rewound: false };
@@ -72,7 +72,7 @@ pub fn convert_within(
     // Decoded once: the size model walks the spans, then the render (or each try of a `.gz`).
     // The spans a sample shows the budget surely leaves out are not decoded (`budget::floor`),
     // unless the spans above that floor turn out to fit: then all of them are.
-    let floor = sample.and_then(|s| budget::floor(&timeline(), layout, max, &s));
+    let floor = sample.and_then(|s| budget::floor(&timeline(), max, &s));
     let above = floor.and_then(|floor| {
         let mut tl = timeline();
         let (decoded, floor) = budget::decode_above(&tl, layout, floor, KEPT_MAX_BYTES)?;
@@ -169,17 +169,16 @@ fn whole_within(
     }
 }
 
-/// Whether `sample` (of `tl`) estimates that every span of `tl` fits in `max` bytes in `layout`,
-/// with room ([`overshoot`]).
-fn whole_may_fit(tl: &Timeline<'_>, layout: Layout, max: u64, sample: &budget::Sample) -> bool {
-    budget::fewest_whole(tl, layout, sample) as f64 * overshoot(layout) <= max as f64
+/// Whether `sample` estimates that every span fits in `max` bytes, with room ([`overshoot`]).
+fn whole_may_fit(sample: &budget::Sample, max: u64) -> bool {
+    sample.fewest_whole() as f64 * overshoot(sample.layout()) <= max as f64
 }
 
 /// What a whole output takes, at most, over its spans' fewest bytes as a sample estimates them
-/// ([`budget::fewest_whole`]), for a conversion to try it first: measured on the whole-program Lua
-/// trace (3.5 M spans) and the workload sample, Perfetto 1.00 and 1.05, Chrome JSON 1.02 to 1.06
-/// (with its options), systrace 1.00; ftrace 1.41 and 1.32 (its lines' indents and durations are
-/// wider than their fewest). Where an output takes more, the try stops at the budget and the size
+/// ([`budget::Sample::fewest_whole`]), for a conversion to try it first: measured on the
+/// whole-program Lua trace (3.5 M spans) and the workload sample, Perfetto 1.00 and 1.05, Chrome
+/// JSON 1.02 to 1.06 (with its options), systrace 1.00; ftrace 1.41 and 1.32 (its lines' indents
+/// and durations are wider than their fewest). Where an output takes more, the try stops at the budget and the size
 /// model runs after all.
 fn overshoot(layout: Layout) -> f64 {
     match layout {
@@ -347,8 +346,8 @@ mod tests {
             render(&tl, format, &mut whole).unwrap();
             let whole = whole.len() as u64;
             // The budget a sample's estimate just admits, and budgets around the whole.
-            let sample = budget::Sample::of(&tl);
-            let admitted = (budget::fewest_whole(&tl, layout, &sample) as f64 * super::overshoot(layout)).ceil() as u64;
+            let sample = budget::Sample::of(&tl, layout);
+            let admitted = (sample.fewest_whole() as f64 * super::overshoot(layout)).ceil() as u64;
             for max in [admitted, whole - 1, whole, u64::MAX] {
                 let (mut first, mut model) = (Vec::new(), Once(Vec::new()));
                 let tried = convert(format, max, &mut first);
@@ -357,7 +356,7 @@ mod tests {
                 assert_eq!((tried.cut, tried.written), (said.cut, said.written), "{format:?} at {max}");
                 assert!(!said.rewound, "{format:?} at {max}: an output that cannot start over is not tried");
                 // Tried where the sample admits the budget; started over where the whole does not fit.
-                let admits = super::whole_may_fit(&tl, layout, max, &sample);
+                let admits = super::whole_may_fit(&sample, max);
                 assert_eq!(admits, max >= admitted, "{format:?} at {max}");
                 assert_eq!(tried.rewound, admits && whole > max, "{format:?} at {max}: {tried:?}");
                 assert_eq!(tried.cut.is_none(), whole <= max, "{format:?} at {max}");
@@ -399,7 +398,7 @@ mod tests {
                 for fraction in [0.5, 0.2, 0.1, 0.03, 0.01, 0.002] {
                     let max = (full.whole() as f64 * fraction) as u64;
                     let expected = full.choose(max, max);
-                    let Some(floor) = budget::floor(&timeline(), layout, max, &budget::Sample::of(&timeline())) else {
+                    let Some(floor) = budget::floor(&timeline(), max, &budget::Sample::of(&timeline(), layout)) else {
                         continue;
                     };
                     let floor_ns = floor.ns;
@@ -436,7 +435,7 @@ mod tests {
                 assert!(timeline().decode_above(32 * 1000, 1, 10).is_none(), "{format:?}");
                 // A floor too high (a twentieth's): everything above it fits, which is not exact.
                 let max = full.whole() / 10;
-                let high = budget::floor(&timeline(), layout, max / 20, &budget::Sample::of(&timeline())).unwrap();
+                let high = budget::floor(&timeline(), max / 20, &budget::Sample::of(&timeline(), layout)).unwrap();
                 let mut above = timeline();
                 above.decoded = above.decode_above(KEPT_MAX_BYTES, high.ns, 0).map(Arc::new);
                 let plan = Plan::above(&above, &none, layout, high);
