@@ -389,6 +389,33 @@ impl<'s> Gate<'s> {
         self.counts.duration += short;
     }
 
+    /// Appends to `into` the spans of `spans` lasting at least `min`, its
+    /// [`duration_alone`](Self::duration_alone), counting them (and those left out, `NEAR`: also
+    /// in `near`) as [`keep_cut_counting`](Self::keep_cut_counting) would. Each span is written
+    /// where the next kept one goes, whether it is kept or not: no branch on its duration.
+    pub(crate) fn keep_lasting<const NEAR: bool>(&mut self, spans: &[SpanNs], min: u64, into: &mut Vec<SpanNs>) {
+        into.reserve(spans.len());
+        let room = &mut into.spare_capacity_mut()[..spans.len()];
+        let (mut kept, mut near) = (0, 0);
+        for s in spans {
+            let d = s.duration_ns();
+            // `kept` is at most the spans seen before this one, so within `room`.
+            if let Some(slot) = room.get_mut(kept) {
+                slot.write(*s);
+            }
+            kept += usize::from(d >= min);
+            if NEAR {
+                near += u64::from(d >= self.near_ns && d < min);
+            }
+        }
+        let len = into.len() + kept;
+        // SAFETY: `len` is within the capacity reserved (`kept` ≤ `spans.len()`), and the `kept`
+        // slots past the old length were each written (above) before `kept` passed them.
+        unsafe { into.set_len(len) };
+        self.count_by_duration(kept as u64, (spans.len() - kept) as u64);
+        self.near += near;
+    }
+
     /// A new thread begins.
     pub(crate) fn reset(&mut self) {
         self.open.clear();
@@ -485,7 +512,7 @@ impl<'s> Gate<'s> {
 #[cfg(test)]
 mod tests {
     use super::super::start_order::Threads;
-    use super::super::test_dumps::{nested_tree, records, with_dump};
+    use super::super::test_dumps::{nested, nested_tree, records, with_dump};
     use super::*;
 
     #[test]
@@ -620,6 +647,35 @@ mod tests {
                 assert!(kept > 50 && alone.counts.time > 0 && alone.counts.duration > 0, "{:?}", alone.counts);
             });
         }
+    }
+
+    #[test]
+    fn keeping_spans_by_duration_alone_keeps_and_counts_what_the_gate_does_span_by_span() {
+        // A random call tree (with ties), its spans appended in uneven runs, at every threshold
+        // around its durations, near spans counted from below.
+        let spans = nested(9, 5_000, true);
+        with_dump(&[records(&spans)], |tl| {
+            let all = Threads::ungated(tl).next().unwrap().to_vec();
+            let mut durations: Vec<u64> = all.iter().map(SpanNs::duration_ns).collect();
+            durations.sort_unstable();
+            for min in [0, 1, durations[1_000], durations[2_500], durations[4_900], u64::MAX] {
+                let filter = Filter { min_duration_ns: Some(min), ..Filter::default() };
+                let selection = Selection::new(&filter, tl);
+                let near_ns = min / 2;
+                let (mut one_by_one, mut at_once) =
+                    (Gate::counting(&selection, near_ns), Gate::counting(&selection, near_ns));
+                assert_eq!(at_once.duration_alone(), Some(min));
+                let expected: Vec<SpanNs> = all.iter().filter(|s| one_by_one.keep_cut_counting(s)).copied().collect();
+                let mut kept = vec![all[0]]; // something there before, kept as it is
+                for run in all.chunks(777) {
+                    at_once.keep_lasting::<true>(run, min, &mut kept);
+                }
+                assert_eq!(kept[0], all[0]);
+                assert_eq!(kept[1..], expected[..], "at {min} ns");
+                assert_eq!((at_once.counts, at_once.near), (one_by_one.counts, one_by_one.near), "at {min} ns");
+                assert!(min == 0 || min == u64::MAX || (expected.len() > 50 && one_by_one.near > 0), "{min}");
+            }
+        });
     }
 
     #[test]

@@ -130,9 +130,7 @@ impl ThreadSpans<'_, '_, '_> {
                     threads.batch.clear();
                     while threads.batch.is_empty() && from < spans.len() {
                         let end = spans.len().min(from.saturating_add(BATCH));
-                        threads.batch.extend(spans[from..end].iter().filter(|s| s.duration_ns() >= min));
-                        let kept = threads.batch.len();
-                        gate.count_by_duration(kept as u64, (end - from - kept) as u64);
+                        gate.keep_lasting::<false>(&spans[from..end], min, &mut threads.batch);
                         from = end;
                     }
                     self.next = from;
@@ -217,6 +215,15 @@ impl ThreadSpans<'_, '_, '_> {
             while self.decode_next().is_some() {
                 let threads = &mut *self.threads;
                 let Some(gate) = threads.gate.as_mut() else { break };
+                if let Some(min) = gate.duration_alone() {
+                    // `-t` alone: each span written where the next kept one goes (no branch on
+                    // each span's duration).
+                    gate.keep_lasting::<NEAR>(&threads.batch, min, into);
+                    if into.len() > cap {
+                        return None;
+                    }
+                    continue;
+                }
                 into.extend(
                     threads.batch.iter().filter(|s| if NEAR { gate.keep_cut_counting(s) } else { gate.keep_cut(s) }),
                 );
