@@ -5,7 +5,7 @@
 
 use super::Costs;
 use crate::io::Counted;
-use crate::model::{Ending, Filtered, SpanNs, Timeline};
+use crate::model::{Ending, Filtered, LostChildren, SpanNs, Timeline};
 use crate::render::chrome::{self, DROPPED, DUR_TEXT, Layout, OVERWRITTEN, Options};
 use crate::render::text::{UsLen, us_len};
 
@@ -17,50 +17,45 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
     costs.always(chrome::process_event(tl, pid, true).len());
     let places: Vec<String> =
         if opts.args { tl.keys.iter().map(|&key| chrome::key_args(tl, key)).collect() } else { Vec::new() };
-    let place = |k: usize| places.get(k).map_or("", String::as_str);
     let heads = |ph: &str| -> Vec<usize> { (0..tl.keys.len()).map(|k| chrome::head(tl, ph, k).len()).collect() };
     let (begins, ends) = if opts.begin_end { (heads("B"), heads("E")) } else { (heads("X"), Vec::new()) };
     // A span without marks (most): its args are its key's place alone.
     let bare = SpanNs::new(0, 0, 0, None, Ending::Returned);
+    let place = |k: usize| places.get(k).map_or("", String::as_str);
     let plain_args: Vec<usize> = (0..tl.keys.len()).map(|k| chrome::args_len(&bare, place(k), false)).collect();
     let mut threads = tl.threads();
     while let Some(mut t) = threads.next() {
         let thread = &tl.trace.threads[t.thread];
         costs.always(chrome::thread_event(thread, pid).len());
         let tail = chrome::tail(pid, thread.tid).len();
-        // Per key, what an `X` event of a plain span takes but for its numbers.
-        let plain: Vec<usize> = (0..tl.keys.len()).map(|k| begins[k] + plain_args[k] + tail + DUR_TEXT.len()).collect();
-        let lost = tl.lost_children(thread);
+        let mut events = Events {
+            // Per key, what an `X` event of a plain span takes but for its numbers (none where
+            // every span is a `B` and an `E` event).
+            plain: if opts.begin_end {
+                Vec::new()
+            } else {
+                (0..tl.keys.len()).map(|k| begins[k] + plain_args[k] + tail + DUR_TEXT.len()).collect()
+            },
+            begins: &begins,
+            ends: &ends,
+            places: &places,
+            begin_end: opts.begin_end,
+            tail,
+            shift,
+            lost: tl.lost_children(thread),
+            enter_len: UsLen::default(),
+            exit_len: UsLen::default(),
+        };
         let mut latest = 0i64;
-        // Times since the trace's start: their lengths change at powers of ten only.
-        let (mut enter_len, mut exit_len) = (UsLen::default(), UsLen::default());
+        let profiled = costs.profiled_in_time();
         while let Some(batch) = t.next_batch() {
-            for s in batch {
-                costs.at(s.enter_ns);
-                let k = s.key_index as usize;
-                let duration = s.exit_ns.saturating_sub(s.enter_ns).max(0);
-                let enter = enter_len.of(s.enter_ns.saturating_add(shift));
-                let missing_children = lost.of(s);
-                let bytes = match plain.get(k) {
-                    Some(&fixed) if !opts.begin_end && s.plain() && !missing_children => {
-                        fixed + enter + us_len(duration)
-                    }
-                    _ => {
-                        let args = chrome::args_len(s, place(k), missing_children);
-                        let begin = begins.get(k).copied().unwrap_or(0) + enter + args + tail;
-                        let end = if opts.begin_end {
-                            ends.get(k).copied().unwrap_or(0)
-                                + exit_len.of(s.exit_ns.saturating_add(shift))
-                                + args
-                                + tail
-                        } else {
-                            DUR_TEXT.len() + us_len(duration)
-                        };
-                        begin + end
-                    }
-                };
-                costs.span(duration as u64, bytes);
-                latest = latest.max(s.exit_ns.saturating_add(shift));
+            if let Some(last) = batch.iter().map(|s| s.exit_ns).max() {
+                latest = latest.max(last.saturating_add(shift));
+            }
+            if profiled {
+                events.add::<true>(batch, costs);
+            } else {
+                events.add::<false>(batch, costs);
             }
         }
         for (count, what) in [(thread.overwritten(), OVERWRITTEN), (thread.dropped, DROPPED)] {
@@ -70,6 +65,65 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
         }
     }
     threads.anomalies().filtered
+}
+
+/// What a thread's events take, per key and span.
+struct Events<'k, 't> {
+    /// Per key index, a plain span's `X` event but for its numbers (empty: `B` and `E` events).
+    plain: Vec<usize>,
+    /// Per key index, its `X` (or `B`) event's head, and its `E` event's (if written).
+    begins: &'k [usize],
+    ends: &'k [usize],
+    /// Per key index, its place's args (if written).
+    places: &'k [String],
+    begin_end: bool,
+    /// The thread's tail.
+    tail: usize,
+    /// What the trace's times are shifted by.
+    shift: i64,
+    lost: LostChildren<'t>,
+    // Times since the trace's start: their lengths change at powers of ten only.
+    enter_len: UsLen,
+    exit_len: UsLen,
+}
+
+impl Events<'_, '_> {
+    /// Adds the spans of `batch` to `costs`; `PROFILED`: at their times too.
+    #[inline(always)]
+    fn add<const PROFILED: bool>(&mut self, batch: &[SpanNs], costs: &mut Costs) {
+        for s in batch {
+            if PROFILED {
+                costs.at(s.enter_ns);
+            }
+            let k = s.key_index as usize;
+            let duration = s.duration_ns();
+            let enter = self.enter_len.of(s.enter_ns.saturating_add(self.shift));
+            let bytes = match self.plain.get(k) {
+                Some(&fixed) if self.lost.plain_and_whole(s) => fixed + enter + us_len(duration as i64),
+                _ => self.marked(s, enter, duration),
+            };
+            costs.add_span::<PROFILED>(duration, bytes);
+        }
+    }
+
+    /// What a span's events take where they are not a plain `X` event's, `enter` its start's
+    /// digits.
+    #[inline(never)]
+    fn marked(&mut self, s: &SpanNs, enter: usize, duration: u64) -> usize {
+        let k = s.key_index as usize;
+        let place = self.places.get(k).map_or("", String::as_str);
+        let args = chrome::args_len(s, place, self.lost.of(s));
+        let begin = self.begins.get(k).copied().unwrap_or(0) + enter + args + self.tail;
+        let end = if self.begin_end {
+            self.ends.get(k).copied().unwrap_or(0)
+                + self.exit_len.of(s.exit_ns.saturating_add(self.shift))
+                + args
+                + self.tail
+        } else {
+            DUR_TEXT.len() + us_len(duration as i64)
+        };
+        begin + end
+    }
 }
 
 /// Per key index, the fewest bytes a kept span of it adds to `tl`'s Chrome JSON written with

@@ -3,7 +3,7 @@
 //! leaf line — so a span's lines change once its longest child is left out. Exact.
 
 use super::Costs;
-use crate::model::{Filtered, Timeline, inside};
+use crate::model::{Filtered, SpanNs, Timeline, inside};
 use crate::render::ftrace::{self, close_texts, duration_column_len, entry_text, indent_len, leaf_texts};
 
 /// A span entered and not yet closed, in the walk: what its lines take once its children are known.
@@ -12,7 +12,7 @@ struct Open {
     exit_ns: i64,
     /// Its duration, ns.
     ns: u64,
-    /// Its longest child's duration (`NO_CHILD`: none yet).
+    /// Its longest child's duration + 1 (0: no child yet).
     longest_child: u64,
     key_index: u32,
     /// Its depth in the walk (its indent).
@@ -21,9 +21,6 @@ struct Open {
     tag: u8,
     unwound: bool,
 }
-
-/// [`Open::longest_child`] of a span without children.
-const NO_CHILD: u64 = u64::MAX;
 
 /// What a thread's lines take beside a span's own: its key's texts, its heads.
 struct Texts<'a> {
@@ -37,19 +34,51 @@ struct Texts<'a> {
 impl Texts<'_> {
     /// Adds `open`'s lines to `costs`: a leaf line, or, while its longest child is kept, an
     /// entry and a closing line.
+    /// `PROFILED`: the costs are [`profiled_in_time`](Costs::profiled_in_time).
     #[inline(always)]
-    fn close(&self, open: &Open, costs: &mut Costs) {
-        costs.at(open.enter_ns);
+    fn close<const PROFILED: bool>(&self, open: &Open, costs: &mut Costs) {
+        if PROFILED {
+            costs.at(open.enter_ns);
+        }
         let depth = open.depth as usize;
         let exit_line = self.head + duration_column_len(open.ns) + indent_len(depth);
         let k = open.key_index as usize;
         let unwound = usize::from(open.unwound);
         let leaf = exit_line + self.leaves.get(k).map_or(0, |l| l[unwound]);
-        costs.span(open.ns, leaf);
-        if open.longest_child != NO_CHILD {
+        costs.add_span::<PROFILED>(open.ns, leaf);
+        if let Some(longest_child) = open.longest_child.checked_sub(1) {
             let entry = self.entry_head + indent_len(depth) + self.entries.get(k).copied().unwrap_or(0);
             let parent = entry + exit_line + self.close[unwound];
-            costs.while_kept(open.longest_child, parent as i64 - leaf as i64);
+            costs.while_kept(longest_child, parent as i64 - leaf as i64);
+        }
+    }
+
+    /// Adds the spans of `batch` (the thread's next in start order) to `stack`, and the lines
+    /// of those it closes to `costs`; `PROFILED` as in [`close`](Self::close).
+    #[inline(always)]
+    fn walk<const PROFILED: bool>(&self, batch: &[SpanNs], stack: &mut Vec<Open>, costs: &mut Costs) {
+        for s in batch {
+            while let Some(top) = stack.last() {
+                if inside(top.tag, top.exit_ns, s.depth_tag(), s.enter_ns) {
+                    break;
+                }
+                self.close::<PROFILED>(top, costs);
+                stack.pop();
+            }
+            let ns = s.duration_ns();
+            if let Some(parent) = stack.last_mut() {
+                parent.longest_child = parent.longest_child.max(ns + 1);
+            }
+            stack.push(Open {
+                enter_ns: s.enter_ns,
+                exit_ns: s.exit_ns,
+                ns,
+                longest_child: 0,
+                key_index: s.key_index,
+                depth: stack.len() as u32,
+                tag: s.depth_tag(),
+                unwound: s.unwound(),
+            });
         }
     }
 }
@@ -68,34 +97,20 @@ pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
         let (head, entry_head) = ftrace::heads(&task);
         let texts = Texts { entries: &entries, leaves: &leaves, close, head: head.len(), entry_head: entry_head.len() };
         stack.clear();
+        let profiled = costs.profiled_in_time();
         while let Some(batch) = t.next_batch() {
-            for s in batch {
-                while let Some(top) = stack.last() {
-                    if inside(top.tag, top.exit_ns, s.depth_tag(), s.enter_ns) {
-                        break;
-                    }
-                    texts.close(top, costs);
-                    stack.pop();
-                }
-                let ns = s.duration_ns();
-                if let Some(parent) = stack.last_mut() {
-                    parent.longest_child =
-                        if parent.longest_child == NO_CHILD { ns } else { parent.longest_child.max(ns) };
-                }
-                stack.push(Open {
-                    enter_ns: s.enter_ns,
-                    exit_ns: s.exit_ns,
-                    ns,
-                    longest_child: NO_CHILD,
-                    key_index: s.key_index,
-                    depth: stack.len() as u32,
-                    tag: s.depth_tag(),
-                    unwound: s.unwound(),
-                });
+            if profiled {
+                texts.walk::<true>(batch, &mut stack, costs);
+            } else {
+                texts.walk::<false>(batch, &mut stack, costs);
             }
         }
         while let Some(open) = stack.pop() {
-            texts.close(&open, costs);
+            if profiled {
+                texts.close::<true>(&open, costs);
+            } else {
+                texts.close::<false>(&open, costs);
+            }
         }
         previous = Some(task);
     }

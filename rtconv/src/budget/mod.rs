@@ -107,6 +107,9 @@ impl Profile {
     /// Adds `bytes` (negative: takes them away) to the slice of now.
     #[inline(always)]
     pub fn add(&mut self, bytes: i64) {
+        if self.width == 0 {
+            return; // no profile kept
+        }
         if let Some(slice) = self.bytes.get_mut(self.now) {
             *slice += bytes;
         }
@@ -162,6 +165,24 @@ impl Costs {
     #[inline]
     pub fn span(&mut self, duration_ns: u64, bytes: usize) {
         self.on_profile(bytes as i64);
+        let step = self.step(duration_ns);
+        step.bytes += bytes as i64;
+        step.spans += 1;
+        self.spans += 1;
+    }
+
+    /// Whether the bytes are kept in time too ([`profiled`](Self::profiled) with slices): then
+    /// each span's start is given first ([`at`](Self::at)).
+    pub(crate) fn profiled_in_time(&self) -> bool {
+        self.profile.width > 0
+    }
+
+    /// [`span`](Self::span), knowing whether the costs are [`profiled_in_time`](Self::profiled_in_time).
+    #[inline(always)]
+    pub(crate) fn add_span<const PROFILED: bool>(&mut self, duration_ns: u64, bytes: usize) {
+        if PROFILED {
+            self.on_profile(bytes as i64);
+        }
         let step = self.step(duration_ns);
         step.bytes += bytes as i64;
         step.spans += 1;

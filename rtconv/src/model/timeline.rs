@@ -95,6 +95,13 @@ impl SpanNs {
         self.flags & (HAS_ARG | OPEN | UNWOUND | CLIPPED_START | CLIPPED_END) == 0
     }
 
+    /// [`plain`](Self::plain), and not marked as [`began_before_oldest_end`](Self::began_before_oldest_end):
+    /// what most spans are, checked at once.
+    #[inline(always)]
+    pub(crate) fn bare(&self) -> bool {
+        self.flags & (HAS_ARG | OPEN | UNWOUND | CLIPPED_START | CLIPPED_END | BEGAN_BEFORE_OLDEST_END) == 0
+    }
+
     /// The integer argument recorded with the span.
     pub fn arg(&self) -> Option<u64> {
         (self.flags & HAS_ARG != 0).then_some(self.arg)

@@ -60,6 +60,13 @@ impl LostChildren<'_> {
             || (s.open() && self.open)
     }
 
+    /// Whether `s` is [`plain`](super::SpanNs::plain) and lost no children: what most spans
+    /// are, checked at once.
+    #[inline(always)]
+    pub fn plain_and_whole(&self, s: &super::SpanNs) -> bool {
+        s.bare() && self.began_before_ns.is_none_or(|before| s.enter_ns >= before)
+    }
+
     /// [`of`](Self::of) for a span read from the ring at `position` (depth tag `depth`), that
     /// began at `enter_ns` and was open at the dump if `open`.
     #[inline(always)]

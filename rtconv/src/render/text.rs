@@ -189,6 +189,9 @@ fn microseconds(ns: i64, to: &mut [u8; NUMBER]) -> usize {
 pub fn us_len(ns: i64) -> usize {
     // The integer digits (at least one), the point and three decimals: counted, not written.
     let ns = ns.max(0) as u64;
+    if ns < 10_000 {
+        return 5; // under 10 µs (most spans): "9.999"
+    }
     if ns < 10_000_000 {
         // Under 10 ms (most durations): one to four digits, three comparisons.
         return 5 + usize::from(ns >= 10_000) + usize::from(ns >= 100_000) + usize::from(ns >= 1_000_000);
