@@ -17,11 +17,11 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
     costs.always(chrome::process_event(tl, pid, true).len());
     let places: Vec<String> =
         if opts.args { tl.keys.iter().map(|&key| chrome::key_args(tl, key)).collect() } else { Vec::new() };
+    let place = |k: usize| places.get(k).map_or("", String::as_str);
     let heads = |ph: &str| -> Vec<usize> { (0..tl.keys.len()).map(|k| chrome::head(tl, ph, k).len()).collect() };
     let (begins, ends) = if opts.begin_end { (heads("B"), heads("E")) } else { (heads("X"), Vec::new()) };
     // A span without marks (most): its args are its key's place alone.
     let bare = SpanNs::new(0, 0, 0, None, Ending::Returned);
-    let place = |k: usize| places.get(k).map_or("", String::as_str);
     let plain_args: Vec<usize> = (0..tl.keys.len()).map(|k| chrome::args_len(&bare, place(k), false)).collect();
     let mut threads = tl.threads();
     while let Some(mut t) = threads.next() {
@@ -82,7 +82,8 @@ struct Events<'k, 't> {
     /// What the trace's times are shifted by.
     shift: i64,
     lost: LostChildren<'t>,
-    // Times since the trace's start: their lengths change at powers of ten only.
+    /// The digits of the spans' starts and ends, since the trace's start: their lengths change at
+    /// powers of ten only.
     enter_len: UsLen,
     exit_len: UsLen,
 }

@@ -33,8 +33,8 @@ struct Texts<'a> {
 
 impl Texts<'_> {
     /// Adds `open`'s lines to `costs`: a leaf line, or, while its longest child is kept, an
-    /// entry and a closing line.
-    /// `PROFILED`: the costs are [`profiled_in_time`](Costs::profiled_in_time).
+    /// entry and a closing line. `PROFILED`: the costs are
+    /// [`profiled_in_time`](Costs::profiled_in_time).
     #[inline(always)]
     fn close<const PROFILED: bool>(&self, open: &Open, costs: &mut Costs) {
         if PROFILED {
