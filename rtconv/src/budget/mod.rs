@@ -107,9 +107,6 @@ impl Profile {
     /// Adds `bytes` (negative: takes them away) to the slice of now.
     #[inline(always)]
     pub fn add(&mut self, bytes: i64) {
-        if self.width == 0 {
-            return; // no profile kept
-        }
         if let Some(slice) = self.bytes.get_mut(self.now) {
             *slice += bytes;
         }
@@ -164,11 +161,8 @@ impl Costs {
     /// Adds a span lasting `duration_ns` whose own events take `bytes` while it is kept.
     #[inline]
     pub fn span(&mut self, duration_ns: u64, bytes: usize) {
-        self.on_profile(bytes as i64);
-        let step = self.step(duration_ns);
-        step.bytes += bytes as i64;
-        step.spans += 1;
-        self.spans += 1;
+        // The profile takes nothing where it has no slices.
+        self.add_span::<true>(duration_ns, bytes);
     }
 
     /// Whether the bytes are kept in time too ([`profiled`](Self::profiled) with slices): then

@@ -382,13 +382,6 @@ impl<'s> Gate<'s> {
         alone.then_some(self.selection.filter.min_duration_ns).flatten()
     }
 
-    /// Counts spans decided by [`duration_alone`](Self::duration_alone)'s rule: `kept`, and
-    /// `short` left out by it.
-    pub(crate) fn count_by_duration(&mut self, kept: u64, short: u64) {
-        self.counts.kept += kept;
-        self.counts.duration += short;
-    }
-
     /// Appends to `into` the spans of `spans` lasting at least `min`, its
     /// [`duration_alone`](Self::duration_alone), counting them (and those left out, `NEAR`: also
     /// in `near`) as [`keep_cut_counting`](Self::keep_cut_counting) would. Each span is written
@@ -412,7 +405,8 @@ impl<'s> Gate<'s> {
         // SAFETY: `len` is within the capacity reserved (`kept` ≤ `spans.len()`), and the `kept`
         // slots past the old length were each written (above) before `kept` passed them.
         unsafe { into.set_len(len) };
-        self.count_by_duration(kept as u64, (spans.len() - kept) as u64);
+        self.counts.kept += kept as u64;
+        self.counts.duration += (spans.len() - kept) as u64;
         self.near += near;
     }
 
