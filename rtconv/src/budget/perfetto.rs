@@ -89,11 +89,6 @@ impl Thresholds {
         i < FINE || self.shift == 0
     }
 
-    /// The last threshold: a span lasting at least this long is kept at every one.
-    fn last(&self) -> u64 {
-        self.at(SLOTS - 1)
-    }
-
     /// Thresholds from 0 for `tl`: up to its longest span where its spans are in memory (a
     /// pass over them), else to 2^40 ns (18 minutes); past the first 32,768 ns, a walk again
     /// where the threshold lies between two.
@@ -155,7 +150,6 @@ impl Packets {
         let slots = thresholds.map_or(0, |_| SLOTS + 1);
         let mut walk = Walk {
             thresholds: thresholds.unwrap_or(Thresholds { lo: 0, shift: 0 }),
-            last: thresholds.map_or(0, |t| t.last()),
             slots: vec![Slot::default(); slots],
             whole: 0,
             spans: 0,
@@ -168,31 +162,29 @@ impl Packets {
         let interned = interned(tl);
         let mut open = Vec::new();
         let mut stack = Vec::new();
-        let mut longest: Vec<u64> = vec![UNSEEN; tl.keys.len()];
         let mut threads = tl.threads();
         while let Some(mut t) = threads.next() {
             let sequence = t.thread as u64 + 2;
             for packet in perfetto::thread_packets(tl, t.thread, sequence, sequence) {
                 always += packet_len(packet.len()) as u64;
             }
-            let keys = key_bytes(&interned, sequence);
+            let mut keys = key_bytes(&interned, sequence);
             let thread = Thread {
-                keys: &keys,
                 end: end_bytes(sequence),
                 lost: tl.lost_children(&tl.trace.threads[t.thread]),
                 origin: tl.origin_ns,
             };
-            longest.iter_mut().for_each(|l| *l = UNSEEN);
             match (walk.profile.width > 0, thresholds.is_some()) {
-                (true, true) => walk.thread::<true, true>(&mut t, &thread, &mut open, &mut stack, &mut longest),
-                (true, false) => walk.thread::<true, false>(&mut t, &thread, &mut open, &mut stack, &mut longest),
-                (false, true) => walk.thread::<false, true>(&mut t, &thread, &mut open, &mut stack, &mut longest),
-                (false, false) => walk.thread::<false, false>(&mut t, &thread, &mut open, &mut stack, &mut longest),
+                (true, true) => walk.thread::<true, true>(&mut t, &thread, &mut open, &mut stack, &mut keys),
+                (true, false) => walk.thread::<true, false>(&mut t, &thread, &mut open, &mut stack, &mut keys),
+                (false, true) => walk.thread::<false, true>(&mut t, &thread, &mut open, &mut stack, &mut keys),
+                (false, false) => walk.thread::<false, false>(&mut t, &thread, &mut open, &mut stack, &mut keys),
             }
             // A key's name goes with its longest span on the thread.
-            for (k, &l) in longest.iter().enumerate().filter(|&(_, &l)| l != UNSEEN) {
+            for key in keys.iter().filter(|key| key.longest != UNSEEN) {
+                walk.whole += key.name;
                 if slots > 0 {
-                    walk.slots[walk.thresholds.past(l)].fewer += keys[k].name as i64;
+                    walk.slots[walk.thresholds.past(key.longest - 1)].fewer += key.name as i64;
                 }
             }
         }
@@ -332,7 +324,7 @@ fn key_bytes(interned: &[(usize, bool)], sequence: u64) -> Vec<KeyBytes> {
             let begin = SPAN_FRAMING + fields_len(sequence, Some((k, located)));
             // Its interned name, counted for the longest body its packet can have.
             let body = LONGEST_TIME + begin + LONGEST_ANNOTATIONS + bytes;
-            KeyBytes { begin: begin as u64, name: (bytes + varint_len(body as u64) - 1) as u64 }
+            KeyBytes { begin: begin as u64, name: (bytes + varint_len(body as u64) - 1) as u64, longest: UNSEEN }
         })
         .collect()
 }
@@ -375,13 +367,11 @@ struct Slot {
     left_out: u64,
 }
 
-/// A key not seen on the thread yet, in the walk's longest spans.
-const UNSEEN: u64 = u64::MAX;
+/// A key not seen on the thread yet, in [`KeyBytes::longest`].
+const UNSEEN: u64 = 0;
 
 /// What a thread's packets take beside their times, for [`Walk::thread`].
-struct Thread<'k, 't> {
-    /// Per key index.
-    keys: &'k [KeyBytes],
+struct Thread<'t> {
     /// An end packet's bytes.
     end: u64,
     lost: LostChildren<'t>,
@@ -389,43 +379,50 @@ struct Thread<'k, 't> {
 }
 
 /// What a key's spans take on a thread: a begin packet beside its time and annotations, and the
-/// key's interned name.
+/// key's interned name; and, as the walk goes, its longest span there.
 #[derive(Clone, Copy)]
 struct KeyBytes {
     begin: u64,
     name: u64,
+    /// The key's longest span on the thread so far, plus one ([`UNSEEN`]: none yet).
+    longest: u64,
 }
 
 /// A span entered and not yet ended, in the walk.
 #[derive(Clone, Copy)]
 struct Open {
     exit_ns: i64,
+    /// Its start (for the profile).
     enter_ns: i64,
-    /// Its duration, at most the last threshold.
-    duration: u64,
-    /// The threshold it is left out from ([`Thresholds::past`]).
-    leave: u32,
-    depth: u8,
     /// What its begin packet takes at the last threshold it is kept at.
     begin_bytes: u64,
+    /// The threshold it is left out from ([`Thresholds::past`]; `SLOTS`: kept at every one).
+    leave: u32,
+    depth: u8,
 }
 
-/// A packet no packet after it (so far) outlasts: its time, and its span's duration (at most
-/// the last threshold).
-type Outlasting = (u64, u64);
+/// A packet no packet after it (so far) outlasts: its time, and the threshold its span is left
+/// out from. Two spans left out at the same threshold are kept at the same ones, so which of
+/// them lasts longer does not matter here: the walk compares these, not durations.
+#[derive(Clone, Copy)]
+struct Outlasting {
+    at: u64,
+    leave: u32,
+}
+
+/// Where the walk's stack starts: the clock's start, kept at every threshold.
+const ORIGIN: Outlasting = Outlasting { at: 0, leave: SLOTS as u32 };
 
 /// What the walk adds up.
 struct Walk {
     thresholds: Thresholds,
-    /// `thresholds.last()`.
-    last: u64,
     slots: Vec<Slot>,
     whole: u64,
     spans: u64,
     longest: Option<u64>,
     /// The shortest span (u64::MAX: none).
     shortest: u64,
-    /// The shortest span at least `last` long (u64::MAX: none).
+    /// The shortest span at least as long as the last threshold (u64::MAX: none).
     beyond: u64,
     profile: Profile,
 }
@@ -440,22 +437,21 @@ struct Sequence {
 
 impl Walk {
     /// Adds a thread's spans; `PROFILED`: each span's bytes in the profile too; `SIZED`: at the
-    /// thresholds too. `open` and `stack` are room; `longest` (UNSEEN for every key) gets each
-    /// key's longest span on the thread.
+    /// thresholds too. `open` and `stack` are room; `keys` (per key index, none seen yet) gets
+    /// each key's longest span on the thread.
     fn thread<const PROFILED: bool, const SIZED: bool>(
         &mut self,
         t: &mut ThreadSpans<'_, '_, '_>,
-        thread: &Thread<'_, '_>,
+        thread: &Thread<'_>,
         open: &mut Vec<Open>,
         stack: &mut Vec<Outlasting>,
-        longest: &mut [u64],
+        keys: &mut [KeyBytes],
     ) {
         let mut sequence = Sequence { clock: 0, absolute: false, bytes: 0 };
         let at = |ns: i64| ns.max(thread.origin).wrapping_sub(thread.origin) as u64;
         open.clear();
         stack.clear();
-        // The clock's start, kept at every threshold.
-        stack.push((0, self.last));
+        stack.push(ORIGIN);
         let (mut longest_here, mut shortest_here) = (0, u64::MAX);
         while let Some(batch) = t.next_batch() {
             self.spans += batch.len() as u64;
@@ -470,40 +466,27 @@ impl Walk {
                     open.pop();
                     self.end::<PROFILED, SIZED>(&mut sequence, stack, at(top.exit_ns), &top, thread.end);
                 }
-                let k = s.key_index as usize;
                 let mut begin = SPAN_FRAMING as u64;
-                if let (Some(l), Some(key)) = (longest.get_mut(k), thread.keys.get(k)) {
+                if let Some(key) = keys.get_mut(s.key_index as usize) {
                     begin = key.begin;
-                    if *l == UNSEEN {
-                        sequence.bytes += key.name;
-                        *l = d;
-                    } else {
-                        *l = (*l).max(d);
-                    }
+                    // A duration is at most i64::MAX: one more cannot overflow.
+                    key.longest = key.longest.max(d + 1);
                 }
-                if !s.plain() || thread.lost.of(s) {
+                if !thread.lost.plain_and_whole(s) {
                     begin += annotations(s, &thread.lost);
                 }
                 if PROFILED {
                     self.profile.at(s.enter_ns);
                 }
-                let mut span = Open {
-                    exit_ns: s.exit_ns,
-                    enter_ns: s.enter_ns,
-                    duration: d,
-                    leave: 0,
-                    depth: s.depth_tag(),
-                    begin_bytes: 0,
-                };
+                let mut leave = 0;
                 if SIZED {
-                    if d >= self.last {
+                    leave = self.thresholds.past(d) as u32;
+                    if leave == SLOTS as u32 {
                         self.beyond = self.beyond.min(d);
                     }
-                    span.duration = d.min(self.last);
-                    span.leave = self.thresholds.past(d) as u32;
                 }
-                span.begin_bytes = self.packet::<PROFILED, SIZED>(&mut sequence, stack, at(s.enter_ns), &span, begin);
-                open.push(span);
+                let begin_bytes = self.packet::<PROFILED, SIZED>(&mut sequence, stack, at(s.enter_ns), leave, begin);
+                open.push(Open { exit_ns: s.exit_ns, enter_ns: s.enter_ns, begin_bytes, leave, depth: s.depth_tag() });
             }
         }
         while let Some(top) = open.pop() {
@@ -530,7 +513,7 @@ impl Walk {
         if PROFILED {
             self.profile.at(span.enter_ns);
         }
-        let end_bytes = self.packet::<PROFILED, SIZED>(sequence, stack, at, span, end);
+        let end_bytes = self.packet::<PROFILED, SIZED>(sequence, stack, at, span.leave, end);
         if SIZED {
             let slot = &mut self.slots[span.leave as usize];
             slot.fewer += (span.begin_bytes + end_bytes) as i64;
@@ -538,88 +521,94 @@ impl Walk {
         }
     }
 
-    /// A packet of `span` at `at` ns since the origin, `beside` bytes beside its time: its bytes
-    /// with every span kept added up; returns (`SIZED`) what it takes at the last threshold it
-    /// is kept at.
+    /// A packet at `at` ns since the origin of a span left out from threshold `leave`, `beside`
+    /// bytes beside its time: its bytes with every span kept added up; returns (`SIZED`) what
+    /// it takes at the last threshold it is kept at.
     #[inline(always)]
     fn packet<const PROFILED: bool, const SIZED: bool>(
         &mut self,
         sequence: &mut Sequence,
         stack: &mut Vec<Outlasting>,
         at: u64,
-        span: &Open,
+        leave: u32,
         beside: u64,
     ) -> u64 {
-        let mut last_kept = 0;
-        let bytes = if sequence.absolute || at < sequence.clock {
-            // This packet, or one before it, on BOOTTIME: from here on each packet's time at its
-            // longest.
-            sequence.absolute = true;
-            last_kept = beside + ABSOLUTE_TIME;
-            beside + ABSOLUTE_TIME
-        } else {
-            let time = varint_len(at - sequence.clock) as u64;
-            if SIZED {
-                // Where the packet before outlasts this one it is kept with it: the time takes
-                // as much at every threshold.
-                last_kept = beside
-                    + match stack.last().copied() {
-                        Some((_, outlasting)) if outlasting > span.duration => {
-                            stack.push((at, span.duration));
-                            time
-                        }
-                        Some((_, outlasting)) if outlasting == span.duration => {
-                            *stack.last_mut().unwrap_or(&mut (0, 0)) = (at, span.duration);
-                            time
-                        }
-                        _ => self.outlasted(stack, at, span.duration),
-                    };
-            }
-            sequence.clock = at;
-            beside + time
-        };
-        sequence.bytes += bytes;
-        if PROFILED {
-            self.profile.add(bytes as i64);
+        if sequence.absolute || at < sequence.clock {
+            return self.absolute::<PROFILED>(sequence, beside);
         }
-        last_kept
+        let time = varint_len(at - sequence.clock) as u64;
+        sequence.clock = at;
+        sequence.bytes += beside + time;
+        if PROFILED {
+            self.profile.add((beside + time) as i64);
+        }
+        if !SIZED {
+            return 0;
+        }
+        // The packet before this one is the stack's top. Where it outlasts this one, it is
+        // kept with it: the time takes as much at every threshold this one is kept at.
+        let here = Outlasting { at, leave };
+        beside
+            + match stack.last_mut() {
+                Some(top) if top.leave > leave => {
+                    stack.push(here);
+                    time
+                }
+                Some(top) if top.leave == leave => {
+                    *top = here;
+                    time
+                }
+                _ => self.outlasted(stack, here, time),
+            }
     }
 
-    /// What the time of a packet at `at` of a span lasting `d` (at most the last threshold)
-    /// takes at the last threshold it is kept at (`d`), where it outlasts the packet before it;
-    /// the bytes it gains at shorter thresholds are taken from the slots' `fewer`, and the
-    /// packet is pushed on `stack`.
+    /// A packet on BOOTTIME (this one, or one before it, came out of order): from here on each
+    /// packet's time at its longest.
+    #[cold]
+    #[inline(never)]
+    fn absolute<const PROFILED: bool>(&mut self, sequence: &mut Sequence, beside: u64) -> u64 {
+        sequence.absolute = true;
+        sequence.bytes += beside + ABSOLUTE_TIME;
+        if PROFILED {
+            self.profile.add((beside + ABSOLUTE_TIME) as i64);
+        }
+        beside + ABSOLUTE_TIME
+    }
+
+    /// What the time of packet `here` takes at the last threshold it is kept at, where it
+    /// outlasts the packet before it (whose time is `time` bytes from it); the bytes it gains
+    /// at shorter thresholds are taken from the slots' `fewer`, and the packet is pushed on
+    /// `stack`.
     ///
     /// Its time takes more than k bytes at T when no packet of the last 2^(7k) ns before it is
     /// kept at T: when T is past M_k, the longest span among them. Going down `stack` (newest
-    /// first; their spans ever longer) over the packets whose spans are shorter than `d` — the
-    /// packets this one outlasts, popped — the k-th window's longest is the last of them seen
-    /// within it; once a packet outlasts `d`, the windows it lies in gain no byte below `d`.
+    /// first; their spans ever longer) over the packets this one outlasts — popped — the k-th
+    /// window's longest is the last of them seen within it; once a packet outlasts this one,
+    /// the windows it lies in gain no byte where this one is kept.
     #[inline(never)]
-    fn outlasted(&mut self, stack: &mut Vec<Outlasting>, at: u64, d: u64) -> u64 {
-        let mut bytes = 1;
-        let mut within = None;
-        let mut kept = stack.len();
-        for &(time, outlasting) in stack.iter().rev() {
-            // 1 + the windows this packet lies past, the packets above it within them (no
-            // packet on the stack is later than this one).
-            let reach = varint_len(at.wrapping_sub(time)) as u64;
+    fn outlasted(&mut self, stack: &mut Vec<Outlasting>, here: Outlasting, time: u64) -> u64 {
+        // The top (the packet before) is outlasted: the stack's bottom, the origin, never is.
+        let mut bytes = time;
+        let mut kept = stack.len().saturating_sub(1);
+        let mut within = stack.get(kept).map_or(0, |top| top.leave);
+        while let Some(below) = kept.checked_sub(1) {
+            let packet = stack[below];
+            // No packet on the stack is later than this one.
+            let reach = varint_len(here.at.wrapping_sub(packet.at)) as u64;
             if reach > bytes {
-                if let Some(m) = within {
-                    self.slots[self.thresholds.past(m)].fewer -= (reach - bytes) as i64;
-                }
+                self.slots[within as usize].fewer -= (reach - bytes) as i64;
                 bytes = reach;
             }
-            if outlasting >= d {
+            if packet.leave >= here.leave {
                 break;
             }
-            within = Some(outlasting);
-            kept -= 1;
+            within = packet.leave;
+            kept = below;
         }
         stack.truncate(kept);
         match stack.last_mut() {
-            Some(top) if top.1 == d => *top = (at, d),
-            _ => stack.push((at, d)),
+            Some(top) if top.leave == here.leave => *top = here,
+            _ => stack.push(here),
         }
         bytes
     }
