@@ -457,8 +457,9 @@ impl Walk {
             self.spans += batch.len() as u64;
             for s in batch {
                 let d = s.duration_ns();
-                longest_here = longest_here.max(d);
-                shortest_here = shortest_here.min(d);
+                if !SIZED {
+                    shortest_here = shortest_here.min(d);
+                }
                 while let Some(&top) = open.last() {
                     if inside(top.depth, top.exit_ns, s.depth_tag(), s.enter_ns) {
                         break;
@@ -467,10 +468,13 @@ impl Walk {
                     self.end::<PROFILED, SIZED>(&mut sequence, stack, at(top.exit_ns), &top, thread.end);
                 }
                 let mut begin = SPAN_FRAMING as u64;
-                if let Some(key) = keys.get_mut(s.key_index as usize) {
-                    begin = key.begin;
-                    // A duration is at most i64::MAX: one more cannot overflow.
-                    key.longest = key.longest.max(d + 1);
+                match keys.get_mut(s.key_index as usize) {
+                    Some(key) => {
+                        begin = key.begin;
+                        // A duration is at most i64::MAX: one more cannot overflow.
+                        key.longest = key.longest.max(d + 1);
+                    }
+                    None => longest_here = longest_here.max(d),
                 }
                 if !thread.lost.plain_and_whole(s) {
                     begin += annotations(s, &thread.lost);
@@ -494,6 +498,8 @@ impl Walk {
         }
         self.whole += sequence.bytes;
         if self.spans > 0 {
+            let longest_key = keys.iter().map(|key| key.longest.saturating_sub(1)).max().unwrap_or(0);
+            longest_here = longest_here.max(longest_key);
             self.longest = Some(self.longest.map_or(longest_here, |l| l.max(longest_here)));
             self.shortest = self.shortest.min(shortest_here);
         }
