@@ -591,7 +591,7 @@ impl Walk {
     /// first; their spans ever longer) over the packets this one outlasts — popped — the k-th
     /// window's longest is the last of them seen within it; once a packet outlasts this one,
     /// the windows it lies in gain no byte where this one is kept.
-    #[inline(never)]
+    #[inline(always)]
     fn outlasted(&mut self, stack: &mut Vec<Outlasting>, here: Outlasting, time: u64) -> u64 {
         // The top (the packet before) is outlasted: the stack's bottom, the origin, never is.
         let mut bytes = time;
