@@ -181,10 +181,10 @@ impl Packets {
                 (false, false) => walk.thread::<false, false>(&mut t, &thread, &mut open, &mut stack, &mut keys),
             }
             // A key's name goes with its longest span on the thread.
-            for key in keys.iter().filter(|key| key.longest != UNSEEN) {
+            for (key, longest) in keys.iter().filter_map(|key| Some((key, key.longest?))) {
                 walk.whole += key.name;
                 if slots > 0 {
-                    walk.slots[walk.thresholds.past(key.longest - 1)].fewer += key.name as i64;
+                    walk.slots[walk.thresholds.past(longest)].fewer += key.name as i64;
                 }
             }
         }
@@ -324,7 +324,7 @@ fn key_bytes(interned: &[(usize, bool)], sequence: u64) -> Vec<KeyBytes> {
             let begin = SPAN_FRAMING + fields_len(sequence, Some((k, located)));
             // Its interned name, counted for the longest body its packet can have.
             let body = LONGEST_TIME + begin + LONGEST_ANNOTATIONS + bytes;
-            KeyBytes { begin: begin as u64, name: (bytes + varint_len(body as u64) - 1) as u64, longest: UNSEEN }
+            KeyBytes { begin: begin as u64, name: (bytes + varint_len(body as u64) - 1) as u64, longest: None }
         })
         .collect()
 }
@@ -367,9 +367,6 @@ struct Slot {
     left_out: u64,
 }
 
-/// A key not seen on the thread yet, in [`KeyBytes::longest`].
-const UNSEEN: u64 = 0;
-
 /// What a thread's packets take beside their times, for [`Walk::thread`].
 struct Thread<'t> {
     /// An end packet's bytes.
@@ -384,8 +381,8 @@ struct Thread<'t> {
 struct KeyBytes {
     begin: u64,
     name: u64,
-    /// The key's longest span on the thread so far, plus one ([`UNSEEN`]: none yet).
-    longest: u64,
+    /// The key's longest span on the thread so far.
+    longest: Option<u64>,
 }
 
 /// A span entered and not yet ended, in the walk.
@@ -471,8 +468,7 @@ impl Walk {
                 match keys.get_mut(s.key_index as usize) {
                     Some(key) => {
                         begin = key.begin;
-                        // A duration is at most i64::MAX: one more cannot overflow.
-                        key.longest = key.longest.max(d + 1);
+                        key.longest = Some(key.longest.map_or(d, |l| l.max(d)));
                     }
                     None => longest_here = longest_here.max(d),
                 }
@@ -498,7 +494,7 @@ impl Walk {
         }
         self.whole += sequence.bytes;
         if self.spans > 0 {
-            let longest_key = keys.iter().map(|key| key.longest.saturating_sub(1)).max().unwrap_or(0);
+            let longest_key = keys.iter().filter_map(|key| key.longest).max().unwrap_or(0);
             longest_here = longest_here.max(longest_key);
             self.longest = Some(self.longest.map_or(longest_here, |l| l.max(longest_here)));
             self.shortest = self.shortest.min(shortest_here);
