@@ -24,7 +24,8 @@
 //! longest span: one walk where the threshold is under 32,768 ns, else two.
 //!
 //! The walk keeps no span, only the array (65,537 slots) and the stack (at most a packet per
-//! duration up to the last threshold): its memory does not grow with the trace.
+//! threshold: two spans left out at the same one are kept at the same ones, so the stack compares
+//! the thresholds, not the durations): its memory does not grow with the trace.
 //!
 //! Exact, but where stated: a key's first span on a sequence carries its interned name (and
 //! place) whatever span that is, its packet's length counted as if the time took ten bytes (one
