@@ -1,7 +1,7 @@
 //! The on-disk layout of format version 1: constants, sizes and enumerations.
 //!
-//! `formats/FORMAT.md` is the normative description; every number here is
-//! pinned by a test in `tests/layout.rs` so the two cannot drift apart.
+//! `formats/FORMAT.md` is the normative description; the sizes here are pinned
+//! to it by `on_disk_sizes_are_pinned` in `tests/roundtrip.rs`.
 
 /// The first eight bytes of every dump.
 pub const MAGIC: [u8; 8] = *b"RNGTRACE";

@@ -1,4 +1,5 @@
-//! The span guard, manual enter/exit pairs, and the instrumentation macros.
+//! What the instrumentation macros (`macros.rs`) expand to: the span guards, manual
+//! enter/exit pairs, the loop pulse, and the storage of a call site's descriptor.
 
 use core::marker::PhantomData;
 
