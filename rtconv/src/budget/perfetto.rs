@@ -455,6 +455,7 @@ impl Walk {
             self.spans += batch.len() as u64;
             for s in batch {
                 let d = s.duration_ns();
+                // The shortest is read only where no threshold is sized.
                 if !SIZED {
                     shortest_here = shortest_here.min(d);
                 }
@@ -471,6 +472,7 @@ impl Walk {
                         begin = key.begin;
                         key.longest = Some(key.longest.map_or(d, |l| l.max(d)));
                     }
+                    // A key the timeline does not have: its spans still count in the longest.
                     None => longest_here = longest_here.max(d),
                 }
                 if !thread.lost.plain_and_whole(s) {
