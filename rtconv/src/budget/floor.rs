@@ -132,8 +132,8 @@ pub fn floor(tl: &Timeline<'_>, max_bytes: u64, sample: &Sample) -> Option<Floor
     if tl.selection.is_some() || tl.window.is_some() {
         return None;
     }
-    let Sample { layout, ref spans, stride, fewest } = *sample;
-    let (sample, fewest) = (spans, fewest as f64);
+    let Sample { layout, spans: ref sample, stride, fewest } = *sample;
+    let fewest = fewest as f64;
     // Three standard deviations of a count of `n` sampled spans, as a share.
     let error = |n: usize| 3.0 / (n.max(1) as f64).sqrt();
     // The floor at `ns`, the first `at_least` spans of the sample lasting at least that long.

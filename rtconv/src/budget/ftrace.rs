@@ -12,8 +12,8 @@ struct Open {
     exit_ns: i64,
     /// Its duration, ns.
     ns: u64,
-    /// Its longest child's duration + 1 (0: no child yet).
-    longest_child: u64,
+    /// Its longest child's duration, if it has a child.
+    longest_child: Option<u64>,
     key_index: u32,
     /// Its depth in the walk (its indent).
     depth: u32,
@@ -46,7 +46,7 @@ impl Texts<'_> {
         let unwound = usize::from(open.unwound);
         let leaf = exit_line + self.leaves.get(k).map_or(0, |l| l[unwound]);
         costs.add_span::<PROFILED>(open.ns, leaf);
-        if let Some(longest_child) = open.longest_child.checked_sub(1) {
+        if let Some(longest_child) = open.longest_child {
             let entry = self.entry_head + indent_len(depth) + self.entries.get(k).copied().unwrap_or(0);
             let parent = entry + exit_line + self.close[unwound];
             costs.while_kept(longest_child, parent as i64 - leaf as i64);
@@ -67,13 +67,13 @@ impl Texts<'_> {
             }
             let ns = s.duration_ns();
             if let Some(parent) = stack.last_mut() {
-                parent.longest_child = parent.longest_child.max(ns + 1);
+                parent.longest_child = Some(parent.longest_child.map_or(ns, |l| l.max(ns)));
             }
             stack.push(Open {
                 enter_ns: s.enter_ns,
                 exit_ns: s.exit_ns,
                 ns,
-                longest_child: 0,
+                longest_child: None,
                 key_index: s.key_index,
                 depth: stack.len() as u32,
                 tag: s.depth_tag(),

@@ -193,7 +193,9 @@ pub fn us_len(ns: i64) -> usize {
         return 5; // under 10 µs (most spans): "9.999"
     }
     if ns < 10_000_000 {
-        // Under 10 ms (most durations): one to four digits, three comparisons.
+        // Under 10 ms: two to four digits. The first comparison always holds past the line
+        // above; written without it, ftrace's `-t` took 4.8 M instructions more on the Lua trace
+        // (the compiler laid the branches out otherwise).
         return 5 + usize::from(ns >= 10_000) + usize::from(ns >= 100_000) + usize::from(ns >= 1_000_000);
     }
     (ns / 1000).checked_ilog10().map_or(1, |log| log as usize + 1) + 4
