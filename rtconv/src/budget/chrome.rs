@@ -5,12 +5,12 @@
 
 use super::Costs;
 use crate::io::Counted;
-use crate::model::{Ending, Filtered, LostChildren, SpanNs, Timeline};
+use crate::model::{Ending, Filtered, LostChildren, SpanNs, Threads, Timeline};
 use crate::render::chrome::{self, DROPPED, DUR_TEXT, Layout, OVERWRITTEN, Options};
 use crate::render::text::{UsLen, us_len};
 
 /// What `tl` takes as Chrome JSON written with `opts`, and what its filters kept and left out.
-pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
+pub fn costs(tl: &Timeline<'_>, mut threads: Threads<'_, '_>, opts: &Options, costs: &mut Costs) -> Filtered {
     let layout = Layout::new(&[tl]);
     let (pid, shift) = layout.place(0, tl);
     costs.always(chrome::HEADER.len());
@@ -23,7 +23,6 @@ pub fn costs(tl: &Timeline<'_>, opts: &Options, costs: &mut Costs) -> Filtered {
     // A span without marks (most): its args are its key's place alone.
     let bare = SpanNs::new(0, 0, 0, None, Ending::Returned);
     let plain_args: Vec<usize> = (0..tl.keys.len()).map(|k| chrome::args_len(&bare, place(k), false)).collect();
-    let mut threads = tl.threads();
     while let Some(mut t) = threads.next() {
         let thread = &tl.trace.threads[t.thread];
         costs.always(chrome::thread_event(thread, pid).len());

@@ -33,7 +33,7 @@
 //! numbers. Where they do fit, the conversion decodes every span as before.
 
 use super::Layout;
-use crate::model::{Decoded, Timeline};
+use crate::model::{Decoded, Tap, Timeline};
 
 /// Spans sampled: enough for a count of thousands to be within a few percent.
 const SAMPLES: usize = 1 << 15;
@@ -111,8 +111,22 @@ pub struct Floor {
     /// The fewest bytes the spans at least as long as the first floor take (0: not counted).
     pub least: u64,
     /// The spans above a proven floor take at most `ROOM` of the budget at their fewest bytes:
-    /// they may all fit, so Perfetto's model sizes no threshold first.
+    /// they may all fit, so Perfetto's model sizes no threshold first. Before the decode
+    /// ([`floor`]), as the sample estimates it: the spans longer than the floor, where it shows
+    /// them as its ties' ([`ties_out`](Self::ties_out)); the decode then knows it
+    /// ([`decode_above`]).
     pub may_all_fit: bool,
+}
+
+impl Floor {
+    /// The shortest duration [`decode_above`] decodes (ns): past the floor where its ties are
+    /// left out, else the floor.
+    pub fn decoded_from(&self) -> u64 {
+        match self.ties_out {
+            Some(_) => self.ns.saturating_add(1),
+            None => self.ns,
+        }
+    }
 }
 
 /// The share of the budget the spans above a proven floor take at most at their fewest bytes
@@ -141,8 +155,9 @@ pub fn floor(tl: &Timeline<'_>, max_bytes: u64, sample: &Sample) -> Option<Floor
         let surely_over = at_least as f64 * stride as f64 * fewest >= max_bytes as f64 * (1.0 + error(at_least));
         let ties_out = (layout == Layout::Perfetto && surely_over)
             .then(|| sample.partition_point(|&(d, ..)| d > ns) as u64 * stride);
+        let may_all_fit = ties_out.is_some_and(|longer| longer as f64 * fewest <= max_bytes as f64 * ROOM);
         let spans = at_least as u64 * stride;
-        Floor { ns, spans, ceiling, max_bytes, ties_out, proven: false, least: 0, may_all_fit: false }
+        Floor { ns, spans, ceiling, max_bytes, ties_out, proven: false, least: 0, may_all_fit }
     };
     // Longest first, until the sampled spans' fewest bytes, each standing for `stride` spans, pass
     // the budget by three standard deviations of the sample's count: the spans lasting at least
@@ -176,23 +191,28 @@ pub fn floor(tl: &Timeline<'_>, max_bytes: u64, sample: &Sample) -> Option<Floor
 /// leaves them out; and where the spans lasting at least T take more than the budget at the
 /// fewest bytes of any span, no threshold up to T fits, so the floor is the first T the count
 /// of the spans does not so rule out (the spans shorter left out of memory), proven.
+///
+/// `tap` (if any) gets the spans decoded as they are, and each thread's end
+/// ([`Plan::walk_decoding`](super::Plan::walk_decoding) walks them); the spans it gets are then
+/// all kept, from the first floor on, whatever floor the count proves.
 pub(crate) fn decode_above(
     tl: &Timeline<'_>,
     layout: Layout,
     floor: Floor,
     max_memory: u64,
+    tap: Option<&Tap>,
 ) -> Option<(Decoded, Floor)> {
     if layout != Layout::Perfetto {
-        return Some((tl.decode_above(max_memory, floor.ns, floor.spans)?, floor));
+        return Some((tl.decode_above(max_memory, floor.ns, floor.spans, tap)?, floor));
     }
     // Decoded from `from`; `ties` the spans a nanosecond shorter, left out.
     let (from, mut decoded, ties) = match floor.ties_out {
         Some(longer) => {
             let past = floor.ns.saturating_add(1);
-            let (decoded, ties) = tl.decode_above_counting(max_memory, past, longer, floor.ns)?;
+            let (decoded, ties) = tl.decode_above_counting(max_memory, past, longer, floor.ns, tap)?;
             (past, decoded, ties)
         }
-        None => (floor.ns, tl.decode_above(max_memory, floor.ns, floor.spans)?, 0),
+        None => (floor.ns, tl.decode_above(max_memory, floor.ns, floor.spans, tap)?, 0),
     };
     let fewest = super::perfetto::fewest(tl, &decoded);
     let over = |spans: u64| spans.saturating_mul(fewest) > floor.max_bytes;
@@ -217,7 +237,9 @@ pub(crate) fn decode_above(
         }
         (ns, at_least)
     };
-    if ns > from {
+    // The spans below a floor the count raised go, but where a walk has seen them as they
+    // decoded: its plan counts them itself, and a walk again (`Packets::choose`) sees what it saw.
+    if ns > from && tap.is_none() {
         decoded.keep_at_least(ns);
     }
     let proven = ns > floor.ns;

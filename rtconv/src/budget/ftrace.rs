@@ -3,7 +3,7 @@
 //! leaf line — so a span's lines change once its longest child is left out. Exact.
 
 use super::Costs;
-use crate::model::{Filtered, SpanNs, Timeline, inside};
+use crate::model::{Filtered, SpanNs, Threads, Timeline, inside};
 use crate::render::ftrace::{self, close_texts, duration_column_len, entry_text, indent_len, leaf_texts};
 
 /// A span entered and not yet closed, in the walk: what its lines take once its children are known.
@@ -84,13 +84,12 @@ impl Texts<'_> {
 }
 
 /// What `tl` takes as ftrace text (the header aside: [`fixed`]), and what its filters kept and left out.
-pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
+pub fn costs(tl: &Timeline<'_>, mut threads: Threads<'_, '_>, costs: &mut Costs) -> Filtered {
     let entries: Vec<usize> = (0..tl.keys.len()).map(|k| entry_text(tl.name(k)).len()).collect();
     let leaves: Vec<[usize; 2]> = (0..tl.keys.len()).map(|k| leaf_texts(tl.name(k)).map(|l| l.len())).collect();
     let close = close_texts().map(|c| c.len());
     let mut previous: Option<String> = None;
     let mut stack: Vec<Open> = Vec::new();
-    let mut threads = tl.threads();
     while let Some(mut t) = threads.next() {
         let task = ftrace::task(&tl.trace.threads[t.thread]);
         costs.always(ftrace::switch_block(previous.as_deref(), &task).len());

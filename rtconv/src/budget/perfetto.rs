@@ -33,7 +33,7 @@
 //! then on BOOTTIME) counts each packet's time from there on at twelve bytes.
 
 use super::{Choice, Profile, varint_len};
-use crate::model::{Decoded, Filtered, LostChildren, SpanNs, ThreadSpans, Timeline, inside};
+use crate::model::{Decoded, Filtered, LostChildren, SpanNs, ThreadSpans, Threads, Timeline, inside};
 use crate::render::perfetto::{self, SPAN_FRAMING, fields_len, packet_len};
 
 /// What a time on BOOTTIME takes at its longest: a ten-byte varint, the clock's id, and a
@@ -148,6 +148,16 @@ impl Packets {
     /// span alone); `profile` (if it has slices) gets each span's bytes at its start. Also
     /// returns what `tl`'s filters kept and left out.
     pub fn new(tl: &Timeline<'_>, thresholds: Option<Thresholds>, profile: Profile) -> (Self, Filtered) {
+        Self::walk(tl, tl.threads(), thresholds, profile)
+    }
+
+    /// As [`new`](Self::new), walking `threads` (`tl`'s spans).
+    pub(crate) fn walk(
+        tl: &Timeline<'_>,
+        mut threads: Threads<'_, '_>,
+        thresholds: Option<Thresholds>,
+        profile: Profile,
+    ) -> (Self, Filtered) {
         let slots = thresholds.map_or(0, |_| SLOTS + 1);
         let mut walk = Walk {
             thresholds: thresholds.unwrap_or(Thresholds { lo: 0, shift: 0 }),
@@ -163,7 +173,6 @@ impl Packets {
         let interned = interned(tl);
         let mut open = Vec::new();
         let mut stack = Vec::new();
-        let mut threads = tl.threads();
         while let Some(mut t) = threads.next() {
             let sequence = t.thread as u64 + 2;
             for packet in perfetto::thread_packets(tl, t.thread, sequence, sequence) {
@@ -208,6 +217,11 @@ impl Packets {
     /// Spans in the walk.
     pub fn spans(&self) -> u64 {
         self.spans
+    }
+
+    /// Whether the walk sized the output at thresholds.
+    pub fn sized(&self) -> bool {
+        self.thresholds.is_some()
     }
 
     /// Where the bytes of the spans go in time, if the profile has slices.

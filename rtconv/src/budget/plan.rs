@@ -3,7 +3,7 @@
 
 use super::perfetto::{Packets, Thresholds};
 use super::{Choice, Costs, Floor, Profile, cut_timeline};
-use crate::model::{Cut, Filter, Filtered, Timeline};
+use crate::model::{Cut, Filter, Filtered, Threads, Timeline};
 use crate::render::chrome;
 
 /// The timeline formats a budget applies to.
@@ -64,20 +64,52 @@ impl<'t, 'a> Plan<'t, 'a> {
         // Perfetto's thresholds: from the floor to its ceiling. Above a proven floor whose spans
         // may all fit, at none first: where they do, that is the choice (the count proves the
         // floor right under the threshold where a clock ticks in steps, as this machine's does).
+        let sized = (!floor.may_all_fit).then(|| Thresholds::covering(floor.ns, floor.ceiling));
+        Self::walking(tl, filter, layout, sized, Profile::default(), tl.threads()).above_floor(tl, floor)
+    }
+
+    /// The walk of [`above`](Self::above) over `threads`, the spans of `tl` a decode above `floor`
+    /// (as the sample estimates it, before the decode) sends as it goes
+    /// ([`Threads::streamed`]): it sizes Perfetto's output from the first duration decoded, or at
+    /// none where the sample estimates every span above the floor fits. Its plan is
+    /// [`above_floor`](Self::above_floor), once the decode has found the floor.
+    pub(crate) fn walk_decoding(
+        tl: &'t Timeline<'a>,
+        filter: &'t Filter,
+        layout: Layout,
+        floor: &Floor,
+        threads: Threads<'_, 'a>,
+    ) -> Self {
+        let sized = (!floor.may_all_fit).then(|| Thresholds::covering(floor.decoded_from(), floor.ceiling));
+        Self::walking(tl, filter, layout, sized, Profile::default(), threads)
+    }
+
+    /// The plan of a walk of the spans above `floor` (as `decode_above` found it), for `tl`,
+    /// which holds them decoded: see [`above`](Self::above). A Perfetto walk that sized no
+    /// threshold walks again, sized, where the floor is not proven (its choice is then exact only
+    /// at thresholds sized).
+    pub(crate) fn above_floor<'u>(self, tl: &'u Timeline<'a>, floor: Floor) -> Plan<'u, 'a>
+    where
+        't: 'u,
+    {
         let thresholds = Thresholds::covering(floor.ns, floor.ceiling);
-        let sized = (!floor.may_all_fit).then_some(thresholds);
-        let mut plan = Self::with(tl, filter, layout, sized, Profile::default());
-        if floor.proven {
-            plan.model = match plan.model {
-                Model::Packets(packets) => Model::Packets(packets.shorter_left_out(thresholds)),
-                steps => steps,
-            };
-            plan.proven = true;
+        let model = match self.model {
+            Model::Packets(packets) if floor.proven => Model::Packets(packets.shorter_left_out(thresholds)),
+            Model::Packets(packets) if !packets.sized() => {
+                Model::Packets(Packets::new(tl, Some(thresholds), Profile::default()).0)
+            }
+            model => model,
+        };
+        Plan {
+            tl,
+            filter: self.filter,
+            model,
+            proven: floor.proven,
+            least: floor.least,
+            // The decode counted the spans below the floor as left out by duration.
+            floor: Some((floor.ns, self.found.duration)),
+            ..self
         }
-        plan.least = floor.least;
-        // The decode counted the spans below the floor as left out by duration.
-        plan.floor = Some((floor.ns, plan.found.duration));
-        plan
     }
 
     /// `thresholds`: those Perfetto's model sizes the output at first.
@@ -88,17 +120,29 @@ impl<'t, 'a> Plan<'t, 'a> {
         thresholds: Option<Thresholds>,
         profile: Profile,
     ) -> Self {
+        Self::walking(tl, filter, layout, thresholds, profile, tl.threads())
+    }
+
+    /// As [`with`](Self::with), walking `threads` (`tl`'s spans).
+    fn walking(
+        tl: &'t Timeline<'a>,
+        filter: &'t Filter,
+        layout: Layout,
+        thresholds: Option<Thresholds>,
+        profile: Profile,
+        threads: Threads<'_, 'a>,
+    ) -> Self {
         let (model, mut found) = match layout {
             Layout::Perfetto => {
-                let (packets, found) = Packets::new(tl, thresholds, profile);
+                let (packets, found) = Packets::walk(tl, threads, thresholds, profile);
                 (Model::Packets(packets), found)
             }
             Layout::Chrome(_) | Layout::Ftrace | Layout::Systrace => {
                 let mut costs = Costs::profiled(profile);
                 let found = match layout {
-                    Layout::Chrome(opts) => super::chrome::costs(tl, &opts, &mut costs),
-                    Layout::Ftrace => super::ftrace::costs(tl, &mut costs),
-                    _ => super::systrace::costs(tl, &mut costs),
+                    Layout::Chrome(opts) => super::chrome::costs(tl, threads, &opts, &mut costs),
+                    Layout::Ftrace => super::ftrace::costs(tl, threads, &mut costs),
+                    _ => super::systrace::costs(tl, threads, &mut costs),
                 };
                 (Model::Steps(costs), found)
             }

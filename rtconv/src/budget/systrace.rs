@@ -2,17 +2,16 @@
 //! end line each, the end at the span's end cut to its parent's. Exact.
 
 use super::Costs;
-use crate::model::{Filtered, SpanNs, Timeline};
+use crate::model::{Filtered, SpanNs, Threads, Timeline};
 use crate::render::systrace::{self, MARK, time_len};
 
 /// What `tl` takes as systrace text (the header aside: [`fixed`]), and what its filters kept and left out.
-pub fn costs(tl: &Timeline<'_>, costs: &mut Costs) -> Filtered {
+pub fn costs(tl: &Timeline<'_>, mut threads: Threads<'_, '_>, costs: &mut Costs) -> Filtered {
     let pid = tl.trace.process.pid;
     let begins: Vec<usize> =
         (0..tl.keys.len()).map(|k| format!("{MARK}B|{pid}|{}\n", systrace::name(tl, k)).len()).collect();
     let end = format!("{MARK}E|{pid}\n").len();
     let mut open: Vec<SpanNs> = Vec::new();
-    let mut threads = tl.threads();
     while let Some(mut t) = threads.next() {
         let task = systrace::task(tl, t.thread).len();
         open.clear();

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::budget::{self, Choice, Layout, Plan};
 use crate::io::{Counted, StartOver};
-use crate::model::{Anomalies, Timeline};
+use crate::model::{self, Anomalies, Filter, Threads, Timeline};
 
 /// An output budget (`--max-bytes`): the output stays at or under `max_bytes`, leaving out the
 /// shortest spans first (see [`crate::budget`]).
@@ -71,17 +71,17 @@ pub fn convert_within(
     }
     // Decoded once: the size model walks the spans, then the render (or each try of a `.gz`).
     // The spans a sample shows the budget surely leaves out are not decoded (`budget::floor`),
-    // unless the spans above that floor turn out to fit: then all of them are.
+    // unless the spans above that floor turn out to fit: then all of them are. Those above it
+    // are walked on a second thread as they decode ([`decode_walking`]).
     let floor = sample.and_then(|s| budget::floor(&timeline(), max, &s));
-    let above = floor.and_then(|floor| {
-        let mut tl = timeline();
-        let (decoded, floor) = budget::decode_above(&tl, layout, floor, KEPT_MAX_BYTES)?;
-        tl.decoded = Some(Arc::new(decoded));
-        Some((tl, floor))
-    });
+    let walked = timeline();
+    let (above, walk) = match floor.and_then(|floor| decode_walking(timeline(), &walked, filter, layout, floor)) {
+        Some((tl, floor, walk)) => (Some((tl, floor)), Some(walk)),
+        None => (None, None),
+    };
     // The plan above the floor, and its choice where that holds for all the spans.
-    let floored = above.as_ref().and_then(|(tl, floor)| {
-        let plan = Plan::above(tl, filter, layout, *floor);
+    let floored = above.as_ref().zip(walk).and_then(|((tl, floor), walk)| {
+        let plan = walk.above_floor(tl, *floor);
         let choice = plan.choose(max, max).ok().filter(|choice| plan.exact(choice))?;
         Some((plan, choice))
     });
@@ -133,6 +133,33 @@ pub fn convert_within(
     let tl = plan.timeline(cut);
     check_timeline(&tl, found, false, &mut report);
     Ok(report)
+}
+
+/// `tl`'s spans above `floor` decoded into it on this thread, while another walks them for the
+/// size model as they come (through `walked`, a timeline as `tl` is before the decode): the
+/// model's walk, which takes about half the decode's time, so adds little to the conversion's
+/// where a core is free. The timeline decoded, the floor as the decode found it, and the walk;
+/// `None` where the spans above the floor take more memory than `KEPT_MAX_BYTES`.
+fn decode_walking<'w, 'a>(
+    mut tl: Timeline<'a>,
+    walked: &'w Timeline<'a>,
+    filter: &'w Filter,
+    layout: Layout,
+    floor: budget::Floor,
+) -> Option<(Timeline<'a>, budget::Floor, Plan<'w, 'a>)> {
+    let (tap, spans) = model::stream();
+    let (walk, decoded) = std::thread::scope(|scope| {
+        let threads = Threads::streamed(walked, spans);
+        let walker = scope.spawn(move || Plan::walk_decoding(walked, filter, layout, &floor, threads));
+        let decoded = budget::decode_above(&tl, layout, floor, KEPT_MAX_BYTES, Some(&tap));
+        // The walk's last message: it ends once it has every thread's.
+        drop(tap);
+        (walker.join(), decoded)
+    });
+    let walk = walk.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let (decoded, floor) = decoded?;
+    tl.decoded = Some(Arc::new(decoded));
+    Some((tl, floor, walk))
 }
 
 impl BudgetOutcome {
@@ -395,23 +422,54 @@ mod tests {
                 let layout = super::budget_layout(format).unwrap();
                 let full = Plan::new(&all, &none, layout);
                 let (mut floored, mut exact, mut proven, mut all_fit) = (0, 0, 0, 0);
+                // Walks as the spans decode that sized no threshold, where the floor was not proven
+                // and where the spans above it did not all fit.
+                let (mut unsized_unproven, mut unsized_over) = (0, 0);
                 for fraction in [0.5, 0.2, 0.1, 0.03, 0.01, 0.002] {
                     let max = (full.whole() as f64 * fraction) as u64;
                     let expected = full.choose(max, max);
                     let Some(floor) = budget::floor(&timeline(), max, &budget::Sample::of(&timeline(), layout)) else {
                         continue;
                     };
-                    let floor_ns = floor.ns;
+                    let (floor_ns, first) = (floor.ns, floor);
                     floored += 1;
                     let mut above = timeline();
                     // As the conversion does: Perfetto's floor past the spans as long as it where
                     // their count proves it.
-                    let (decoded, floor) = budget::decode_above(&above, layout, floor, KEPT_MAX_BYTES).unwrap();
+                    let (decoded, floor) = budget::decode_above(&above, layout, floor, KEPT_MAX_BYTES, None).unwrap();
                     proven += usize::from(floor.proven);
                     all_fit += usize::from(floor.may_all_fit);
                     above.decoded = Some(Arc::new(decoded));
                     let plan = Plan::above(&above, &none, layout, floor);
                     let choice = plan.choose(max, max);
+                    // Walked as the spans decode (as the conversion does), from the floor as
+                    // the sample estimates it, sized or not whatever the estimate: the same choice,
+                    // exact or not; the whole, with the spans between that and a floor the decode
+                    // raised, no smaller.
+                    let other = budget::Floor { may_all_fit: !first.may_all_fit, ..first };
+                    for estimate in if layout == budget::Layout::Perfetto { vec![first, other] } else { vec![first] } {
+                        let walked = timeline();
+                        let (tl, decoding, walk) =
+                            super::decode_walking(timeline(), &walked, &none, layout, estimate).unwrap();
+                        assert_eq!(decoding, floor, "{format:?} at {max}");
+                        unsized_unproven += usize::from(estimate.may_all_fit && !floor.proven);
+                        unsized_over += usize::from(estimate.may_all_fit && floor.proven && !floor.may_all_fit);
+                        let streamed = walk.above_floor(&tl, decoding);
+                        let streamed_choice = streamed.choose(max, max);
+                        assert_eq!(
+                            streamed_choice, choice,
+                            "{format:?} at {max}: walked as they decode, {estimate:?} {floor:?}"
+                        );
+                        assert_eq!(
+                            streamed_choice.map(|c| streamed.exact(&c)),
+                            choice.map(|c| plan.exact(&c)),
+                            "{format:?} at {max}"
+                        );
+                        assert!(streamed.whole() >= plan.whole(), "{format:?} at {max}");
+                        if decoding.ns == first.decoded_from() {
+                            assert_eq!(streamed.whole(), plan.whole(), "{format:?} at {max}");
+                        }
+                    }
                     if !choice.is_ok_and(|c| plan.exact(&c)) {
                         continue;
                     }
@@ -430,15 +488,43 @@ mod tests {
                 if format == Format::Perfetto {
                     // Both of Perfetto's ways above a proven floor: every span tried first, or not.
                     assert!(proven >= 2 && all_fit >= 1 && all_fit < proven, "{format:?}: {proven} proven, {all_fit}");
+                    assert!(unsized_over >= 1, "{unsized_over}");
                 }
                 // Its spans are kept within the memory given, whatever was expected of them.
-                assert!(timeline().decode_above(32 * 1000, 1, 10).is_none(), "{format:?}");
+                assert!(timeline().decode_above(32 * 1000, 1, 10, None).is_none(), "{format:?}");
                 // A floor too high (a twentieth's): everything above it fits, which is not exact.
                 let max = full.whole() / 10;
                 let high = budget::floor(&timeline(), max / 20, &budget::Sample::of(&timeline(), layout)).unwrap();
                 let mut above = timeline();
-                above.decoded = above.decode_above(KEPT_MAX_BYTES, high.ns, 0).map(Arc::new);
+                above.decoded = above.decode_above(KEPT_MAX_BYTES, high.ns, 0, None).map(Arc::new);
                 let plan = Plan::above(&above, &none, layout, high);
+                if layout == budget::Layout::Perfetto {
+                    // Walked as the spans decode, sized or not: what the floor's plan chooses (for
+                    // the budget chosen at, the floor unproven).
+                    let high = budget::Floor { max_bytes: max, ..high };
+                    let mut decoded = timeline();
+                    let (spans, floor) = budget::decode_above(&decoded, layout, high, KEPT_MAX_BYTES, None).unwrap();
+                    assert!(!floor.proven);
+                    decoded.decoded = Some(Arc::new(spans));
+                    let expected = Plan::above(&decoded, &none, layout, floor);
+                    for may_all_fit in [false, true] {
+                        let walked = timeline();
+                        let estimate = budget::Floor { may_all_fit, ..high };
+                        let (tl, decoding, walk) =
+                            super::decode_walking(timeline(), &walked, &none, layout, estimate).unwrap();
+                        unsized_unproven += usize::from(may_all_fit && !decoding.proven);
+                        let streamed = walk.above_floor(&tl, decoding);
+                        let choice = streamed.choose(max, max);
+                        assert_eq!(choice, expected.choose(max, max), "{may_all_fit}");
+                        assert!(!streamed.exact(&choice.unwrap()), "{may_all_fit}");
+                        // Where the spans above the floor do not all fit: a threshold above it.
+                        let less = expected.whole() / 2;
+                        let choice = streamed.choose(less, less);
+                        assert_eq!(choice, expected.choose(less, less), "{may_all_fit}");
+                        assert!(streamed.exact(&choice.unwrap()), "{may_all_fit}");
+                    }
+                    assert_eq!(unsized_unproven, 1);
+                }
                 let high = high.ns;
                 let choice = plan.choose(max, max).unwrap();
                 assert_eq!(choice.threshold_ns, Some(high), "{format:?}");

@@ -5,6 +5,7 @@
 
 use super::filter::{Filter, Gate, Selection};
 use super::start_order::Threads;
+use super::streamed::Tap;
 use super::timeline::{Anomalies, SpanNs, Timeline};
 
 /// Every thread's spans in start order, as [`Timeline::threads`] decodes
@@ -53,7 +54,7 @@ impl Timeline<'_> {
     /// Its spans decoded into memory, if they take at most `max_bytes` there
     /// (32 bytes a span); `None` if more, or for a window's timeline.
     pub(crate) fn decode_all(&self, max_bytes: u64) -> Option<Decoded> {
-        self.decode_kept(max_bytes, None).map(|(decoded, _)| decoded)
+        self.decode_kept(max_bytes, None, None).map(|(decoded, _)| decoded)
     }
 
     /// As [`decode_all`](Self::decode_all), for a timeline without a filter, keeping only the
@@ -61,9 +62,16 @@ impl Timeline<'_> {
     /// `None` once those kept take more than `max_bytes`, or for a timeline with a filter. Each
     /// thread's anomalies count those left out as [`Filtered::duration`](super::Filtered::duration),
     /// so a walk through a filter with a longer threshold counts every span a decode of all of
-    /// them would.
-    pub(crate) fn decode_above(&self, max_bytes: u64, threshold_ns: u64, expected: u64) -> Option<Decoded> {
-        self.decode_above_counting(max_bytes, threshold_ns, expected, u64::MAX).map(|(decoded, _)| decoded)
+    /// them would. `tap` (if any) gets each thread's spans as they are decoded, and what decoding
+    /// it found, as `Decoded` will hold them.
+    pub(crate) fn decode_above(
+        &self,
+        max_bytes: u64,
+        threshold_ns: u64,
+        expected: u64,
+        tap: Option<&Tap>,
+    ) -> Option<Decoded> {
+        self.decode_above_counting(max_bytes, threshold_ns, expected, u64::MAX, tap).map(|(decoded, _)| decoded)
     }
 
     /// As [`decode_above`](Self::decode_above), also counting the spans it leaves out that last
@@ -74,18 +82,20 @@ impl Timeline<'_> {
         threshold_ns: u64,
         expected: u64,
         near_ns: u64,
+        tap: Option<&Tap>,
     ) -> Option<(Decoded, u64)> {
         let filter = Filter { min_duration_ns: Some(threshold_ns), ..Filter::default() };
         let selection = Selection::new(&filter, self);
         let gate = Gate::counting(&selection, near_ns);
         let (decoded, near) =
-            self.selection.is_none().then(|| self.decode_kept(max_bytes, Some((gate, expected))))??;
+            self.selection.is_none().then(|| self.decode_kept(max_bytes, Some((gate, expected)), tap))??;
         Some((Decoded { at_least_ns: threshold_ns, ..decoded }, near))
     }
 
     /// Decodes every thread the filter keeps, through `gate` if given (with the spans it is
-    /// expected to keep, to reserve their memory); and the spans the gate counted as near.
-    fn decode_kept(&self, max_bytes: u64, gate: Option<(Gate<'_>, u64)>) -> Option<(Decoded, u64)> {
+    /// expected to keep, to reserve their memory); and the spans the gate counted as near. `tap`
+    /// as in [`decode_above`](Self::decode_above).
+    fn decode_kept(&self, max_bytes: u64, gate: Option<(Gate<'_>, u64)>, tap: Option<&Tap>) -> Option<(Decoded, u64)> {
         if self.window.is_some() {
             return None;
         }
@@ -116,15 +126,18 @@ impl Timeline<'_> {
             let mut spans = Vec::with_capacity(usize::try_from(share).unwrap_or(0));
             if let Some(t) = decoder.decode(index) {
                 if counting {
-                    t.append_to::<true>(&mut spans, room)?;
+                    t.append_to::<true>(&mut spans, room, tap)?;
                 } else {
-                    t.append_to::<false>(&mut spans, room)?;
+                    t.append_to::<false>(&mut spans, room, tap)?;
                 }
             }
             room -= spans.len();
             let mut found = decoder.take_anomalies();
             // The kept spans are counted again by the walks that keep them.
             found.filtered.kept = 0;
+            if let Some(tap) = tap {
+                tap.end(found);
+            }
             threads.push(Some((spans, found)));
         }
         Some((Decoded { threads, at_least_ns: 0 }, decoder.near()))
@@ -138,6 +151,7 @@ mod tests {
     use ringtrace_format::Record;
 
     use super::super::filter::Filter;
+    use super::super::streamed::stream;
     use super::super::test_dumps::{TestRing, nested, records, with_rings};
     use super::*;
 
@@ -194,6 +208,51 @@ mod tests {
                 }
             }
             assert!(tl.decode_all(32 * 10).is_none(), "more than ten spans");
+        });
+    }
+
+    #[test]
+    fn spans_streamed_as_they_decode_walk_as_those_decoded_before() {
+        // A ring of many batches, one sorted and cut, and one with an exit before its enter.
+        let ring =
+            |records: Vec<Record>| TestRing { written: records.len() as u64, records, dropped: 0, open: Vec::new() };
+        let overlapping = vec![
+            Record { key: 1, enter: 20, exit: 25 },
+            Record { key: 2, enter: 0, exit: 30 },
+            Record { key: 3, enter: 10, exit: 40 },
+        ];
+        let backwards = vec![Record { key: 1, enter: 50, exit: 40 }, Record { key: 2, enter: 60, exit: 70 }];
+        let rings = [ring(records(&nested(7, 40_000, false))), ring(overlapping), ring(backwards)];
+        with_rings(&rings, 100_000, |tl| {
+            // Walked on another thread as the spans decode, and walked once they are decoded.
+            let both = |max_bytes: u64, threshold_ns: u64| {
+                let (tap, spans) = stream();
+                std::thread::scope(|scope| {
+                    let walker = scope.spawn(|| {
+                        let mut threads = Threads::streamed(tl, spans);
+                        let mut all = Vec::new();
+                        while let Some(t) = threads.next() {
+                            all.push(t.to_vec());
+                        }
+                        (all, threads.anomalies())
+                    });
+                    let decoded = tl.decode_above(max_bytes, threshold_ns, 0, Some(&tap));
+                    drop(tap);
+                    (walker.join().unwrap(), decoded)
+                })
+            };
+            for threshold_ns in [0, 5, 300, u64::MAX] {
+                let (streamed, decoded) = both(u64::MAX, threshold_ns);
+                let mut kept = Timeline::new(tl.trace, tl.names, tl.timebase);
+                kept.decoded = Some(Arc::new(decoded.expect("fits")));
+                let expected = walked(&kept);
+                assert_eq!(streamed, expected, "at {threshold_ns} ns");
+                assert!(threshold_ns > 0 || expected.0[0].len() > 2 * 16 * 1024, "batches: {}", expected.0[0].len());
+            }
+            // A decode that stops for want of memory ends the walk, short.
+            let (streamed, decoded) = both(32 * 1_000, 0);
+            assert!(decoded.is_none());
+            assert!(streamed.0.iter().map(Vec::len).sum::<usize>() <= 1_000 + 16 * 1024, "{:?}", streamed.1);
         });
     }
 }

@@ -22,6 +22,7 @@ mod prefetch;
 mod ring_access;
 mod sample;
 mod start_order;
+mod streamed;
 mod timebase;
 mod timeline;
 mod trace;
@@ -39,6 +40,7 @@ pub use load::{ConvertError, LoadError, decode, dump_of, is_converted_file, is_c
 pub use losses::Losses;
 pub use names::{Frame, Names, Source, SpanName};
 pub use start_order::{ThreadSpans, Threads};
+pub(crate) use streamed::{Tap, stream};
 pub use timebase::{RateOrigin, Timebase, TimebaseError};
 pub(crate) use timeline::inside;
 pub use timeline::{Anomalies, Ending, MAX_DEPTH, RecorderCost, SpanNs, Timeline};

@@ -4,6 +4,7 @@
 
 use super::filter::Gate;
 use super::ring_access::{RingSpans, RingVisitor};
+use super::streamed::{Streamed, Tap};
 use super::timeline::{Anomalies, MAX_DEPTH, SpanNs, Timeline, deeper};
 use super::trace::ThreadTrace;
 use super::walk::began_before_oldest_end;
@@ -56,6 +57,8 @@ enum Source<'t> {
     /// Decoded before, kept in the timeline (`Timeline::decode_all`), each span lasting at
     /// least so many ns.
     Kept(&'t [SpanNs], u64),
+    /// Decoded on another thread as this one walks them ([`Threads::streamed`]).
+    Streamed,
 }
 
 /// Spans per batch: 512 KiB, so a batch is still in the cache when it is rendered.
@@ -90,6 +93,24 @@ impl ThreadSpans<'_, '_, '_> {
     fn next_unclipped(&mut self) -> Option<&[SpanNs]> {
         match self.source {
             Source::Placed => {}
+            Source::Streamed => {
+                // Past the thread's end, nothing is taken from the next thread's messages.
+                if self.next == usize::MAX {
+                    return None;
+                }
+                let threads = &mut *self.threads;
+                match threads.stream.as_ref().and_then(|rx| rx.recv().ok()) {
+                    Some(Streamed::Spans(spans)) => {
+                        threads.batch = spans;
+                        return Some(&threads.batch);
+                    }
+                    Some(Streamed::End(found)) => threads.found += found,
+                    // The decode stopped (over its memory): the walk is cut short, and not used.
+                    None => {}
+                }
+                self.next = usize::MAX;
+                return None;
+            }
             Source::Sorted => {
                 let threads = &*self.threads;
                 let batch = threads.sorted.get(self.next..).filter(|rest| !rest.is_empty())?;
@@ -188,8 +209,15 @@ impl ThreadSpans<'_, '_, '_> {
     /// or cuts them (no copy through a batch), through a gate batch by batch (the spans it keeps
     /// copied once), else as [`next_batch`](Self::next_batch) lends them; stopping (`None`) once
     /// it holds more than `cap` (checked after each batch: a filter's spans are not counted before).
-    /// `NEAR`: the gate counts the spans it leaves out near its `-t` ([`Gate::counting`]).
-    pub(crate) fn append_to<const NEAR: bool>(mut self, into: &mut Vec<SpanNs>, cap: usize) -> Option<()> {
+    /// `NEAR`: the gate counts the spans it leaves out near its `-t` ([`Gate::counting`]). `tap`
+    /// gets each batch appended, as it is.
+    pub(crate) fn append_to<const NEAR: bool>(
+        mut self,
+        into: &mut Vec<SpanNs>,
+        cap: usize,
+        tap: Option<&Tap>,
+    ) -> Option<()> {
+        let start = into.len();
         let plain = self.threads.gate.is_none() && self.threads.timeline.window.is_none();
         if plain && matches!(self.source, Source::Placed) {
             let threads = &mut *self.threads;
@@ -208,6 +236,9 @@ impl ThreadSpans<'_, '_, '_> {
                     lost_by_depth: &t.lost_by_depth,
                 });
             }
+            if let Some(tap) = tap {
+                tap.spans(&into[start..]);
+            }
             return (into.len() <= cap).then_some(());
         }
         if self.threads.timeline.window.is_none() && matches!(self.source, Source::Placed) {
@@ -218,15 +249,23 @@ impl ThreadSpans<'_, '_, '_> {
                 if let Some(min) = gate.duration_alone() {
                     // `-t` alone: each span written where the next kept one goes (no branch on
                     // each span's duration).
+                    let before = into.len();
                     gate.keep_lasting::<NEAR>(&threads.batch, min, into);
+                    if let Some(tap) = tap {
+                        tap.spans(&into[before..]);
+                    }
                     if into.len() > cap {
                         return None;
                     }
                     continue;
                 }
+                let before = into.len();
                 into.extend(
                     threads.batch.iter().filter(|s| if NEAR { gate.keep_cut_counting(s) } else { gate.keep_cut(s) }),
                 );
+                if let Some(tap) = tap {
+                    tap.spans(&into[before..]);
+                }
                 if into.len() > cap {
                     return None;
                 }
@@ -235,6 +274,9 @@ impl ThreadSpans<'_, '_, '_> {
         }
         while let Some(batch) = self.next_batch() {
             into.extend_from_slice(batch);
+            if let Some(tap) = tap {
+                tap.spans(batch);
+            }
             if into.len() > cap {
                 return None;
             }
@@ -410,6 +452,8 @@ pub struct Threads<'t, 'a> {
     found: Anomalies,
     /// The timeline's filter, if it has one.
     gate: Option<Gate<'t>>,
+    /// Where the spans come from as another thread decodes them ([`streamed`](Self::streamed)).
+    stream: Option<std::sync::mpsc::Receiver<Streamed>>,
 }
 
 impl<'t, 'a> Threads<'t, 'a> {
@@ -433,6 +477,15 @@ impl<'t, 'a> Threads<'t, 'a> {
         let t = tl.trace.threads.get(index)?;
         if let Some(gate) = self.gate.as_mut() {
             gate.reset();
+        }
+        if self.stream.is_some() {
+            return Some(ThreadSpans {
+                thread: index,
+                threads: self,
+                source: Source::Streamed,
+                next: 0,
+                last_key: None,
+            });
         }
         // Decoded before: what decoding found wrong is the whole thread's, said at its start.
         if let Some(decoded) = tl.decoded.as_deref()
@@ -484,6 +537,14 @@ impl<'t, 'a> Threads<'t, 'a> {
         Threads { gate: Some(gate), ..timeline.threads() }
     }
 
+    /// As [`Timeline::threads`] for a timeline without a filter or window, its spans those another
+    /// thread decodes and sends on `stream` as this walks them (see [`Tap`]): each thread's
+    /// spans lasting at least what that decode keeps.
+    pub(crate) fn streamed(timeline: &'t Timeline<'a>, stream: std::sync::mpsc::Receiver<Streamed>) -> Self {
+        debug_assert!(timeline.selection.is_none() && timeline.window.is_none());
+        Threads { gate: None, stream: Some(stream), ..timeline.threads() }
+    }
+
     /// The spans the gate left out that last at least its `near_ns`, so far.
     pub(super) fn near(&self) -> u64 {
         self.gate.as_ref().map_or(0, |gate| gate.near)
@@ -524,6 +585,7 @@ impl<'a> Timeline<'a> {
             clipped: Vec::new(),
             found: Anomalies::default(),
             gate: self.selection.as_ref().map(Gate::new),
+            stream: None,
         }
     }
 }
