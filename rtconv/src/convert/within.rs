@@ -6,6 +6,12 @@
 //! fit, that is the output, and no size model runs (a budget given as a safety net, above what
 //! the dump takes, then costs what the conversion without it does); where they do not, the
 //! output starts over and the model chooses the cut.
+//!
+//! Perfetto's and ftrace's models walk the spans above a floor (those a sample shows the budget
+//! surely leaves out are not decoded) on a second thread, as this one decodes them into memory
+//! for the render ([`crate::model`]'s streamed spans): their walks cost a quarter to a half of
+//! the decode, so, where a core is free, the budget adds to the conversion's time mostly the
+//! spans' round trip through memory.
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -72,16 +78,20 @@ pub fn convert_within(
     // Decoded once: the size model walks the spans, then the render (or each try of a `.gz`).
     // The spans a sample shows the budget surely leaves out are not decoded (`budget::floor`),
     // unless the spans above that floor turn out to fit: then all of them are. Those above it
-    // are walked on a second thread as they decode ([`decode_walking`]).
+    // are walked on a second thread as they decode, where the model's walk is worth it
+    // ([`decode_walking`]).
     let floor = sample.and_then(|s| budget::floor(&timeline(), max, &s));
     let walked = timeline();
     let (above, walk) = match floor.and_then(|floor| decode_walking(timeline(), &walked, filter, layout, floor)) {
-        Some((tl, floor, walk)) => (Some((tl, floor)), Some(walk)),
+        Some((tl, floor, walk)) => (Some((tl, floor)), walk),
         None => (None, None),
     };
     // The plan above the floor, and its choice where that holds for all the spans.
-    let floored = above.as_ref().zip(walk).and_then(|((tl, floor), walk)| {
-        let plan = walk.above_floor(tl, *floor);
+    let floored = above.as_ref().and_then(|(tl, floor)| {
+        let plan = match walk {
+            Some(walk) => walk.above_floor(tl, *floor),
+            None => Plan::above(tl, filter, layout, *floor),
+        };
         let choice = plan.choose(max, max).ok().filter(|choice| plan.exact(choice))?;
         Some((plan, choice))
     });
@@ -136,17 +146,23 @@ pub fn convert_within(
 }
 
 /// `tl`'s spans above `floor` decoded into it on this thread, while another walks them for the
-/// size model as they come (through `walked`, a timeline as `tl` is before the decode): the
-/// model's walk, which takes about half the decode's time, so adds little to the conversion's
-/// where a core is free. The timeline decoded, the floor as the decode found it, and the walk;
-/// `None` where the spans above the floor take more memory than `KEPT_MAX_BYTES`.
+/// size model as they come (through `walked`, a timeline as `tl` is before the decode), where
+/// the layout's walk is worth a thread ([`walks_beside_the_decode`]; else no walk yet): a walk of
+/// a quarter to a half of the decode's time so adds little to the conversion's where a core is
+/// free. The timeline decoded, the floor as the decode found it, and the walk; `None` where the
+/// spans above the floor take more memory than `KEPT_MAX_BYTES`.
 fn decode_walking<'w, 'a>(
     mut tl: Timeline<'a>,
     walked: &'w Timeline<'a>,
     filter: &'w Filter,
     layout: Layout,
     floor: budget::Floor,
-) -> Option<(Timeline<'a>, budget::Floor, Plan<'w, 'a>)> {
+) -> Option<(Timeline<'a>, budget::Floor, Option<Plan<'w, 'a>>)> {
+    if !walks_beside_the_decode(layout) {
+        let (decoded, floor) = budget::decode_above(&tl, layout, floor, KEPT_MAX_BYTES, None)?;
+        tl.decoded = Some(Arc::new(decoded));
+        return Some((tl, floor, None));
+    }
     let (tap, spans) = model::stream();
     let (walk, decoded) = std::thread::scope(|scope| {
         let threads = Threads::streamed(walked, spans);
@@ -159,7 +175,17 @@ fn decode_walking<'w, 'a>(
     let walk = walk.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     let (decoded, floor) = decoded?;
     tl.decoded = Some(Arc::new(decoded));
-    Some((tl, floor, walk))
+    Some((tl, floor, Some(walk)))
+}
+
+/// Whether the size model of `layout` walks the spans on a second thread as they decode:
+/// Perfetto's and ftrace's, whose walks cost a quarter and a sixth of a conversion that keeps
+/// about half the output (on the whole-program Lua trace, 512 M and 288 M instructions against
+/// `-t`'s 1.95 G); not Chrome JSON's or systrace's, a fifteenth and a twentieth, about what
+/// handing the spans to another thread costs (Chrome JSON's budget took no less time that way,
+/// and more CPU: docs/PERFORMANCE.md, "The size model beside the decode").
+fn walks_beside_the_decode(layout: Layout) -> bool {
+    matches!(layout, Layout::Perfetto | Layout::Ftrace)
 }
 
 impl BudgetOutcome {
@@ -452,6 +478,10 @@ mod tests {
                         let (tl, decoding, walk) =
                             super::decode_walking(timeline(), &walked, &none, layout, estimate).unwrap();
                         assert_eq!(decoding, floor, "{format:?} at {max}");
+                        let walk = walk.unwrap_or_else(|| {
+                            assert!(!super::walks_beside_the_decode(layout), "{format:?}");
+                            Plan::walk_decoding(&tl, &none, layout, &estimate, tl.threads())
+                        });
                         unsized_unproven += usize::from(estimate.may_all_fit && !floor.proven);
                         unsized_over += usize::from(estimate.may_all_fit && floor.proven && !floor.may_all_fit);
                         let streamed = walk.above_floor(&tl, decoding);
@@ -512,6 +542,7 @@ mod tests {
                         let estimate = budget::Floor { may_all_fit, ..high };
                         let (tl, decoding, walk) =
                             super::decode_walking(timeline(), &walked, &none, layout, estimate).unwrap();
+                        let walk = walk.unwrap();
                         unsized_unproven += usize::from(may_all_fit && !decoding.proven);
                         let streamed = walk.above_floor(&tl, decoding);
                         let choice = streamed.choose(max, max);
