@@ -82,7 +82,9 @@ pub fn convert_within(
     // ([`decode_walking`]).
     let floor = sample.and_then(|s| budget::floor(&timeline(), max, &s));
     let walked = timeline();
-    let (above, walk) = match floor.and_then(|floor| decode_walking(timeline(), &walked, filter, layout, floor)) {
+    let beside = walks_beside_the_decode(layout);
+    let decoding = floor.and_then(|floor| decode_walking(timeline(), &walked, filter, layout, floor, beside));
+    let (above, walk) = match decoding {
         Some((tl, floor, walk)) => (Some((tl, floor)), walk),
         None => (None, None),
     };
@@ -146,8 +148,8 @@ pub fn convert_within(
 }
 
 /// `tl`'s spans above `floor` decoded into it on this thread, while another walks them for the
-/// size model as they come (through `walked`, a timeline as `tl` is before the decode), where
-/// the layout's walk is worth a thread ([`walks_beside_the_decode`]; else no walk yet): a walk of
+/// size model as they come (through `walked`, a timeline as `tl` is before the decode), if
+/// `beside` (as [`walks_beside_the_decode`] says; else no walk yet): a walk of
 /// a quarter to a half of the decode's time so adds little to the conversion's where a core is
 /// free. The timeline decoded, the floor as the decode found it, and the walk; `None` where the
 /// spans above the floor take more memory than `KEPT_MAX_BYTES`.
@@ -157,8 +159,9 @@ fn decode_walking<'w, 'a>(
     filter: &'w Filter,
     layout: Layout,
     floor: budget::Floor,
+    beside: bool,
 ) -> Option<(Timeline<'a>, budget::Floor, Option<Plan<'w, 'a>>)> {
-    if !walks_beside_the_decode(layout) {
+    if !beside {
         let (decoded, floor) = budget::decode_above(&tl, layout, floor, KEPT_MAX_BYTES, None)?;
         tl.decoded = Some(Arc::new(decoded));
         return Some((tl, floor, None));
@@ -183,9 +186,13 @@ fn decode_walking<'w, 'a>(
 /// about half the output (on the whole-program Lua trace, 512 M and 288 M instructions against
 /// `-t`'s 1.95 G); not Chrome JSON's or systrace's, a fifteenth and a twentieth, about what
 /// handing the spans to another thread costs (Chrome JSON's budget took no less time that way,
-/// and more CPU: docs/PERFORMANCE.md, "The size model beside the decode").
+/// and more CPU: docs/PERFORMANCE.md, "The size model beside the decode"). And only where a core
+/// may be free: not in a `batch` whose workers are as many as the cores (each converting a dump),
+/// where a second thread would add its CPU to the batch's time.
 fn walks_beside_the_decode(layout: Layout) -> bool {
-    matches!(layout, Layout::Perfetto | Layout::Ftrace)
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let busy = rayon::current_thread_index().is_some() && rayon::current_num_threads() >= cores;
+    matches!(layout, Layout::Perfetto | Layout::Ftrace) && cores > 1 && !busy
 }
 
 impl BudgetOutcome {
@@ -436,6 +443,21 @@ mod tests {
     }
 
     #[test]
+    fn the_model_walks_beside_the_decode_only_where_a_core_may_be_free() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let beside = |layout| super::walks_beside_the_decode(layout);
+        assert_eq!(beside(budget::Layout::Perfetto), cores > 1);
+        assert_eq!(beside(budget::Layout::Ftrace), cores > 1);
+        assert!(!beside(budget::Layout::Systrace));
+        // A batch's workers, as many as the cores: each has a dump of its own to convert.
+        let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+        assert!(!pool(cores).install(|| beside(budget::Layout::Perfetto)));
+        if cores > 1 {
+            assert!(pool(cores - 1).install(|| beside(budget::Layout::Perfetto)));
+        }
+    }
+
+    #[test]
     fn a_floor_chooses_and_writes_what_decoding_every_span_does() {
         let formats = formats();
         let rings = rings();
@@ -476,12 +498,9 @@ mod tests {
                     for estimate in if layout == budget::Layout::Perfetto { vec![first, other] } else { vec![first] } {
                         let walked = timeline();
                         let (tl, decoding, walk) =
-                            super::decode_walking(timeline(), &walked, &none, layout, estimate).unwrap();
+                            super::decode_walking(timeline(), &walked, &none, layout, estimate, true).unwrap();
                         assert_eq!(decoding, floor, "{format:?} at {max}");
-                        let walk = walk.unwrap_or_else(|| {
-                            assert!(!super::walks_beside_the_decode(layout), "{format:?}");
-                            Plan::walk_decoding(&tl, &none, layout, &estimate, tl.threads())
-                        });
+                        let walk = walk.unwrap();
                         unsized_unproven += usize::from(estimate.may_all_fit && !floor.proven);
                         unsized_over += usize::from(estimate.may_all_fit && floor.proven && !floor.may_all_fit);
                         let streamed = walk.above_floor(&tl, decoding);
@@ -541,7 +560,7 @@ mod tests {
                         let walked = timeline();
                         let estimate = budget::Floor { may_all_fit, ..high };
                         let (tl, decoding, walk) =
-                            super::decode_walking(timeline(), &walked, &none, layout, estimate).unwrap();
+                            super::decode_walking(timeline(), &walked, &none, layout, estimate, true).unwrap();
                         let walk = walk.unwrap();
                         unsized_unproven += usize::from(may_all_fit && !decoding.proven);
                         let streamed = walk.above_floor(&tl, decoding);
