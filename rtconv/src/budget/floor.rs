@@ -114,13 +114,13 @@ pub struct Floor {
     /// they may all fit, so Perfetto's model sizes no threshold first. Before the decode
     /// ([`floor`]), as the sample estimates it: the spans longer than the floor, where it shows
     /// them as its ties' ([`ties_out`](Self::ties_out)); the decode then knows it
-    /// ([`decode_above`]).
+    /// (`decode_above`).
     pub may_all_fit: bool,
 }
 
 impl Floor {
-    /// The shortest duration [`decode_above`] decodes (ns): past the floor where its ties are
-    /// left out, else the floor.
+    /// The shortest duration the decode above the floor keeps (ns; `decode_above`): past the
+    /// floor where its ties are left out, else the floor.
     pub fn decoded_from(&self) -> u64 {
         match self.ties_out {
             Some(_) => self.ns.saturating_add(1),
