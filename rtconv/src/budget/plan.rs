@@ -86,8 +86,8 @@ impl<'t, 'a> Plan<'t, 'a> {
 
     /// The plan of a walk of the spans above `floor` (as `decode_above` found it), for `tl`,
     /// which holds them decoded: see [`above`](Self::above). A Perfetto walk that sized no
-    /// threshold walks again, sized, where the floor is not proven (its choice is then exact only
-    /// at thresholds sized).
+    /// threshold (the sample estimated that every span above the floor fits) is done again, sized,
+    /// where the decode did not prove the floor: a threshold above it may then be the choice.
     pub(crate) fn above_floor<'u>(self, tl: &'u Timeline<'a>, floor: Floor) -> Plan<'u, 'a>
     where
         't: 'u,

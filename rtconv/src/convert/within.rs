@@ -151,8 +151,9 @@ pub fn convert_within(
 /// size model as they come (through `walked`, a timeline as `tl` is before the decode), if
 /// `beside` (as [`walks_beside_the_decode`] says; else no walk yet): a walk of
 /// a quarter to a half of the decode's time so adds little to the conversion's where a core is
-/// free. The timeline decoded, the floor as the decode found it, and the walk; `None` where the
-/// spans above the floor take more memory than `KEPT_MAX_BYTES`.
+/// free. The timeline decoded, the floor as the decode found it, and the walk (none where no
+/// thread could be started); `None` where the spans above the floor take more memory than
+/// `KEPT_MAX_BYTES`.
 fn decode_walking<'w, 'a>(
     mut tl: Timeline<'a>,
     walked: &'w Timeline<'a>,
@@ -169,16 +170,24 @@ fn decode_walking<'w, 'a>(
     let (tap, spans) = model::stream();
     let (walk, decoded) = std::thread::scope(|scope| {
         let threads = Threads::streamed(walked, spans);
-        let walker = scope.spawn(move || Plan::walk_decoding(walked, filter, layout, &floor, threads));
-        let decoded = budget::decode_above(&tl, layout, floor, KEPT_MAX_BYTES, Some(&tap));
+        let walker = std::thread::Builder::new()
+            .name("rtconv-walk".into())
+            .spawn_scoped(scope, move || Plan::walk_decoding(walked, filter, layout, &floor, threads));
+        // Where no thread can be had, the decode sends nothing and the walk comes after it.
+        let tap = walker.is_ok().then_some(tap);
+        let decoded = budget::decode_above(&tl, layout, floor, KEPT_MAX_BYTES, tap.as_ref());
         // The walk's last message: it ends once it has every thread's.
         drop(tap);
-        (walker.join(), decoded)
+        (walker.map(|walker| walker.join()), decoded)
     });
-    let walk = walk.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let walk = match walk {
+        Ok(Ok(walk)) => Some(walk),
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => None,
+    };
     let (decoded, floor) = decoded?;
     tl.decoded = Some(Arc::new(decoded));
-    Some((tl, floor, Some(walk)))
+    Some((tl, floor, walk))
 }
 
 /// Whether the size model of `layout` walks the spans on a second thread as they decode:
