@@ -7,9 +7,8 @@ slows both alike (rtconv/benches/vs_uftrace.sh).
 
 Prints `median_cpu_a median_cpu_b median_ratio`; stdout of both to /dev/null.
 CPU is user + sys from getrusage (microseconds), per child; with CPU_RATIO_USER=1,
-user time alone (what the program's own code costs, without the kernel's page faults); with
-CPU_RATIO_WALL=1, the wall-clock time instead (what a command keeps its user waiting, a second
-core's work included only where it does not overlap the first's).
+user time alone (what the program's own code costs, without the kernel's page faults).
+Wall-clock time, and more than two commands: interleaved.py.
 """
 
 import os
@@ -17,14 +16,9 @@ import resource
 import statistics
 import subprocess
 import sys
-import time
 
 
 def cpu(cmd):
-    if os.environ.get("CPU_RATIO_WALL") == "1":
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return time.perf_counter() - start
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -190,11 +190,12 @@ pub fn floor(tl: &Timeline<'_>, max_bytes: u64, sample: &Sample) -> Option<Floor
 /// ([`Floor::ties_out`]) the spans as long as the floor are left out too, counted as the decode
 /// leaves them out; and where the spans lasting at least T take more than the budget at the
 /// fewest bytes of any span, no threshold up to T fits, so the floor is the first T the count
-/// of the spans does not so rule out (the spans shorter left out of memory), proven.
+/// of the spans does not so rule out, proven. The spans between the first floor and that one
+/// stay in memory: a walk that saw them as they decoded, and one after (`Packets::choose` walks
+/// again where it must), then see the same spans, each left out at every threshold sized.
 ///
 /// `tap` (if any) gets the spans decoded as they are, and each thread's end
-/// ([`Plan::walk_decoding`](super::Plan::walk_decoding) walks them); the spans it gets are then
-/// all kept, from the first floor on, whatever floor the count proves.
+/// ([`Plan::walk_decoding`](super::Plan::walk_decoding) walks them).
 pub(crate) fn decode_above(
     tl: &Timeline<'_>,
     layout: Layout,
@@ -206,13 +207,10 @@ pub(crate) fn decode_above(
         return Some((tl.decode_above(max_memory, floor.ns, floor.spans, tap)?, floor));
     }
     // Decoded from `from`; `ties` the spans a nanosecond shorter, left out.
-    let (from, mut decoded, ties) = match floor.ties_out {
-        Some(longer) => {
-            let past = floor.ns.saturating_add(1);
-            let (decoded, ties) = tl.decode_above_counting(max_memory, past, longer, floor.ns, tap)?;
-            (past, decoded, ties)
-        }
-        None => (floor.ns, tl.decode_above(max_memory, floor.ns, floor.spans, tap)?, 0),
+    let from = floor.decoded_from();
+    let (decoded, ties) = match floor.ties_out {
+        Some(longer) => tl.decode_above_counting(max_memory, from, longer, floor.ns, tap)?,
+        None => (tl.decode_above(max_memory, from, floor.spans, tap)?, 0),
     };
     let fewest = super::perfetto::fewest(tl, &decoded);
     let over = |spans: u64| spans.saturating_mul(fewest) > floor.max_bytes;
@@ -237,11 +235,6 @@ pub(crate) fn decode_above(
         }
         (ns, at_least)
     };
-    // The spans below a floor the count raised go, but where a walk has seen them as they
-    // decoded: its plan counts them itself, and a walk again (`Packets::choose`) sees what it saw.
-    if ns > from && tap.is_none() {
-        decoded.keep_at_least(ns);
-    }
     let proven = ns > floor.ns;
     let may_all_fit = proven && at_least.saturating_mul(fewest) as f64 <= floor.max_bytes as f64 * ROOM;
     let least = (kept + ties).saturating_mul(fewest);

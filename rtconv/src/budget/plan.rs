@@ -57,9 +57,9 @@ impl<'t, 'a> Plan<'t, 'a> {
     }
 
     /// As [`new`](Self::new), for a timeline without a filter whose decoded spans are those lasting
-    /// at least `floor.ns` (`Timeline::decode_above`; see [`super::floor`]): its choices and cuts
-    /// count the spans below the floor as left out, and are [`exact`](Self::exact) only where
-    /// the floor is proven or the spans above it do not all fit.
+    /// at least what the decode above `floor` kept ([`Floor::decoded_from`]; see [`super::floor`]):
+    /// its choices and cuts count the spans below the floor as left out, and are
+    /// [`exact`](Self::exact) only where the floor is proven or the spans above it do not all fit.
     pub fn above(tl: &'t Timeline<'a>, filter: &'t Filter, layout: Layout, floor: Floor) -> Self {
         // Perfetto's thresholds: from the floor to its ceiling. Above a proven floor whose spans
         // may all fit, at none first: where they do, that is the choice (the count proves the

@@ -37,17 +37,6 @@ impl Decoded {
     pub(crate) fn threads(&self) -> impl Iterator<Item = (usize, &[SpanNs])> {
         self.threads.iter().enumerate().filter_map(|(i, t)| t.as_ref().map(|(spans, _)| (i, spans.as_slice())))
     }
-
-    /// Leaves out the spans lasting less than `threshold_ns` (as `-t` does, and the spans inside
-    /// them with them), counted as left out by duration.
-    pub(crate) fn keep_at_least(&mut self, threshold_ns: u64) {
-        for (spans, found) in self.threads.iter_mut().flatten() {
-            let before = spans.len();
-            spans.retain(|s| s.duration_ns() >= threshold_ns);
-            found.filtered.duration += (before - spans.len()) as u64;
-        }
-        self.at_least_ns = self.at_least_ns.max(threshold_ns);
-    }
 }
 
 impl Timeline<'_> {
