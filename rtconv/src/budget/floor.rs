@@ -214,17 +214,15 @@ pub(crate) fn decode_above(
     };
     let fewest = super::perfetto::fewest(tl, &decoded);
     let over = |spans: u64| spans.saturating_mul(fewest) > floor.max_bytes;
-    let kept = decoded.threads().map(|(_, spans)| spans.len() as u64).sum::<u64>();
+    let kept = decoded.len();
     // The first threshold not ruled out, and the spans lasting at least that long.
     let (ns, at_least) = if !over(kept) {
         if ties > 0 && over(kept + ties) { (from, kept) } else { (floor.ns, kept + ties) }
     } else {
         // Per duration from `from`, 1 ns apart, the spans kept (the last: that long or longer).
         let mut counts = vec![0u64; COUNTED + 1];
-        for (_, spans) in decoded.threads() {
-            for s in spans {
-                counts[(s.duration_ns().saturating_sub(from)).min(COUNTED as u64) as usize] += 1;
-            }
+        for s in decoded.spans() {
+            counts[(s.duration_ns().saturating_sub(from)).min(COUNTED as u64) as usize] += 1;
         }
         let (mut ns, mut at_least) = (from, kept);
         for &n in &counts[..COUNTED] {

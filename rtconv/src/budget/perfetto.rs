@@ -94,9 +94,10 @@ impl Thresholds {
     /// pass over them), else to 2^40 ns (18 minutes); past the first 32,768 ns, a walk again
     /// where the threshold lies between two.
     pub fn from_zero(tl: &Timeline<'_>) -> Self {
-        let longest = tl.decoded.as_deref().map_or(1 << 40, |decoded| {
-            decoded.threads().flat_map(|(_, spans)| spans.iter().map(SpanNs::duration_ns)).max().unwrap_or(0)
-        });
+        let longest = tl
+            .decoded
+            .as_deref()
+            .map_or(1 << 40, |decoded| decoded.spans().map(SpanNs::duration_ns).max().unwrap_or(0));
         Thresholds::covering(0, longest.saturating_add(1))
     }
 
@@ -359,7 +360,7 @@ fn least_on(interned: &[(usize, bool)], sequence: u64) -> impl Iterator<Item = u
 /// holds ([`least_on`] each thread's sequence, of the key with the fewest).
 pub(crate) fn fewest(tl: &Timeline<'_>, decoded: &Decoded) -> u64 {
     let interned = interned(tl);
-    decoded.threads().filter_map(|(thread, _)| least_on(&interned, thread as u64 + 2).min()).min().unwrap_or(0)
+    decoded.thread_indices().filter_map(|thread| least_on(&interned, thread as u64 + 2).min()).min().unwrap_or(0)
 }
 
 /// What [`Packets::scan`] found.

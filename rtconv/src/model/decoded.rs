@@ -2,11 +2,26 @@
 //! them more than once: an output budget's size model, then its render
 //! ([`crate::convert::convert_within`]), which would otherwise decode every
 //! ring twice.
+//!
+//! A decode through a `-t` gate keeps each thread's spans in chunks of up to
+//! [`CHUNK`] spans, each shared, once filled, with a walk on another thread
+//! ([`Tap`]) without a copy; a decode of every span keeps each thread's in one.
+
+use std::sync::Arc;
 
 use super::filter::{Filter, Gate, Selection};
-use super::start_order::Threads;
+use super::start_order::{BATCH, Threads};
 use super::streamed::Tap;
 use super::timeline::{Anomalies, SpanNs, Timeline};
+
+/// A run of a thread's decoded spans, in start order: shared by the timeline holding them and,
+/// while it walks them, a walk on another thread.
+pub(crate) type Chunk = Arc<Vec<SpanNs>>;
+
+/// Spans a chunk of a decode through a gate holds at most: 2 MiB, four batches. A chunk is
+/// closed where the next batch's spans might not fit, so each but a thread's last holds more
+/// than three batches: its memory is at most a third more than its spans take.
+const CHUNK: usize = 4 * BATCH;
 
 /// Every thread's spans in start order, as [`Timeline::threads`] decodes
 /// them without a filter, and what decoding each thread found wrong. A
@@ -16,16 +31,16 @@ use super::timeline::{Anomalies, SpanNs, Timeline};
 #[derive(Debug)]
 pub(crate) struct Decoded {
     /// Per thread of the trace; `None`: left out whole by the filter, not decoded.
-    threads: Vec<Option<(Vec<SpanNs>, Anomalies)>>,
+    threads: Vec<Option<(Vec<Chunk>, Anomalies)>>,
     /// Every span lasts at least this long (ns): those shorter were left out by the decode.
     at_least_ns: u64,
 }
 
 impl Decoded {
-    /// Thread `index`'s spans and what decoding them found, if decoded.
-    pub(super) fn thread(&self, index: usize) -> Option<(&[SpanNs], Anomalies)> {
-        let (spans, found) = self.threads.get(index)?.as_ref()?;
-        Some((spans, *found))
+    /// Thread `index`'s spans (in chunks) and what decoding them found, if decoded.
+    pub(super) fn thread(&self, index: usize) -> Option<(&[Chunk], Anomalies)> {
+        let (chunks, found) = self.threads.get(index)?.as_ref()?;
+        Some((chunks, *found))
     }
 
     /// The duration every span lasts at least (ns).
@@ -33,9 +48,71 @@ impl Decoded {
         self.at_least_ns
     }
 
-    /// Each decoded thread's index and spans.
-    pub(crate) fn threads(&self) -> impl Iterator<Item = (usize, &[SpanNs])> {
-        self.threads.iter().enumerate().filter_map(|(i, t)| t.as_ref().map(|(spans, _)| (i, spans.as_slice())))
+    /// The index of each decoded thread.
+    pub(crate) fn thread_indices(&self) -> impl Iterator<Item = usize> {
+        self.threads.iter().enumerate().filter_map(|(i, t)| t.as_ref().map(|_| i))
+    }
+
+    /// Every span, thread after thread.
+    pub(crate) fn spans(&self) -> impl Iterator<Item = &SpanNs> {
+        self.threads.iter().flatten().flat_map(|(chunks, _)| chunks.iter().flat_map(|chunk| chunk.iter()))
+    }
+
+    /// How many spans.
+    pub(crate) fn len(&self) -> u64 {
+        self.threads.iter().flatten().flat_map(|(chunks, _)| chunks.iter().map(|c| c.len() as u64)).sum()
+    }
+}
+
+/// A thread's spans as a decode appends them: the chunks filled, and the one it fills.
+pub(super) struct Chunks<'t> {
+    filled: Vec<Chunk>,
+    filling: Vec<SpanNs>,
+    /// Spans in `filled`.
+    len: usize,
+    /// Spans a chunk holds at most (`usize::MAX`: one chunk, growing as a `Vec` does).
+    per_chunk: usize,
+    /// Where each chunk goes as soon as it is filled.
+    tap: Option<&'t Tap>,
+}
+
+impl<'t> Chunks<'t> {
+    /// Chunks of `per_chunk` spans, the first with room for `reserve`.
+    fn new(per_chunk: usize, reserve: usize, tap: Option<&'t Tap>) -> Self {
+        Chunks { filled: Vec::new(), filling: Vec::with_capacity(reserve), len: 0, per_chunk, tap }
+    }
+
+    /// Where `n` more spans go, all in one chunk (the one filling, or a new one).
+    pub(super) fn room(&mut self, n: usize) -> &mut Vec<SpanNs> {
+        if self.per_chunk != usize::MAX && self.filling.capacity() - self.filling.len() < n {
+            self.close();
+            self.filling.reserve_exact(self.per_chunk.max(n));
+        }
+        &mut self.filling
+    }
+
+    /// The spans appended so far.
+    pub(super) fn len(&self) -> usize {
+        self.len + self.filling.len()
+    }
+
+    /// The chunk filling is full: shared with the tap, and a new one begins.
+    fn close(&mut self) {
+        if self.filling.is_empty() {
+            return;
+        }
+        let chunk = Arc::new(std::mem::take(&mut self.filling));
+        self.len += chunk.len();
+        if let Some(tap) = self.tap {
+            tap.spans(Arc::clone(&chunk));
+        }
+        self.filled.push(chunk);
+    }
+
+    /// Every chunk, the last one closed.
+    fn finish(mut self) -> Vec<Chunk> {
+        self.close();
+        self.filled
     }
 }
 
@@ -82,8 +159,9 @@ impl Timeline<'_> {
     }
 
     /// Decodes every thread the filter keeps, through `gate` if given (with the spans it is
-    /// expected to keep, to reserve their memory); and the spans the gate counted as near. `tap`
-    /// as in [`decode_above`](Self::decode_above).
+    /// expected to keep, checked against `max_bytes` first), in chunks; else each thread in one,
+    /// its memory reserved; and the spans the gate counted as near. `tap` as in
+    /// [`decode_above`](Self::decode_above).
     fn decode_kept(&self, max_bytes: u64, gate: Option<(Gate<'_>, u64)>, tap: Option<&Tap>) -> Option<(Decoded, u64)> {
         if self.window.is_some() {
             return None;
@@ -94,6 +172,7 @@ impl Timeline<'_> {
         // Through a gate, the spans it is expected to keep, a twentieth more: checked against
         // `max_bytes` before, and what it keeps as it goes.
         let counting = gate.as_ref().is_some_and(|(gate, _)| gate.counts_near());
+        let gated = gate.is_some();
         let (mut decoder, expected) = match gate {
             Some((gate, expected)) => (Threads::gated(self, gate), all.min(expected.saturating_add(expected / 20))),
             None => (Threads::ungated(self), all),
@@ -112,15 +191,18 @@ impl Timeline<'_> {
             decoder.take_anomalies();
             // The thread's share of the spans expected (no more than the file holds).
             let share = (u128::from(expected) * u128::from(ring.span_count()) / u128::from(all.max(1))) as u64;
-            let mut spans = Vec::with_capacity(usize::try_from(share).unwrap_or(0));
+            let share = usize::try_from(share).unwrap_or(0);
+            // Through a gate, chunks filled as the spans decode; else one, as large as the thread.
+            let mut spans = if gated { Chunks::new(CHUNK, 0, tap) } else { Chunks::new(usize::MAX, share, tap) };
             if let Some(t) = decoder.decode(index) {
                 if counting {
-                    t.append_to::<true>(&mut spans, room, tap)?;
+                    t.append_to::<true>(&mut spans, room)?;
                 } else {
-                    t.append_to::<false>(&mut spans, room, tap)?;
+                    t.append_to::<false>(&mut spans, room)?;
                 }
             }
             room -= spans.len();
+            let spans = spans.finish();
             let mut found = decoder.take_anomalies();
             // The kept spans are counted again by the walks that keep them.
             found.filtered.kept = 0;
@@ -156,7 +238,7 @@ mod tests {
 
     #[test]
     fn kept_spans_walk_as_the_rings_decode_through_any_filter_and_window() {
-        // A ring that nests (two batches and more), one that overlaps without nesting (sorted and
+        // A ring that nests (two chunks and more), one that overlaps without nesting (sorted and
         // cut), and one with an exit before its enter; the middle one has open spans.
         let ring = |records: Vec<Record>, open: Vec<(u64, u64)>| TestRing {
             written: records.len() as u64,
@@ -171,7 +253,7 @@ mod tests {
         ];
         let backwards = vec![Record { key: 1, enter: 50, exit: 40 }, Record { key: 2, enter: 60, exit: 70 }];
         let rings = [
-            ring(records(&nested(7, 40_000, false)), Vec::new()),
+            ring(records(&nested(7, 150_000, false)), Vec::new()),
             ring(overlapping, vec![(4, 5)]),
             ring(backwards, Vec::new()),
         ];
@@ -194,6 +276,16 @@ mod tests {
                     let mut kept = plain();
                     kept.decoded = Some(Arc::new(decoded));
                     assert_eq!(walked(&kept), expected, "{filter:?} {window:?}");
+                    if window.is_none() {
+                        // Decoded in chunks, as a budget decodes (through a `-t` gate, here one
+                        // that keeps every span), then walked through the filter.
+                        let chunked = Timeline::new(tl.trace, tl.names, tl.timebase);
+                        let chunked = chunked.decode_above(u64::MAX, 0, 0, None).expect("fits");
+                        let chunks = chunked.thread(0).map(|(chunks, _)| chunks.len());
+                        assert!(chunks > Some(2), "{chunks:?}");
+                        kept.decoded = Some(Arc::new(chunked));
+                        assert_eq!(walked(&kept), expected, "in chunks: {filter:?}");
+                    }
                 }
             }
             assert!(tl.decode_all(32 * 10).is_none(), "more than ten spans");
@@ -202,7 +294,7 @@ mod tests {
 
     #[test]
     fn spans_streamed_as_they_decode_walk_as_those_decoded_before() {
-        // A ring of many batches, one sorted and cut, and one with an exit before its enter.
+        // A ring of many chunks, one sorted and cut, and one with an exit before its enter.
         let ring =
             |records: Vec<Record>| TestRing { written: records.len() as u64, records, dropped: 0, open: Vec::new() };
         let overlapping = vec![
@@ -211,7 +303,7 @@ mod tests {
             Record { key: 3, enter: 10, exit: 40 },
         ];
         let backwards = vec![Record { key: 1, enter: 50, exit: 40 }, Record { key: 2, enter: 60, exit: 70 }];
-        let rings = [ring(records(&nested(7, 40_000, false))), ring(overlapping), ring(backwards)];
+        let rings = [ring(records(&nested(7, 150_000, false))), ring(overlapping), ring(backwards)];
         with_rings(&rings, 100_000, |tl| {
             // Walked on another thread as the spans decode, and walked once they are decoded.
             let both = |max_bytes: u64, threshold_ns: u64| {
@@ -232,11 +324,12 @@ mod tests {
             };
             for threshold_ns in [0, 5, 300, u64::MAX] {
                 let (streamed, decoded) = both(u64::MAX, threshold_ns);
+                let decoded = decoded.expect("fits");
+                let chunks = decoded.thread(0).map(|(chunks, _)| chunks.len());
+                assert!(threshold_ns > 0 || chunks > Some(2), "{chunks:?}");
                 let mut kept = Timeline::new(tl.trace, tl.names, tl.timebase);
-                kept.decoded = Some(Arc::new(decoded.expect("fits")));
-                let expected = walked(&kept);
-                assert_eq!(streamed, expected, "at {threshold_ns} ns");
-                assert!(threshold_ns > 0 || expected.0[0].len() > 2 * 16 * 1024, "batches: {}", expected.0[0].len());
+                kept.decoded = Some(Arc::new(decoded));
+                assert_eq!(streamed, walked(&kept), "at {threshold_ns} ns");
             }
             // A decode that stops for want of memory ends the walk, short.
             let (streamed, decoded) = both(32 * 1_000, 0);

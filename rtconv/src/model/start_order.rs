@@ -2,9 +2,10 @@
 //! found in closed form for a ring that nests, sorted and clamped for one
 //! that does not.
 
+use super::decoded::{Chunk, Chunks};
 use super::filter::Gate;
 use super::ring_access::{RingSpans, RingVisitor};
-use super::streamed::{Streamed, Tap};
+use super::streamed::Streamed;
 use super::timeline::{Anomalies, MAX_DEPTH, SpanNs, Timeline, deeper};
 use super::trace::ThreadTrace;
 use super::walk::began_before_oldest_end;
@@ -54,17 +55,27 @@ enum Source<'t> {
     Placed,
     /// Decoded and sorted at once into `sorted`.
     Sorted,
-    /// Decoded before, kept in the timeline (`Timeline::decode_all`), each span lasting at
-    /// least so many ns.
-    Kept(&'t [SpanNs], u64),
+    /// Decoded before, kept in the timeline (`Timeline::decode_all`): the chunk being read,
+    /// those after it, and the duration each span lasts at least (ns). A batch never spans two
+    /// chunks; a window's walk, whose counts go by batch, is of a decode of every span, which
+    /// keeps each thread in one chunk (as the rings decode, `BATCH` at a time).
+    Kept(&'t [SpanNs], &'t [Chunk], u64),
     /// Decoded on another thread as this one walks them ([`Threads::streamed`]).
     Streamed,
 }
 
 /// Spans per batch: 512 KiB, so a batch is still in the cache when it is rendered.
-const BATCH: usize = 16 * 1024;
+pub(super) const BATCH: usize = 16 * 1024;
 
-impl ThreadSpans<'_, '_, '_> {
+/// What [`ThreadSpans::next_kept`] found in a chunk of spans decoded before.
+enum Kept<'t> {
+    /// Spans lent where they are.
+    Lent(&'t [SpanNs]),
+    /// Spans gathered into the batch.
+    Gathered,
+}
+
+impl<'t> ThreadSpans<'_, 't, '_> {
     /// The next spans in start order, or `None` when the thread has no more.
     pub fn next_batch(&mut self) -> Option<&[SpanNs]> {
         let Some(window) = self.threads.timeline.window else { return self.next_unclipped() };
@@ -100,9 +111,8 @@ impl ThreadSpans<'_, '_, '_> {
                 }
                 let threads = &mut *self.threads;
                 match threads.stream.as_ref().and_then(|rx| rx.recv().ok()) {
-                    Some(Streamed::Spans(spans)) => {
-                        threads.batch = spans;
-                        return Some(&threads.batch);
+                    Some(Streamed::Spans(chunk)) => {
+                        return Some(threads.received.insert(chunk).as_slice());
                     }
                     Some(Streamed::End(found)) => threads.found += found,
                     // The decode stopped (over its memory): the walk is cut short, and not used.
@@ -117,65 +127,19 @@ impl ThreadSpans<'_, '_, '_> {
                 self.next = threads.sorted.len();
                 return Some(batch);
             }
-            Source::Kept(spans, at_least_ns) => {
-                let from = self.next;
-                let batch = spans.get(from..spans.len().min(from.saturating_add(BATCH))).filter(|b| !b.is_empty())?;
-                let windowed = self.threads.timeline.window.is_some();
-                let threads = &mut *self.threads;
-                let gate = match threads.gate.as_mut() {
-                    Some(gate) if windowed || !gate.keeps_all_lasting(at_least_ns) => gate,
-                    // No gate, or one that keeps every span here (a `-t` no longer than the
-                    // decode's): lent whole.
-                    lent => {
-                        if let Some(gate) = lent {
-                            gate.counts.kept += batch.len() as u64;
-                        }
-                        self.next = from + batch.len();
-                        return Some(batch);
+            Source::Kept(..) => loop {
+                let Source::Kept(spans, rest, at_least_ns) = self.source else { unreachable!() };
+                match self.next_kept(spans, at_least_ns) {
+                    Some(Kept::Lent(batch)) => return Some(batch),
+                    Some(Kept::Gathered) => return Some(&self.threads.batch),
+                    // The chunk is read: the next one, if any.
+                    None => {
+                        let (chunk, rest) = rest.split_first()?;
+                        self.source = Source::Kept(chunk, rest, at_least_ns);
+                        self.next = 0;
                     }
-                };
-                if windowed {
-                    // A window stops at a batch's first span past its end: the gate sees whole
-                    // batches, as where the rings are decoded, and counts the same spans.
-                    self.next = from + batch.len();
-                    threads.batch.clear();
-                    threads.batch.extend_from_slice(batch);
-                    threads.batch.retain(|s| gate.keep_cut(s));
-                    return Some(&threads.batch);
                 }
-                if let Some(min) = gate.duration_alone() {
-                    // `-t` alone: the spans lasting at least `min` of the next `BATCH` (or more, to
-                    // find one), gathered, each span counted once; where short spans come between
-                    // the kept ones, runs lent in place would be a few spans each.
-                    let mut from = from;
-                    threads.batch.clear();
-                    while threads.batch.is_empty() && from < spans.len() {
-                        let end = spans.len().min(from.saturating_add(BATCH));
-                        gate.keep_lasting::<false>(&spans[from..end], min, &mut threads.batch);
-                        from = end;
-                    }
-                    self.next = from;
-                    return (!threads.batch.is_empty()).then_some(&threads.batch[..]);
-                }
-                // Through a gate: the next run of spans it keeps, lent where they are (each span
-                // is put to the gate once, in order).
-                let mut at = from;
-                while at < spans.len() && !gate.keep_cut(&spans[at]) {
-                    at += 1;
-                }
-                let first = at;
-                let end = spans.len().min(first.saturating_add(BATCH));
-                at = end.min(at + 1); // past the first kept, if any
-                while at < end {
-                    if !gate.keep_cut(&spans[at]) {
-                        self.next = at + 1;
-                        return spans.get(first..at);
-                    }
-                    at += 1;
-                }
-                self.next = at;
-                return spans.get(first..at).filter(|run| !run.is_empty());
-            }
+            },
         }
         self.decode_next()?;
         let threads = &mut *self.threads;
@@ -183,6 +147,68 @@ impl ThreadSpans<'_, '_, '_> {
             threads.batch.retain(|s| gate.keep_cut(s));
         }
         Some(&threads.batch)
+    }
+
+    /// The next spans of `spans`, a chunk decoded before (each lasting at least `at_least_ns`),
+    /// as [`next_unclipped`](Self::next_unclipped) gives them; `None` past the chunk's last.
+    fn next_kept(&mut self, spans: &'t [SpanNs], at_least_ns: u64) -> Option<Kept<'t>> {
+        let from = self.next;
+        let batch = spans.get(from..spans.len().min(from.saturating_add(BATCH))).filter(|b| !b.is_empty())?;
+        let windowed = self.threads.timeline.window.is_some();
+        let threads = &mut *self.threads;
+        let gate = match threads.gate.as_mut() {
+            Some(gate) if windowed || !gate.keeps_all_lasting(at_least_ns) => gate,
+            // No gate, or one that keeps every span here (a `-t` no longer than the
+            // decode's): lent whole.
+            lent => {
+                if let Some(gate) = lent {
+                    gate.counts.kept += batch.len() as u64;
+                }
+                self.next = from + batch.len();
+                return Some(Kept::Lent(batch));
+            }
+        };
+        if windowed {
+            // A window stops at a batch's first span past its end: the gate sees whole
+            // batches, as where the rings are decoded, and counts the same spans.
+            self.next = from + batch.len();
+            threads.batch.clear();
+            threads.batch.extend_from_slice(batch);
+            threads.batch.retain(|s| gate.keep_cut(s));
+            return Some(Kept::Gathered);
+        }
+        if let Some(min) = gate.duration_alone() {
+            // `-t` alone: the spans lasting at least `min` of the next `BATCH` (or more, to
+            // find one), gathered, each span counted once; where short spans come between
+            // the kept ones, runs lent in place would be a few spans each.
+            let mut from = from;
+            threads.batch.clear();
+            while threads.batch.is_empty() && from < spans.len() {
+                let end = spans.len().min(from.saturating_add(BATCH));
+                gate.keep_lasting::<false>(&spans[from..end], min, &mut threads.batch);
+                from = end;
+            }
+            self.next = from;
+            return (!threads.batch.is_empty()).then_some(Kept::Gathered);
+        }
+        // Through a gate: the next run of spans it keeps, lent where they are (each span
+        // is put to the gate once, in order).
+        let mut at = from;
+        while at < spans.len() && !gate.keep_cut(&spans[at]) {
+            at += 1;
+        }
+        let first = at;
+        let end = spans.len().min(first.saturating_add(BATCH));
+        at = end.min(at + 1); // past the first kept, if any
+        while at < end {
+            if !gate.keep_cut(&spans[at]) {
+                self.next = at + 1;
+                return spans.get(first..at).map(Kept::Lent);
+            }
+            at += 1;
+        }
+        self.next = at;
+        spans.get(first..at).filter(|run| !run.is_empty()).map(Kept::Lent)
     }
 
     /// Decodes the next batch of a ring placed in start order into `threads.batch`, through no
@@ -209,15 +235,9 @@ impl ThreadSpans<'_, '_, '_> {
     /// or cuts them (no copy through a batch), through a gate batch by batch (the spans it keeps
     /// copied once), else as [`next_batch`](Self::next_batch) lends them; stopping (`None`) once
     /// it holds more than `cap` (checked after each batch: a filter's spans are not counted before).
-    /// `NEAR`: the gate counts the spans it leaves out near its `-t` ([`Gate::counting`]). `tap`
-    /// gets each batch appended, as it is.
-    pub(crate) fn append_to<const NEAR: bool>(
-        mut self,
-        into: &mut Vec<SpanNs>,
-        cap: usize,
-        tap: Option<&Tap>,
-    ) -> Option<()> {
-        let start = into.len();
+    /// `NEAR`: the gate counts the spans it leaves out near its `-t` ([`Gate::counting`]). Each
+    /// batch's spans go to one of `into`'s chunks.
+    pub(super) fn append_to<const NEAR: bool>(mut self, into: &mut Chunks<'_>, cap: usize) -> Option<()> {
         let plain = self.threads.gate.is_none() && self.threads.timeline.window.is_none();
         if plain && matches!(self.source, Source::Placed) {
             let threads = &mut *self.threads;
@@ -231,13 +251,10 @@ impl ThreadSpans<'_, '_, '_> {
                     order,
                     from,
                     to,
-                    out: into,
+                    out: into.room(to - from),
                     last_key: &mut self.last_key,
                     lost_by_depth: &t.lost_by_depth,
                 });
-            }
-            if let Some(tap) = tap {
-                tap.spans(&into[start..]);
             }
             return (into.len() <= cap).then_some(());
         }
@@ -249,23 +266,15 @@ impl ThreadSpans<'_, '_, '_> {
                 if let Some(min) = gate.duration_alone() {
                     // `-t` alone: each span written where the next kept one goes (no branch on
                     // each span's duration).
-                    let before = into.len();
-                    gate.keep_lasting::<NEAR>(&threads.batch, min, into);
-                    if let Some(tap) = tap {
-                        tap.spans(&into[before..]);
-                    }
+                    gate.keep_lasting::<NEAR>(&threads.batch, min, into.room(threads.batch.len()));
                     if into.len() > cap {
                         return None;
                     }
                     continue;
                 }
-                let before = into.len();
-                into.extend(
+                into.room(threads.batch.len()).extend(
                     threads.batch.iter().filter(|s| if NEAR { gate.keep_cut_counting(s) } else { gate.keep_cut(s) }),
                 );
-                if let Some(tap) = tap {
-                    tap.spans(&into[before..]);
-                }
                 if into.len() > cap {
                     return None;
                 }
@@ -273,10 +282,7 @@ impl ThreadSpans<'_, '_, '_> {
             return Some(());
         }
         while let Some(batch) = self.next_batch() {
-            into.extend_from_slice(batch);
-            if let Some(tap) = tap {
-                tap.spans(batch);
-            }
+            into.room(batch.len()).extend_from_slice(batch);
             if into.len() > cap {
                 return None;
             }
@@ -454,6 +460,8 @@ pub struct Threads<'t, 'a> {
     gate: Option<Gate<'t>>,
     /// Where the spans come from as another thread decodes them ([`streamed`](Self::streamed)).
     stream: Option<std::sync::mpsc::Receiver<Streamed>>,
+    /// The chunk of spans last received from there.
+    received: Option<Chunk>,
 }
 
 impl<'t, 'a> Threads<'t, 'a> {
@@ -489,13 +497,15 @@ impl<'t, 'a> Threads<'t, 'a> {
         }
         // Decoded before: what decoding found wrong is the whole thread's, said at its start.
         if let Some(decoded) = tl.decoded.as_deref()
-            && let Some((spans, found)) = decoded.thread(index)
+            && let Some((chunks, found)) = decoded.thread(index)
         {
+            let (spans, rest) =
+                chunks.split_first().map_or((&[][..], &[][..]), |(first, rest)| (first.as_slice(), rest));
             self.found += found;
             return Some(ThreadSpans {
                 thread: index,
                 threads: self,
-                source: Source::Kept(spans, decoded.at_least_ns()),
+                source: Source::Kept(spans, rest, decoded.at_least_ns()),
                 next: 0,
                 last_key: None,
             });
@@ -586,6 +596,7 @@ impl<'a> Timeline<'a> {
             found: Anomalies::default(),
             gate: self.selection.as_ref().map(Gate::new),
             stream: None,
+            received: None,
         }
     }
 }
