@@ -1,4 +1,4 @@
-//! `rtconv diff`: a real slowdown (the workload's sleeps, 1 ms against 3 ms)
+//! `rtconv diff`: a real slowdown (the workload's sleeps, 1 ms against 10 ms)
 //! is called one and gates `--fail-on`; a dump against itself changes
 //! nothing; the significance test's p-values equal scipy's on hand-built
 //! dumps of known durations; the differential flame graph colours what grew
@@ -28,7 +28,9 @@ pub(crate) fn rows(json: &str) -> std::collections::BTreeMap<String, serde_json:
 fn a_real_slowdown_is_called_one_and_fails_the_gate() {
     let dir = scratch("diff-workload");
     let base = record_workload_with(&binary("workload"), &dir, "base.rtd", &["--rounds", "12", "--sleep-ms", "1"]);
-    let new = record_workload_with(&binary("workload"), &dir, "new.rtd", &["--rounds", "12", "--sleep-ms", "3"]);
+    // Ten times as long: a loaded machine wakes a 1 ms sleep late, by 3 ms and more (a CI run saw
+    // 4.06 ms), so the two sides' sleeps must lie far enough apart not to mingle.
+    let new = record_workload_with(&binary("workload"), &dir, "new.rtd", &["--rounds", "12", "--sleep-ms", "10"]);
     let (code, out, stderr) = diff(&base, &new, &["-f", "json"]);
     assert_eq!(code, 0, "{stderr}");
     let by_name = rows(&out);
@@ -36,9 +38,10 @@ fn a_real_slowdown_is_called_one_and_fails_the_gate() {
     assert_eq!(sleep["change"], "slower", "{sleep}");
     assert!(sleep["p_value"].as_f64().unwrap() < 1e-3, "{sleep}");
     assert_eq!((sleep["base"]["calls"].as_u64(), sleep["new"]["calls"].as_u64()), (Some(12), Some(12)));
-    // Each new sleep lasted at least 3 ms, each base one at least 1 ms.
+    // Each new sleep lasted at least 10 ms, each base one at least 1 ms.
     assert!(
-        sleep["new"]["p50_ns"].as_u64().unwrap() >= 3_000_000 && sleep["base"]["p50_ns"].as_u64().unwrap() >= 1_000_000
+        sleep["new"]["p50_ns"].as_u64().unwrap() >= 10_000_000
+            && sleep["base"]["p50_ns"].as_u64().unwrap() >= 1_000_000
     );
     // The largest change in self time comes first.
     let order: Vec<String> = serde_json::from_str::<Vec<serde_json::Value>>(&out)
