@@ -249,8 +249,9 @@ impl<'a> Input<'a> {
 }
 
 /// The spans a conversion that walks them more than once (a budget's size model, then its
-/// render; a split's parts) keeps in memory, at most (32 bytes each: 33.5 M spans); more are
-/// decoded again for each walk.
+/// render; a split's parts) keeps in memory, at most (32 bytes each: 33.5 M spans; a budget's
+/// chunks may reserve up to a third more room than their spans fill); more are decoded again for
+/// each walk.
 const KEPT_MAX_BYTES: u64 = 1 << 30;
 
 /// A dump read, timed and named, and what was wrong with it so far.
