@@ -71,9 +71,9 @@ fn every_form_converts_with_exact_counts() {
         }
     }
     // Pulse intervals tile the loop: each starts where the previous ended. Two passes may read
-    // the same time (an AMD EPYC's TSC advances in steps of 26 ticks, 10 ns): an interval of none,
-    // which start order (longer first on ties) puts after the one beginning with it; ordered by end
-    // as well, they tile.
+    // the same time (on the AMD EPYC VM the suite runs on, the TSC advances in steps of 26 ticks,
+    // 10 ns): an interval of none, which start order (longer first on ties) puts after the one
+    // beginning with it; ordered by end as well, they tile.
     let mut ticks: Vec<_> = trace.events.iter().filter(|e| e.name == "tick").collect();
     ticks.sort_by_key(|e| (e.ts_ns, e.end_ns()));
     for pair in ticks.windows(2) {
