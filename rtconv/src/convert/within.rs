@@ -195,7 +195,8 @@ fn decode_walking<'w, 'a>(
 /// about half the output (on the whole-program Lua trace, 512 M and 288 M instructions against
 /// `-t`'s 1.95 G); not Chrome JSON's or systrace's, a fifteenth and a twentieth, too little to
 /// win back handing the spans to another thread (Chrome JSON's budget took no less time that
-/// way, and more CPU: docs/PERFORMANCE.md, "The size model beside the decode"). And only where a core
+/// way, and more CPU, measured when each batch was copied to the walk: docs/PERFORMANCE.md, "The
+/// size model beside the decode"). And only where a core
 /// may be free: not in a `batch` whose workers are as many as the cores (each converting a dump),
 /// where a second thread would add its CPU to the batch's time.
 fn walks_beside_the_decode(layout: Layout) -> bool {

@@ -68,8 +68,6 @@ impl Decoded {
 pub(super) struct Chunks<'t> {
     filled: Vec<Chunk>,
     filling: Vec<SpanNs>,
-    /// Spans in `filled`.
-    len: usize,
     /// Spans a chunk holds at most (`usize::MAX`: one chunk, growing as a `Vec` does).
     per_chunk: usize,
     /// Where each chunk goes as soon as it is filled.
@@ -79,7 +77,7 @@ pub(super) struct Chunks<'t> {
 impl<'t> Chunks<'t> {
     /// Chunks of `per_chunk` spans, the first with room for `reserve`.
     fn new(per_chunk: usize, reserve: usize, tap: Option<&'t Tap>) -> Self {
-        Chunks { filled: Vec::new(), filling: Vec::with_capacity(reserve), len: 0, per_chunk, tap }
+        Chunks { filled: Vec::new(), filling: Vec::with_capacity(reserve), per_chunk, tap }
     }
 
     /// Where `n` more spans go, all in one chunk (the one filling, or a new one).
@@ -93,7 +91,7 @@ impl<'t> Chunks<'t> {
 
     /// The spans appended so far.
     pub(super) fn len(&self) -> usize {
-        self.len + self.filling.len()
+        self.filled.iter().map(|chunk| chunk.len()).sum::<usize>() + self.filling.len()
     }
 
     /// The chunk filling is full: shared with the tap, and a new one begins.
@@ -102,7 +100,6 @@ impl<'t> Chunks<'t> {
             return;
         }
         let chunk = Arc::new(std::mem::take(&mut self.filling));
-        self.len += chunk.len();
         if let Some(tap) = self.tap {
             tap.spans(Arc::clone(&chunk));
         }

@@ -127,15 +127,15 @@ impl<'t> ThreadSpans<'_, 't, '_> {
                 self.next = threads.sorted.len();
                 return Some(batch);
             }
-            Source::Kept(..) => loop {
-                let Source::Kept(spans, rest, at_least_ns) = self.source else { unreachable!() };
+            Source::Kept(mut spans, mut rest, at_least_ns) => loop {
                 match self.next_kept(spans, at_least_ns) {
                     Some(Kept::Lent(batch)) => return Some(batch),
                     Some(Kept::Gathered) => return Some(&self.threads.batch),
                     // The chunk is read: the next one, if any.
                     None => {
-                        let (chunk, rest) = rest.split_first()?;
-                        self.source = Source::Kept(chunk, rest, at_least_ns);
+                        let (chunk, after) = rest.split_first()?;
+                        (spans, rest) = (chunk, after);
+                        self.source = Source::Kept(spans, rest, at_least_ns);
                         self.next = 0;
                     }
                 }
